@@ -1,0 +1,19 @@
+//! dbscope-core: timed events, the run directory format, and the statistics every report needs.
+//!
+//! Everything dbscope measures becomes a *run*: a `manifest.json` plus append-only event files made of
+//! checksummed blocks. This crate knows that format and nothing about databases, so trace readers,
+//! workloads, importers and reports all meet here.
+
+pub mod error;
+pub mod event;
+pub mod manifest;
+pub mod redact;
+pub mod run;
+pub mod stats;
+
+pub use error::{Error, Result};
+pub use event::{Event, NameId, NameTable, EVENT_WARMUP};
+pub use manifest::{
+    HostInfo, Manifest, Outcome, RunnerInfo, TargetInfo, WorkloadInfo, FORMAT_VERSION,
+};
+pub use run::{EventReader, EventWriter, RunDir, TailState};

@@ -1,0 +1,263 @@
+//! `manifest.json`: what a run was (workload, target, settings, host), when, and how it ended.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// The run format this build writes. Readers accept any `1.x` and refuse a newer major version.
+pub const FORMAT_VERSION: &str = "1.0";
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// Still running, or killed before it could record an end (the data written so far is kept).
+    Running,
+    /// Finished as asked (ops or duration reached).
+    Complete,
+    /// Stopped early by the user (Ctrl-C, SIGTERM); all data up to the stop is kept.
+    Interrupted,
+    /// Stopped by an error (e.g. `--max-errors` exceeded, the target went away for good).
+    Failed,
+}
+
+impl Outcome {
+    /// Lower-case name as written in the manifest.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Outcome::Running => "running",
+            Outcome::Complete => "complete",
+            Outcome::Interrupted => "interrupted",
+            Outcome::Failed => "failed",
+        }
+    }
+}
+
+/// The workload that produced the events.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadInfo {
+    /// Workload name, e.g. `commit`.
+    pub name: String,
+    /// Its parameters as given (after defaults were applied).
+    pub params: BTreeMap<String, serde_json::Value>,
+}
+
+/// The database the workload ran against.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TargetInfo {
+    /// `sqlite`, `postgres` or `null`.
+    pub kind: String,
+    /// Where, with any password removed (e.g. `postgres://bench@/bench?host=/tmp`).
+    pub location: String,
+    /// Server or library version as reported by the database.
+    pub server_version: String,
+    /// Settings the user asked for with `--set`, in the order given.
+    pub settings_requested: Vec<(String, String)>,
+    /// Effective values read back from the database after connecting.
+    pub settings_effective: BTreeMap<String, String>,
+}
+
+/// How the runner drove the sessions.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunnerInfo {
+    /// Number of sessions (connections).
+    pub sessions: u32,
+    /// Operations per session, when the run was bounded by count.
+    pub ops_per_session: Option<u64>,
+    /// Duration limit in seconds, when the run was bounded by time.
+    pub duration_s: Option<f64>,
+    /// Warm-up period in seconds; events starting in it carry the warm-up flag.
+    pub warmup_s: f64,
+    /// Errors tolerated before the run is stopped as failed.
+    pub max_errors: u64,
+    /// `closed` (as fast as possible) or `open` (target rate).
+    pub mode: String,
+}
+
+/// Facts about the machine the run was measured on.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostInfo {
+    /// Output of `uname -a`.
+    pub uname: String,
+    /// Host name.
+    pub hostname: String,
+    /// Logical CPUs available to the process.
+    pub cpus: u32,
+    /// Physical memory in bytes (MemTotal).
+    pub memory_bytes: u64,
+}
+
+impl HostInfo {
+    /// Reads the facts of this machine; a fact that cannot be read is left empty, never an error.
+    pub fn detect() -> Self {
+        let uname = std::process::Command::new("uname")
+            .arg("-a")
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default();
+        let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default();
+        let cpus = std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(0);
+        let memory_bytes = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| {
+                m.lines()
+                    .find(|l| l.starts_with("MemTotal:"))
+                    .and_then(|l| l.split_whitespace().nth(1))
+                    .and_then(|kb| kb.parse::<u64>().ok())
+            })
+            .map(|kb| kb * 1024)
+            .unwrap_or(0);
+        HostInfo {
+            uname,
+            hostname,
+            cpus,
+            memory_bytes,
+        }
+    }
+}
+
+/// The manifest of a run: everything needed to know what was measured, apart from the events.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Run format version, `major.minor`.
+    pub format_version: String,
+    /// Version of the dbscope that wrote the run.
+    pub dbscope_version: String,
+    /// Command line, with secrets redacted.
+    pub command_line: Vec<String>,
+    /// What produced the events: `workload`, `trace` or `import`.
+    pub source: String,
+    /// The workload and its parameters.
+    pub workload: WorkloadInfo,
+    /// Seed of every random choice the workload made.
+    pub seed: u64,
+    /// The database.
+    pub target: Option<TargetInfo>,
+    /// How sessions were driven.
+    pub runner: Option<RunnerInfo>,
+    /// The machine.
+    pub host: HostInfo,
+    /// Wall-clock start (UTC).
+    pub started_utc: DateTime<Utc>,
+    /// Wall-clock end (UTC); absent while running or when the run was killed.
+    pub ended_utc: Option<DateTime<Utc>>,
+    /// Unix time in ns of event offset 0; `start_ns` of an event plus this is its UTC timestamp.
+    pub clock_origin_unix_ns: i64,
+    /// How the run ended.
+    pub outcome: Outcome,
+    /// Why it ended that way, when not complete.
+    pub outcome_detail: Option<String>,
+    /// Event files, relative to the run directory.
+    pub event_files: Vec<String>,
+    /// Events written, when the run ended cleanly.
+    pub events_written: Option<u64>,
+}
+
+impl Manifest {
+    /// A manifest for a run starting now.
+    pub fn new(source: &str, workload: WorkloadInfo, seed: u64) -> Self {
+        let now = Utc::now();
+        Manifest {
+            format_version: FORMAT_VERSION.to_string(),
+            dbscope_version: env!("CARGO_PKG_VERSION").to_string(),
+            command_line: Vec::new(),
+            source: source.to_string(),
+            workload,
+            seed,
+            target: None,
+            runner: None,
+            host: HostInfo::detect(),
+            started_utc: now,
+            ended_utc: None,
+            clock_origin_unix_ns: now.timestamp_nanos_opt().unwrap_or(0),
+            outcome: Outcome::Running,
+            outcome_detail: None,
+            event_files: vec![crate::run::EVENTS_FILE.to_string()],
+            events_written: None,
+        }
+    }
+
+    /// Reads and checks a manifest file: valid JSON of this shape, a format version this build reads.
+    pub fn read(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::Format {
+            path: path.to_owned(),
+            msg: format!("line {}: not valid JSON: {e}", e.line()),
+        })?;
+        let version = value
+            .get("format_version")
+            .and_then(|v| v.as_str())
+            .ok_or_else(|| Error::Format {
+                path: path.to_owned(),
+                msg: "no format_version string; is this a dbscope manifest?".into(),
+            })?;
+        check_version(path, version)?;
+        serde_json::from_value(value).map_err(|e| Error::Format {
+            path: path.to_owned(),
+            msg: format!("unexpected manifest content: {e}"),
+        })
+    }
+
+    /// Writes the manifest atomically (temporary file, then rename), so a crash never leaves half a file.
+    pub fn write(&self, path: &Path) -> Result<()> {
+        let tmp = path.with_extension("json.tmp");
+        let text = serde_json::to_string_pretty(self).map_err(|e| Error::Format {
+            path: path.to_owned(),
+            msg: format!("cannot encode manifest: {e}"),
+        })?;
+        std::fs::write(&tmp, text + "\n").map_err(|e| Error::io(&tmp, e))?;
+        std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+    }
+}
+
+fn check_version(path: &Path, version: &str) -> Result<()> {
+    let major = |v: &str| v.split('.').next().and_then(|m| m.parse::<u64>().ok());
+    let supported = major(FORMAT_VERSION).expect("valid constant");
+    match major(version) {
+        Some(m) if m <= supported => Ok(()),
+        Some(_) => Err(Error::NewerFormat {
+            path: path.to_owned(),
+            found: version.to_string(),
+            supported: FORMAT_VERSION.to_string(),
+        }),
+        None => Err(Error::Format {
+            path: path.to_owned(),
+            msg: format!("format_version {version:?} is not of the form MAJOR.MINOR"),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_version_checks() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("manifest.json");
+        let mut m = Manifest::new("workload", WorkloadInfo::default(), 42);
+        m.outcome = Outcome::Complete;
+        m.write(&p).unwrap();
+        assert_eq!(Manifest::read(&p).unwrap(), m);
+
+        let text = std::fs::read_to_string(&p)
+            .unwrap()
+            .replace("\"1.0\"", "\"2.0\"");
+        std::fs::write(&p, text).unwrap();
+        let err = Manifest::read(&p).unwrap_err().to_string();
+        assert!(err.contains("newer than this dbscope reads"), "{err}");
+
+        std::fs::write(&p, "{\n  \"format_version\": 1,\n").unwrap();
+        let err = Manifest::read(&p).unwrap_err().to_string();
+        assert!(err.contains("not valid JSON"), "{err}");
+    }
+}

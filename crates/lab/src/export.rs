@@ -1,0 +1,1 @@
+//! Exports of a run's events to CSV and Parquet (being written).
