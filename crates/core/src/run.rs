@@ -78,9 +78,13 @@ impl EventWriter {
             self.names_written += new_names.len();
         }
         let start = self.begin_block(KIND_EVENTS, events.len());
-        self.buf.reserve(events.len() * Event::ENCODED_LEN);
-        for e in events {
-            e.encode(&mut self.buf);
+        let at = self.buf.len();
+        self.buf.resize(at + events.len() * Event::ENCODED_LEN, 0);
+        for (slot, e) in self.buf[at..]
+            .chunks_exact_mut(Event::ENCODED_LEN)
+            .zip(events)
+        {
+            e.encode_into(slot.try_into().expect("chunks are ENCODED_LEN long"));
         }
         self.end_block(start);
         self.file
@@ -319,17 +323,15 @@ impl RunDir {
         })
     }
 
-    /// Creates a new run directory (which must not exist or be empty) and writes its first manifest.
+    /// Creates a new run directory (which must not already hold a run) and writes its first manifest.
     pub fn create(path: &Path, manifest: Manifest) -> Result<Self> {
-        if path.exists() {
-            let mut entries = std::fs::read_dir(path).map_err(|e| Error::io(path, e))?;
-            if entries.next().is_some() {
-                return Err(Error::Format {
-                    path: path.to_owned(),
-                    msg: "the output directory exists and is not empty; choose another --out"
-                        .into(),
-                });
-            }
+        // Other files may be there (the default SQLite database lives in the run directory), but
+        // never overwrite another run.
+        if path.join(MANIFEST_FILE).exists() || path.join(EVENTS_FILE).exists() {
+            return Err(Error::Format {
+                path: path.to_owned(),
+                msg: "the output directory already holds a run; choose another --out".into(),
+            });
         }
         std::fs::create_dir_all(path).map_err(|e| Error::io(path, e))?;
         let run = RunDir {
@@ -465,10 +467,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let err = RunDir::open(dir.path()).unwrap_err().to_string();
         assert!(err.contains("not a dbscope run directory"), "{err}");
-        std::fs::write(dir.path().join("x"), "y").unwrap();
+        RunDir::create(dir.path(), Manifest::new("w", WorkloadInfo::default(), 0)).unwrap();
         let err = RunDir::create(dir.path(), Manifest::new("w", WorkloadInfo::default(), 0))
             .unwrap_err()
             .to_string();
-        assert!(err.contains("not empty"), "{err}");
+        assert!(err.contains("already holds a run"), "{err}");
     }
 }

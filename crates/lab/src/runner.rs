@@ -1,0 +1,426 @@
+//! Sessions, pacing, warm-up, limits, progress, and graceful stop: drives a workload against a
+//! target and records every operation into a run directory as it goes.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::mpsc::{sync_channel, RecvTimeoutError};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use dbscope_core::run::EVENTS_FILE;
+use dbscope_core::stats::LatencyHistogram;
+use dbscope_core::{
+    Event, EventWriter, Manifest, NameTable, Outcome, RunDir, RunnerInfo, WorkloadInfo,
+};
+
+use crate::record::{Recorder, RunClock};
+use crate::target::{Session, Target, TargetError};
+use crate::workload::{session_seed, SessionWork, Workload};
+
+/// How long a session keeps trying to reconnect after losing its connection.
+const RECONNECT_FOR: Duration = Duration::from_secs(30);
+/// How often progress is reported.
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+
+/// Errors that stop a run before or while it starts.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The target refused (bad URI, unreachable, wrong password, unknown setting, setup failed).
+    #[error("{0}")]
+    Target(#[from] TargetError),
+    /// The run directory could not be written.
+    #[error("{0}")]
+    Core(#[from] dbscope_core::Error),
+    /// Invalid run configuration.
+    #[error("{0}")]
+    Config(String),
+}
+
+/// How to drive the sessions.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    /// Number of sessions, each with its own connection.
+    pub sessions: u32,
+    /// Stop each session after this many operations (warm-up ones included).
+    pub ops_per_session: Option<u64>,
+    /// Stop after warm-up plus this long.
+    pub duration: Option<Duration>,
+    /// Events that start in this first period are flagged as warm-up.
+    pub warmup: Duration,
+    /// Seed of every random choice.
+    pub seed: u64,
+    /// Stop the run as failed after more errors than this.
+    pub max_errors: u64,
+}
+
+impl RunConfig {
+    /// Checks the configuration; the message names the offending option.
+    pub fn validate(&self) -> Result<(), RunError> {
+        if self.sessions == 0 {
+            return Err(RunError::Config("--sessions must be at least 1".into()));
+        }
+        if self.ops_per_session == Some(0) {
+            return Err(RunError::Config("--ops must be at least 1".into()));
+        }
+        if self.duration == Some(Duration::ZERO) {
+            return Err(RunError::Config("--duration must be longer than 0".into()));
+        }
+        Ok(())
+    }
+}
+
+/// Why a run is stopping early.
+#[derive(Debug, Default)]
+pub struct StopSignal {
+    state: AtomicU8,
+    detail: Mutex<Option<String>>,
+}
+
+const RUNNING: u8 = 0;
+const INTERRUPTED: u8 = 1;
+const FAILED: u8 = 2;
+
+impl StopSignal {
+    /// A signal that has not fired.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Asks the run to stop and keep its data (Ctrl-C, SIGTERM).
+    pub fn interrupt(&self) {
+        let _ =
+            self.state
+                .compare_exchange(RUNNING, INTERRUPTED, Ordering::SeqCst, Ordering::SeqCst);
+    }
+    /// Stops the run as failed, with the reason.
+    pub fn fail(&self, why: String) {
+        if self
+            .state
+            .compare_exchange(RUNNING, FAILED, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            *self.detail.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+        }
+    }
+    /// True once the run should stop.
+    #[inline]
+    pub fn is_set(&self) -> bool {
+        self.state.load(Ordering::Relaxed) != RUNNING
+    }
+    fn outcome(&self) -> (Outcome, Option<String>) {
+        match self.state.load(Ordering::SeqCst) {
+            INTERRUPTED => (Outcome::Interrupted, Some("stopped by the user".into())),
+            FAILED => (
+                Outcome::Failed,
+                self.detail
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone(),
+            ),
+            _ => (Outcome::Complete, None),
+        }
+    }
+}
+
+/// What the progress display shows, about four times a second.
+#[derive(Clone, Debug)]
+pub struct Progress {
+    /// Time since the start (warm-up included).
+    pub elapsed: Duration,
+    /// True while in warm-up.
+    pub warming_up: bool,
+    /// Headline events recorded so far.
+    pub ops: u64,
+    /// Errors so far.
+    pub errors: u64,
+    /// Headline events per second over the last interval.
+    pub ops_per_s: f64,
+    /// p99 of the headline event over roughly the last second, in ns.
+    pub p99_ns: Option<u64>,
+    /// Fraction done (0–1), when the run has a known end.
+    pub fraction: Option<f64>,
+    /// Name of the headline event.
+    pub headline: &'static str,
+}
+
+/// Everything needed to make one run.
+pub struct RunSpec<'a> {
+    /// Where the run directory goes (must not exist, or be empty).
+    pub out: PathBuf,
+    /// Command line as typed, already redacted.
+    pub command_line: Vec<String>,
+    /// The database.
+    pub target: &'a dyn Target,
+    /// The workload.
+    pub workload: &'a dyn Workload,
+    /// Sessions and limits.
+    pub config: RunConfig,
+}
+
+/// How a run ended.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    /// The run directory.
+    pub dir: PathBuf,
+    /// Complete, interrupted or failed.
+    pub outcome: Outcome,
+    /// Why, when not complete.
+    pub detail: Option<String>,
+    /// Events written.
+    pub events: u64,
+    /// Operations performed (all sessions).
+    pub ops: u64,
+    /// Errors recorded.
+    pub errors: u64,
+    /// Wall time from start to end.
+    pub elapsed: Duration,
+}
+
+/// Describes the target, sets up the workload, creates the run directory, runs the sessions while
+/// writing events, and records how it ended. `stop` may be fired from another thread (Ctrl-C).
+pub fn run(
+    spec: RunSpec<'_>,
+    stop: &StopSignal,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<RunResult, RunError> {
+    let cfg = &spec.config;
+    cfg.validate()?;
+    let target_info = spec.target.describe()?;
+    spec.workload.setup(spec.target, cfg.sessions)?;
+
+    let mut manifest = Manifest::new(
+        "workload",
+        WorkloadInfo {
+            name: spec.workload.name().to_string(),
+            params: spec.workload.params(),
+        },
+        cfg.seed,
+    );
+    manifest.command_line = spec.command_line.clone();
+    manifest.target = Some(target_info);
+    manifest.runner = Some(RunnerInfo {
+        sessions: cfg.sessions,
+        ops_per_session: cfg.ops_per_session,
+        duration_s: cfg.duration.map(|d| d.as_secs_f64()),
+        warmup_s: cfg.warmup.as_secs_f64(),
+        max_errors: cfg.max_errors,
+        mode: "closed".into(),
+    });
+
+    // Connect every session before the clock starts, so connection time is not measured.
+    let names = NameTable::new();
+    let mut sessions: Vec<Box<dyn Session>> = Vec::with_capacity(cfg.sessions as usize);
+    for _ in 0..cfg.sessions {
+        sessions.push(spec.target.connect()?);
+    }
+
+    let mut rundir = RunDir::create(&spec.out, manifest)?;
+    let mut writer = EventWriter::create(&spec.out.join(EVENTS_FILE), names.clone())?;
+    let (tx, rx) = sync_channel::<Vec<Event>>(2 * cfg.sessions as usize + 8);
+    let errors = AtomicU64::new(0);
+    let ops = AtomicU64::new(0);
+
+    let clock = RunClock::start();
+    let now = Utc::now();
+    rundir.manifest.started_utc = now;
+    rundir.manifest.clock_origin_unix_ns = now.timestamp_nanos_opt().unwrap_or(0);
+    rundir.save_manifest()?;
+
+    let warmup_ns = cfg.warmup.as_nanos() as u64;
+    let deadline_ns = cfg.duration.map(|d| warmup_ns + d.as_nanos() as u64);
+    let headline = spec.workload.headline_event();
+    let headline_id = names.intern(headline);
+    let mut write_error: Option<String> = None;
+
+    std::thread::scope(|scope| {
+        for (i, sess) in sessions.into_iter().enumerate() {
+            let i = i as u32;
+            let work = spec.workload.session(i, session_seed(cfg.seed, i));
+            let rec = Recorder::new(i, clock.clone(), warmup_ns, names.clone(), tx.clone());
+            let (errors, ops, target) = (&errors, &ops, spec.target);
+            std::thread::Builder::new()
+                .name(format!("session-{i}"))
+                .spawn_scoped(scope, move || {
+                    session_loop(SessionCtx {
+                        sess,
+                        work,
+                        rec,
+                        target,
+                        cfg,
+                        deadline_ns,
+                        stop,
+                        errors,
+                        ops,
+                    })
+                })
+                .expect("spawning a session thread");
+        }
+        drop(tx);
+
+        // This thread writes blocks and reports progress until every session has finished.
+        let mut window = LatencyHistogram::new();
+        let mut window_started = Instant::now();
+        let mut last_p99 = None;
+        let mut headline_total = 0u64;
+        let mut last_tick = Instant::now();
+        let mut last_tick_ops = 0u64;
+        loop {
+            match rx.recv_timeout(PROGRESS_EVERY) {
+                Ok(batch) => {
+                    if write_error.is_none() {
+                        if let Err(e) = writer.write_block(&batch) {
+                            write_error = Some(e.to_string());
+                            stop.fail(format!("cannot write events: {e}"));
+                        }
+                    }
+                    for ev in batch
+                        .iter()
+                        .filter(|e| e.name == headline_id && !e.is_error())
+                    {
+                        headline_total += 1;
+                        window.record(ev.duration_ns);
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            if last_tick.elapsed() >= PROGRESS_EVERY {
+                let elapsed = Duration::from_nanos(clock.now_ns());
+                let dt = last_tick.elapsed().as_secs_f64();
+                let rate = (headline_total - last_tick_ops) as f64 / dt;
+                last_tick = Instant::now();
+                last_tick_ops = headline_total;
+                if window_started.elapsed() >= Duration::from_secs(1) {
+                    last_p99 = (!window.is_empty()).then(|| window.percentile(99.0));
+                    window.clear();
+                    window_started = Instant::now();
+                } else if last_p99.is_none() && !window.is_empty() {
+                    last_p99 = Some(window.percentile(99.0));
+                }
+                let fraction = match (deadline_ns, cfg.ops_per_session) {
+                    (Some(d), _) => Some((elapsed.as_nanos() as f64 / d as f64).min(1.0)),
+                    (None, Some(n)) => {
+                        Some(ops.load(Ordering::Relaxed) as f64 / (n * cfg.sessions as u64) as f64)
+                    }
+                    _ => None,
+                };
+                progress(&Progress {
+                    elapsed,
+                    warming_up: (elapsed.as_nanos() as u64) < warmup_ns,
+                    ops: headline_total,
+                    errors: errors.load(Ordering::Relaxed),
+                    ops_per_s: rate,
+                    p99_ns: last_p99,
+                    fraction,
+                    headline,
+                });
+            }
+        }
+    });
+
+    let elapsed = Duration::from_nanos(clock.now_ns());
+    if write_error.is_none() {
+        if let Err(e) = writer.sync() {
+            stop.fail(format!("cannot flush events: {e}"));
+        }
+    }
+    let (outcome, detail) = stop.outcome();
+    rundir.manifest.ended_utc = Some(Utc::now());
+    rundir.manifest.outcome = outcome;
+    rundir.manifest.outcome_detail = detail.clone();
+    rundir.manifest.events_written = Some(writer.events_written());
+    rundir.save_manifest()?;
+    Ok(RunResult {
+        dir: spec.out,
+        outcome,
+        detail,
+        events: writer.events_written(),
+        ops: ops.load(Ordering::Relaxed),
+        errors: errors.load(Ordering::Relaxed),
+        elapsed,
+    })
+}
+
+struct SessionCtx<'a> {
+    sess: Box<dyn Session>,
+    work: Box<dyn SessionWork>,
+    rec: Recorder,
+    target: &'a dyn Target,
+    cfg: &'a RunConfig,
+    deadline_ns: Option<u64>,
+    stop: &'a StopSignal,
+    errors: &'a AtomicU64,
+    ops: &'a AtomicU64,
+}
+
+fn session_loop(mut c: SessionCtx<'_>) {
+    let id = c.rec.session();
+    if let Err(e) = c.work.prepare(c.sess.as_mut(), &c.rec) {
+        c.stop
+            .fail(format!("session {id}: cannot prepare the workload: {e}"));
+        return;
+    }
+    let limit = c.cfg.ops_per_session.unwrap_or(u64::MAX);
+    let mut done = 0u64;
+    while done < limit && !c.stop.is_set() {
+        if let Some(d) = c.deadline_ns {
+            if c.rec.last_ns() >= d {
+                break;
+            }
+        }
+        let result = c.work.step(c.sess.as_mut(), &mut c.rec);
+        done += 1;
+        if done & 63 == 0 {
+            c.ops.fetch_add(64, Ordering::Relaxed);
+        }
+        let Err(e) = result else { continue };
+        let n = c.errors.fetch_add(1, Ordering::Relaxed) + 1;
+        if n > c.cfg.max_errors {
+            c.stop.fail(format!(
+                "more than --max-errors {} errors; the last: session {id}: {} ({})",
+                c.cfg.max_errors, e.message, e.class
+            ));
+            break;
+        }
+        if !e.connection_lost {
+            let _ = c.sess.rollback();
+            continue;
+        }
+        match reconnect(&mut c) {
+            Ok(()) => {}
+            Err(why) => {
+                c.stop.fail(format!(
+                    "session {id} lost its connection ({}) and could not reconnect: {why}",
+                    e.message
+                ));
+                break;
+            }
+        }
+    }
+    c.ops.fetch_add(done & 63, Ordering::Relaxed);
+    c.rec.flush();
+}
+
+/// Reconnects with growing pauses for up to [`RECONNECT_FOR`], unless the run is stopping.
+fn reconnect(c: &mut SessionCtx<'_>) -> Result<(), String> {
+    let start = Instant::now();
+    let mut pause = Duration::from_millis(10);
+    loop {
+        let attempt = c
+            .target
+            .connect()
+            .and_then(|mut s| c.work.prepare(s.as_mut(), &c.rec).map(|()| s));
+        match attempt {
+            Ok(s) => {
+                c.sess = s;
+                return Ok(());
+            }
+            Err(e) if start.elapsed() >= RECONNECT_FOR => return Err(e.message),
+            Err(_) if c.stop.is_set() => return Err("the run was stopping".into()),
+            Err(_) => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_secs(1));
+            }
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! The `commit` workload (seed 001's redo-log sync test): each session updates a row and commits,
+//! as fast as it can. `update` and `commit` are separate events, so commit latency (what Oracle
+//! calls *log file sync*, PostgreSQL's WAL flush) is seen on its own.
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+use dbscope_core::NameId;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::{check_identifier, SessionWork, Workload};
+use crate::record::Recorder;
+use crate::target::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
+
+/// Which rows sessions update.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keys {
+    /// Each session its own row (no lock contention): session `s` updates id `s + 1`.
+    Own,
+    /// All sessions pick uniformly from ids `1..=N` (seeded), so they contend for row locks.
+    Shared(u64),
+}
+
+impl FromStr for Keys {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "own" {
+            return Ok(Keys::Own);
+        }
+        match s.strip_prefix("shared:").map(str::parse::<u64>) {
+            Some(Ok(n)) if n > 0 => Ok(Keys::Shared(n)),
+            _ => Err(format!(
+                "--keys {s:?}: expected `own` or `shared:N` with N ≥ 1 (e.g. shared:10)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Keys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Keys::Own => write!(f, "own"),
+            Keys::Shared(n) => write!(f, "shared:{n}"),
+        }
+    }
+}
+
+/// The commit workload.
+#[derive(Clone, Debug)]
+pub struct CommitWorkload {
+    table: String,
+    keys: Keys,
+    fresh: bool,
+    dialect: Dialect,
+}
+
+impl CommitWorkload {
+    /// A commit workload on `table`; `fresh` drops and recreates the table first.
+    pub fn new(table: &str, keys: Keys, fresh: bool, dialect: Dialect) -> Result<Self, String> {
+        check_identifier(table)?;
+        Ok(CommitWorkload {
+            table: table.to_string(),
+            keys,
+            fresh,
+            dialect,
+        })
+    }
+
+    fn rows_needed(&self, sessions: u32) -> u64 {
+        match self.keys {
+            Keys::Own => sessions as u64,
+            Keys::Shared(n) => n,
+        }
+    }
+}
+
+impl Workload for CommitWorkload {
+    fn name(&self) -> &'static str {
+        "commit"
+    }
+
+    fn params(&self) -> BTreeMap<String, serde_json::Value> {
+        BTreeMap::from([
+            ("table".to_string(), self.table.clone().into()),
+            ("keys".to_string(), self.keys.to_string().into()),
+            ("fresh".to_string(), self.fresh.into()),
+        ])
+    }
+
+    fn headline_event(&self) -> &'static str {
+        "commit"
+    }
+
+    fn setup(&self, target: &dyn Target, sessions: u32) -> TargetResult<()> {
+        let mut s = target.connect()?;
+        let t = &self.table;
+        if self.fresh {
+            s.batch(&format!("DROP TABLE IF EXISTS {t}"))?;
+        }
+        s.batch(&format!(
+            "CREATE TABLE IF NOT EXISTS {t} (id BIGINT PRIMARY KEY, v BIGINT NOT NULL DEFAULT 0, \
+             t BIGINT NOT NULL DEFAULT 0)"
+        ))?;
+        let n = self.rows_needed(sessions);
+        match self.dialect {
+            Dialect::Postgres => s.batch(&format!(
+                "INSERT INTO {t} (id) SELECT g FROM generate_series(1, {n}) g ON CONFLICT (id) DO NOTHING"
+            )),
+            Dialect::Sqlite => s.batch(&format!(
+                "INSERT OR IGNORE INTO {t} (id) WITH RECURSIVE k(i) AS \
+                 (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < {n}) SELECT i FROM k"
+            )),
+            Dialect::Null => Ok(()),
+        }
+    }
+
+    fn session(&self, session: u32, seed: u64) -> Box<dyn SessionWork> {
+        Box::new(CommitSession {
+            sql: format!(
+                "UPDATE {} SET v = v + 1, t = {} WHERE id = {}",
+                self.table,
+                self.dialect.placeholder(1),
+                self.dialect.placeholder(2)
+            ),
+            keys: self.keys,
+            own_key: session as i64 + 1,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            update: None,
+            names: (0, 0),
+        })
+    }
+}
+
+struct CommitSession {
+    sql: String,
+    keys: Keys,
+    own_key: i64,
+    rng: ChaCha8Rng,
+    update: Option<StmtId>,
+    names: (NameId, NameId),
+}
+
+impl SessionWork for CommitSession {
+    fn prepare(&mut self, sess: &mut dyn Session, rec: &Recorder) -> TargetResult<()> {
+        self.update = Some(sess.prepare(&self.sql)?);
+        self.names = (rec.name("update"), rec.name("commit"));
+        Ok(())
+    }
+
+    fn step(&mut self, sess: &mut dyn Session, rec: &mut Recorder) -> Result<(), TargetError> {
+        let stmt = self
+            .update
+            .ok_or_else(|| TargetError::config("commit workload used before prepare"))?;
+        let key = match self.keys {
+            Keys::Own => self.own_key,
+            Keys::Shared(n) => self.rng.random_range(1..=n) as i64,
+        };
+        let (update, commit) = self.names;
+        let t0 = rec.now();
+        // `t` is the client's clock in µs since the origin: cheap, and the same on every target.
+        let params = [Param::Int((t0 / 1000) as i64), Param::Int(key)];
+        // The update event includes BEGIN (a round trip on PostgreSQL; pgbench's script pays it too).
+        let result = sess.begin().and_then(|()| sess.execute(stmt, &params));
+        let t1 = rec.now();
+        match result {
+            Ok(rows) => rec.ok(update, t0, t1, rows),
+            Err(e) => {
+                rec.error(update, t0, t1, &e.class);
+                return Err(e);
+            }
+        }
+        let result = sess.commit();
+        let t2 = rec.now();
+        match result {
+            Ok(()) => rec.ok(commit, t1, t2, 0),
+            Err(e) => {
+                rec.error(commit, t1, t2, &e.class);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_parse() {
+        assert_eq!("own".parse::<Keys>().unwrap(), Keys::Own);
+        assert_eq!("shared:10".parse::<Keys>().unwrap(), Keys::Shared(10));
+        assert!("shared:0".parse::<Keys>().is_err());
+        assert!("other".parse::<Keys>().is_err());
+        assert!(CommitWorkload::new("Bad-Name", Keys::Own, false, Dialect::Sqlite).is_err());
+    }
+}

@@ -1,0 +1,60 @@
+//! What to do: built-in workloads as seeded, deterministic generators of operations.
+
+mod commit;
+
+use std::collections::BTreeMap;
+
+pub use commit::{CommitWorkload, Keys};
+
+use crate::record::Recorder;
+use crate::target::{Session, Target, TargetError, TargetResult};
+
+/// A workload: sets up its schema, then gives each session its stream of operations.
+pub trait Workload: Send + Sync {
+    /// Name, e.g. `commit`.
+    fn name(&self) -> &'static str;
+    /// Parameters as recorded in the manifest.
+    fn params(&self) -> BTreeMap<String, serde_json::Value>;
+    /// The event whose latency headlines progress output (e.g. `commit`).
+    fn headline_event(&self) -> &'static str;
+    /// Creates and fills what the workload needs (idempotent), through one connection.
+    fn setup(&self, target: &dyn Target, sessions: u32) -> TargetResult<()>;
+    /// The operation stream of one session; `seed` is already specific to the session.
+    fn session(&self, session: u32, seed: u64) -> Box<dyn SessionWork>;
+}
+
+/// One session's share of a workload.
+pub trait SessionWork: Send {
+    /// Prepares statements on a (new) connection; called again after a reconnect.
+    fn prepare(&mut self, sess: &mut dyn Session, rec: &Recorder) -> TargetResult<()>;
+    /// Performs one operation, recording an event per statement. On failure the failed event is
+    /// already recorded; the error is returned so the runner can count it and recover.
+    fn step(&mut self, sess: &mut dyn Session, rec: &mut Recorder) -> Result<(), TargetError>;
+}
+
+/// Checks a table name: plain lower-case SQL identifier, so it can be spliced into statements.
+pub fn check_identifier(name: &str) -> Result<(), String> {
+    let mut chars = name.chars();
+    let ok_first = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c == '_');
+    if ok_first
+        && name.len() <= 63
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    {
+        Ok(())
+    } else {
+        Err(format!(
+            "table name {name:?} must be a lower-case identifier (letters, digits, '_'; at most 63)"
+        ))
+    }
+}
+
+/// Seed for one session, derived from the run seed (SplitMix64 step), so sessions differ but the
+/// same run seed always gives the same streams.
+pub fn session_seed(seed: u64, session: u32) -> u64 {
+    let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15u64.wrapping_mul(session as u64 + 1));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
