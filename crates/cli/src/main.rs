@@ -1,1 +1,276 @@
-fn main() {}
+//! The `dbscope` binary: parses arguments and calls the library; nothing else.
+
+mod args;
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Parser;
+use dbscope_core::redact::redact;
+use dbscope_core::{Outcome, RunDir};
+use dbscope_lab::export::{export_run, ExportFormat};
+use dbscope_lab::report::{self, ReportOptions};
+use dbscope_lab::runner::{self, Progress, RunConfig, RunError, RunSpec, StopSignal};
+use dbscope_lab::target::open_target;
+use dbscope_lab::workload::{CommitWorkload, Keys};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use args::{Cli, Command, ExportArgs, Format, ReportArgs, RunArgs, WorkloadName};
+
+/// Exit code for bad input (arguments, connection strings, unreadable runs).
+const EXIT_USAGE: u8 = 2;
+/// Exit code when the run ended as failed.
+const EXIT_FAILED: u8 = 1;
+/// Exit code when the run was interrupted (as a shell reports SIGINT).
+const EXIT_INTERRUPTED: u8 = 130;
+
+/// An error that should exit with a given code.
+#[derive(Debug)]
+struct Exit(u8, anyhow::Error);
+
+impl<E: Into<anyhow::Error>> From<E> for Exit {
+    fn from(e: E) -> Self {
+        Exit(EXIT_USAGE, e.into())
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(a) => cmd_run(a),
+        Command::Report(a) => cmd_report(a),
+        Command::Export(a) => cmd_export(a),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(Exit(code, e)) => {
+            if is_broken_pipe(&e) {
+                return ExitCode::SUCCESS;
+            }
+            let mut msg = format!("dbscope: error: {e}");
+            for cause in e.chain().skip(1) {
+                msg.push_str(&format!(": {cause}"));
+            }
+            eprintln!("{}", redact(&msg));
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+fn stop_signal() -> &'static Arc<StopSignal> {
+    static STOP: OnceLock<Arc<StopSignal>> = OnceLock::new();
+    STOP.get_or_init(|| Arc::new(StopSignal::new()))
+}
+
+fn cmd_run(a: RunArgs) -> Result<u8, Exit> {
+    let out = match &a.out {
+        Some(p) => p.clone(),
+        None => default_run_dir(match a.workload {
+            WorkloadName::Commit => "commit",
+        })?,
+    };
+    let created_out = !out.exists();
+    let spec = match (&a.target, std::env::var("DATABASE_URL")) {
+        (Some(t), _) => t.clone(),
+        (None, Ok(url)) if !url.is_empty() => url,
+        _ => format!("sqlite:{}", out.join("dbscope.sqlite").display()),
+    };
+    if spec.starts_with("sqlite:") && a.target.is_none() {
+        std::fs::create_dir_all(&out)
+            .with_context(|| format!("cannot create run directory {}", out.display()))?;
+    }
+    let result = run_with(&a, &spec, &out);
+    if result.is_err() && created_out {
+        // Nothing was recorded (the run never started): leave no empty run directory behind.
+        if !out.join(dbscope_core::run::MANIFEST_FILE).exists() {
+            let _ = std::fs::remove_dir_all(&out);
+        }
+    }
+    result
+}
+
+fn run_with(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
+    let duration = match (a.ops, a.duration) {
+        (None, None) => Some(Duration::from_secs(10)),
+        (_, d) => d,
+    };
+    let config = RunConfig {
+        sessions: a.sessions,
+        ops_per_session: a.ops,
+        duration,
+        warmup: a.warmup,
+        seed: a.seed,
+        max_errors: a.max_errors,
+    };
+    config.validate()?;
+    let target = open_target(spec, &a.settings)?;
+    let keys: Keys = a.keys.parse().map_err(anyhow::Error::msg)?;
+    let workload = match a.workload {
+        WorkloadName::Commit => CommitWorkload::new(&a.table, keys, a.fresh, target.dialect())
+            .map_err(anyhow::Error::msg)?,
+    };
+
+    let stop = Arc::clone(stop_signal());
+    let handler_stop = Arc::clone(&stop);
+    let _ = ctrlc::set_handler(move || {
+        if handler_stop.is_set() {
+            // A second Ctrl-C: the user means it. Blocks already written stay readable.
+            std::process::exit(EXIT_INTERRUPTED as i32);
+        }
+        handler_stop.interrupt();
+    });
+
+    let show_progress = !a.quiet && std::io::stderr().is_terminal();
+    let bar = show_progress.then(|| {
+        let bar = ProgressBar::new(1000);
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {elapsed_precise} [{bar:30}] {msg}")
+                .expect("valid template")
+                .progress_chars("=> "),
+        );
+        bar
+    });
+    let mut on_progress = |p: &Progress| {
+        if let Some(bar) = &bar {
+            if let Some(f) = p.fraction {
+                bar.set_position((f * 1000.0) as u64);
+            }
+            let p99 = p
+                .p99_ns
+                .map(|ns| format_us(ns as f64 / 1000.0))
+                .unwrap_or_else(|| "-".into());
+            bar.set_message(format!(
+                "{}{} {}  {:.0}/s  p99 {} µs  errors {}",
+                if p.warming_up { "warm-up  " } else { "" },
+                p.headline,
+                p.ops,
+                p.ops_per_s,
+                p99,
+                p.errors
+            ));
+        }
+    };
+
+    let command_line: Vec<String> = std::env::args().map(|s| redact(&s)).collect();
+    let result = runner::run(
+        RunSpec {
+            out: out.to_path_buf(),
+            command_line,
+            target: target.as_ref(),
+            workload: &workload,
+            config,
+        },
+        &stop,
+        &mut on_progress,
+    );
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    // Errors here happen before the first operation (target, setup, run directory): bad input.
+    let result = result.map_err(|e: RunError| Exit(EXIT_USAGE, e.into()))?;
+
+    let code = match result.outcome {
+        Outcome::Complete | Outcome::Running => 0,
+        Outcome::Interrupted => EXIT_INTERRUPTED,
+        Outcome::Failed => EXIT_FAILED,
+    };
+    if a.quiet {
+        println!("{}", result.dir.display());
+    } else {
+        let run = RunDir::open(&result.dir)?;
+        let text = report::render_text(&report::build(&run, &ReportOptions::default())?);
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "{text}")?;
+        writeln!(
+            stdout,
+            "recorded {} events in {} ({} errors); see: dbscope report {}",
+            result.events,
+            result.dir.display(),
+            result.errors,
+            result.dir.display()
+        )?;
+    }
+    if let Some(detail) = &result.detail {
+        eprintln!(
+            "dbscope: run {}: {}",
+            result.outcome.as_str(),
+            redact(detail)
+        );
+    }
+    Ok(code)
+}
+
+fn format_us(us: f64) -> String {
+    if us >= 100.0 {
+        format!("{us:.0}")
+    } else {
+        format!("{us:.1}")
+    }
+}
+
+/// `runs/<UTC timestamp>-<workload>`, made unique with a suffix if needed.
+fn default_run_dir(workload: &str) -> anyhow::Result<PathBuf> {
+    let stamp = chrono::Utc::now().format("%Y%m%d-%H%M%S");
+    let base = PathBuf::from("runs");
+    for i in 0..1000 {
+        let name = if i == 0 {
+            format!("{stamp}-{workload}")
+        } else {
+            format!("{stamp}-{workload}-{i}")
+        };
+        let p = base.join(name);
+        if !p.exists() {
+            return Ok(p);
+        }
+    }
+    anyhow::bail!("cannot find a free run directory name under runs/; use --out")
+}
+
+fn cmd_report(a: ReportArgs) -> Result<u8, Exit> {
+    let run = RunDir::open(&a.run)?;
+    let r = report::build(
+        &run,
+        &ReportOptions {
+            include_warmup: a.include_warmup,
+        },
+    )?;
+    let text = if a.json {
+        report::render_json(&r)
+    } else {
+        report::render_text(&r)
+    };
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    if !text.ends_with('\n') {
+        stdout.write_all(b"\n")?;
+    }
+    Ok(0)
+}
+
+fn cmd_export(a: ExportArgs) -> Result<u8, Exit> {
+    let run = RunDir::open(&a.run)?;
+    let format = match a.format {
+        Format::Csv => ExportFormat::Csv,
+        Format::Parquet => ExportFormat::Parquet,
+    };
+    let out = a
+        .output
+        .unwrap_or_else(|| a.run.join(format!("events.{}", format.extension())));
+    let summary = export_run(&run, format, &out)?;
+    if let Some(why) = &summary.incomplete {
+        eprintln!("dbscope: warning: incomplete run: {why}");
+    }
+    println!("wrote {} rows to {}", summary.rows, summary.path.display());
+    Ok(0)
+}

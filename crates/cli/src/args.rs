@@ -1,0 +1,210 @@
+//! Command-line arguments (clap). Only parsing and validation here; `main.rs` turns them into
+//! library calls.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// dbscope — did this change make the database faster, and can you prove it?
+///
+/// Runs seeded workloads against real databases, times every operation, and records each run in a
+/// directory (manifest.json + event blocks) that `report` and `export` read.
+#[derive(Debug, Parser)]
+#[command(
+    name = "dbscope",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
+#[command(after_help = "Start here:
+  dbscope run commit --sessions 4 --duration 10s        # SQLite file in the run directory
+  dbscope report runs/<timestamp>-commit                # R-style summary per event
+  dbscope run commit --target postgres://bench@/bench?host=/var/run/postgresql \\
+                     --set synchronous_commit=off --sessions 20 --ops 200000
+  dbscope export runs/<timestamp>-commit --format parquet")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a workload against a database and record every operation.
+    Run(RunArgs),
+    /// Summarise a recorded run: per event count, errors, throughput, R's summary(), percentiles.
+    Report(ReportArgs),
+    /// Write a run's events as CSV or Parquet for R, pandas or DuckDB.
+    Export(ExportArgs),
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum WorkloadName {
+    /// Each session: UPDATE one row, COMMIT; as fast as it can. `update` and `commit` are timed
+    /// separately, so commit latency (Oracle's "log file sync", PostgreSQL's WAL flush) shows alone.
+    Commit,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  dbscope run commit --sessions 4 --duration 10s
+  dbscope run commit --sessions 20 --ops 200000          # seed 001: 4,000,000 commits
+  dbscope run commit --target sqlite:bench.db --set journal_mode=wal --set synchronous=full
+  dbscope run commit --target postgres://bench:secret@localhost/bench --set synchronous_commit=off
+  dbscope run commit --target null --sessions 1 --ops 5000000   # the harness alone
+
+Ctrl-C stops the run and keeps everything recorded (outcome: interrupted).")]
+pub struct RunArgs {
+    /// Workload to run.
+    #[arg(value_enum)]
+    pub workload: WorkloadName,
+
+    /// Database: sqlite:PATH, postgres://[user[:password]@][host][:port][/db][?host=/socket/dir&…],
+    /// postgres:KEY=VALUE…, or null (measures the harness). Default: $DATABASE_URL, else a SQLite file
+    /// dbscope.sqlite inside the run directory.
+    #[arg(long, short = 't', value_name = "TARGET")]
+    pub target: Option<String>,
+
+    /// Setting applied to every session: PostgreSQL parameters (e.g. synchronous_commit=off),
+    /// SQLite pragmas (e.g. journal_mode=wal, synchronous=full). Repeatable. Read back and recorded.
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
+    pub settings: Vec<(String, String)>,
+
+    /// Concurrent sessions, each with its own connection.
+    #[arg(long, short = 's', default_value_t = 1, value_name = "N")]
+    pub sessions: u32,
+
+    /// Operations per session (warm-up ones included). With neither --ops nor --duration: 10s.
+    #[arg(long, value_name = "N")]
+    pub ops: Option<u64>,
+
+    /// How long to measure after the warm-up, e.g. 30s, 5m, 1h, 500ms.
+    #[arg(long, short = 'd', value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+
+    /// Warm-up period: its events are recorded but flagged and left out of statistics by default.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
+    pub warmup: Duration,
+
+    /// Seed of every random choice (recorded), so the same command issues the same operations.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+
+    /// Stop the run (outcome: failed) after more than this many errors.
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    pub max_errors: u64,
+
+    /// Run directory. Default: runs/<UTC timestamp>-<workload>.
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// Which rows sessions update: `own` (one row per session, no contention) or `shared:N`
+    /// (seeded uniform picks from N rows, so sessions contend).
+    #[arg(long, default_value = "own", value_name = "own|shared:N")]
+    pub keys: String,
+
+    /// Table the commit workload updates (created and filled if missing).
+    #[arg(long, default_value = "dbscope_commit", value_name = "NAME")]
+    pub table: String,
+
+    /// Drop and recreate the table first.
+    #[arg(long)]
+    pub fresh: bool,
+
+    /// No progress display and no report at the end; print only the run directory.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Run directory.
+    pub run: PathBuf,
+    /// JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Include warm-up events in the statistics.
+    #[arg(long)]
+    pub include_warmup: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Format {
+    /// RFC 4180 CSV with a header line.
+    Csv,
+    /// Apache Parquet (Snappy), timestamps as TIMESTAMP(NANOS, UTC).
+    Parquet,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Columns: session, event, start_utc, start_ns, duration_ns, intended_start_ns,
+outcome, rows, warmup (times in ns; see docs/export.md). Read it with:
+  R:      arrow::read_parquet(\"events.parquet\")   or   read.csv(\"events.csv\")
+  pandas: pd.read_parquet(\"events.parquet\")
+  DuckDB: select event, quantile_cont(duration_ns, 0.99) from 'events.parquet' group by event"
+)]
+pub struct ExportArgs {
+    /// Run directory.
+    pub run: PathBuf,
+    /// Output format.
+    #[arg(long, short = 'f', value_enum, default_value = "csv")]
+    pub format: Format,
+    /// Output file. Default: events.csv / events.parquet inside the run directory.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+fn parse_set(s: &str) -> Result<(String, String), String> {
+    dbscope_lab::target::parse_setting(s)
+}
+
+/// Parses `250ms`, `10s`, `2.5s`, `5m`, `1h`, or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration; use e.g. 500ms, 10s, 5m, 1h"))?;
+    let scale = match unit.trim() {
+        "" | "s" | "sec" => 1.0,
+        "ms" => 1e-3,
+        "us" | "µs" => 1e-6,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        other => {
+            return Err(format!(
+                "unknown unit {other:?} in {s:?}; use ms, s, m or h (e.g. 10s)"
+            ))
+        }
+    };
+    let secs = value * scale;
+    if !secs.is_finite() || !(0.0..=1e9).contains(&secs) {
+        return Err(format!("{s:?} is out of range"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
+        assert!(parse_duration("ten").is_err());
+        assert!(parse_duration("10parsecs").is_err());
+    }
+
+    #[test]
+    fn cli_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

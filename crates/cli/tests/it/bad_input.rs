@@ -1,0 +1,163 @@
+//! Bad input: one clear line, exit code 2, no panic, no secrets.
+
+use crate::cli::*;
+
+#[test]
+fn unknown_target_scheme() {
+    let dir = tempdir();
+    let e = fails(
+        dir.path(),
+        &[
+            "run",
+            "commit",
+            "--target",
+            "mysql://root:topsecret@h/db",
+            "--ops",
+            "1",
+        ],
+        2,
+        &["unknown target \"mysql\""],
+    );
+    assert!(!e.contains("topsecret"));
+    assert!(
+        !join(dir.path(), "runs").exists()
+            || std::fs::read_dir(join(dir.path(), "runs")).unwrap().count() == 0
+    );
+}
+
+#[test]
+fn malformed_uri() {
+    let dir = tempdir();
+    let e = fails(
+        dir.path(),
+        &[
+            "run",
+            "commit",
+            "--target",
+            "postgres://u:topsecret@host:port/db",
+            "--ops",
+            "1",
+        ],
+        2,
+        &["malformed PostgreSQL connection string"],
+    );
+    assert!(!e.contains("topsecret"), "{e}");
+}
+
+#[test]
+fn zero_sessions() {
+    let dir = tempdir();
+    fails(
+        dir.path(),
+        &["run", "commit", "--sessions", "0", "--ops", "1"],
+        2,
+        &["--sessions must be at least 1"],
+    );
+    assert!(
+        !join(dir.path(), "runs").exists()
+            || std::fs::read_dir(join(dir.path(), "runs")).unwrap().count() == 0
+    );
+}
+
+#[test]
+fn unknown_sqlite_pragma() {
+    let dir = tempdir();
+    fails(
+        dir.path(),
+        &["run", "commit", "--set", "jurnal_mode=wal", "--ops", "1"],
+        2,
+        &["no pragma named \"jurnal_mode\""],
+    );
+}
+
+#[test]
+fn bad_durations_and_keys() {
+    let dir = tempdir();
+    let out = run(dir.path(), &["run", "commit", "--duration", "10parsecs"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown unit"));
+    fails(
+        dir.path(),
+        &[
+            "run", "commit", "--keys", "some", "--ops", "1", "--target", "null",
+        ],
+        2,
+        &["--keys \"some\""],
+    );
+}
+
+#[test]
+fn report_on_a_directory_that_is_not_a_run() {
+    let dir = tempdir();
+    fails(
+        dir.path(),
+        &["report", "."],
+        2,
+        &["not a dbscope run directory"],
+    );
+    fails(dir.path(), &["report", "missing"], 2, &["missing"]);
+    fails(
+        dir.path(),
+        &["export", ".", "--format", "csv"],
+        2,
+        &["not a dbscope run directory"],
+    );
+}
+
+#[test]
+fn newer_format_version_is_refused() {
+    let dir = tempdir();
+    ok(
+        dir.path(),
+        &[
+            "run", "commit", "--target", "null", "--ops", "10", "--out", "r", "-q",
+        ],
+    );
+    let p = join(dir.path(), "r/manifest.json");
+    let text = std::fs::read_to_string(&p)
+        .unwrap()
+        .replace("\"format_version\": \"1.0\"", "\"format_version\": \"2.0\"");
+    std::fs::write(&p, text).unwrap();
+    fails(
+        dir.path(),
+        &["report", "r"],
+        2,
+        &["format_version 2.0 is newer", "upgrade dbscope"],
+    );
+}
+
+#[test]
+fn damaged_manifest_names_the_line() {
+    let dir = tempdir();
+    std::fs::create_dir(join(dir.path(), "r")).unwrap();
+    std::fs::write(
+        join(dir.path(), "r/manifest.json"),
+        "{\n \"format_version\": \"1.0\",\n oops\n",
+    )
+    .unwrap();
+    fails(
+        dir.path(),
+        &["report", "r"],
+        2,
+        &["manifest.json", "line 3"],
+    );
+}
+
+#[test]
+fn run_refuses_to_overwrite_a_run() {
+    let dir = tempdir();
+    ok(
+        dir.path(),
+        &[
+            "run", "commit", "--target", "null", "--ops", "10", "--out", "r", "-q",
+        ],
+    );
+    fails(
+        dir.path(),
+        &[
+            "run", "commit", "--target", "null", "--ops", "10", "--out", "r", "-q",
+        ],
+        2,
+        &["already holds a run"],
+    );
+}

@@ -1,0 +1,11 @@
+//! Integration tests: run the real `dbscope` binary against real SQLite files and a real
+//! PostgreSQL server (started by `common::pg`), and check what it records, reports and exports.
+
+mod common;
+
+mod bad_input;
+mod cli;
+mod crash;
+mod harness;
+mod postgres;
+mod sqlite;

@@ -1,0 +1,321 @@
+//! The commit workload on a real PostgreSQL server (a throwaway cluster from `common::pg`).
+
+use std::time::Duration;
+
+use crate::cli::*;
+use crate::common::pg::PgCluster;
+use crate::crash::{sigkill, start_and_wait};
+
+fn all_output(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Everything dbscope wrote for a run, as one string, to look for secrets.
+fn everything_written(run: &std::path::Path) -> String {
+    let mut all = String::new();
+    for e in std::fs::read_dir(run).unwrap() {
+        let p = e.unwrap().path();
+        all.push_str(&String::from_utf8_lossy(&std::fs::read(&p).unwrap()));
+    }
+    all
+}
+
+#[test]
+fn commit_run_on_postgres() {
+    let pg = PgCluster::shared();
+    let db = pg.create_db("commit");
+    let dir = tempdir();
+    let uri = pg.uri(&db);
+    let out = run(
+        dir.path(),
+        &[
+            "run",
+            "commit",
+            "--target",
+            &uri,
+            "--sessions",
+            "4",
+            "--ops",
+            "100",
+            "--set",
+            "synchronous_commit=off",
+            "--out",
+            "p",
+        ],
+    );
+    let printed = all_output(&out);
+    assert!(out.status.success(), "{printed}");
+    let run_dir = join(dir.path(), "p");
+    let m = manifest(&run_dir);
+    assert_eq!(m["outcome"], "complete");
+    let t = &m["target"];
+    assert_eq!(t["kind"], "postgres");
+    assert!(
+        t["server_version"]
+            .as_str()
+            .unwrap()
+            .starts_with("PostgreSQL "),
+        "{t}"
+    );
+    assert_eq!(t["settings_effective"]["synchronous_commit"], "off");
+    for k in [
+        "wal_sync_method",
+        "fsync",
+        "commit_delay",
+        "wal_level",
+        "shared_buffers",
+    ] {
+        assert!(t["settings_effective"][k].is_string(), "{k} read back: {t}");
+    }
+    let r = report_json(dir.path(), &run_dir);
+    for name in ["update", "commit"] {
+        let e = event(&r, name);
+        assert_eq!(e["count"], 400, "{name}");
+        assert_summary_sane(e);
+    }
+    assert_eq!(pg.query(&db, "SELECT SUM(v) FROM dbscope_commit"), "400");
+    assert_eq!(pg.query(&db, "SELECT COUNT(*) FROM dbscope_commit"), "4");
+
+    // The password appears nowhere: not in output, manifest, events, or report.
+    let secret = pg.password();
+    assert!(uri.contains(secret), "the test URI carries the password");
+    assert!(!printed.contains(secret), "password printed: {printed}");
+    assert!(
+        !everything_written(&run_dir).contains(secret),
+        "password written to the run directory"
+    );
+    let text = ok(dir.path(), &["report", "p"]);
+    assert!(!text.contains(secret));
+    assert!(
+        m["command_line"].to_string().contains(":***@"),
+        "{}",
+        m["command_line"]
+    );
+}
+
+#[test]
+fn database_url_is_used_when_no_target_is_given() {
+    let pg = PgCluster::shared();
+    let db = pg.create_db("dburl");
+    let dir = tempdir();
+    let out = dbscope(dir.path())
+        .env("DATABASE_URL", pg.uri(&db))
+        .args(["run", "commit", "--ops", "3", "--out", "u", "-q"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", all_output(&out));
+    assert_eq!(
+        manifest(&join(dir.path(), "u"))["target"]["kind"],
+        "postgres"
+    );
+    assert_eq!(pg.query(&db, "SELECT SUM(v) FROM dbscope_commit"), "3");
+}
+
+#[test]
+fn unknown_setting_passes_on_postgres_error() {
+    let pg = PgCluster::shared();
+    let db = pg.create_db("badset");
+    let dir = tempdir();
+    fails(
+        dir.path(),
+        &[
+            "run",
+            "commit",
+            "--target",
+            &pg.uri(&db),
+            "--set",
+            "synchronus_commit=off",
+            "--ops",
+            "1",
+        ],
+        2,
+        &["synchronus_commit", "unrecognized configuration parameter"],
+    );
+}
+
+#[test]
+fn wrong_password_is_refused_without_showing_it() {
+    let pg = PgCluster::shared();
+    let dir = tempdir();
+    let uri = pg.uri_with_password("postgres", "not-the-password-42");
+    let e = fails(
+        dir.path(),
+        &["run", "commit", "--target", &uri, "--ops", "1"],
+        2,
+        &["password authentication failed"],
+    );
+    assert!(!e.contains("not-the-password-42"), "{e}");
+}
+
+#[test]
+fn unreachable_server_is_bounded_and_named() {
+    let dir = tempdir();
+    let nowhere = tempdir();
+    let uri = format!("postgres://u:pw@/db?host={}&port=5999", s(nowhere.path()));
+    let start = std::time::Instant::now();
+    fails(
+        dir.path(),
+        &["run", "commit", "--target", &uri, "--ops", "1"],
+        2,
+        &["cannot connect to PostgreSQL", s(nowhere.path())],
+    );
+    assert!(start.elapsed() < Duration::from_secs(30));
+    // TCP: nothing listens on port 1 of the loopback address.
+    fails(
+        dir.path(),
+        &[
+            "run",
+            "commit",
+            "--target",
+            "postgres://u@127.0.0.1:1/db?connect_timeout=3",
+            "--ops",
+            "1",
+        ],
+        2,
+        &["cannot connect to PostgreSQL at postgres://u@127.0.0.1:1/db"],
+    );
+}
+
+#[test]
+fn killed_backends_are_recorded_and_the_run_goes_on() {
+    let pg = PgCluster::shared();
+    let db = pg.create_db("killed");
+    let dir = tempdir();
+    let run_dir = join(dir.path(), "k");
+    let child = start_and_wait(
+        dir.path(),
+        &[
+            "run",
+            "commit",
+            "--target",
+            &pg.uri(&db),
+            "--sessions",
+            "2",
+            "--duration",
+            "3s",
+            "--out",
+            "k",
+            "-q",
+        ],
+        &run_dir,
+    );
+    let killed = pg.kill_backends(&db);
+    assert!(killed >= 2, "killed {killed} backends");
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "the run survives: {}",
+        all_output(&out)
+    );
+    let m = manifest(&run_dir);
+    assert_eq!(m["outcome"], "complete");
+    let r = report_json(dir.path(), &run_dir);
+    let errors: u64 = ["update", "commit"]
+        .iter()
+        .map(|n| event(&r, n)["errors"].as_u64().unwrap())
+        .sum();
+    assert!(
+        errors >= 1,
+        "the killed sessions' failures are recorded: {r}"
+    );
+    let classes = format!(
+        "{}{}",
+        event(&r, "update")["error_classes"],
+        event(&r, "commit")["error_classes"]
+    );
+    assert!(
+        classes.contains("pg:57P01") || classes.contains("pg:connection"),
+        "{classes}"
+    );
+    // Sessions reconnected: commits kept coming after the kill.
+    let committed: i64 = pg
+        .query(&db, "SELECT SUM(v) FROM dbscope_commit")
+        .parse()
+        .unwrap();
+    let recorded = event(&r, "commit")["count"].as_i64().unwrap();
+    // A COMMIT cut off by the kill may or may not have reached the WAL: it is in doubt, recorded as
+    // an error, and may be in the table.
+    let in_doubt = event(&r, "commit")["errors"].as_i64().unwrap();
+    assert!(
+        committed >= recorded && committed <= recorded + in_doubt,
+        "recorded {recorded} ok + {in_doubt} failed commits; the database has {committed}"
+    );
+}
+
+#[test]
+fn max_errors_stops_the_run_as_failed() {
+    let pg = PgCluster::shared();
+    let db = pg.create_db("maxerr");
+    let dir = tempdir();
+    let run_dir = join(dir.path(), "f");
+    let child = start_and_wait(
+        dir.path(),
+        &[
+            "run",
+            "commit",
+            "--target",
+            &pg.uri(&db),
+            "--duration",
+            "20s",
+            "--max-errors",
+            "0",
+            "--out",
+            "f",
+            "-q",
+        ],
+        &run_dir,
+    );
+    pg.kill_backends(&db);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", all_output(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("run failed") && stderr.contains("--max-errors 0"),
+        "{stderr}"
+    );
+    let m = manifest(&run_dir);
+    assert_eq!(m["outcome"], "failed");
+    let text = ok(dir.path(), &["report", "f"]);
+    assert!(text.starts_with("FAILED:"), "{text}");
+}
+
+#[test]
+fn sigkill_keeps_complete_blocks_postgres() {
+    let pg = PgCluster::shared();
+    let db = pg.create_db("sigkill");
+    let dir = tempdir();
+    let run_dir = join(dir.path(), "s");
+    let mut child = start_and_wait(
+        dir.path(),
+        &[
+            "run",
+            "commit",
+            "--target",
+            &pg.uri(&db),
+            "--duration",
+            "60s",
+            "--out",
+            "s",
+        ],
+        &run_dir,
+    );
+    sigkill(&mut child);
+    let r = report_json(dir.path(), &run_dir);
+    assert!(r["incomplete"].is_string(), "{r}");
+    let recorded = event(&r, "commit")["count"].as_i64().unwrap();
+    // Give the server a moment to finish the killed client's last transaction.
+    std::thread::sleep(Duration::from_millis(300));
+    let committed: i64 = pg
+        .query(&db, "SELECT SUM(v) FROM dbscope_commit")
+        .parse()
+        .unwrap();
+    assert!(recorded > 0);
+    assert!(
+        committed >= recorded && committed - recorded <= 4096,
+        "recorded {recorded}, committed {committed}: more than one block apart"
+    );
+}

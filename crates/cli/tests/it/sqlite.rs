@@ -1,0 +1,326 @@
+//! The commit workload on real SQLite files (the embedded default), and the null target.
+
+use crate::cli::*;
+
+fn sum_v(db: &std::path::Path) -> i64 {
+    let conn = rusqlite::Connection::open(db).expect("open sqlite");
+    conn.query_row("SELECT COALESCE(SUM(v), 0) FROM dbscope_commit", [], |r| {
+        r.get(0)
+    })
+    .expect("sum")
+}
+
+fn row_values(db: &std::path::Path) -> Vec<i64> {
+    let conn = rusqlite::Connection::open(db).expect("open sqlite");
+    let mut st = conn
+        .prepare("SELECT v FROM dbscope_commit ORDER BY id")
+        .unwrap();
+    st.query_map([], |r| r.get(0))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect()
+}
+
+#[test]
+fn commit_run_counts_match_the_database() {
+    let dir = tempdir();
+    let db = join(dir.path(), "bench.db");
+    let target = format!("sqlite:{}", s(&db));
+    let out = ok(
+        dir.path(),
+        &[
+            "run",
+            "commit",
+            "--target",
+            &target,
+            "--sessions",
+            "2",
+            "--ops",
+            "40",
+            "--out",
+            "r1",
+            "-q",
+        ],
+    );
+    assert_eq!(out.trim(), "r1");
+    let run = join(dir.path(), "r1");
+    let m = manifest(&run);
+    assert_eq!(m["outcome"], "complete");
+    assert_eq!(m["format_version"], "1.0");
+    assert_eq!(m["workload"]["name"], "commit");
+    assert_eq!(m["seed"], 1);
+    assert_eq!(m["runner"]["sessions"], 2);
+    assert_eq!(m["target"]["kind"], "sqlite");
+    assert!(m["target"]["server_version"]
+        .as_str()
+        .unwrap()
+        .starts_with("SQLite 3."));
+    for k in ["journal_mode", "synchronous", "page_size"] {
+        assert!(
+            m["target"]["settings_effective"][k].is_string(),
+            "{k} recorded: {m}"
+        );
+    }
+    assert!(m["host"]["uname"].as_str().unwrap().contains("Linux"));
+    assert!(m["host"]["cpus"].as_u64().unwrap() >= 1);
+    assert!(m["host"]["memory_bytes"].as_u64().unwrap() > 0);
+    assert!(m["ended_utc"].is_string());
+    assert_eq!(m["events_written"], 160);
+
+    let r = report_json(dir.path(), &run);
+    assert!(r["incomplete"].is_null());
+    for name in ["update", "commit"] {
+        let e = event(&r, name);
+        assert_eq!(e["count"], 80, "{name}: sessions × ops");
+        assert_eq!(e["errors"], 0);
+        assert_summary_sane(e);
+        assert!(e["throughput_per_s"].as_f64().unwrap() > 0.0);
+    }
+    assert_eq!(
+        sum_v(&db),
+        80,
+        "the database saw every commit the run recorded"
+    );
+    assert_eq!(
+        row_values(&db),
+        vec![40, 40],
+        "own keys: one row per session"
+    );
+
+    let text = ok(dir.path(), &["report", "r1"]);
+    assert!(
+        text.contains("   Min. 1st Qu.  Median    Mean 3rd Qu.    Max."),
+        "{text}"
+    );
+    assert!(text.contains("commit   n = 80"), "{text}");
+}
+
+#[test]
+fn default_target_is_sqlite_inside_the_run_directory() {
+    let dir = tempdir();
+    let out = ok(dir.path(), &["run", "commit", "--duration", "300ms"]);
+    let runs: Vec<_> = std::fs::read_dir(join(dir.path(), "runs"))
+        .expect("runs/ created")
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), 1);
+    let run = &runs[0];
+    let name = run.file_name().unwrap().to_str().unwrap().to_string();
+    assert!(
+        name.ends_with("-commit") && name.len() == "20261202-174530-commit".len(),
+        "{name}"
+    );
+    assert!(run.join("dbscope.sqlite").exists());
+    let m = manifest(run);
+    assert_eq!(m["target"]["kind"], "sqlite");
+    assert!(m["target"]["location"]
+        .as_str()
+        .unwrap()
+        .ends_with("dbscope.sqlite"));
+    assert!((m["runner"]["duration_s"].as_f64().unwrap() - 0.3).abs() < 1e-9);
+    // Without -q the run prints its report.
+    assert!(out.contains("commit   n = "), "{out}");
+    let r = report_json(dir.path(), run);
+    let n = event(&r, "commit")["count"].as_i64().unwrap();
+    assert_eq!(sum_v(&run.join("dbscope.sqlite")), n);
+}
+
+#[test]
+fn pragmas_are_applied_and_read_back() {
+    let dir = tempdir();
+    let db = join(dir.path(), "wal.db");
+    ok(
+        dir.path(),
+        &[
+            "run",
+            "commit",
+            "--target",
+            &format!("sqlite:{}", s(&db)),
+            "--set",
+            "journal_mode=wal",
+            "--set",
+            "synchronous=full",
+            "--ops",
+            "5",
+            "--out",
+            "r",
+            "-q",
+        ],
+    );
+    let m = manifest(&join(dir.path(), "r"));
+    let t = &m["target"];
+    assert_eq!(t["settings_effective"]["journal_mode"], "wal");
+    assert_eq!(t["settings_effective"]["synchronous"], "2");
+    assert_eq!(
+        t["settings_requested"][0],
+        serde_json::json!(["journal_mode", "wal"])
+    );
+    let text = ok(dir.path(), &["report", "r"]);
+    assert!(
+        text.contains("journal_mode") && text.contains("wal"),
+        "{text}"
+    );
+}
+
+#[test]
+fn same_seed_same_operations() {
+    let dir = tempdir();
+    let go = |db: &str, seed: &str| {
+        ok(
+            dir.path(),
+            &[
+                "run",
+                "commit",
+                "--target",
+                &format!("sqlite:{db}"),
+                "--keys",
+                "shared:10",
+                "--ops",
+                "300",
+                "--seed",
+                seed,
+                "--out",
+                &format!("{db}.run"),
+                "-q",
+            ],
+        );
+        row_values(&join(dir.path(), db))
+    };
+    let a = go("a.db", "7");
+    let b = go("b.db", "7");
+    let c = go("c.db", "8");
+    assert_eq!(a.len(), 10);
+    assert_eq!(a.iter().sum::<i64>(), 300);
+    assert_eq!(a, b, "same seed: same keys updated");
+    assert_ne!(a, c, "another seed: other keys");
+    assert_eq!(
+        manifest(&join(dir.path(), "a.db.run"))["workload"]["params"]["keys"],
+        "shared:10"
+    );
+}
+
+#[test]
+fn fresh_recreates_the_table() {
+    let dir = tempdir();
+    let target = format!("sqlite:{}", s(&join(dir.path(), "f.db")));
+    ok(
+        dir.path(),
+        &[
+            "run", "commit", "--target", &target, "--ops", "5", "--out", "a", "-q",
+        ],
+    );
+    ok(
+        dir.path(),
+        &[
+            "run", "commit", "--target", &target, "--ops", "5", "--out", "b", "-q",
+        ],
+    );
+    assert_eq!(
+        sum_v(&join(dir.path(), "f.db")),
+        10,
+        "idempotent setup keeps rows"
+    );
+    ok(
+        dir.path(),
+        &[
+            "run", "commit", "--target", &target, "--ops", "5", "--out", "c", "--fresh", "-q",
+        ],
+    );
+    assert_eq!(
+        sum_v(&join(dir.path(), "f.db")),
+        5,
+        "--fresh starts from zero"
+    );
+}
+
+#[test]
+fn warmup_events_are_flagged_and_left_out() {
+    let dir = tempdir();
+    ok(
+        dir.path(),
+        &[
+            "run",
+            "commit",
+            "--target",
+            "null",
+            "--duration",
+            "300ms",
+            "--warmup",
+            "200ms",
+            "--out",
+            "w",
+            "-q",
+        ],
+    );
+    let run = join(dir.path(), "w");
+    let r = report_json(dir.path(), &run);
+    let e = event(&r, "commit");
+    let excluded = e["warmup_excluded"].as_u64().unwrap();
+    let counted = e["count"].as_u64().unwrap();
+    assert!(excluded > 0 && counted > 0, "{e}");
+    let text = ok(dir.path(), &["report", "w", "--json", "--include-warmup"]);
+    let all: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        event(&all, "commit")["count"].as_u64().unwrap(),
+        excluded + counted
+    );
+    assert_eq!(event(&all, "commit")["warmup_excluded"], 0);
+
+    // The export keeps warm-up events, flagged.
+    ok(dir.path(), &["export", "w", "--format", "csv"]);
+    let csv = std::fs::read_to_string(run.join("events.csv")).unwrap();
+    let warm = csv.lines().filter(|l| l.ends_with(",true")).count() as u64;
+    assert_eq!(warm, 2 * excluded, "update and commit of each warm-up op");
+}
+
+#[test]
+fn null_target_measures_the_harness() {
+    let dir = tempdir();
+    ok(
+        dir.path(),
+        &[
+            "run",
+            "commit",
+            "--target",
+            "null",
+            "--sessions",
+            "2",
+            "--ops",
+            "50000",
+            "--out",
+            "n",
+            "-q",
+        ],
+    );
+    let r = report_json(dir.path(), &join(dir.path(), "n"));
+    assert_eq!(event(&r, "commit")["count"], 100_000);
+    assert_eq!(event(&r, "update")["count"], 100_000);
+    assert_eq!(manifest(&join(dir.path(), "n"))["target"]["kind"], "null");
+}
+
+#[test]
+fn export_both_formats_read_back() {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let dir = tempdir();
+    ok(
+        dir.path(),
+        &[
+            "run", "commit", "--target", "null", "--ops", "1000", "--out", "e", "-q",
+        ],
+    );
+    let out = ok(
+        dir.path(),
+        &["export", "e", "--format", "parquet", "-o", "x.parquet"],
+    );
+    assert!(out.contains("wrote 2000 rows"), "{out}");
+    let f = std::fs::File::open(join(dir.path(), "x.parquet")).unwrap();
+    let reader = SerializedFileReader::new(f).unwrap();
+    assert_eq!(reader.metadata().file_metadata().num_rows(), 2000);
+    let out = ok(dir.path(), &["export", "e"]);
+    assert!(out.contains("events.csv"), "{out}");
+    let csv = std::fs::read_to_string(join(dir.path(), "e/events.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 2001);
+    assert!(csv.starts_with(
+        "session,event,start_utc,start_ns,duration_ns,intended_start_ns,outcome,rows,warmup"
+    ));
+}
