@@ -1,0 +1,178 @@
+//! Where a workload runs: one trait for connect/execute/settings, with SQLite (the embedded default),
+//! PostgreSQL (a real server) and `null` (does nothing: measures the harness itself).
+
+mod null;
+mod pg;
+mod pgwire;
+mod sqlite;
+
+use std::path::Path;
+
+use dbscope_core::TargetInfo;
+
+pub use null::NullTarget;
+pub use pg::PgTarget;
+pub use sqlite::SqliteTarget;
+
+/// A failure talking to the database.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct TargetError {
+    /// Short class for counting, e.g. `pg:40P01`, `pg:connection`, `sqlite:DatabaseBusy`.
+    pub class: String,
+    /// The database's message (never contains a password).
+    pub message: String,
+    /// True when the session's connection is gone and must be re-established.
+    pub connection_lost: bool,
+}
+
+impl TargetError {
+    /// An error in the user's input or setup (bad URI, unknown setting): not a database failure.
+    pub fn config(message: impl Into<String>) -> Self {
+        TargetError {
+            class: "config".into(),
+            message: message.into(),
+            connection_lost: false,
+        }
+    }
+}
+
+/// Result with [`TargetError`].
+pub type TargetResult<T> = Result<T, TargetError>;
+
+/// A parameter of a prepared statement.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Param {
+    /// A 64-bit integer.
+    Int(i64),
+    /// Text.
+    Text(String),
+}
+
+/// Handle of a statement prepared in one [`Session`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StmtId(pub usize);
+
+/// SQL dialect details a workload needs to write portable statements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    /// SQLite: `?1` placeholders.
+    Sqlite,
+    /// PostgreSQL: `$1` placeholders.
+    Postgres,
+    /// The null target accepts anything.
+    Null,
+}
+
+impl Dialect {
+    /// Placeholder for the `i`-th parameter, from 1.
+    pub fn placeholder(&self, i: usize) -> String {
+        match self {
+            Dialect::Sqlite => format!("?{i}"),
+            Dialect::Postgres | Dialect::Null => format!("${i}"),
+        }
+    }
+}
+
+/// A database to run against. Shared by all sessions; each session opens its own connection.
+pub trait Target: Send + Sync {
+    /// `sqlite`, `postgres` or `null`.
+    fn kind(&self) -> &'static str;
+    /// The SQL dialect.
+    fn dialect(&self) -> Dialect;
+    /// Opens a session (one connection) with the requested settings applied.
+    fn connect(&self) -> TargetResult<Box<dyn Session>>;
+    /// Connects once, applies the settings, and reads back the server version and the effective
+    /// values of the relevant settings, for the manifest.
+    fn describe(&self) -> TargetResult<TargetInfo>;
+}
+
+/// One connection to the database, used by one thread.
+pub trait Session: Send {
+    /// Runs statements that take no parameters and return nothing (DDL, setup).
+    fn batch(&mut self, sql: &str) -> TargetResult<()>;
+    /// Prepares a statement for repeated execution.
+    fn prepare(&mut self, sql: &str) -> TargetResult<StmtId>;
+    /// Executes a prepared statement; returns the rows affected (or returned, for queries).
+    fn execute(&mut self, stmt: StmtId, params: &[Param]) -> TargetResult<u64>;
+    /// Runs a query and returns the first column of every row as i64 (setup checks, tests).
+    fn query_i64(&mut self, sql: &str) -> TargetResult<Vec<i64>>;
+    /// Starts a transaction.
+    fn begin(&mut self) -> TargetResult<()>;
+    /// Commits the transaction: the operation whose latency is the redo/WAL sync.
+    fn commit(&mut self) -> TargetResult<()>;
+    /// Rolls back the transaction (after an error); errors here are ignored by callers.
+    fn rollback(&mut self) -> TargetResult<()>;
+}
+
+/// Parses a `--target` string: `sqlite:PATH`, `postgres://…` / `postgresql://…` (libpq URI or
+/// key/value string after `postgres:`), or `null`. `settings` are `--set NAME=VALUE` pairs.
+pub fn open_target(spec: &str, settings: &[(String, String)]) -> TargetResult<Box<dyn Target>> {
+    let spec = spec.trim();
+    if spec == "null" {
+        return Ok(Box::new(NullTarget::new(settings)?));
+    }
+    if let Some(path) = spec.strip_prefix("sqlite:") {
+        let path = path.strip_prefix("//").unwrap_or(path);
+        if path.is_empty() {
+            return Err(TargetError::config(
+                "sqlite target needs a file path, e.g. sqlite:bench.db",
+            ));
+        }
+        return Ok(Box::new(SqliteTarget::new(Path::new(path), settings)?));
+    }
+    if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
+        return Ok(Box::new(PgTarget::new(spec, settings)?));
+    }
+    if let Some(kv) = spec.strip_prefix("postgres:") {
+        return Ok(Box::new(PgTarget::new(kv, settings)?));
+    }
+    let scheme = spec.split(':').next().unwrap_or(spec);
+    Err(TargetError::config(format!(
+        "unknown target {:?}: expected sqlite:PATH, postgres://[user[:password]@][host][:port][/db][?param=value…], \
+         postgres:KEY=VALUE…, or null",
+        dbscope_core::redact::redact(scheme)
+    )))
+}
+
+/// Splits `NAME=VALUE` from `--set`; the name must be a plain identifier.
+pub fn parse_setting(s: &str) -> Result<(String, String), String> {
+    let (name, value) = s
+        .split_once('=')
+        .ok_or_else(|| format!("--set {s:?}: expected NAME=VALUE, e.g. synchronous_commit=off"))?;
+    let name = name.trim();
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+    {
+        return Err(format!(
+            "--set {s:?}: setting name {name:?} must be letters, digits, '_' or '.'"
+        ));
+    }
+    Ok((name.to_string(), value.trim().to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_scheme_is_a_clear_error() {
+        let err = open_target("mysql://root:pw@h/db", &[])
+            .err()
+            .expect("must fail");
+        assert!(err.message.contains("unknown target \"mysql\""), "{err}");
+        assert!(!err.message.contains("pw"));
+    }
+
+    #[test]
+    fn settings_parse() {
+        assert_eq!(
+            parse_setting("synchronous_commit=off").unwrap(),
+            ("synchronous_commit".into(), "off".into())
+        );
+        assert!(parse_setting("nonsense").is_err());
+        assert!(parse_setting("a;drop=1").is_err());
+    }
+}

@@ -1,0 +1,317 @@
+//! The PostgreSQL target: a real server, reached through libpq-style URIs or key/value strings.
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+use std::time::Duration;
+
+use dbscope_core::redact::redact;
+use dbscope_core::TargetInfo;
+use postgres::config::Host;
+use postgres::Config;
+
+use super::pgwire::{endpoint, WireConn, WireError};
+use super::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
+
+/// Settings always read back and recorded, besides those the user sets.
+const REPORTED: [&str; 6] = [
+    "synchronous_commit",
+    "wal_sync_method",
+    "fsync",
+    "commit_delay",
+    "wal_level",
+    "shared_buffers",
+];
+
+/// How long to wait for a server before giving up, unless the URI says `connect_timeout`.
+const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A PostgreSQL server.
+pub struct PgTarget {
+    config: Config,
+    location: String,
+    settings: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for PgTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Config's Debug redacts the password too, but say only what we mean to show.
+        f.debug_struct("PgTarget")
+            .field("location", &self.location)
+            .finish()
+    }
+}
+
+impl PgTarget {
+    /// Parses a connection string; missing parts default as libpq's do (PGHOST, PGPORT, PGUSER,
+    /// PGPASSWORD, PGDATABASE, then the Unix socket in /var/run/postgresql and the OS user).
+    pub fn new(spec: &str, settings: &[(String, String)]) -> TargetResult<Self> {
+        let mut config = Config::from_str(spec).map_err(|e| {
+            TargetError::config(format!(
+                "malformed PostgreSQL connection string {:?}: {}",
+                redact(spec),
+                redact(&e.to_string())
+            ))
+        })?;
+        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        if config.get_hosts().is_empty() {
+            let host = env("PGHOST").unwrap_or_else(|| {
+                if std::path::Path::new("/var/run/postgresql").is_dir() {
+                    "/var/run/postgresql".into()
+                } else {
+                    "localhost".into()
+                }
+            });
+            config.host(&host);
+        }
+        if config.get_ports().is_empty() {
+            if let Some(port) = env("PGPORT").and_then(|p| p.parse().ok()) {
+                config.port(port);
+            }
+        }
+        if config.get_user().is_none() {
+            let user = env("PGUSER")
+                .or_else(|| env("USER"))
+                .unwrap_or_else(|| "postgres".into());
+            config.user(&user);
+        }
+        if config.get_password().is_none() {
+            if let Some(pw) = env("PGPASSWORD") {
+                config.password(&pw);
+            }
+        }
+        if config.get_dbname().is_none() {
+            if let Some(db) = env("PGDATABASE") {
+                config.dbname(&db);
+            }
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("dbscope");
+        }
+        let location = describe_location(&config);
+        Ok(PgTarget {
+            config,
+            location,
+            settings: settings.to_vec(),
+        })
+    }
+
+    fn open(&self) -> TargetResult<WireConn> {
+        let timeout = self
+            .config
+            .get_connect_timeout()
+            .copied()
+            .unwrap_or(DEFAULT_CONNECT_TIMEOUT);
+        let mut conn = WireConn::connect(&self.config, timeout).map_err(|e| {
+            let class = match &e {
+                WireError::Db { code, .. } => format!("pg:{code}"),
+                _ => "pg:connection".into(),
+            };
+            TargetError {
+                class,
+                message: redact(&format!(
+                    "cannot connect to PostgreSQL at {} ({}): {e}",
+                    self.location,
+                    endpoint(&self.config)
+                )),
+                connection_lost: true,
+            }
+        })?;
+        for (name, value) in &self.settings {
+            conn.prepare("", "SELECT set_config($1, $2, false)")
+                .and_then(|()| conn.execute("", &[name, value]))
+                .map_err(|e| {
+                    TargetError::config(format!("--set {name}={value}: PostgreSQL says: {e}"))
+                })?;
+        }
+        Ok(conn)
+    }
+}
+
+/// `postgres://user@host:port/db` with the socket directory as `?host=` and no password.
+fn describe_location(config: &Config) -> String {
+    let user = config.get_user().unwrap_or("");
+    let db = config.get_dbname().unwrap_or(user);
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    match config.get_hosts().first() {
+        Some(Host::Tcp(h)) => format!("postgres://{user}@{h}:{port}/{db}"),
+        Some(Host::Unix(p)) => format!("postgres://{user}@/{db}?host={}&port={port}", p.display()),
+        None => format!("postgres://{user}@/{db}"),
+    }
+}
+
+fn classify(e: WireError, conn: &WireConn) -> TargetError {
+    let lost = conn.is_broken();
+    match e {
+        WireError::Db { code, message } => TargetError {
+            // 57P01..57P05: the server ended the session (terminated, shutting down, ...).
+            connection_lost: lost || code.starts_with("57P"),
+            class: format!("pg:{code}"),
+            message,
+        },
+        WireError::Io(e) => TargetError {
+            class: "pg:connection".into(),
+            message: format!("connection lost: {e}"),
+            connection_lost: true,
+        },
+        WireError::Protocol(m) => TargetError {
+            class: "pg:protocol".into(),
+            message: m,
+            connection_lost: true,
+        },
+    }
+}
+
+impl Target for PgTarget {
+    fn kind(&self) -> &'static str {
+        "postgres"
+    }
+    fn dialect(&self) -> Dialect {
+        Dialect::Postgres
+    }
+    fn connect(&self) -> TargetResult<Box<dyn Session>> {
+        Ok(Box::new(PgSession {
+            conn: self.open()?,
+            stmts: Vec::new(),
+        }))
+    }
+    fn describe(&self) -> TargetResult<TargetInfo> {
+        let mut conn = self.open()?;
+        let mut show = |name: &str| -> TargetResult<String> {
+            // SHOW takes no parameters; names were checked to be identifiers by parse_setting.
+            let rows = conn
+                .simple_query(&format!("SHOW {name}"))
+                .map_err(|e| TargetError::config(format!("SHOW {name}: {e}")))?;
+            Ok(rows
+                .into_iter()
+                .next()
+                .and_then(|r| r.into_iter().next().flatten())
+                .unwrap_or_default())
+        };
+        let version = show("server_version")?;
+        let mut effective = BTreeMap::new();
+        for name in REPORTED
+            .iter()
+            .map(|s| s.to_string())
+            .chain(self.settings.iter().map(|(n, _)| n.clone()))
+        {
+            let v = show(&name)?;
+            effective.insert(name, v);
+        }
+        Ok(TargetInfo {
+            kind: "postgres".into(),
+            location: self.location.clone(),
+            server_version: format!("PostgreSQL {version}"),
+            settings_requested: self.settings.clone(),
+            settings_effective: effective,
+        })
+    }
+}
+
+struct PgSession {
+    conn: WireConn,
+    stmts: Vec<String>,
+}
+
+impl Session for PgSession {
+    fn batch(&mut self, sql: &str) -> TargetResult<()> {
+        match self.conn.simple_query(sql) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(classify(e, &self.conn)),
+        }
+    }
+    fn prepare(&mut self, sql: &str) -> TargetResult<StmtId> {
+        let name = format!("dbscope_{}", self.stmts.len());
+        self.conn
+            .prepare(&name, sql)
+            .map_err(|e| classify(e, &self.conn))?;
+        self.stmts.push(name);
+        Ok(StmtId(self.stmts.len() - 1))
+    }
+    fn execute(&mut self, stmt: StmtId, params: &[Param]) -> TargetResult<u64> {
+        let name = self
+            .stmts
+            .get(stmt.0)
+            .ok_or_else(|| TargetError::config("unknown prepared statement"))?;
+        let texts: Vec<std::borrow::Cow<'_, str>> = params
+            .iter()
+            .map(|p| match p {
+                Param::Int(i) => std::borrow::Cow::Owned(i.to_string()),
+                Param::Text(s) => std::borrow::Cow::Borrowed(s.as_str()),
+            })
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(|c| c.as_ref()).collect();
+        self.conn
+            .execute(name, &refs)
+            .map_err(|e| classify(e, &self.conn))
+    }
+    fn query_i64(&mut self, sql: &str) -> TargetResult<Vec<i64>> {
+        let rows = self
+            .conn
+            .simple_query(sql)
+            .map_err(|e| classify(e, &self.conn))?;
+        rows.into_iter()
+            .map(|r| {
+                let v = r.into_iter().next().flatten().unwrap_or_default();
+                v.parse::<i64>().map_err(|_| TargetError {
+                    class: "pg:type".into(),
+                    message: format!("expected an integer, got {v:?}"),
+                    connection_lost: false,
+                })
+            })
+            .collect()
+    }
+    fn begin(&mut self) -> TargetResult<()> {
+        self.batch("BEGIN")
+    }
+    fn commit(&mut self) -> TargetResult<()> {
+        self.batch("COMMIT")
+    }
+    fn rollback(&mut self) -> TargetResult<()> {
+        if self.conn.is_broken() {
+            return Ok(());
+        }
+        self.batch("ROLLBACK")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn location_never_shows_the_password() {
+        let t = PgTarget::new("postgres://bench:s3cret@db.example:5433/app", &[]).unwrap();
+        assert_eq!(t.location, "postgres://bench@db.example:5433/app");
+        assert!(!format!("{t:?}").contains("s3cret"));
+        let t = PgTarget::new("postgresql://u:pw@/db?host=/tmp/sock&port=5999", &[]).unwrap();
+        assert_eq!(t.location, "postgres://u@/db?host=/tmp/sock&port=5999");
+    }
+
+    #[test]
+    fn malformed_uri_is_a_clear_error() {
+        let e = PgTarget::new("postgres://u:hunter2@host:notaport/db", &[]).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("malformed PostgreSQL connection string"),
+            "{e}"
+        );
+        assert!(!e.message.contains("hunter2"), "{e}");
+    }
+
+    #[test]
+    fn unreachable_server_fails_fast_and_names_the_socket() {
+        let dir = tempfile::tempdir().unwrap();
+        let uri = format!(
+            "postgres://u:pw@/db?host={}&port=5999&connect_timeout=2",
+            dir.path().display()
+        );
+        let t = PgTarget::new(&uri, &[]).unwrap();
+        let e = t.describe().unwrap_err();
+        assert!(e.message.contains(&dir.path().display().to_string()), "{e}");
+        assert!(e.message.contains("cannot connect"), "{e}");
+        assert!(!e.message.contains(":pw"), "{e}");
+    }
+}

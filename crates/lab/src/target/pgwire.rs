@@ -1,0 +1,394 @@
+//! A blocking PostgreSQL wire-protocol client: one socket, one thread, one `write` and blocking
+//! reads per round trip, as libpq does. The async client (tokio-postgres) spends most of a short
+//! round trip in its reactor (epoll, wake-ups); a load generator must not.
+//!
+//! Messages are encoded and parsed by `postgres-protocol` (the codec under tokio-postgres, with
+//! SCRAM-SHA-256 and MD5); connection strings are parsed by `postgres::Config`. Parameters go as
+//! text and results come back as text, so no type mapping is needed for the workloads' statements.
+
+use std::io::{self, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use fallible_iterator::FallibleIterator;
+use postgres::config::Host;
+use postgres::Config;
+use postgres_protocol::authentication::md5_hash;
+use postgres_protocol::authentication::sasl::{ChannelBinding, ScramSha256, SCRAM_SHA_256};
+use postgres_protocol::message::backend::{ErrorResponseBody, Message};
+use postgres_protocol::message::frontend;
+use postgres_protocol::IsNull;
+
+/// A failure of the connection or of a statement.
+#[derive(Debug)]
+pub enum WireError {
+    /// The server reported an error (SQLSTATE and message); the connection is still usable unless
+    /// the code says the session ended (class 57P).
+    Db {
+        /// SQLSTATE, e.g. `40P01`.
+        code: String,
+        /// The server's message.
+        message: String,
+    },
+    /// The socket failed: the connection is gone.
+    Io(io::Error),
+    /// The server said something this client does not understand: the connection is abandoned.
+    Protocol(String),
+}
+
+impl std::fmt::Display for WireError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WireError::Db { message, .. } => write!(f, "{message}"),
+            WireError::Io(e) => write!(f, "{e}"),
+            WireError::Protocol(m) => write!(f, "protocol error: {m}"),
+        }
+    }
+}
+
+impl From<io::Error> for WireError {
+    fn from(e: io::Error) -> Self {
+        WireError::Io(e)
+    }
+}
+
+enum Stream {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Stream {
+    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_read_timeout(t),
+            Stream::Unix(s) => s.set_read_timeout(t),
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.read(buf),
+            Stream::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.write(buf),
+            Stream::Unix(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One connection to a PostgreSQL server.
+pub struct WireConn {
+    stream: Stream,
+    rbuf: BytesMut,
+    wbuf: BytesMut,
+    scratch: Box<[u8; 16384]>,
+    broken: bool,
+}
+
+/// Where a connection goes, for messages: `host:port` or the socket file.
+pub fn endpoint(config: &Config) -> String {
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    match config.get_hosts().first() {
+        Some(Host::Tcp(h)) => format!("{h}:{port}"),
+        Some(Host::Unix(dir)) => dir.join(format!(".s.PGSQL.{port}")).display().to_string(),
+        None => format!("localhost:{port}"),
+    }
+}
+
+impl WireConn {
+    /// Connects, authenticates (trust, password, MD5, SCRAM-SHA-256) and waits for the server to be
+    /// ready. `timeout` bounds the TCP connect and every read until then.
+    pub fn connect(config: &Config, timeout: Duration) -> Result<WireConn, WireError> {
+        let port = config.get_ports().first().copied().unwrap_or(5432);
+        let stream = match config.get_hosts().first() {
+            Some(Host::Unix(dir)) => {
+                Stream::Unix(UnixStream::connect(dir.join(format!(".s.PGSQL.{port}")))?)
+            }
+            Some(Host::Tcp(host)) => Stream::Tcp(connect_tcp(host, port, timeout)?),
+            None => Stream::Tcp(connect_tcp("localhost", port, timeout)?),
+        };
+        stream.set_read_timeout(Some(timeout))?;
+        let mut conn = WireConn {
+            stream,
+            rbuf: BytesMut::with_capacity(8192),
+            wbuf: BytesMut::with_capacity(1024),
+            scratch: Box::new([0; 16384]),
+            broken: false,
+        };
+        conn.startup(config)?;
+        conn.stream.set_read_timeout(None)?;
+        Ok(conn)
+    }
+
+    /// True once the connection failed and can no longer be used.
+    pub fn is_broken(&self) -> bool {
+        self.broken
+    }
+
+    fn startup(&mut self, config: &Config) -> Result<(), WireError> {
+        let user = config.get_user().unwrap_or("postgres");
+        let db = config.get_dbname().unwrap_or(user);
+        let mut params = vec![
+            ("user", user),
+            ("database", db),
+            ("client_encoding", "UTF8"),
+        ];
+        if let Some(app) = config.get_application_name() {
+            params.push(("application_name", app));
+        }
+        frontend::startup_message(params.iter().copied(), &mut self.wbuf)?;
+        self.send()?;
+        let password = config.get_password();
+        let need_password = || {
+            WireError::Protocol(
+                "the server asks for a password and none was given (postgres://user:PASSWORD@… or PGPASSWORD)"
+                    .into(),
+            )
+        };
+        let mut scram: Option<ScramSha256> = None;
+        loop {
+            match self.recv()? {
+                Message::AuthenticationOk => {}
+                Message::AuthenticationCleartextPassword => {
+                    let pw = password.ok_or_else(need_password)?;
+                    frontend::password_message(pw, &mut self.wbuf)?;
+                    self.send()?;
+                }
+                Message::AuthenticationMd5Password(body) => {
+                    let pw = password.ok_or_else(need_password)?;
+                    let hash = md5_hash(user.as_bytes(), pw, body.salt());
+                    frontend::password_message(hash.as_bytes(), &mut self.wbuf)?;
+                    self.send()?;
+                }
+                Message::AuthenticationSasl(body) => {
+                    let pw = password.ok_or_else(need_password)?;
+                    let mut mechanisms = body.mechanisms();
+                    let mut scram_offered = false;
+                    while let Some(m) = mechanisms.next()? {
+                        scram_offered |= m == SCRAM_SHA_256;
+                    }
+                    if !scram_offered {
+                        return Err(WireError::Protocol(
+                            "the server offers no SASL mechanism this client supports (SCRAM-SHA-256)".into(),
+                        ));
+                    }
+                    let s = ScramSha256::new(pw, ChannelBinding::unsupported());
+                    frontend::sasl_initial_response(SCRAM_SHA_256, s.message(), &mut self.wbuf)?;
+                    self.send()?;
+                    scram = Some(s);
+                }
+                Message::AuthenticationSaslContinue(body) => {
+                    let s = scram
+                        .as_mut()
+                        .ok_or_else(|| WireError::Protocol("SASL continue before start".into()))?;
+                    s.update(body.data())?;
+                    frontend::sasl_response(s.message(), &mut self.wbuf)?;
+                    self.send()?;
+                }
+                Message::AuthenticationSaslFinal(body) => {
+                    let s = scram
+                        .as_mut()
+                        .ok_or_else(|| WireError::Protocol("SASL final before start".into()))?;
+                    s.finish(body.data())?;
+                }
+                Message::ErrorResponse(body) => return Err(db_error(&body)),
+                Message::ReadyForQuery(_) => return Ok(()),
+                Message::ParameterStatus(_)
+                | Message::BackendKeyData(_)
+                | Message::NoticeResponse(_) => {}
+                _ => {
+                    return Err(WireError::Protocol(
+                        "unsupported authentication method (this client does trust, password, md5, scram-sha-256)"
+                            .into(),
+                    ))
+                }
+            }
+        }
+    }
+
+    /// Runs SQL with the simple-query protocol and returns every row's columns as text.
+    pub fn simple_query(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, WireError> {
+        frontend::query(sql, &mut self.wbuf)?;
+        self.send()?;
+        let mut rows = Vec::new();
+        self.until_ready(|msg| {
+            if let Message::DataRow(row) = msg {
+                let buf = row.buffer();
+                let mut cols = Vec::new();
+                let mut ranges = row.ranges();
+                while let Some(r) = ranges.next()? {
+                    cols.push(r.map(|r| String::from_utf8_lossy(&buf[r]).into_owned()));
+                }
+                rows.push(cols);
+            }
+            Ok(())
+        })?;
+        Ok(rows)
+    }
+
+    /// Prepares `sql` as the named statement `name`.
+    pub fn prepare(&mut self, name: &str, sql: &str) -> Result<(), WireError> {
+        frontend::parse(name, sql, std::iter::empty(), &mut self.wbuf)?;
+        frontend::sync(&mut self.wbuf);
+        self.send()?;
+        self.until_ready(|_| Ok(()))
+    }
+
+    /// Executes a prepared statement with text parameters; returns the rows affected or returned.
+    pub fn execute(&mut self, name: &str, params: &[&str]) -> Result<u64, WireError> {
+        frontend::bind(
+            "",
+            name,
+            std::iter::once(0i16), // all parameters in text format
+            params.iter(),
+            |p, buf| {
+                buf.extend_from_slice(p.as_bytes());
+                Ok(IsNull::No)
+            },
+            std::iter::once(0i16),
+            &mut self.wbuf,
+        )
+        .map_err(|e| match e {
+            frontend::BindError::Conversion(e) => {
+                WireError::Protocol(format!("cannot encode a parameter: {e}"))
+            }
+            frontend::BindError::Serialization(e) => WireError::Io(e),
+        })?;
+        frontend::execute("", 0, &mut self.wbuf)?;
+        frontend::sync(&mut self.wbuf);
+        self.send()?;
+        let mut count = 0u64;
+        let mut data_rows = 0u64;
+        self.until_ready(|msg| {
+            match msg {
+                Message::CommandComplete(body) => {
+                    let tag = body.tag()?;
+                    count = tag
+                        .rsplit(' ')
+                        .next()
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or(data_rows);
+                }
+                Message::DataRow(_) => data_rows += 1,
+                _ => {}
+            }
+            Ok(())
+        })?;
+        Ok(count)
+    }
+
+    /// Reads messages until ReadyForQuery, giving each to `f`; the first ErrorResponse is returned
+    /// after the server is ready again, so the connection stays in step.
+    fn until_ready(
+        &mut self,
+        mut f: impl FnMut(Message) -> io::Result<()>,
+    ) -> Result<(), WireError> {
+        let mut error: Option<WireError> = None;
+        loop {
+            match self.recv()? {
+                Message::ReadyForQuery(_) => break,
+                Message::ErrorResponse(body) => {
+                    let e = db_error(&body);
+                    if let WireError::Db { code, .. } = &e {
+                        if code.starts_with("57P") {
+                            // The server is ending this session: it will not send ReadyForQuery.
+                            self.broken = true;
+                            return Err(e);
+                        }
+                    }
+                    error.get_or_insert(e);
+                }
+                msg => f(msg)?,
+            }
+        }
+        match error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn send(&mut self) -> Result<(), WireError> {
+        let r = self.stream.write_all(&self.wbuf);
+        self.wbuf.clear();
+        r.map_err(|e| self.fail(e))
+    }
+
+    fn recv(&mut self) -> Result<Message, WireError> {
+        loop {
+            match Message::parse(&mut self.rbuf) {
+                Ok(Some(m)) => return Ok(m),
+                Ok(None) => {}
+                Err(e) => {
+                    self.broken = true;
+                    return Err(WireError::Protocol(e.to_string()));
+                }
+            }
+            let n = match self.stream.read(&mut self.scratch[..]) {
+                Ok(n) => n,
+                Err(e) => return Err(self.fail(e)),
+            };
+            self.rbuf.extend_from_slice(&self.scratch[..n]);
+            if n == 0 {
+                return Err(self.fail(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the server closed the connection",
+                )));
+            }
+        }
+    }
+
+    fn fail(&mut self, e: io::Error) -> WireError {
+        self.broken = true;
+        WireError::Io(e)
+    }
+}
+
+impl Drop for WireConn {
+    fn drop(&mut self) {
+        if !self.broken {
+            frontend::terminate(&mut self.wbuf);
+            let _ = self.stream.write_all(&self.wbuf);
+        }
+    }
+}
+
+fn connect_tcp(host: &str, port: u16, timeout: Duration) -> io::Result<TcpStream> {
+    let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{host}: no address"));
+    for addr in (host, port).to_socket_addrs()? {
+        match TcpStream::connect_timeout(&addr, timeout) {
+            Ok(s) => {
+                s.set_nodelay(true)?;
+                return Ok(s);
+            }
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+fn db_error(body: &ErrorResponseBody) -> WireError {
+    let mut code = String::new();
+    let mut message = String::new();
+    let mut fields = body.fields();
+    while let Ok(Some(f)) = fields.next() {
+        match f.type_() {
+            b'C' => code = String::from_utf8_lossy(f.value_bytes()).into_owned(),
+            b'M' => message = String::from_utf8_lossy(f.value_bytes()).into_owned(),
+            _ => {}
+        }
+    }
+    WireError::Db { code, message }
+}

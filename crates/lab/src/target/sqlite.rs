@@ -1,0 +1,268 @@
+//! The SQLite target (rusqlite, bundled): the embedded default, one connection per session to one file.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use dbscope_core::TargetInfo;
+use rusqlite::types::{ToSqlOutput, Value};
+use rusqlite::{Connection, OpenFlags, ToSql};
+
+use super::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
+
+/// Settings always read back and recorded, besides those the user sets.
+const REPORTED: [&str; 4] = ["journal_mode", "synchronous", "page_size", "busy_timeout"];
+
+/// How long a session waits for another session's lock before SQLITE_BUSY (unless `--set busy_timeout`).
+const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A SQLite database file.
+#[derive(Debug)]
+pub struct SqliteTarget {
+    path: PathBuf,
+    settings: Vec<(String, String)>,
+}
+
+impl SqliteTarget {
+    /// A target on `path` (created if missing) with `PRAGMA` settings applied to every connection.
+    pub fn new(path: &Path, settings: &[(String, String)]) -> TargetResult<Self> {
+        for (name, value) in settings {
+            if value.is_empty()
+                || !value
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+            {
+                return Err(TargetError::config(format!(
+                    "--set {name}={value}: a SQLite pragma value must be a word or number"
+                )));
+            }
+        }
+        Ok(SqliteTarget {
+            path: path.to_owned(),
+            settings: settings.to_vec(),
+        })
+    }
+
+    fn open(&self) -> TargetResult<Connection> {
+        let conn = Connection::open_with_flags(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| {
+            let hint = match self.path.parent() {
+                Some(p) if !p.as_os_str().is_empty() && !p.exists() => {
+                    format!(" (directory {} does not exist)", p.display())
+                }
+                _ => String::new(),
+            };
+            TargetError::config(format!(
+                "cannot open sqlite:{}: {e}{hint}",
+                self.path.display()
+            ))
+        })?;
+        conn.busy_timeout(DEFAULT_BUSY_TIMEOUT).map_err(classify)?;
+        conn.set_prepared_statement_cache_capacity(32);
+        let known = known_pragmas(&conn)?;
+        for (name, value) in &self.settings {
+            if !known.iter().any(|k| k == name) {
+                return Err(TargetError::config(format!(
+                    "--set {name}={value}: SQLite has no pragma named {name:?} (see PRAGMA pragma_list)"
+                )));
+            }
+            run_pragma(&conn, &format!("PRAGMA {name} = {value}")).map_err(|e| {
+                TargetError::config(format!(
+                    "--set {name}={value}: SQLite refused it: {}",
+                    e.message
+                ))
+            })?;
+        }
+        Ok(conn)
+    }
+}
+
+fn known_pragmas(conn: &Connection) -> TargetResult<Vec<String>> {
+    let mut st = conn.prepare("PRAGMA pragma_list").map_err(classify)?;
+    let names = st
+        .query_map([], |r| r.get::<_, String>(0))
+        .map_err(classify)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(classify)?;
+    Ok(names)
+}
+
+/// Runs a pragma and returns its first value as text (pragmas may or may not return a row).
+fn run_pragma(conn: &Connection, sql: &str) -> TargetResult<Option<String>> {
+    let mut st = conn.prepare(sql).map_err(classify)?;
+    let mut rows = st.query([]).map_err(classify)?;
+    let mut first = None;
+    while let Some(row) = rows.next().map_err(classify)? {
+        if first.is_none() {
+            let v: Value = row.get(0).map_err(classify)?;
+            first = Some(match v {
+                Value::Null => "NULL".to_string(),
+                Value::Integer(i) => i.to_string(),
+                Value::Real(f) => f.to_string(),
+                Value::Text(t) => t,
+                Value::Blob(b) => format!("<{} bytes>", b.len()),
+            });
+        }
+    }
+    Ok(first)
+}
+
+fn classify(e: rusqlite::Error) -> TargetError {
+    let class = match &e {
+        rusqlite::Error::SqliteFailure(f, _) => format!("sqlite:{:?}", f.code),
+        _ => "sqlite:other".to_string(),
+    };
+    TargetError {
+        class,
+        message: e.to_string(),
+        connection_lost: false,
+    }
+}
+
+impl Target for SqliteTarget {
+    fn kind(&self) -> &'static str {
+        "sqlite"
+    }
+    fn dialect(&self) -> Dialect {
+        Dialect::Sqlite
+    }
+    fn connect(&self) -> TargetResult<Box<dyn Session>> {
+        Ok(Box::new(SqliteSession {
+            conn: self.open()?,
+            stmts: Vec::new(),
+        }))
+    }
+    fn describe(&self) -> TargetResult<TargetInfo> {
+        let conn = self.open()?;
+        let mut effective = BTreeMap::new();
+        let names = REPORTED
+            .iter()
+            .map(|s| s.to_string())
+            .chain(self.settings.iter().map(|(n, _)| n.clone()));
+        for name in names {
+            if let Some(v) = run_pragma(&conn, &format!("PRAGMA {name}"))? {
+                effective.insert(name, v);
+            }
+        }
+        let location = std::path::absolute(&self.path)
+            .unwrap_or_else(|_| self.path.clone())
+            .display()
+            .to_string();
+        Ok(TargetInfo {
+            kind: "sqlite".into(),
+            location,
+            server_version: format!("SQLite {}", rusqlite::version()),
+            settings_requested: self.settings.clone(),
+            settings_effective: effective,
+        })
+    }
+}
+
+struct SqliteSession {
+    conn: Connection,
+    stmts: Vec<String>,
+}
+
+impl ToSql for Param {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self {
+            Param::Int(i) => ToSqlOutput::from(*i),
+            Param::Text(s) => ToSqlOutput::from(s.as_str()),
+        })
+    }
+}
+
+impl Session for SqliteSession {
+    fn batch(&mut self, sql: &str) -> TargetResult<()> {
+        self.conn.execute_batch(sql).map_err(classify)
+    }
+    fn prepare(&mut self, sql: &str) -> TargetResult<StmtId> {
+        // Compile once now so a bad statement fails at setup; executions use the statement cache.
+        self.conn.prepare_cached(sql).map_err(classify)?;
+        self.stmts.push(sql.to_string());
+        Ok(StmtId(self.stmts.len() - 1))
+    }
+    fn execute(&mut self, stmt: StmtId, params: &[Param]) -> TargetResult<u64> {
+        let sql = self
+            .stmts
+            .get(stmt.0)
+            .ok_or_else(|| TargetError::config("unknown prepared statement"))?;
+        let mut st = self.conn.prepare_cached(sql).map_err(classify)?;
+        let n = st
+            .execute(rusqlite::params_from_iter(params.iter()))
+            .map_err(classify)?;
+        Ok(n as u64)
+    }
+    fn query_i64(&mut self, sql: &str) -> TargetResult<Vec<i64>> {
+        let mut st = self.conn.prepare(sql).map_err(classify)?;
+        let v = st
+            .query_map([], |r| r.get::<_, i64>(0))
+            .map_err(classify)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(classify)?;
+        Ok(v)
+    }
+    fn begin(&mut self) -> TargetResult<()> {
+        // IMMEDIATE takes the write lock up front, so two sessions never deadlock upgrading locks.
+        self.conn.execute_batch("BEGIN IMMEDIATE").map_err(classify)
+    }
+    fn commit(&mut self) -> TargetResult<()> {
+        self.conn.execute_batch("COMMIT").map_err(classify)
+    }
+    fn rollback(&mut self) -> TargetResult<()> {
+        if self.conn.is_autocommit() {
+            return Ok(());
+        }
+        self.conn.execute_batch("ROLLBACK").map_err(classify)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pragmas_apply_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = SqliteTarget::new(
+            &dir.path().join("a.db"),
+            &[
+                ("journal_mode".into(), "wal".into()),
+                ("synchronous".into(), "full".into()),
+            ],
+        )
+        .unwrap();
+        let info = t.describe().unwrap();
+        assert_eq!(info.settings_effective["journal_mode"], "wal");
+        assert_eq!(info.settings_effective["synchronous"], "2");
+        assert!(info.server_version.starts_with("SQLite 3."));
+        let mut s = t.connect().unwrap();
+        s.batch("CREATE TABLE t(id INTEGER PRIMARY KEY, v INTEGER)")
+            .unwrap();
+        let ins = s.prepare("INSERT INTO t VALUES (?1, ?2)").unwrap();
+        s.begin().unwrap();
+        assert_eq!(s.execute(ins, &[Param::Int(1), Param::Int(5)]).unwrap(), 1);
+        s.commit().unwrap();
+        assert_eq!(s.query_i64("SELECT v FROM t").unwrap(), vec![5]);
+    }
+
+    #[test]
+    fn unknown_pragma_and_bad_path_are_clear() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = SqliteTarget::new(
+            &dir.path().join("a.db"),
+            &[("jurnal_mode".into(), "wal".into())],
+        )
+        .unwrap();
+        let e = t.describe().unwrap_err();
+        assert!(e.message.contains("no pragma named \"jurnal_mode\""), "{e}");
+        let t = SqliteTarget::new(&dir.path().join("nope/a.db"), &[]).unwrap();
+        let e = t.describe().unwrap_err();
+        assert!(e.message.contains("does not exist"), "{e}");
+    }
+}
