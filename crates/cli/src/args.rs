@@ -36,6 +36,19 @@ pub enum Command {
     Report(ReportArgs),
     /// Write a run's events as CSV or Parquet for R, pandas or DuckDB.
     Export(ExportArgs),
+    /// Is B faster than A, by how much, and how sure are we? Welch and rank tests, quantile CIs,
+    /// a verdict, and what differs between the manifests.
+    Compare(crate::compare_args::CompareArgs),
+    /// Turn latencies measured elsewhere into a run: `import csv FILE --event NAME --out DIR`.
+    Import(crate::compare_args::ImportArgs),
+    /// Oracle 10046 extended SQL trace files: response-time profile, import as a run.
+    Trace(crate::trace_args::TraceArgs),
+    /// Storage I/O tests without a database: `io redo` (a redo log writer on real files) and
+    /// `io redo verify`.
+    Io(crate::io_args::IoArgs),
+    /// TPC-H: `tpch gen` (tpchgen data), `tpch q1` (Query 1 as a parallel map/combine/reduce job,
+    /// exact), `tpch load` (tables into a database for `run tpch-q1`).
+    Tpch(crate::tpch_args::TpchArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -43,6 +56,9 @@ pub enum WorkloadName {
     /// Each session: UPDATE one row, COMMIT; as fast as it can. `update` and `commit` are timed
     /// separately, so commit latency (Oracle's "log file sync", PostgreSQL's WAL flush) shows alone.
     Commit,
+    /// TPC-H Query 1 in SQL (official text, DELTA 90) on data loaded by `dbscope tpch load`; every
+    /// execution's rows are checked against the map/combine/reduce answer (and, at SF 1, the official one).
+    TpchQ1,
 }
 
 #[derive(Debug, Args)]
@@ -126,6 +142,15 @@ pub struct ReportArgs {
     /// Include warm-up events in the statistics.
     #[arg(long)]
     pub include_warmup: bool,
+    /// Also write a self-contained HTML report (inline CSS and SVG plots, no network) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Also write each plot as its own SVG file into DIR (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub svg: Option<PathBuf>,
+    /// Also list the N slowest events with their session and start time (e.g. --top 10000).
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -1,6 +1,14 @@
 //! The `dbscope` binary: parses arguments and calls the library; nothing else.
 
 mod args;
+mod cmd_compare;
+mod cmd_io;
+mod cmd_tpch;
+mod cmd_trace;
+mod compare_args;
+mod io_args;
+mod tpch_args;
+mod trace_args;
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -44,6 +52,11 @@ fn main() -> ExitCode {
         Command::Run(a) => cmd_run(a),
         Command::Report(a) => cmd_report(a),
         Command::Export(a) => cmd_export(a),
+        Command::Compare(a) => cmd_compare::cmd_compare(a),
+        Command::Import(a) => cmd_compare::cmd_import(a),
+        Command::Trace(a) => cmd_trace::cmd_trace(a),
+        Command::Io(a) => cmd_io::cmd_io(a),
+        Command::Tpch(a) => cmd_tpch::cmd_tpch(a),
     };
     match result {
         Ok(code) => ExitCode::from(code),
@@ -53,7 +66,11 @@ fn main() -> ExitCode {
             }
             let mut msg = format!("dbscope: error: {e}");
             for cause in e.chain().skip(1) {
-                msg.push_str(&format!(": {cause}"));
+                // Many errors already include their source's text (e.g. "path: No such file").
+                let cause = cause.to_string();
+                if !msg.contains(&cause) {
+                    msg.push_str(&format!(": {cause}"));
+                }
             }
             eprintln!("{}", redact(&msg));
             ExitCode::from(code)
@@ -78,6 +95,7 @@ fn cmd_run(a: RunArgs) -> Result<u8, Exit> {
         Some(p) => p.clone(),
         None => default_run_dir(match a.workload {
             WorkloadName::Commit => "commit",
+            WorkloadName::TpchQ1 => "tpch-q1",
         })?,
     };
     let created_out = !out.exists();
@@ -116,9 +134,15 @@ fn run_with(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
     config.validate()?;
     let target = open_target(spec, &a.settings)?;
     let keys: Keys = a.keys.parse().map_err(anyhow::Error::msg)?;
-    let workload = match a.workload {
-        WorkloadName::Commit => CommitWorkload::new(&a.table, keys, a.fresh, target.dialect())
-            .map_err(anyhow::Error::msg)?,
+    let workload: Box<dyn dbscope_lab::workload::Workload> = match a.workload {
+        WorkloadName::Commit => Box::new(
+            CommitWorkload::new(&a.table, keys, a.fresh, target.dialect())
+                .map_err(anyhow::Error::msg)?,
+        ),
+        WorkloadName::TpchQ1 => Box::new(dbscope_tpch::workload::TpchQ1Workload::new(
+            target.dialect(),
+            dbscope_tpch::q1::DEFAULT_DELTA,
+        )),
     };
 
     let stop = Arc::clone(stop_signal());
@@ -168,7 +192,7 @@ fn run_with(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
             out: out.to_path_buf(),
             command_line,
             target: target.as_ref(),
-            workload: &workload,
+            workload: workload.as_ref(),
             config,
         },
         &stop,
@@ -195,9 +219,9 @@ fn run_with(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
         writeln!(
             stdout,
             "recorded {} events in {} ({} errors); see: dbscope report {}",
-            result.events,
+            dbscope_lab::html::svg::format_int(result.events),
             result.dir.display(),
-            result.errors,
+            dbscope_lab::html::svg::format_int(result.errors),
             result.dir.display()
         )?;
     }
@@ -238,7 +262,19 @@ fn default_run_dir(workload: &str) -> anyhow::Result<PathBuf> {
 }
 
 fn cmd_report(a: ReportArgs) -> Result<u8, Exit> {
-    let run = RunDir::open(&a.run)?;
+    // A trace file (not a run directory) is imported into a temporary run first.
+    let trace_run = if cmd_trace::is_trace_file(&a.run) {
+        Some(cmd_trace::temp_run_from_trace(&a.run)?)
+    } else {
+        None
+    };
+    let run = match &trace_run {
+        Some(t) => t.run.clone(),
+        None => RunDir::open(&a.run)?,
+    };
+    if a.html.is_some() || a.svg.is_some() {
+        write_html_report(&run, a.include_warmup, a.html.as_deref(), a.svg.as_deref())?;
+    }
     let r = report::build(
         &run,
         &ReportOptions {
@@ -250,12 +286,56 @@ fn cmd_report(a: ReportArgs) -> Result<u8, Exit> {
     } else {
         report::render_text(&r)
     };
+    let text = cmd_compare::with_top(text, &run, a.top, a.include_warmup, a.json)?;
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(text.as_bytes())?;
     if !text.ends_with('\n') {
         stdout.write_all(b"\n")?;
     }
     Ok(0)
+}
+
+/// Writes the HTML report and/or the plots as SVG files; says where on stderr.
+fn write_html_report(
+    run: &RunDir,
+    include_warmup: bool,
+    html: Option<&Path>,
+    svg_dir: Option<&Path>,
+) -> Result<(), Exit> {
+    let page = dbscope_lab::html::render_run(
+        run,
+        &dbscope_lab::html::HtmlOptions {
+            include_warmup,
+            ..Default::default()
+        },
+    )?;
+    write_page(&page, html, svg_dir)
+}
+
+/// Writes a rendered HTML page and/or its plots as SVG files; says where on stderr.
+pub(crate) fn write_page(
+    page: &dbscope_lab::html::HtmlPage,
+    html: Option<&Path>,
+    svg_dir: Option<&Path>,
+) -> Result<(), Exit> {
+    if let Some(path) = html {
+        std::fs::write(path, &page.html)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!("dbscope: wrote {}", path.display());
+    }
+    if let Some(dir) = svg_dir {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        for (name, svg) in &page.svgs {
+            let p = dir.join(name);
+            std::fs::write(&p, svg).with_context(|| format!("cannot write {}", p.display()))?;
+        }
+        eprintln!(
+            "dbscope: wrote {} plots to {}",
+            page.svgs.len(),
+            dir.display()
+        );
+    }
+    Ok(())
 }
 
 fn cmd_export(a: ExportArgs) -> Result<u8, Exit> {

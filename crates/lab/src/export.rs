@@ -786,14 +786,18 @@ mod tests {
     /// The `i`th test event and the row it should export to: two event names (one with a comma and
     /// quotes), errors of two classes, warm-up events, some intended starts.
     fn event_at(i: u64, names: &NameTable) -> (Event, Expected) {
-        let event = if i % 3 == 0 { TRICKY } else { "commit" };
+        let event = if i.is_multiple_of(3) {
+            TRICKY
+        } else {
+            "commit"
+        };
         let class = ["pg:40P01", "connection, reset"][(i % 2) as usize];
         let ev = Event {
             session: (i % 4) as u32,
             name: names.intern(event),
             start_ns: i * 1_000_003 + 999_999_999,
             duration_ns: 500 + i * 7,
-            intended_start_ns: (i % 5 == 0).then_some(i * 1_000_000),
+            intended_start_ns: i.is_multiple_of(5).then_some(i * 1_000_000),
             outcome: if i % 7 == 3 {
                 names.intern_outcome(class)
             } else {

@@ -54,6 +54,9 @@ pub struct Report {
     pub read: ReadReport,
     /// One entry per event name, in order of first appearance in the event files.
     pub events: Vec<EventReport>,
+    /// `io redo` runs: group-commit factor, MB/s, race counters (see `crate::io::report`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redo: Option<crate::io::report::RedoSummary>,
 }
 
 /// What the run was, from its manifest.
@@ -288,6 +291,7 @@ pub fn build(run: &RunDir, opts: &ReportOptions) -> Result<Report, Error> {
             missing_files,
         },
         events,
+        redo: crate::io::report::summarize(run),
     })
 }
 
@@ -613,6 +617,9 @@ pub fn render_text(r: &Report) -> String {
     for e in &r.events {
         out.push('\n');
         push_event(&mut out, e);
+    }
+    if let Some(redo) = &r.redo {
+        crate::io::report::push_text(&mut out, redo);
     }
     out
 }

@@ -27,10 +27,10 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// The target refused (bad URI, unreachable, wrong password, unknown setting, setup failed).
-    #[error("{0}")]
+    #[error(transparent)]
     Target(#[from] TargetError),
     /// The run directory could not be written.
-    #[error("{0}")]
+    #[error(transparent)]
     Core(#[from] dbscope_core::Error),
     /// Invalid run configuration.
     #[error("{0}")]

@@ -88,13 +88,17 @@ fn write_run(dir: &Path, blocks: u64, per_block: u64) -> (RunDir, Totals) {
         evs.clear();
         for j in 0..per_block {
             let i = b * per_block + j;
-            let name = if i % 3 == 0 { TRICKY } else { "commit" };
+            let name = if i.is_multiple_of(3) {
+                TRICKY
+            } else {
+                "commit"
+            };
             let ev = Event {
                 session: (i % 8) as u32,
                 name: names.intern(name),
                 start_ns: 5_000 + i * 997,
                 duration_ns: 100 + (i * 31) % 5_000,
-                intended_start_ns: (i % 4 == 0).then_some(i * 990),
+                intended_start_ns: i.is_multiple_of(4).then_some(i * 990),
                 outcome: if i % 13 == 5 {
                     names.intern_outcome("pg:40P01")
                 } else {

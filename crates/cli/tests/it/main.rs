@@ -5,7 +5,12 @@ mod common;
 
 mod bad_input;
 mod cli;
+mod compare;
 mod crash;
 mod harness;
+mod html;
+mod io_redo;
 mod postgres;
 mod sqlite;
+mod tpch;
+mod trace;

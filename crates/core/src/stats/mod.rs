@@ -1,5 +1,25 @@
-//! Statistics basics for reports: R's `summary()` (type-7 quantiles), HDR-histogram percentiles, and
-//! printing numbers the way R prints them. Pure functions, no I/O.
+//! Statistics for reports and comparisons: R's `summary()` (type-7 quantiles), HDR-histogram
+//! percentiles, printing numbers the way R prints them, and (in the submodules) Welch's t-test, the
+//! Wilcoxon rank-sum test, the Hodges–Lehmann shift and bootstrap intervals of quantile differences,
+//! all agreeing with R. Pure functions, no I/O; inputs are validated when a [`Sample`] is built.
+
+pub mod dist;
+#[cfg(test)]
+mod proptests;
+pub mod quantile_ci;
+pub mod rank;
+#[cfg(test)]
+mod reference;
+pub mod sample;
+pub mod tail;
+pub mod ttest;
+
+pub use dist::{format_pvalue, pnorm, pt, qt};
+pub use quantile_ci::{quantile_diff, BootstrapOptions, QuantileDiff};
+pub use rank::{hodges_lehmann, wilcoxon_rank_sum, RankSumTest};
+pub use sample::Sample;
+pub use tail::{largest_indices, over_threshold, OverThreshold};
+pub use ttest::{welch_t_test, welch_t_test_level, WelchTest};
 
 use hdrhistogram::Histogram;
 
@@ -295,6 +315,13 @@ impl LatencyHistogram {
     /// Resets to empty, keeping the allocation.
     pub fn clear(&mut self) {
         self.hist.reset();
+    }
+
+    /// Every recorded bucket as (value in ns, count), ascending; for plotting distributions.
+    pub fn iter_values(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.hist
+            .iter_recorded()
+            .map(|v| (v.value_iterated_to(), v.count_at_value()))
     }
 }
 

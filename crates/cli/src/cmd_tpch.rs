@@ -1,0 +1,349 @@
+//! `dbscope tpch gen|q1|load`: turns the arguments into library calls (dbscope-tpch) and prints.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use dbscope_core::redact::redact;
+use dbscope_lab::target::open_target;
+use dbscope_tpch::answer::{compare, official_q1_sf1, rounded, SF1_LINEITEM_ROWS};
+use dbscope_tpch::gen::{self, GenConfig, GenFormat, GenProgress, TABLES};
+use dbscope_tpch::load;
+use dbscope_tpch::q1::{self, Q1Config, Q1Progress, DEFAULT_DELTA};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::tpch_args::{
+    GenArgs, GenFormatArg, LoadArgs, Q1Args, TableChoice, TpchArgs, TpchCommand,
+};
+use crate::Exit;
+
+/// Runs a `tpch` subcommand.
+pub fn cmd_tpch(a: TpchArgs) -> Result<u8, Exit> {
+    match a.command {
+        TpchCommand::Gen(a) => cmd_gen(a),
+        TpchCommand::Q1(a) => cmd_q1(a),
+        TpchCommand::Load(a) => cmd_load(a),
+    }
+}
+
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+/// A progress bar on stderr when it is a terminal; `None` otherwise or when quiet.
+fn bar(quiet: bool, len: u64, template: &str) -> Option<ProgressBar> {
+    (!quiet && std::io::stderr().is_terminal()).then(|| {
+        let bar = ProgressBar::new(len.max(1));
+        bar.set_style(
+            ProgressStyle::with_template(template)
+                .expect("valid template")
+                .progress_chars("=> "),
+        );
+        bar
+    })
+}
+
+/// Runs `work` while a thread refreshes `bar` from `position` every 100 ms.
+fn with_bar<T>(
+    bar: Option<&ProgressBar>,
+    position: impl Fn() -> (u64, u64) + Sync,
+    work: impl FnOnce() -> T,
+) -> T {
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        if let Some(bar) = bar {
+            s.spawn(|| {
+                while !done.load(Ordering::Relaxed) {
+                    let (pos, len) = position();
+                    bar.set_length(len.max(pos).max(1));
+                    bar.set_position(pos);
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            });
+        }
+        let r = work();
+        done.store(true, Ordering::Relaxed);
+        r
+    })
+}
+
+fn cmd_gen(a: GenArgs) -> Result<u8, Exit> {
+    let tables: Vec<String> = match a.table {
+        TableChoice::All => TABLES.iter().map(|t| t.to_string()).collect(),
+        TableChoice::Lineitem => vec!["lineitem".into()],
+        TableChoice::Orders => vec!["orders".into()],
+        TableChoice::Customer => vec!["customer".into()],
+        TableChoice::Part => vec!["part".into()],
+        TableChoice::Partsupp => vec!["partsupp".into()],
+        TableChoice::Supplier => vec!["supplier".into()],
+        TableChoice::Nation => vec!["nation".into()],
+        TableChoice::Region => vec!["region".into()],
+    };
+    let config = GenConfig {
+        scale_factor: a.sf,
+        tables,
+        format: match a.format {
+            GenFormatArg::Tbl => GenFormat::Tbl,
+            GenFormatArg::Csv => GenFormat::Csv,
+            GenFormatArg::Parquet => GenFormat::Parquet,
+        },
+        parts: a.parts,
+        out: a.out.clone(),
+        threads: a.threads.unwrap_or_else(cpus).max(1),
+        row_group_rows: a.row_group_rows.max(1),
+    };
+    gen::validate(&config)?;
+    let progress = GenProgress::default();
+    let t0 = Instant::now();
+    let bar = bar(
+        a.quiet,
+        1,
+        "{spinner} {elapsed_precise} [{bar:30}] {human_pos}/{human_len} rows (≈)",
+    );
+    let files = with_bar(
+        bar.as_ref(),
+        || {
+            (
+                progress.rows.load(Ordering::Relaxed),
+                progress.rows_expected.load(Ordering::Relaxed),
+            )
+        },
+        || gen::generate(&config, &progress),
+    );
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let files = files?;
+    let secs = t0.elapsed().as_secs_f64();
+    let mut out = std::io::stdout().lock();
+    let mut total = 0u64;
+    for f in &files {
+        let bytes = std::fs::metadata(&f.path).map(|m| m.len()).unwrap_or(0);
+        writeln!(
+            out,
+            "{}\t{} rows\t{} bytes",
+            f.path.display(),
+            f.rows,
+            bytes
+        )?;
+        total += f.rows;
+    }
+    writeln!(
+        out,
+        "generated {total} rows in {} file(s) at SF {} in {secs:.2} s ({} threads)",
+        files.len(),
+        a.sf,
+        config.threads
+    )?;
+    Ok(0)
+}
+
+fn cmd_q1(a: Q1Args) -> Result<u8, Exit> {
+    // The Parquet reader panics on some corrupt files; dbscope_tpch turns those panics into errors,
+    // so keep the default hook's message for every other panic only.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !dbscope_tpch::parquet_io::is_parquet_panic(info.location()) {
+            default_hook(info);
+        }
+    }));
+    let config = Q1Config {
+        mappers: a.mappers.unwrap_or_else(cpus),
+        combiner: !a.no_combiner,
+        delta_days: a.delta,
+        splits_per_mapper: 1,
+    };
+    if config.mappers == 0 || config.mappers > 4096 {
+        return Err(anyhow::anyhow!("--mappers must be between 1 and 4096").into());
+    }
+    let inputs = q1::resolve_inputs(&a.inputs)?;
+    if a.explain {
+        print!("{}", q1::explain(&inputs, &config));
+        return Ok(0);
+    }
+    let show = !a.quiet && std::io::stderr().is_terminal();
+    let started = chrono::Utc::now();
+    let t0 = Instant::now();
+    let splits = q1::plan_splits(&inputs, config.mappers);
+    let mut jobs: Vec<(u64, q1::Q1Output)> = Vec::new();
+    for rep in 0..a.repeat {
+        let progress = Q1Progress::default();
+        let done = AtomicBool::new(false);
+        let at = t0.elapsed().as_nanos() as u64;
+        let result = std::thread::scope(|s| {
+            if show {
+                s.spawn(|| {
+                    // Hadoop-style lines, printed when the percentages change (at most twice a second).
+                    let mut last = String::new();
+                    while !done.load(Ordering::Relaxed) {
+                        let line = progress.line();
+                        if line != last {
+                            eprintln!("{line}");
+                            last = line;
+                        }
+                        std::thread::sleep(Duration::from_millis(500));
+                    }
+                });
+            }
+            let r = q1::run_splits(&inputs, &splits, &config, &progress);
+            done.store(true, Ordering::Relaxed);
+            r
+        });
+        let output = result?;
+        if show {
+            eprintln!("{}", progress.line());
+        }
+        if let Some((_, first)) = jobs.first() {
+            if first.answer != output.answer {
+                return Err(Exit(
+                    1,
+                    anyhow::anyhow!(
+                        "repetition {} gave a different answer from the first: {} versus {}",
+                        rep + 1,
+                        output.answer.to_table().replace('\n', "; "),
+                        first.answer.to_table().replace('\n', "; ")
+                    ),
+                ));
+            }
+        }
+        jobs.push((at, output));
+    }
+    let mut times: Vec<u64> = jobs.iter().map(|(_, o)| o.timings.total).collect();
+    times.sort_unstable();
+    let median_ns = times[times.len() / 2];
+    let output = &jobs[0].1;
+    let mut out = std::io::stdout().lock();
+    out.write_all(output.answer.to_table().as_bytes())?;
+    let secs = median_ns as f64 / 1e9;
+    writeln!(
+        out,
+        "\n{} lines ({} rows aggregated), {} bytes in {secs:.3} s{}: {:.2} M rows/s, {:.0} MB/s; {} mapper(s), {} split(s), combiner {}",
+        output.lines,
+        output.answer.rows_aggregated(),
+        output.bytes,
+        if jobs.len() > 1 {
+            format!(" (median of {})", jobs.len())
+        } else {
+            String::new()
+        },
+        output.lines as f64 / secs / 1e6,
+        output.bytes as f64 / secs / 1e6,
+        config.mappers,
+        output.splits,
+        if config.combiner { "on" } else { "off" }
+    )?;
+    let mut mismatch = None;
+    if output.lines == SF1_LINEITEM_ROWS && config.delta_days == DEFAULT_DELTA {
+        match compare(&rounded(&output.answer), &official_q1_sf1()) {
+            Ok(()) => writeln!(
+                out,
+                "official TPC-H answer (SF 1, DELTA 90, answers/q1.out): match, 40 values to the digit"
+            )?,
+            Err(m) => mismatch = Some(m),
+        }
+    }
+    if !a.no_record {
+        let dir = match &a.out {
+            Some(p) => p.clone(),
+            None => crate::default_run_dir("tpch-q1")?,
+        };
+        let command_line: Vec<String> = std::env::args().map(|s| redact(&s)).collect();
+        let names: Vec<String> = inputs
+            .iter()
+            .map(|f| f.path.display().to_string())
+            .collect();
+        let run =
+            dbscope_tpch::record::record_q1(&dir, command_line, &config, &names, &jobs, started)
+                .with_context(|| format!("cannot record the run in {}", dir.display()))?;
+        writeln!(
+            out,
+            "recorded in {}; see: dbscope report {}",
+            run.path.display(),
+            run.path.display()
+        )?;
+    }
+    if let Some(m) = mismatch {
+        return Err(Exit(
+            1,
+            anyhow::anyhow!("the answer differs from the official TPC-H SF 1 answer: {m}"),
+        ));
+    }
+    Ok(0)
+}
+
+fn cmd_load(a: LoadArgs) -> Result<u8, Exit> {
+    if a.commit_every == 0 {
+        return Err(anyhow::anyhow!("--commit-every must be at least 1").into());
+    }
+    let files = load::find_files(&a.dir)?;
+    let target = open_target(&a.target, &a.settings)?;
+    let expected: u64 = files
+        .iter()
+        .map(|f| {
+            std::fs::metadata(&f.path)
+                .map(|m| m.len() / 120)
+                .unwrap_or(0)
+        })
+        .sum();
+    let progress = AtomicU64::new(0);
+    let bar = bar(
+        a.quiet,
+        expected,
+        "{spinner} {elapsed_precise} [{bar:30}] {human_pos} rows loaded",
+    );
+    let summary = with_bar(
+        bar.as_ref(),
+        || (progress.load(Ordering::Relaxed), expected),
+        || {
+            load::load(
+                target.as_ref(),
+                &files,
+                a.fresh,
+                a.commit_every,
+                cpus(),
+                &progress,
+            )
+        },
+    );
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let summary = summary?;
+    let mut out = std::io::stdout().lock();
+    let mut total = 0;
+    for (t, rows) in &summary.tables {
+        writeln!(out, "{t}\t{rows} rows")?;
+        total += rows;
+    }
+    let secs = summary.elapsed.as_secs_f64();
+    writeln!(
+        out,
+        "loaded {total} rows into {} in {secs:.2} s ({:.0} rows/s): prepared multi-row INSERTs, \
+         {} session(s) in parallel",
+        target.kind(),
+        total as f64 / secs.max(1e-9),
+        summary.sessions
+    )?;
+    // The map/combine/reduce answer of the loaded lineitem files, for `dbscope run tpch-q1`.
+    let lineitem: Vec<PathBuf> = files
+        .iter()
+        .filter(|f| f.table == "lineitem")
+        .map(|f| f.path.clone())
+        .collect();
+    if !lineitem.is_empty() {
+        let config = Q1Config {
+            mappers: cpus(),
+            ..Q1Config::default()
+        };
+        let output = q1::run(&lineitem, &config, &Q1Progress::default())?;
+        load::store_reference(target.as_ref(), &output.answer, DEFAULT_DELTA)?;
+        writeln!(
+            out,
+            "stored the map/combine/reduce Q1 answer (DELTA {DEFAULT_DELTA}) in {}; check with: dbscope run tpch-q1 --target …",
+            load::REFERENCE_TABLE
+        )?;
+    }
+    Ok(0)
+}

@@ -1,0 +1,411 @@
+//! `dbscope tpch gen|q1|load` and `dbscope run tpch-q1` on real files, a real SQLite database and a
+//! real PostgreSQL server; Q1's answer is checked against DuckDB's (reference/tpch, committed).
+
+use std::path::{Path, PathBuf};
+
+use crate::cli::*;
+use crate::common::pg::PgCluster;
+
+/// DuckDB's Q1 answer over SF 0.01 lineitem.tbl (see reference/tpch/README.md for the command).
+fn duckdb_reference() -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../reference/tpch/q1_sf0.01.duckdb.out");
+    std::fs::read_to_string(p).expect("reference/tpch/q1_sf0.01.duckdb.out")
+}
+
+/// Generates SF 0.01 `tables` into `dir/data` and returns that directory.
+fn gen(dir: &Path, table: &str, extra: &[&str]) -> PathBuf {
+    let mut args = vec![
+        "tpch", "gen", "--sf", "0.01", "--table", table, "--out", "data", "-q",
+    ];
+    args.extend_from_slice(extra);
+    ok(dir, &args);
+    dir.join("data")
+}
+
+/// The answer table (header + rows) at the top of `tpch q1`'s output.
+fn answer_lines(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .take_while(|l| !l.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// Asserts an answer equals DuckDB's: flags, sums and counts digit for digit; averages (DuckDB's
+/// are doubles from its own division) to a relative 1e-15.
+fn assert_matches_duckdb(lines: &[String]) {
+    let reference = duckdb_reference();
+    let expected: Vec<&str> = reference.lines().collect();
+    assert_eq!(lines.len(), expected.len(), "{lines:?}");
+    assert_eq!(lines[0], expected[0]);
+    for (got, exp) in lines[1..].iter().zip(&expected[1..]) {
+        let g: Vec<&str> = got.split('|').collect();
+        let e: Vec<&str> = exp.split('|').collect();
+        assert_eq!(g.len(), 10, "{got}");
+        for i in [0, 1, 2, 3, 4, 5, 9] {
+            assert_eq!(g[i], e[i], "column {i}: {got} vs {exp}");
+        }
+        for i in 6..9 {
+            let (a, b): (f64, f64) = (g[i].parse().unwrap(), e[i].parse().unwrap());
+            assert!(((a - b) / b).abs() < 1e-15, "column {i}: {got} vs {exp}");
+        }
+    }
+}
+
+#[test]
+fn gen_writes_dbgen_row_counts() {
+    let dir = tempdir();
+    let out = ok(
+        dir.path(),
+        &[
+            "tpch", "gen", "--sf", "0.01", "--out", "all", "--parts", "2",
+        ],
+    );
+    // dbgen's row counts at SF 0.01; nation and region are written whole, once.
+    for (file, rows) in [
+        ("lineitem.1.tbl", 30_000),
+        ("orders.1.tbl", 7_500),
+        ("nation.tbl", 25),
+        ("region.tbl", 5),
+    ] {
+        let line = out
+            .lines()
+            .find(|l| l.contains(&format!("/{file}\t")))
+            .unwrap_or_else(|| panic!("{file} in {out}"));
+        if file.starts_with("lineitem") {
+            assert!(line.contains(" rows"), "{line}");
+        } else {
+            assert!(line.contains(&format!("\t{rows} rows\t")), "{line}");
+        }
+    }
+    assert!(
+        out.contains("generated 86805 rows in 14 file(s) at SF 0.01"),
+        "{out}"
+    );
+    let data = gen(dir.path(), "nation", &["--format", "csv"]);
+    let text = std::fs::read_to_string(data.join("nation.csv")).unwrap();
+    assert!(text.starts_with("n_nationkey,n_name,n_regionkey,n_comment\n0,ALGERIA,0,"));
+}
+
+#[test]
+fn q1_matches_duckdb_with_any_mappers_and_with_or_without_combiner() {
+    let dir = tempdir();
+    let data = gen(dir.path(), "lineitem", &[]);
+    let file = data.join("lineitem.tbl");
+    let mut first: Option<Vec<String>> = None;
+    for mappers in ["1", "2", "7"] {
+        for combiner in [true, false] {
+            let mut args = vec!["tpch", "q1", s(&file), "--mappers", mappers, "--no-record"];
+            if !combiner {
+                args.push("--no-combiner");
+            }
+            let out = ok(dir.path(), &args);
+            let lines = answer_lines(&out);
+            assert_matches_duckdb(&lines);
+            assert!(out.contains("60175 lines (59307 rows aggregated)"), "{out}");
+            assert!(
+                out.contains(&format!(
+                    "{mappers} mapper(s), {mappers} split(s), combiner {}",
+                    if combiner { "on" } else { "off" }
+                )),
+                "{out}"
+            );
+            // Not SF 1: no official check claimed.
+            assert!(!out.contains("official"), "{out}");
+            match &first {
+                None => first = Some(lines),
+                Some(f) => assert_eq!(&lines, f, "identical to the digit"),
+            }
+        }
+    }
+    // A directory of parts gives the same answer.
+    let parts = tempdir();
+    let pdata = gen(parts.path(), "lineitem", &["--parts", "3"]);
+    let out = ok(
+        parts.path(),
+        &["tpch", "q1", s(&pdata), "--mappers", "2", "--no-record"],
+    );
+    let first = first.unwrap();
+    assert_eq!(answer_lines(&out), first);
+    assert!(out.contains("6 split(s)"), "{out}");
+
+    // Parquet written by `tpch gen`: row groups are the splits; the same answer.
+    let pq = tempdir();
+    let pdata = gen(
+        pq.path(),
+        "lineitem",
+        &["--format", "parquet", "--row-group-rows", "7000"],
+    );
+    for mappers in ["1", "2", "7"] {
+        for combiner in [true, false] {
+            let mut args = vec!["tpch", "q1", s(&pdata), "--mappers", mappers, "--no-record"];
+            if !combiner {
+                args.push("--no-combiner");
+            }
+            let out = ok(pq.path(), &args);
+            assert_eq!(answer_lines(&out), first, "parquet, {mappers} mappers");
+            assert!(out.contains("9 split(s)"), "{out}");
+        }
+    }
+}
+
+#[test]
+fn q1_is_recorded_as_a_run() {
+    let dir = tempdir();
+    let data = gen(dir.path(), "lineitem", &[]);
+    for (m, name) in [("1", "m1"), ("2", "m2")] {
+        let out = ok(
+            dir.path(),
+            &[
+                "tpch",
+                "q1",
+                s(&data),
+                "--mappers",
+                m,
+                "--repeat",
+                "3",
+                "--out",
+                name,
+            ],
+        );
+        assert!(out.contains(&format!("recorded in {name}")), "{out}");
+        assert!(out.contains("(median of 3)"), "{out}");
+        let run = join(dir.path(), name);
+        let m_json = manifest(&run);
+        assert_eq!(m_json["outcome"], "complete");
+        assert_eq!(m_json["workload"]["name"], "tpch-q1-mapreduce");
+        assert_eq!(m_json["workload"]["params"]["lines"], 60175);
+        assert_eq!(m_json["workload"]["params"]["repeat"], 3);
+        let r = report_json(dir.path(), &run);
+        assert_eq!(event(&r, "q1")["count"], 3);
+        assert_eq!(event(&r, "map")["count"], 3 * m.parse::<u64>().unwrap());
+        assert_eq!(event(&r, "reduce")["count"], 3);
+        assert_eq!(event(&r, "finalize")["count"], 3);
+        assert_summary_sane(event(&r, "q1"));
+    }
+    // `compare` applies: --mappers 1 against --mappers 2.
+    let out = ok(dir.path(), &["compare", "m1", "m2", "--event", "q1"]);
+    assert!(out.contains("workload.params.mappers"), "{out}");
+    assert!(out.contains("verdict"), "{out}");
+}
+
+#[test]
+fn q1_explain_prints_the_plan_without_running() {
+    let dir = tempdir();
+    let data = gen(dir.path(), "lineitem", &[]);
+    let out = ok(
+        dir.path(),
+        &[
+            "tpch",
+            "q1",
+            s(&data),
+            "--explain",
+            "--mappers",
+            "3",
+            "--delta",
+            "112",
+        ],
+    );
+    let order = [
+        "scan", "filter", "project", "combine", "shuffle", "merge", "sort",
+    ];
+    let mut at = 0;
+    for step in order {
+        let i = out[at..]
+            .find(step)
+            .unwrap_or_else(|| panic!("{step} after byte {at} in {out}"));
+        at += i;
+    }
+    assert!(out.contains("interval '112' day  (= 1998-08-11)"), "{out}");
+    assert!(out.contains("map ×3"), "{out}");
+    assert!(
+        !dir.path().join("runs").exists(),
+        "--explain records nothing"
+    );
+}
+
+#[test]
+fn q1_bad_input_is_a_clear_error() {
+    let dir = tempdir();
+    let good = "1|155190|7706|1|17|21168.23|0.04|0.02|N|O|1996-03-13|1996-02-12|1996-03-22|DELIVER IN PERSON|TRUCK|egular courts above the|\n";
+    let write = |name: &str, text: String| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let truncated = write("cut.tbl", format!("{good}{good}{}", &good[..60]));
+    fails(
+        dir.path(),
+        &["tpch", "q1", s(&truncated), "--no-record"],
+        2,
+        &["cut.tbl:3: truncated last line"],
+    );
+    let bad_date = write(
+        "date.tbl",
+        format!("{good}{good}{}", good.replace("1996-03-13", "1996-3-13")),
+    );
+    fails(
+        dir.path(),
+        &["tpch", "q1", s(&bad_date), "--mappers", "2", "--no-record"],
+        2,
+        &["date.tbl:3: field 11 (l_shipdate): expected a date YYYY-MM-DD, found \"1996-3-13\""],
+    );
+    let bad_num = write(
+        "num.tbl",
+        format!("{}{good}", good.replace("0.04", "0.04x")),
+    );
+    fails(
+        dir.path(),
+        &["tpch", "q1", s(&bad_num), "--no-record"],
+        2,
+        &[
+            "num.tbl:1: field 7 (l_discount): expected a decimal",
+            "\"0.04x\"",
+        ],
+    );
+    let empty = write("empty.tbl", String::new());
+    fails(
+        dir.path(),
+        &["tpch", "q1", s(&empty), "--no-record"],
+        2,
+        &["empty.tbl: empty file"],
+    );
+    let no_tbl = dir.path().join("none");
+    std::fs::create_dir(&no_tbl).unwrap();
+    std::fs::write(no_tbl.join("readme.txt"), "x").unwrap();
+    fails(
+        dir.path(),
+        &["tpch", "q1", s(&no_tbl), "--no-record"],
+        2,
+        &["no lineitem*.tbl files in this directory"],
+    );
+    // Corrupt Parquet (bytes flipped all over its data pages): an error, never a panic.
+    let pq = gen(
+        dir.path(),
+        "lineitem",
+        &["--format", "parquet", "--row-group-rows", "20000"],
+    );
+    let mut bytes = std::fs::read(pq.join("lineitem.parquet")).unwrap();
+    let end = bytes.len() - 20_000;
+    for i in (1000..end).step_by(997) {
+        bytes[i] ^= 0x5a;
+    }
+    let corrupt = dir.path().join("corrupt.parquet");
+    std::fs::write(&corrupt, &bytes).unwrap();
+    fails(
+        dir.path(),
+        &["tpch", "q1", s(&corrupt), "--mappers", "2", "--no-record"],
+        2,
+        &["corrupt.parquet: "],
+    );
+    // tpch-q1 without loaded data.
+    fails(
+        dir.path(),
+        &["run", "tpch-q1", "--target", "null", "--ops", "1", "-q"],
+        2,
+        &["tpch-q1 needs the TPC-H tables"],
+    );
+    let empty_db = format!("sqlite:{}", dir.path().join("empty.db").display());
+    fails(
+        dir.path(),
+        &["run", "tpch-q1", "--target", &empty_db, "--ops", "1", "-q"],
+        2,
+        &[
+            "no map/combine/reduce reference answer",
+            "dbscope tpch load",
+        ],
+    );
+    let fake = write("lineitem.parquet", "PAR1 but not Parquet".into());
+    fails(
+        dir.path(),
+        &["tpch", "q1", s(&fake), "--no-record"],
+        2,
+        &["lineitem.parquet: not a Parquet file"],
+    );
+    fails(
+        dir.path(),
+        &["tpch", "q1", s(&truncated), "--mappers", "0"],
+        2,
+        &["--mappers must be between 1 and 4096"],
+    );
+}
+
+/// Loads SF 0.01 into `target`, runs `tpch-q1` twice, then corrupts one price and expects a loud
+/// failure showing both answers.
+fn load_run_and_detect_a_mismatch(dir: &Path, target: &str, parts: &str, corrupt: impl FnOnce()) {
+    gen(dir, "all", &["--parts", parts]);
+    let out = ok(
+        dir,
+        &["tpch", "load", "data", "--target", target, "--fresh", "-q"],
+    );
+    assert!(out.contains("lineitem\t60175 rows"), "{out}");
+    assert!(
+        out.contains("stored the map/combine/reduce Q1 answer"),
+        "{out}"
+    );
+    fails(
+        dir,
+        &["tpch", "load", "data", "--target", target, "-q"],
+        2,
+        &["cannot create table region", "add --fresh"],
+    );
+    ok(
+        dir,
+        &[
+            "run", "tpch-q1", "--target", target, "--ops", "2", "--out", "r", "-q",
+        ],
+    );
+    let run = join(dir, "r");
+    let r = report_json(dir, &run);
+    let e = event(&r, "q1");
+    assert_eq!(e["count"], 2);
+    assert_eq!(e["errors"], 0);
+    assert_eq!(manifest(&run)["workload"]["name"], "tpch-q1");
+    corrupt();
+    let err = fails(
+        dir,
+        &[
+            "run", "tpch-q1", "--target", target, "--ops", "1", "--out", "bad", "-q",
+        ],
+        2,
+        &[
+            "Q1 in SQL differs from the map/combine/reduce answer (row 3 sum_base_price",
+            "database: A|F|380456.00|",
+            "N|O|742802.00|1041502841.46|",
+            "map/combine/reduce: A|F|380456.00|",
+            "N|O|742802.00|1041502841.45|",
+        ],
+    );
+    assert!(!err.contains("panicked"));
+}
+
+#[test]
+fn sqlite_load_and_run_tpch_q1() {
+    let dir = tempdir();
+    let db = dir.path().join("tpch.db");
+    let target = format!("sqlite:{}", db.display());
+    load_run_and_detect_a_mismatch(dir.path(), &target, "1", || {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.execute(
+            "UPDATE lineitem SET l_extendedprice = l_extendedprice + 0.01 WHERE rowid = 1",
+            [],
+        )
+        .unwrap();
+    });
+}
+
+#[test]
+fn postgres_load_and_run_tpch_q1() {
+    let pg = PgCluster::shared();
+    let db = pg.create_db("tpch");
+    let dir = tempdir();
+    let uri = pg.uri(&db);
+    // Three parts per table: loaded by parallel sessions.
+    load_run_and_detect_a_mismatch(dir.path(), &uri, "3", || {
+        pg.query(
+            &db,
+            "UPDATE lineitem SET l_extendedprice = l_extendedprice + 0.01 \
+             WHERE l_orderkey = 1 AND l_linenumber = 1",
+        );
+    });
+}

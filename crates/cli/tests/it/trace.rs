@@ -1,0 +1,198 @@
+//! `dbscope trace profile|import` and `report FILE.trc` on the Oracle 10046 fixtures of crates/trace.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::cli::{event, fails, manifest, ok, report_json, s, tempdir};
+
+fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../trace/tests/fixtures")
+        .join(rel)
+}
+
+const MULTI: &str = "handmade/multi_session_trcsess.trc";
+const BROKEN: &str = "oracle-10046/priitp2__trctools__broken_trace.trc";
+const RAC: &str = "oracle-10046/skeydan__sql_trace_parser__CDB11_ora_27190.trc";
+
+fn profile_json(dir: &Path, args: &[&str]) -> Value {
+    let mut a = vec!["trace", "profile", "--json"];
+    a.extend_from_slice(args);
+    serde_json::from_str(&ok(dir, &a)).expect("profile --json is JSON")
+}
+
+fn row<'a>(p: &'a Value, name: &str) -> &'a Value {
+    p["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == name)
+        .unwrap_or_else(|| panic!("no row {name} in {p}"))
+}
+
+#[test]
+fn profile_text_and_json_agree_on_r() {
+    let d = tempdir();
+    let f = fixture(MULTI);
+    let text = ok(d.path(), &["trace", "profile", s(&f)]);
+    // R from totals.awk (tests/fixtures/handmade/multi_session_trcsess.tsv): 300779 µs.
+    assert!(text.contains("R = 0.300779 s"), "{text}");
+    assert!(text.contains("response time by event"), "{text}");
+    assert!(text.contains("multi_session_trcsess.trc:64"), "{text}");
+    let p = profile_json(d.path(), &[s(&f)]);
+    assert_eq!(p["r_us"], 300779);
+    assert_eq!(p["rows_total_us"], 300779);
+    assert_eq!(p["sessions"], 2);
+    assert_eq!(row(&p, "log file sync")["calls"], 2);
+    assert_eq!(row(&p, "log file sync")["total_us"], 292823);
+    // Skew: 1043 µs in the 1 ms bucket, 291780 µs in the 100 ms bucket.
+    assert_eq!(
+        row(&p, "log file sync")["skew_counts"],
+        serde_json::json!([0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0])
+    );
+}
+
+#[test]
+fn profile_filters() {
+    let d = tempdir();
+    let f = fixture(MULTI);
+    // Only statement bbbbbbbbbbbb2: its calls' own time (550 µs of e, minus its child's 420) and
+    // the waits inside them.
+    let p = profile_json(d.path(), &[s(&f), "--sqlid", "bbbbbbbbbbbb2"]);
+    assert_eq!(p["statements"].as_array().unwrap().len(), 1);
+    assert_eq!(p["statements"][0]["e_us"], 550);
+    assert_eq!(p["r_us"], 550 - 420);
+    // Only one event in the rows.
+    let p = profile_json(d.path(), &[s(&f), "--event", "log file sync"]);
+    let waits: Vec<&Value> = p["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "wait")
+        .collect();
+    assert_eq!(waits.len(), 1);
+    // Wall clock: the second part of session 101 (tim 1000106600…) is ~0.1 s after the anchor
+    // 2024-03-26T18:58:52-07:00 = 01:58:52Z; --since 01:58:52.15Z keeps only it (session 102 starts at .100).
+    let p = profile_json(d.path(), &[s(&f), "--since", "2024-03-27T01:58:52.150Z"]);
+    assert_eq!(row(&p, "log file sync")["calls"], 1);
+    assert_eq!(p["r_us"], 90 + 291780 + 3);
+    let p = profile_json(d.path(), &[s(&f), "--until", "2024-03-27 01:58:52.150000"]);
+    assert_eq!(row(&p, "log file sync")["calls"], 1);
+    fails(
+        d.path(),
+        &["trace", "profile", s(&f), "--since", "yesterday"],
+        2,
+        &["--since", "not a time"],
+    );
+}
+
+#[test]
+fn several_files_and_gzip() {
+    let d = tempdir();
+    let gz = d.path().join("rac.trc.gz");
+    let data = std::fs::read(fixture(RAC)).unwrap();
+    let status = std::process::Command::new("gzip")
+        .arg("-c")
+        .arg(fixture(RAC))
+        .stdout(std::fs::File::create(&gz).unwrap())
+        .status()
+        .expect("gzip runs");
+    assert!(status.success());
+    assert!(std::fs::metadata(&gz).unwrap().len() < data.len() as u64);
+    let plain = profile_json(d.path(), &[s(&fixture(RAC))]);
+    let packed = profile_json(d.path(), &[s(&gz)]);
+    assert_eq!(plain["r_us"], packed["r_us"]);
+    // From totals.awk: R = 39844177 µs.
+    assert_eq!(packed["r_us"], 39844177);
+    let both = profile_json(d.path(), &[s(&fixture(RAC)), s(&fixture(MULTI))]);
+    assert_eq!(both["r_us"], 39844177 + 300779);
+    assert_eq!(both["files"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn malformed_lines_warn_and_strict_fails() {
+    let d = tempdir();
+    let f = fixture(BROKEN);
+    let text = ok(d.path(), &["trace", "profile", s(&f)]);
+    assert!(text.contains("3 warnings (malformed lines)"), "{text}");
+    assert!(
+        text.contains("broken_trace.trc:43: a db call field is not a number"),
+        "{text}"
+    );
+    fails(
+        d.path(),
+        &["trace", "profile", "--strict", s(&f)],
+        2,
+        &["broken_trace.trc:43", "--strict"],
+    );
+    fails(
+        d.path(),
+        &["trace", "profile", "no-such.trc"],
+        2,
+        &["no-such.trc"],
+    );
+    // Binary garbage: no records, no panic.
+    let junk = d.path().join("junk.trc");
+    let bytes: Vec<u8> = (0..200_000u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    std::fs::write(&junk, bytes).unwrap();
+    let p = profile_json(d.path(), &[s(&junk)]);
+    assert_eq!(p["r_us"], 0);
+}
+
+#[test]
+fn import_makes_an_ordinary_run() {
+    let d = tempdir();
+    let run = d.path().join("flash");
+    let out = ok(
+        d.path(),
+        &["trace", "import", s(&fixture(MULTI)), "--out", s(&run)],
+    );
+    assert!(out.contains("imported 17 events from 2 sessions"), "{out}");
+    let m = manifest(&run);
+    assert_eq!(m["source"], "trace");
+    assert_eq!(m["workload"]["name"], "oracle-10046");
+    assert_eq!(m["outcome"], "complete");
+    assert_eq!(m["events_written"], 17);
+    let r = report_json(d.path(), &run);
+    let lfs = event(&r, "log file sync");
+    assert_eq!(lfs["count"], 2);
+    assert_eq!(lfs["summary_us"]["max"], 291780.0);
+    assert_eq!(lfs["summary_us"]["min"], 1043.0);
+    assert_eq!(event(&r, "EXEC")["count"], 4);
+    // One attribute line per event, in event order, with file:line and p1..p3.
+    let attrs = std::fs::read_to_string(run.join("trace-attrs.jsonl")).unwrap();
+    let lines: Vec<Value> = attrs
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 17);
+    let slow = lines
+        .iter()
+        .find(|a| a["line"] == 64)
+        .expect("the slow log file sync");
+    assert_eq!(slow["params"], "buffer#=102074 sync scn=1266588637 p3=0");
+    assert_eq!(slow["obj"], -1);
+    assert_eq!(slow["in_call"], false);
+    // Importing twice into the same run is refused.
+    fails(
+        d.path(),
+        &["trace", "import", s(&fixture(MULTI)), "--out", s(&run)],
+        2,
+        &["already holds a run"],
+    );
+}
+
+#[test]
+fn report_reads_a_trace_file_directly() {
+    let d = tempdir();
+    let r: Value =
+        serde_json::from_str(&ok(d.path(), &["report", s(&fixture(MULTI)), "--json"])).unwrap();
+    assert_eq!(event(&r, "log file sync")["count"], 2);
+    assert_eq!(r["run"]["source"], "trace");
+    // Nothing is left behind in the temp directory's run.
+    let text = ok(d.path(), &["report", s(&fixture(MULTI))]);
+    assert!(text.contains("log file sync"), "{text}");
+}

@@ -1,0 +1,527 @@
+//! Loads generated `.tbl` files into a target through the `Session` trait: the TPC-H schema, then
+//! prepared multi-row INSERTs (a JSON array of rows per execution, unpacked by the database) in
+//! large transactions. Also stores the map/combine/reduce Q1 answer beside the data, so the
+//! `tpch-q1` workload can check the database's rows against it.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use dbscope_lab::target::{Dialect, Param, Session, Target, TargetError};
+
+use crate::q1::Q1Answer;
+
+/// Rows packed into one INSERT execution.
+pub const ROWS_PER_INSERT: usize = 1000;
+/// Table holding the map/combine/reduce Q1 answer of the loaded data.
+pub const REFERENCE_TABLE: &str = "dbscope_tpch_q1_reference";
+
+/// Column name and SQL type of each table, in TPC-H order (specification, clause 1.4).
+pub const SCHEMA: [(&str, &[(&str, &str)]); 8] = [
+    (
+        "region",
+        &[
+            ("r_regionkey", "INTEGER"),
+            ("r_name", "CHAR(25)"),
+            ("r_comment", "VARCHAR(152)"),
+        ],
+    ),
+    (
+        "nation",
+        &[
+            ("n_nationkey", "INTEGER"),
+            ("n_name", "CHAR(25)"),
+            ("n_regionkey", "INTEGER"),
+            ("n_comment", "VARCHAR(152)"),
+        ],
+    ),
+    (
+        "supplier",
+        &[
+            ("s_suppkey", "BIGINT"),
+            ("s_name", "CHAR(25)"),
+            ("s_address", "VARCHAR(40)"),
+            ("s_nationkey", "INTEGER"),
+            ("s_phone", "CHAR(15)"),
+            ("s_acctbal", "DECIMAL(15,2)"),
+            ("s_comment", "VARCHAR(101)"),
+        ],
+    ),
+    (
+        "customer",
+        &[
+            ("c_custkey", "BIGINT"),
+            ("c_name", "VARCHAR(25)"),
+            ("c_address", "VARCHAR(40)"),
+            ("c_nationkey", "INTEGER"),
+            ("c_phone", "CHAR(15)"),
+            ("c_acctbal", "DECIMAL(15,2)"),
+            ("c_mktsegment", "CHAR(10)"),
+            ("c_comment", "VARCHAR(117)"),
+        ],
+    ),
+    (
+        "part",
+        &[
+            ("p_partkey", "BIGINT"),
+            ("p_name", "VARCHAR(55)"),
+            ("p_mfgr", "CHAR(25)"),
+            ("p_brand", "CHAR(10)"),
+            ("p_type", "VARCHAR(25)"),
+            ("p_size", "INTEGER"),
+            ("p_container", "CHAR(10)"),
+            ("p_retailprice", "DECIMAL(15,2)"),
+            ("p_comment", "VARCHAR(23)"),
+        ],
+    ),
+    (
+        "partsupp",
+        &[
+            ("ps_partkey", "BIGINT"),
+            ("ps_suppkey", "BIGINT"),
+            ("ps_availqty", "INTEGER"),
+            ("ps_supplycost", "DECIMAL(15,2)"),
+            ("ps_comment", "VARCHAR(199)"),
+        ],
+    ),
+    (
+        "orders",
+        &[
+            ("o_orderkey", "BIGINT"),
+            ("o_custkey", "BIGINT"),
+            ("o_orderstatus", "CHAR(1)"),
+            ("o_totalprice", "DECIMAL(15,2)"),
+            ("o_orderdate", "DATE"),
+            ("o_orderpriority", "CHAR(15)"),
+            ("o_clerk", "CHAR(15)"),
+            ("o_shippriority", "INTEGER"),
+            ("o_comment", "VARCHAR(79)"),
+        ],
+    ),
+    (
+        "lineitem",
+        &[
+            ("l_orderkey", "BIGINT"),
+            ("l_partkey", "BIGINT"),
+            ("l_suppkey", "BIGINT"),
+            ("l_linenumber", "INTEGER"),
+            ("l_quantity", "DECIMAL(15,2)"),
+            ("l_extendedprice", "DECIMAL(15,2)"),
+            ("l_discount", "DECIMAL(15,2)"),
+            ("l_tax", "DECIMAL(15,2)"),
+            ("l_returnflag", "CHAR(1)"),
+            ("l_linestatus", "CHAR(1)"),
+            ("l_shipdate", "DATE"),
+            ("l_commitdate", "DATE"),
+            ("l_receiptdate", "DATE"),
+            ("l_shipinstruct", "CHAR(25)"),
+            ("l_shipmode", "CHAR(10)"),
+            ("l_comment", "VARCHAR(44)"),
+        ],
+    ),
+];
+
+/// Errors of loading.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The database refused.
+    #[error("{0}")]
+    Target(#[from] TargetError),
+    /// A file could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A line with the wrong number of fields.
+    #[error(
+        "{path}:{line}: expected {expected} '|'-terminated fields for table {table}, found {found}"
+    )]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// Line number, from 1.
+        line: u64,
+        /// The table.
+        table: &'static str,
+        /// Fields expected.
+        expected: usize,
+        /// Fields found.
+        found: usize,
+    },
+    /// Unusable input.
+    #[error("{0}")]
+    Input(String),
+}
+
+/// One file to load.
+#[derive(Clone, Debug)]
+pub struct LoadFile {
+    /// Table name.
+    pub table: &'static str,
+    /// The file.
+    pub path: PathBuf,
+}
+
+/// What was loaded, per table.
+#[derive(Clone, Debug, Default)]
+pub struct LoadSummary {
+    /// (table, rows) in load order.
+    pub tables: Vec<(&'static str, u64)>,
+    /// Wall time.
+    pub elapsed: Duration,
+    /// Sessions that loaded files in parallel.
+    pub sessions: usize,
+}
+
+/// Finds `TABLE.tbl` and `TABLE.K.tbl` files in `dir`, ordered by table (as [`SCHEMA`]) then part.
+pub fn find_files(dir: &Path) -> Result<Vec<LoadFile>, LoadError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| LoadError::Io {
+        path: dir.to_owned(),
+        source: e,
+    })?;
+    let mut found: Vec<(usize, u32, LoadFile)> = Vec::new();
+    for e in entries.flatten() {
+        let path = e.path();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let Some(stem) = name.strip_suffix(".tbl") else {
+            continue;
+        };
+        let (table, part) = match stem.split_once('.') {
+            Some((t, k)) => match k.parse::<u32>() {
+                Ok(k) => (t, k),
+                Err(_) => continue,
+            },
+            None => (stem, 0),
+        };
+        if let Some(i) = SCHEMA.iter().position(|(t, _)| *t == table) {
+            found.push((
+                i,
+                part,
+                LoadFile {
+                    table: SCHEMA[i].0,
+                    path,
+                },
+            ));
+        }
+    }
+    if found.is_empty() {
+        return Err(LoadError::Input(format!(
+            "{}: no TPC-H .tbl files (lineitem.tbl, orders.tbl, …); generate them with `dbscope tpch gen --out {}`",
+            dir.display(),
+            dir.display()
+        )));
+    }
+    found.sort_by_key(|(i, k, _)| (*i, *k));
+    Ok(found.into_iter().map(|(_, _, f)| f).collect())
+}
+
+/// `CREATE TABLE` for one table.
+pub fn create_sql(table: &str) -> Option<String> {
+    let (_, cols) = SCHEMA.iter().find(|(t, _)| *t == table)?;
+    let cols: Vec<String> = cols
+        .iter()
+        .map(|(c, ty)| format!("{c} {ty} NOT NULL"))
+        .collect();
+    Some(format!("CREATE TABLE {table} ({})", cols.join(", ")))
+}
+
+/// The prepared statement that inserts a JSON array of rows (each an array of field strings).
+pub fn insert_sql(table: &str, dialect: Dialect) -> Option<String> {
+    let (_, cols) = SCHEMA.iter().find(|(t, _)| *t == table)?;
+    let names: Vec<&str> = cols.iter().map(|(c, _)| *c).collect();
+    let values: Vec<String> = cols
+        .iter()
+        .enumerate()
+        .map(|(i, (_, ty))| match dialect {
+            // PostgreSQL casts each text field to the column's type.
+            Dialect::Postgres | Dialect::Null => format!("CAST(e ->> {i} AS {ty})"),
+            // SQLite converts by column affinity (DECIMAL → REAL or INTEGER; DATE stays text).
+            Dialect::Sqlite => format!("json_extract(value, '$[{i}]')"),
+        })
+        .collect();
+    Some(match dialect {
+        Dialect::Postgres | Dialect::Null => format!(
+            "INSERT INTO {table} ({}) SELECT {} FROM json_array_elements(CAST(CAST($1 AS TEXT) AS JSON)) AS e",
+            names.join(", "),
+            values.join(", ")
+        ),
+        Dialect::Sqlite => format!(
+            "INSERT INTO {table} ({}) SELECT {} FROM json_each(?1)",
+            names.join(", "),
+            values.join(", ")
+        ),
+    })
+}
+
+/// Appends `s` as a JSON string.
+fn push_json_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Creates the tables of `files` (dropping them first if `fresh`) and loads every file, committing
+/// every `commit_every` rows. PostgreSQL loads up to `parallel` files at once, each on its own session;
+/// SQLite (one writer at a time) uses one session. `progress` counts rows loaded.
+pub fn load(
+    target: &dyn Target,
+    files: &[LoadFile],
+    fresh: bool,
+    commit_every: u64,
+    parallel: usize,
+    progress: &AtomicU64,
+) -> Result<LoadSummary, LoadError> {
+    let dialect = target.dialect();
+    if dialect == Dialect::Null {
+        return Err(LoadError::Input(
+            "the null target holds no tables; load into sqlite:PATH or postgres://…".into(),
+        ));
+    }
+    let t0 = Instant::now();
+    let mut tables: Vec<&'static str> = files.iter().map(|f| f.table).collect();
+    tables.dedup();
+    {
+        let mut sess = target.connect()?;
+        for t in &tables {
+            if fresh {
+                sess.batch(&format!("DROP TABLE IF EXISTS {t}"))?;
+            }
+            sess.batch(&create_sql(t).expect("known table"))
+                .map_err(|e| {
+                    LoadError::Input(format!(
+                        "cannot create table {t}: {} (add --fresh to replace existing tables)",
+                        e.message
+                    ))
+                })?;
+        }
+    }
+    let workers = match dialect {
+        Dialect::Postgres => parallel.clamp(1, files.len().max(1)),
+        _ => 1,
+    };
+    let next = AtomicU64::new(0);
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    let rows: Mutex<Vec<u64>> = Mutex::new(vec![0; files.len()]);
+    let first_error: Mutex<Option<LoadError>> = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                let fail = |e: LoadError| {
+                    failed.store(true, Ordering::Relaxed);
+                    first_error.lock().expect("not poisoned").get_or_insert(e);
+                };
+                let mut sess = match target.connect() {
+                    Ok(s) => s,
+                    Err(e) => return fail(e.into()),
+                };
+                while !failed.load(Ordering::Relaxed) {
+                    let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+                    let Some(f) = files.get(i) else { return };
+                    match load_file(sess.as_mut(), dialect, f, commit_every, progress) {
+                        Ok(n) => rows.lock().expect("not poisoned")[i] = n,
+                        Err(e) => return fail(e),
+                    }
+                }
+            });
+        }
+    });
+    if let Some(e) = first_error.into_inner().expect("not poisoned") {
+        return Err(e);
+    }
+    let rows = rows.into_inner().expect("not poisoned");
+    let mut summary = LoadSummary::default();
+    for t in &tables {
+        let n = files
+            .iter()
+            .zip(&rows)
+            .filter(|(f, _)| f.table == *t)
+            .map(|(_, n)| n)
+            .sum();
+        summary.tables.push((t, n));
+    }
+    summary.elapsed = t0.elapsed();
+    summary.sessions = workers;
+    Ok(summary)
+}
+
+fn load_file(
+    sess: &mut dyn Session,
+    dialect: Dialect,
+    f: &LoadFile,
+    commit_every: u64,
+    progress: &AtomicU64,
+) -> Result<u64, LoadError> {
+    let ncols = SCHEMA
+        .iter()
+        .find(|(t, _)| *t == f.table)
+        .map(|(_, c)| c.len())
+        .expect("known table");
+    let stmt = sess.prepare(&insert_sql(f.table, dialect).expect("known table"))?;
+    let file = std::fs::File::open(&f.path).map_err(|e| LoadError::Io {
+        path: f.path.clone(),
+        source: e,
+    })?;
+    let reader = BufReader::with_capacity(1 << 20, file);
+    let mut json = String::with_capacity(256 * ROWS_PER_INSERT);
+    let mut in_batch = 0usize;
+    let mut in_tx = 0u64;
+    let mut rows = 0u64;
+    let flush = |sess: &mut dyn Session, json: &mut String, n: &mut usize| {
+        if *n == 0 {
+            return Ok(());
+        }
+        json.push(']');
+        let r = sess.execute(stmt, &[Param::Text(std::mem::take(json))]);
+        *n = 0;
+        r.map(|_| ())
+    };
+    sess.begin()?;
+    for (i, line) in reader.lines().enumerate() {
+        let line = line.map_err(|e| LoadError::Io {
+            path: f.path.clone(),
+            source: e,
+        })?;
+        let line = line.strip_suffix('\r').unwrap_or(&line);
+        let fields: Vec<&str> = line.split('|').collect();
+        // dbgen ends every field with '|', so a row of N columns splits into N + 1 parts.
+        if fields.len() != ncols + 1 || !fields[ncols].is_empty() {
+            let _ = sess.rollback();
+            return Err(LoadError::Parse {
+                path: f.path.clone(),
+                line: i as u64 + 1,
+                table: f.table,
+                expected: ncols,
+                found: fields.len().saturating_sub(1),
+            });
+        }
+        json.push(if in_batch == 0 { '[' } else { ',' });
+        json.push('[');
+        for (k, v) in fields[..ncols].iter().enumerate() {
+            if k > 0 {
+                json.push(',');
+            }
+            push_json_str(&mut json, v);
+        }
+        json.push(']');
+        in_batch += 1;
+        rows += 1;
+        in_tx += 1;
+        if in_batch == ROWS_PER_INSERT {
+            if let Err(e) = flush(sess, &mut json, &mut in_batch) {
+                let _ = sess.rollback();
+                return Err(e.into());
+            }
+            progress.fetch_add(ROWS_PER_INSERT as u64, Ordering::Relaxed);
+        }
+        if in_tx >= commit_every && in_batch == 0 {
+            sess.commit()?;
+            sess.begin()?;
+            in_tx = 0;
+        }
+    }
+    let tail = in_batch as u64;
+    if let Err(e) = flush(sess, &mut json, &mut in_batch) {
+        let _ = sess.rollback();
+        return Err(e.into());
+    }
+    progress.fetch_add(tail, Ordering::Relaxed);
+    sess.commit()?;
+    Ok(rows)
+}
+
+/// Stores `answer` (the map/combine/reduce Q1 answer of the loaded files at `delta` days) in
+/// [`REFERENCE_TABLE`]: one row per (group, column) with the exact value as a scaled integer.
+pub fn store_reference(
+    target: &dyn Target,
+    answer: &Q1Answer,
+    delta: u32,
+) -> Result<(), LoadError> {
+    let mut sess = target.connect()?;
+    sess.batch(&format!("DROP TABLE IF EXISTS {REFERENCE_TABLE}"))?;
+    sess.batch(&format!(
+        "CREATE TABLE {REFERENCE_TABLE} (delta_days BIGINT NOT NULL, grp BIGINT NOT NULL, col BIGINT NOT NULL, v BIGINT NOT NULL)"
+    ))?;
+    let mut values = Vec::new();
+    for (g, row) in answer.rows.iter().enumerate() {
+        for (c, v) in crate::workload::reference_values(row).iter().enumerate() {
+            let v = i64::try_from(*v).map_err(|_| {
+                LoadError::Input(format!(
+                    "Q1 value {v} does not fit in 64 bits (scale factor too large to store the reference)"
+                ))
+            })?;
+            values.push(format!("({delta}, {g}, {c}, {v})"));
+        }
+    }
+    sess.begin()?;
+    sess.batch(&format!(
+        "INSERT INTO {REFERENCE_TABLE} (delta_days, grp, col, v) VALUES {}",
+        values.join(", ")
+    ))?;
+    sess.commit()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements() {
+        let c = create_sql("region").unwrap();
+        assert_eq!(
+            c,
+            "CREATE TABLE region (r_regionkey INTEGER NOT NULL, r_name CHAR(25) NOT NULL, r_comment VARCHAR(152) NOT NULL)"
+        );
+        let pg = insert_sql("region", Dialect::Postgres).unwrap();
+        assert!(pg.contains("CAST(e ->> 2 AS VARCHAR(152))"), "{pg}");
+        let lite = insert_sql("region", Dialect::Sqlite).unwrap();
+        assert!(lite.contains("json_each(?1)"), "{lite}");
+        assert!(create_sql("nope").is_none());
+    }
+
+    #[test]
+    fn json_strings_are_escaped() {
+        let mut s = String::new();
+        push_json_str(&mut s, "a\"b\\c\n");
+        assert_eq!(s, r#""a\"b\\c\u000a""#);
+    }
+
+    #[test]
+    fn finds_tables_and_parts_in_order() {
+        let d = tempfile::tempdir().unwrap();
+        for n in [
+            "lineitem.2.tbl",
+            "lineitem.1.tbl",
+            "nation.tbl",
+            "notes.txt",
+            "lineitem.x.tbl",
+        ] {
+            std::fs::write(d.path().join(n), "").unwrap();
+        }
+        let f = find_files(d.path()).unwrap();
+        let names: Vec<String> = f
+            .iter()
+            .map(|f| f.path.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["nation.tbl", "lineitem.1.tbl", "lineitem.2.tbl"]);
+        let empty = tempfile::tempdir().unwrap();
+        assert!(find_files(empty.path())
+            .unwrap_err()
+            .to_string()
+            .contains("no TPC-H .tbl files"));
+    }
+}

@@ -1,0 +1,407 @@
+//! lineitem as Apache Parquet: `tpch gen --format parquet` writes it (decimals as INT64
+//! DECIMAL(15,2), dates as INT32 DATE, text as UTF8), and Q1's mappers read the seven columns they
+//! need one row group at a time (a row group is Parquet's split, as a byte range is a text file's).
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parquet::basic::{Compression, LogicalType, Type as PhysicalType};
+use parquet::column::reader::ColumnReader;
+use parquet::data_type::{ByteArray, ByteArrayType, DataType, Int32Type, Int64Type};
+use parquet::errors::ParquetError;
+use parquet::file::properties::WriterProperties;
+use parquet::file::reader::{FileReader, SerializedFileReader};
+use parquet::file::writer::{SerializedFileWriter, SerializedRowGroupWriter};
+use parquet::schema::parser::parse_message_type;
+use tpchgen::generators::LineItemGenerator;
+
+use crate::q1::RowValues;
+
+/// lineitem's Parquet schema, in TPC-H column order.
+pub const LINEITEM_SCHEMA: &str = "message lineitem {
+  required int64 l_orderkey;
+  required int64 l_partkey;
+  required int64 l_suppkey;
+  required int32 l_linenumber;
+  required int64 l_quantity (DECIMAL(15,2));
+  required int64 l_extendedprice (DECIMAL(15,2));
+  required int64 l_discount (DECIMAL(15,2));
+  required int64 l_tax (DECIMAL(15,2));
+  required binary l_returnflag (UTF8);
+  required binary l_linestatus (UTF8);
+  required int32 l_shipdate (DATE);
+  required int32 l_commitdate (DATE);
+  required int32 l_receiptdate (DATE);
+  required binary l_shipinstruct (UTF8);
+  required binary l_shipmode (UTF8);
+  required binary l_comment (UTF8);
+}";
+
+/// A lineitem Parquet file open for reading.
+pub type LineitemReader = SerializedFileReader<File>;
+
+/// Default rows per row group.
+pub const ROW_GROUP_ROWS: usize = 65_536;
+
+/// Column buffers of one row group.
+#[derive(Default)]
+struct Columns {
+    i64s: [Vec<i64>; 7],
+    i32s: [Vec<i32>; 4],
+    text: [Vec<ByteArray>; 5],
+}
+
+impl Columns {
+    fn len(&self) -> usize {
+        self.i64s[0].len()
+    }
+}
+
+/// Writes one part of lineitem (as tpchgen generates it) to `path`; returns the rows written.
+pub fn write_lineitem(
+    path: &Path,
+    scale_factor: f64,
+    part: i32,
+    parts: i32,
+    row_group_rows: usize,
+    rows_done: &AtomicU64,
+) -> Result<u64, ParquetError> {
+    let schema = Arc::new(parse_message_type(LINEITEM_SCHEMA)?);
+    let props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_max_row_group_size(row_group_rows.max(1))
+        .build();
+    let file = File::create(path).map_err(|e| ParquetError::External(Box::new(e)))?;
+    let mut w = SerializedFileWriter::new(file, schema, Arc::new(props))?;
+    let mut c = Columns::default();
+    let mut rows = 0u64;
+    for l in LineItemGenerator::new(scale_factor, part, parts).iter() {
+        for (v, x) in c.i64s.iter_mut().zip([
+            l.l_orderkey,
+            l.l_partkey,
+            l.l_suppkey,
+            l.l_quantity * 100,
+            l.l_extendedprice.into_inner(),
+            l.l_discount.into_inner(),
+            l.l_tax.into_inner(),
+        ]) {
+            v.push(x);
+        }
+        for (v, x) in c.i32s.iter_mut().zip([
+            l.l_linenumber,
+            l.l_shipdate.to_unix_epoch(),
+            l.l_commitdate.to_unix_epoch(),
+            l.l_receiptdate.to_unix_epoch(),
+        ]) {
+            v.push(x);
+        }
+        for (v, x) in c.text.iter_mut().zip([
+            l.l_returnflag,
+            l.l_linestatus,
+            l.l_shipinstruct,
+            l.l_shipmode,
+            l.l_comment,
+        ]) {
+            v.push(ByteArray::from(x));
+        }
+        rows += 1;
+        if c.len() >= row_group_rows.max(1) {
+            flush(&mut w, &mut c)?;
+            rows_done.fetch_add(row_group_rows as u64, Ordering::Relaxed);
+        }
+    }
+    let tail = c.len() as u64;
+    flush(&mut w, &mut c)?;
+    rows_done.fetch_add(tail, Ordering::Relaxed);
+    w.close()?;
+    Ok(rows)
+}
+
+fn flush(w: &mut SerializedFileWriter<File>, c: &mut Columns) -> Result<(), ParquetError> {
+    if c.len() == 0 {
+        return Ok(());
+    }
+    let mut rg = w.next_row_group()?;
+    let [ok, pk, sk, qty, price, disc, tax] = &c.i64s;
+    let [ln, ship, commit, receipt] = &c.i32s;
+    let [flag, status, instruct, mode, comment] = &c.text;
+    column::<Int64Type>(&mut rg, ok)?;
+    column::<Int64Type>(&mut rg, pk)?;
+    column::<Int64Type>(&mut rg, sk)?;
+    column::<Int32Type>(&mut rg, ln)?;
+    column::<Int64Type>(&mut rg, qty)?;
+    column::<Int64Type>(&mut rg, price)?;
+    column::<Int64Type>(&mut rg, disc)?;
+    column::<Int64Type>(&mut rg, tax)?;
+    column::<ByteArrayType>(&mut rg, flag)?;
+    column::<ByteArrayType>(&mut rg, status)?;
+    column::<Int32Type>(&mut rg, ship)?;
+    column::<Int32Type>(&mut rg, commit)?;
+    column::<Int32Type>(&mut rg, receipt)?;
+    column::<ByteArrayType>(&mut rg, instruct)?;
+    column::<ByteArrayType>(&mut rg, mode)?;
+    column::<ByteArrayType>(&mut rg, comment)?;
+    rg.close()?;
+    *c = Columns::default();
+    Ok(())
+}
+
+fn column<T: DataType>(
+    rg: &mut SerializedRowGroupWriter<'_, File>,
+    values: &[T::T],
+) -> Result<(), ParquetError> {
+    let mut col = rg
+        .next_column()?
+        .ok_or_else(|| ParquetError::General("schema has fewer columns than written".into()))?;
+    col.typed::<T>().write_batch(values, None, None)?;
+    col.close()
+}
+
+/// Runs `f`, turning a panic inside the Parquet reader (it panics on some corrupt files) into an
+/// error message, so bad input never crashes dbscope.
+fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|payload| {
+        let msg = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown failure".into());
+        Err(format!(
+            "corrupt Parquet data in {what} (the Parquet reader failed: {msg})"
+        ))
+    })
+}
+
+/// True when a panic's location is inside the Parquet reader: the CLI's panic hook stays quiet about
+/// those, because [`open_lineitem`] and [`scan_row_group`] turn them into errors.
+pub fn is_parquet_panic(location: Option<&std::panic::Location<'_>>) -> bool {
+    location.is_some_and(|l| l.file().contains("/parquet-"))
+}
+
+/// Opens a lineitem Parquet file and checks the columns Q1 reads have the types it expects.
+/// Returns the reader and the compressed size of each row group.
+pub fn open_lineitem(path: &Path) -> Result<(LineitemReader, Vec<u64>), String> {
+    guarded("the footer", || open_lineitem_unguarded(path))
+}
+
+fn open_lineitem_unguarded(path: &Path) -> Result<(LineitemReader, Vec<u64>), String> {
+    let file = File::open(path).map_err(|e| e.to_string())?;
+    let reader = SerializedFileReader::new(file).map_err(|e| format!("not a Parquet file: {e}"))?;
+    let schema = reader.metadata().file_metadata().schema_descr();
+    let expect: [(&str, PhysicalType, Option<LogicalType>); 7] = [
+        ("l_quantity", PhysicalType::INT64, Some(decimal())),
+        ("l_extendedprice", PhysicalType::INT64, Some(decimal())),
+        ("l_discount", PhysicalType::INT64, Some(decimal())),
+        ("l_tax", PhysicalType::INT64, Some(decimal())),
+        ("l_returnflag", PhysicalType::BYTE_ARRAY, None),
+        ("l_linestatus", PhysicalType::BYTE_ARRAY, None),
+        ("l_shipdate", PhysicalType::INT32, Some(LogicalType::Date)),
+    ];
+    if schema.num_columns() < 11 {
+        return Err(format!(
+            "{} columns; lineitem has 16 (write it with `dbscope tpch gen --format parquet`)",
+            schema.num_columns()
+        ));
+    }
+    for (i, (name, phys, logical)) in expect.iter().enumerate() {
+        let col = schema.column(i + 4);
+        let ok = col.name() == *name
+            && col.physical_type() == *phys
+            && (logical.is_none() || col.logical_type() == *logical);
+        if !ok {
+            return Err(format!(
+                "column {} is {} {:?} {:?}; expected {name} {phys:?} {logical:?} \
+                 (write it with `dbscope tpch gen --format parquet`)",
+                i + 5,
+                col.name(),
+                col.physical_type(),
+                col.logical_type()
+            ));
+        }
+    }
+    let sizes = reader
+        .metadata()
+        .row_groups()
+        .iter()
+        .map(|rg| rg.compressed_size().max(0) as u64)
+        .collect();
+    Ok((reader, sizes))
+}
+
+fn decimal() -> LogicalType {
+    LogicalType::Decimal {
+        scale: 2,
+        precision: 15,
+    }
+}
+
+/// Days since 1970-01-01 → `YYYYMMDD` (Howard Hinnant's civil-from-days).
+pub fn yyyymmdd(days: i32) -> u32 {
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y * 10_000 + m * 100 + d).max(0) as u32
+}
+
+/// `YYYYMMDD` → days since 1970-01-01 (the inverse of [`yyyymmdd`] for valid dates).
+pub fn days_since_epoch(ymd: u32) -> i32 {
+    let (y, m, d) = ((ymd / 10_000) as i32, ymd / 100 % 100, ymd % 100);
+    let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1).expect("valid date");
+    chrono::NaiveDate::from_ymd_opt(y, m, d)
+        .map(|date| date.signed_duration_since(epoch).num_days() as i32)
+        .unwrap_or(i32::MAX)
+}
+
+/// Reads Q1's seven columns of row group `rg`; calls `emit` for rows with `l_shipdate <= cutoff`.
+/// Returns the rows read.
+pub fn scan_row_group(
+    reader: &SerializedFileReader<File>,
+    rg: usize,
+    cutoff: u32,
+    emit: impl FnMut(RowValues),
+) -> Result<u64, String> {
+    guarded(&format!("row group {rg}"), || {
+        scan_row_group_unguarded(reader, rg, cutoff, emit)
+    })
+}
+
+fn scan_row_group_unguarded(
+    reader: &SerializedFileReader<File>,
+    rg: usize,
+    cutoff: u32,
+    mut emit: impl FnMut(RowValues),
+) -> Result<u64, String> {
+    let group = reader.get_row_group(rg).map_err(|e| e.to_string())?;
+    let n = group.metadata().num_rows().max(0) as usize;
+    let int64 = |i: usize| -> Result<Vec<i64>, String> {
+        match group.get_column_reader(i).map_err(|e| e.to_string())? {
+            ColumnReader::Int64ColumnReader(mut r) => {
+                let mut v = Vec::with_capacity(n);
+                r.read_records(n, None, None, &mut v)
+                    .map_err(|e| e.to_string())?;
+                Ok(v)
+            }
+            _ => Err(format!("column {} is not INT64", i + 1)),
+        }
+    };
+    let (qty, price, disc, tax) = (int64(4)?, int64(5)?, int64(6)?, int64(7)?);
+    let bytes = |i: usize| -> Result<Vec<ByteArray>, String> {
+        match group.get_column_reader(i).map_err(|e| e.to_string())? {
+            ColumnReader::ByteArrayColumnReader(mut r) => {
+                let mut v = Vec::with_capacity(n);
+                r.read_records(n, None, None, &mut v)
+                    .map_err(|e| e.to_string())?;
+                Ok(v)
+            }
+            _ => Err(format!("column {} is not BYTE_ARRAY", i + 1)),
+        }
+    };
+    let (flag, status) = (bytes(8)?, bytes(9)?);
+    let ship = match group.get_column_reader(10).map_err(|e| e.to_string())? {
+        ColumnReader::Int32ColumnReader(mut r) => {
+            let mut v = Vec::with_capacity(n);
+            r.read_records(n, None, None, &mut v)
+                .map_err(|e| e.to_string())?;
+            v
+        }
+        _ => return Err("column 11 is not INT32".into()),
+    };
+    for c in [
+        qty.len(),
+        price.len(),
+        disc.len(),
+        tax.len(),
+        flag.len(),
+        status.len(),
+        ship.len(),
+    ] {
+        if c != n {
+            return Err(format!(
+                "row group {rg}: a column has {c} values, the row group {n} rows"
+            ));
+        }
+    }
+    // The cutoff as days since the epoch: compare integers, convert nothing per row.
+    let cut_days = days_since_epoch(cutoff);
+    for i in 0..n {
+        let one = |b: &ByteArray, name: &str| match b.data() {
+            [c] => Ok(*c),
+            other => Err(format!(
+                "row group {rg}, row {}: {name} {:?} is not one character",
+                i + 1,
+                String::from_utf8_lossy(other)
+            )),
+        };
+        let (f, s) = (
+            one(&flag[i], "l_returnflag")?,
+            one(&status[i], "l_linestatus")?,
+        );
+        if ship[i] > cut_days {
+            continue;
+        }
+        emit(RowValues {
+            flag: f,
+            status: s,
+            qty: qty[i],
+            price: price[i],
+            disc: disc[i],
+            tax: tax[i],
+        });
+    }
+    Ok(n as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(yyyymmdd(0), 19700101);
+        assert_eq!(yyyymmdd(10_471), 19980902);
+        assert_eq!(yyyymmdd(-1), 19691231);
+        assert_eq!(yyyymmdd(11_017), 20000301);
+        assert_eq!(yyyymmdd(11_016), 20000229);
+        for d in [-1000, 0, 10_471, 11_016, 11_017, 20_000] {
+            assert_eq!(days_since_epoch(yyyymmdd(d)), d);
+        }
+    }
+
+    #[test]
+    fn round_trip_through_parquet() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("lineitem.parquet");
+        let rows = write_lineitem(&path, 0.001, 1, 1, 1000, &AtomicU64::new(0)).unwrap();
+        let (reader, sizes) = open_lineitem(&path).unwrap();
+        assert_eq!(sizes.len() as u64, rows.div_ceil(1000));
+        let mut got = Vec::new();
+        let mut read = 0;
+        for rg in 0..sizes.len() {
+            read += scan_row_group(&reader, rg, 19981201, |r| got.push(r)).unwrap();
+        }
+        assert_eq!(read, rows);
+        // The same rows as the text format, parsed by the text mapper.
+        let mut want = Vec::new();
+        for l in LineItemGenerator::new(0.001, 1, 1).iter() {
+            let line = l.to_string();
+            if let Some(r) = crate::q1::parse_line(line.as_bytes(), 19981201).unwrap() {
+                want.push(r);
+            }
+        }
+        assert_eq!(got, want);
+        let other = d.path().join("other.parquet");
+        std::fs::write(&other, b"PAR1 not really").unwrap();
+        match open_lineitem(&other) {
+            Err(e) => assert!(e.contains("not a Parquet file"), "{e}"),
+            Ok(_) => panic!("a non-Parquet file was accepted"),
+        }
+    }
+}

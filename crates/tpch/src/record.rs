@@ -1,0 +1,96 @@
+//! Records a map/combine/reduce Q1 job as a run (manifest + events: one `map` per split, `reduce`,
+//! `finalize`, and `q1` for the whole job), so `dbscope report` and `compare` apply to it.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use chrono::Utc;
+use dbscope_core::run::EVENTS_FILE;
+use dbscope_core::{Event, EventWriter, Manifest, NameTable, Outcome, RunDir, WorkloadInfo};
+
+use crate::q1::{Q1Config, Q1Output};
+
+/// Writes the run of one or more repetitions of a finished job into `out` (which must not hold a
+/// run yet). `started` is when the first job started (UTC); `jobs` holds each job's start (ns after
+/// `started`) and output, so event times are offsets from `started`.
+pub fn record_q1(
+    out: &Path,
+    command_line: Vec<String>,
+    config: &Q1Config,
+    inputs: &[String],
+    jobs: &[(u64, Q1Output)],
+    started: chrono::DateTime<Utc>,
+) -> dbscope_core::Result<RunDir> {
+    let Some((_, output)) = jobs.first() else {
+        return Err(dbscope_core::Error::Format {
+            path: out.to_owned(),
+            msg: "no Q1 job to record".into(),
+        });
+    };
+    let params: BTreeMap<String, serde_json::Value> = BTreeMap::from([
+        ("mappers".to_string(), (config.mappers as u64).into()),
+        ("combiner".to_string(), config.combiner.into()),
+        ("delta_days".to_string(), config.delta_days.into()),
+        ("splits".to_string(), (output.splits as u64).into()),
+        ("inputs".to_string(), inputs.to_vec().into()),
+        ("bytes".to_string(), output.bytes.into()),
+        ("lines".to_string(), output.lines.into()),
+        ("repeat".to_string(), (jobs.len() as u64).into()),
+        (
+            "rows_aggregated".to_string(),
+            output.answer.rows_aggregated().into(),
+        ),
+    ]);
+    let mut manifest = Manifest::new(
+        "tpch q1",
+        WorkloadInfo {
+            name: "tpch-q1-mapreduce".into(),
+            params,
+        },
+        0,
+    );
+    manifest.command_line = command_line;
+    manifest.started_utc = started;
+    manifest.clock_origin_unix_ns = started.timestamp_nanos_opt().unwrap_or(0);
+    let mut run = RunDir::create(out, manifest)?;
+    let names = NameTable::new();
+    let mut writer = EventWriter::create(&out.join(EVENTS_FILE), names.clone())?;
+    let (map, reduce, finalize, q1) = (
+        names.intern("map"),
+        names.intern("reduce"),
+        names.intern("finalize"),
+        names.intern("q1"),
+    );
+    let ev = |session: u32, name, start: u64, end: u64, rows: u64| Event {
+        session,
+        name,
+        start_ns: start,
+        duration_ns: end.saturating_sub(start).max(1),
+        intended_start_ns: None,
+        outcome: 0,
+        flags: 0,
+        rows: rows.min(u32::MAX as u64) as u32,
+    };
+    // Session 0 is the driver and reducer; mapper threads are sessions 1…N.
+    let mut events: Vec<Event> = Vec::new();
+    for (at, output) in jobs {
+        let t = &output.timings;
+        events.extend(
+            t.map
+                .iter()
+                .map(|&(m, _, s, e, lines)| ev(m + 1, map, at + s, at + e, lines)),
+        );
+        let groups = output.answer.rows.len() as u64;
+        events.push(ev(0, reduce, at + t.reduce.0, at + t.reduce.1, groups));
+        events.push(ev(0, finalize, at + t.finish.0, at + t.finish.1, groups));
+        events.push(ev(0, q1, *at, at + t.total, groups));
+    }
+    events.sort_by_key(|e| e.start_ns);
+    writer.write_block(&events)?;
+    writer.sync()?;
+    run.manifest.ended_utc = Some(Utc::now());
+    run.manifest.outcome = Outcome::Complete;
+    run.manifest.events_written = Some(writer.events_written());
+    run.save_manifest()?;
+    Ok(run)
+}

@@ -1,0 +1,392 @@
+//! The `tpch-q1` workload: each operation runs TPC-H Query 1 in SQL (the official text with DELTA
+//! substituted) and checks its 40 values against the map/combine/reduce answer that `tpch load`
+//! stored beside the data (and, at SF 1, against the official answer).
+//!
+//! The `Session` trait returns rows only as 64-bit integers today, so the official query is wrapped:
+//! `WITH q AS MATERIALIZED (<Q1>) SELECT …` unpivots each result value into one integer (flags as
+//! character codes, sums scaled to their exact decimals, averages × 10¹²). The CTE is materialised,
+//! so the database computes Q1 in full exactly as written.
+
+use std::collections::BTreeMap;
+
+use dbscope_core::NameId;
+use dbscope_lab::record::Recorder;
+use dbscope_lab::target::{Dialect, Session, Target, TargetError, TargetResult};
+use dbscope_lab::workload::{SessionWork, Workload};
+
+use crate::answer::{compare, official_q1_sf1, rounded, SF1_LINEITEM_ROWS};
+use crate::load::REFERENCE_TABLE;
+use crate::q1::{Agg, Q1Answer, Q1Row, COLUMNS};
+
+/// Scale of the averages in the encoded result (10¹²).
+const AVG_SCALE: i128 = 1_000_000_000_000;
+
+/// Q1's text for a dialect, DELTA substituted (TPC-H specification 2.4.1; SQLite has no interval
+/// arithmetic, so its date is computed with `date()`).
+pub fn q1_sql(dialect: Dialect, delta: u32) -> String {
+    let cutoff = match dialect {
+        Dialect::Sqlite => format!("date('1998-12-01', '-{delta} days')"),
+        Dialect::Postgres | Dialect::Null => {
+            format!("date '1998-12-01' - interval '{delta}' day")
+        }
+    };
+    format!(
+        "select l_returnflag, l_linestatus, sum(l_quantity) as sum_qty, \
+         sum(l_extendedprice) as sum_base_price, \
+         sum(l_extendedprice * (1 - l_discount)) as sum_disc_price, \
+         sum(l_extendedprice * (1 - l_discount) * (1 + l_tax)) as sum_charge, \
+         avg(l_quantity) as avg_qty, avg(l_extendedprice) as avg_price, \
+         avg(l_discount) as avg_disc, count(*) as count_order \
+         from lineitem where l_shipdate <= {cutoff} \
+         group by l_returnflag, l_linestatus order by l_returnflag, l_linestatus"
+    )
+}
+
+/// Q1 wrapped so its rows come back as integers: 10 values per row, in [`COLUMNS`] order.
+pub fn q1_encoded_sql(dialect: Dialect, delta: u32) -> String {
+    let code = match dialect {
+        Dialect::Sqlite => "unicode",
+        Dialect::Postgres | Dialect::Null => "ascii",
+    };
+    let int = |e: &str| format!("CAST(round({e}) AS BIGINT)");
+    let cols = [
+        format!("{code}(l_returnflag)"),
+        format!("{code}(l_linestatus)"),
+        int("sum_qty * 100"),
+        int("sum_base_price * 100"),
+        int("sum_disc_price * 10000"),
+        int("sum_charge * 1000000"),
+        int("avg_qty * 1000000000000"),
+        int("avg_price * 1000000000000"),
+        int("avg_disc * 1000000000000"),
+        "count_order".to_string(),
+    ];
+    let parts: Vec<String> = cols
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            format!("SELECT l_returnflag AS f, l_linestatus AS s, {i} AS c, CAST({e} AS BIGINT) AS x FROM q")
+        })
+        .collect();
+    format!(
+        "WITH q AS MATERIALIZED ({}) SELECT x FROM ({}) AS t ORDER BY f, s, c",
+        q1_sql(dialect, delta),
+        parts.join(" UNION ALL ")
+    )
+}
+
+/// A row's ten values as the encoded query returns them (exact: averages rounded to 10⁻¹²).
+pub fn reference_values(row: &Q1Row) -> [i128; 10] {
+    let a = &row.agg;
+    let avg = |sum: i128, scale: i128| {
+        crate::decimal::div_round(sum * AVG_SCALE, scale * a.count.max(1) as i128)
+    };
+    [
+        row.returnflag as i128,
+        row.linestatus as i128,
+        a.sum_qty as i128,
+        a.sum_base_price as i128,
+        a.sum_disc_price,
+        a.sum_charge,
+        avg(a.sum_qty as i128, 100),
+        avg(a.sum_base_price as i128, 100),
+        avg(a.sum_disc as i128, 100),
+        a.count as i128,
+    ]
+}
+
+/// How closely a database's values must match the exact answer.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Tolerance {
+    /// Sums: allowed relative difference (0: digit for digit).
+    pub sums_rel: f64,
+    /// Averages (in units of 10⁻¹²): allowed relative difference, at least 2 units.
+    pub avgs_rel: f64,
+}
+
+/// PostgreSQL computes DECIMAL sums exactly and averages as NUMERIC with at least 16 significant
+/// digits; SQLite stores DECIMAL as a double, so its sums and averages are binary floating point.
+pub fn tolerance(dialect: Dialect) -> Tolerance {
+    match dialect {
+        Dialect::Postgres | Dialect::Null => Tolerance {
+            sums_rel: 0.0,
+            avgs_rel: 1e-15,
+        },
+        Dialect::Sqlite => Tolerance {
+            sums_rel: 1e-12,
+            avgs_rel: 1e-12,
+        },
+    }
+}
+
+/// Compares the database's encoded values with the reference rows; `Err` shows both.
+pub fn check_values(got: &[i64], reference: &[[i128; 10]], tol: Tolerance) -> Result<(), String> {
+    let render = |vals: &mut dyn Iterator<Item = i128>| -> String {
+        let v: Vec<i128> = vals.collect();
+        v.chunks(10)
+            .map(|r| {
+                r.iter()
+                    .enumerate()
+                    .map(|(i, x)| match i {
+                        0 | 1 => char::from_u32(*x as u32).unwrap_or('?').to_string(),
+                        2 | 3 => crate::decimal::format_scaled(*x, 2),
+                        4 => crate::decimal::format_scaled(*x, 4),
+                        5 => crate::decimal::format_scaled(*x, 6),
+                        6..=8 => crate::decimal::format_scaled(*x, 12),
+                        _ => x.to_string(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("|")
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let mut diffs = Vec::new();
+    if got.len() != reference.len() * 10 {
+        diffs.push(format!(
+            "{} values ({} rows), expected {} rows",
+            got.len(),
+            got.len() / 10,
+            reference.len()
+        ));
+    } else {
+        for (r, exp) in reference.iter().enumerate() {
+            for c in 0..10 {
+                let g = got[r * 10 + c] as i128;
+                let e = exp[c];
+                let allowed = match c {
+                    2..=5 => (e.abs() as f64 * tol.sums_rel) as i128,
+                    6..=8 => ((e.abs() as f64 * tol.avgs_rel) as i128).max(2),
+                    _ => 0,
+                };
+                if (g - e).abs() > allowed {
+                    diffs.push(format!("row {} {}", r + 1, COLUMNS[c]));
+                }
+            }
+        }
+    }
+    if diffs.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "Q1 in SQL differs from the map/combine/reduce answer ({}). database: {}. map/combine/reduce: {}",
+        diffs.join(", "),
+        render(&mut got.iter().map(|x| *x as i128)),
+        render(&mut reference.iter().flatten().copied())
+    ))
+}
+
+/// The `tpch-q1` workload.
+#[derive(Clone, Debug)]
+pub struct TpchQ1Workload {
+    dialect: Dialect,
+    delta: u32,
+}
+
+impl TpchQ1Workload {
+    /// Q1 with DELTA = `delta` days on a target of `dialect`.
+    pub fn new(dialect: Dialect, delta: u32) -> Self {
+        TpchQ1Workload { dialect, delta }
+    }
+
+    /// Reads the stored reference answer (rows of 10 values).
+    fn reference(&self, sess: &mut dyn Session) -> TargetResult<Vec<[i128; 10]>> {
+        let v = sess
+            .query_i64(&format!(
+                "SELECT v FROM {REFERENCE_TABLE} WHERE delta_days = {} ORDER BY grp, col",
+                self.delta
+            ))
+            .map_err(|e| {
+                TargetError::config(format!(
+                    "no map/combine/reduce reference answer in the database ({}); load the data with `dbscope tpch load DIR --target …` first",
+                    e.message
+                ))
+            })?;
+        if v.is_empty() || v.len() % 10 != 0 {
+            return Err(TargetError::config(format!(
+                "no map/combine/reduce reference answer for DELTA {} in {REFERENCE_TABLE}; reload with `dbscope tpch load`",
+                self.delta
+            )));
+        }
+        Ok(v.chunks(10)
+            .map(|c| {
+                let mut r = [0i128; 10];
+                for (d, s) in r.iter_mut().zip(c) {
+                    *d = *s as i128;
+                }
+                r
+            })
+            .collect())
+    }
+}
+
+/// Turns reference values back into an answer (for the official check).
+fn answer_from_reference(reference: &[[i128; 10]], sums_disc: &[i128]) -> Q1Answer {
+    Q1Answer {
+        rows: reference
+            .iter()
+            .zip(sums_disc)
+            .map(|(r, disc)| Q1Row {
+                returnflag: char::from_u32(r[0] as u32).unwrap_or('?'),
+                linestatus: char::from_u32(r[1] as u32).unwrap_or('?'),
+                agg: Agg {
+                    sum_qty: r[2] as i64,
+                    sum_base_price: r[3] as i64,
+                    sum_disc_price: r[4],
+                    sum_charge: r[5],
+                    sum_disc: *disc as i64,
+                    count: r[9] as u64,
+                },
+            })
+            .collect(),
+    }
+}
+
+impl Workload for TpchQ1Workload {
+    fn name(&self) -> &'static str {
+        "tpch-q1"
+    }
+
+    fn params(&self) -> BTreeMap<String, serde_json::Value> {
+        BTreeMap::from([
+            ("delta_days".to_string(), self.delta.into()),
+            ("query".to_string(), q1_sql(self.dialect, self.delta).into()),
+        ])
+    }
+
+    fn headline_event(&self) -> &'static str {
+        "q1"
+    }
+
+    /// Checks the data is loaded and Q1's rows match the reference (and the official answer at SF 1),
+    /// before anything is timed: a mismatch stops here with both answers.
+    fn setup(&self, target: &dyn Target, _sessions: u32) -> TargetResult<()> {
+        if self.dialect == Dialect::Null {
+            return Err(TargetError::config(
+                "tpch-q1 needs the TPC-H tables: load them with `dbscope tpch load DIR --target sqlite:PATH|postgres://…` and run against that target",
+            ));
+        }
+        let mut s = target.connect()?;
+        let reference = self.reference(s.as_mut())?;
+        let got = s.query_i64(&q1_encoded_sql(self.dialect, self.delta))?;
+        check_values(&got, &reference, tolerance(self.dialect)).map_err(|m| TargetError {
+            class: "tpch:mismatch".into(),
+            message: m,
+            connection_lost: false,
+        })?;
+        let lines = s.query_i64("SELECT CAST(count(*) AS BIGINT) FROM lineitem")?;
+        if self.delta == crate::q1::DEFAULT_DELTA
+            && lines.first() == Some(&(SF1_LINEITEM_ROWS as i64))
+        {
+            // avg_disc's sum is not stored; recover it from the exact average (count × avg).
+            let disc: Vec<i128> = reference
+                .iter()
+                .map(|r| crate::decimal::div_round(r[8] * r[9] * 100, AVG_SCALE))
+                .collect();
+            let answer = answer_from_reference(&reference, &disc);
+            compare(&rounded(&answer), &official_q1_sf1()).map_err(|m| TargetError {
+                class: "tpch:mismatch".into(),
+                message: format!("SF 1 answer differs from the official TPC-H answer: {m}"),
+                connection_lost: false,
+            })?;
+        }
+        Ok(())
+    }
+
+    fn session(&self, _session: u32, _seed: u64) -> Box<dyn SessionWork> {
+        Box::new(Q1Session {
+            sql: q1_encoded_sql(self.dialect, self.delta),
+            tol: tolerance(self.dialect),
+            workload: self.clone(),
+            reference: Vec::new(),
+            name: 0,
+        })
+    }
+}
+
+struct Q1Session {
+    sql: String,
+    tol: Tolerance,
+    workload: TpchQ1Workload,
+    reference: Vec<[i128; 10]>,
+    name: NameId,
+}
+
+impl SessionWork for Q1Session {
+    fn prepare(&mut self, sess: &mut dyn Session, rec: &Recorder) -> TargetResult<()> {
+        self.reference = self.workload.reference(sess)?;
+        self.name = rec.name("q1");
+        Ok(())
+    }
+
+    fn step(&mut self, sess: &mut dyn Session, rec: &mut Recorder) -> Result<(), TargetError> {
+        let t0 = rec.now();
+        let result = sess.query_i64(&self.sql);
+        let t1 = rec.now();
+        match result {
+            Ok(values) => match check_values(&values, &self.reference, self.tol) {
+                Ok(()) => {
+                    rec.ok(self.name, t0, t1, (values.len() / 10) as u64);
+                    Ok(())
+                }
+                Err(m) => {
+                    rec.error(self.name, t0, t1, "tpch:mismatch");
+                    Err(TargetError {
+                        class: "tpch:mismatch".into(),
+                        message: m,
+                        connection_lost: false,
+                    })
+                }
+            },
+            Err(e) => {
+                rec.error(self.name, t0, t1, &e.class);
+                Err(e)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encoded_query_covers_every_column() {
+        let sql = q1_encoded_sql(Dialect::Postgres, 90);
+        assert!(sql.contains("interval '90' day"));
+        assert_eq!(sql.matches("UNION ALL").count(), 9);
+        let lite = q1_encoded_sql(Dialect::Sqlite, 112);
+        assert!(lite.contains("date('1998-12-01', '-112 days')"));
+        assert!(lite.contains("unicode(l_returnflag)"));
+    }
+
+    #[test]
+    fn values_compare_within_tolerance_and_show_both() {
+        let row = Q1Row {
+            returnflag: 'A',
+            linestatus: 'F',
+            agg: Agg {
+                sum_qty: 3773410700,
+                sum_base_price: 5658655440073,
+                sum_disc_price: 537582571348700,
+                sum_charge: 55909065222827692,
+                sum_disc: 7390250,
+                count: 1478493,
+            },
+        };
+        let reference = vec![reference_values(&row)];
+        let exact: Vec<i64> = reference[0].iter().map(|v| *v as i64).collect();
+        assert!(check_values(&exact, &reference, tolerance(Dialect::Postgres)).is_ok());
+        let mut off = exact.clone();
+        off[5] += 1; // sum_charge off by 0.000001
+        let err = check_values(&off, &reference, tolerance(Dialect::Postgres)).unwrap_err();
+        assert!(err.contains("row 1 sum_charge"), "{err}");
+        assert!(
+            err.contains("55909065222.827693") && err.contains("55909065222.827692"),
+            "{err}"
+        );
+        // SQLite's doubles: a relative error of 1e-14 is accepted.
+        assert!(check_values(&off, &reference, tolerance(Dialect::Sqlite)).is_ok());
+        assert!(check_values(&exact[..9], &reference, tolerance(Dialect::Sqlite)).is_err());
+    }
+}

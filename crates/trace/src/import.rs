@@ -1,0 +1,414 @@
+//! `trace import`: 10046 traces into an ordinary run directory, so `report`, `export` and `compare`
+//! work on them unchanged.
+//!
+//! Each wait becomes an event named after the wait event (`log file sync`), each db call an event
+//! named after its kind (`PARSE`, `EXEC`, `FETCH`, `CLOSE`, `UNMAP`, or the LOB keyword such as
+//! `LOBWRITE`), and each `ERROR`/`PARSE ERROR` line a zero-length event of that name whose outcome is
+//! `ora-NNNNN`. Sessions are numbered in order of appearance (one per `SESSION ID` per file). Start
+//! and duration are in ns; the start is the end (`tim`, anchored to the `***` wall-clock lines) minus
+//! the duration; a record without a wall-clock time (waits before 11g have no `tim`; records before a
+//! file's first `***` line have no anchor) takes the end of the previous record of its session. When
+//! no record at all is anchored, the raw `tim` clock is used instead of the wall clock. Rows are `r=` for calls.
+//!
+//! Attributes that the event format has no field for go in `trace-attrs.jsonl` beside the events: one
+//! JSON object per event, in the order the events were written, with `i` (event index), `file`,
+//! `line`, `cursor`, `dep`, `sqlid`, `hv`, and for waits `obj`, `params` (`name=value …`) and `in_call`,
+//! for calls `c_us`, `p`, `cr`, `cu`, `mis`. The statements are listed in `trace-statements.jsonl`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use dbscope_core::{Event, EventWriter, Manifest, NameTable, Outcome, RunDir, WorkloadInfo};
+use serde_json::json;
+
+use crate::line::CallKind;
+use crate::reader::{
+    AccountedCall, AccountedWait, Options, Reader, Sink, Tables, TraceError, TraceReadError,
+};
+
+/// Name of the side file with per-event attributes.
+pub const ATTRS_FILE: &str = "trace-attrs.jsonl";
+/// Name of the side file listing the statements.
+pub const STATEMENTS_FILE: &str = "trace-statements.jsonl";
+const BLOCK: usize = 4096;
+
+/// Errors of an import.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// Reading a trace failed.
+    #[error(transparent)]
+    Read(#[from] TraceReadError),
+    /// Writing the run failed.
+    #[error(transparent)]
+    Run(#[from] dbscope_core::Error),
+    /// Writing a side file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// What an import wrote.
+#[derive(Clone, Debug, Default)]
+pub struct ImportSummary {
+    /// The run directory.
+    pub dir: PathBuf,
+    /// Events written.
+    pub events: u64,
+    /// Sessions.
+    pub sessions: usize,
+    /// Warnings (malformed lines).
+    pub warning_count: u64,
+    /// The first warnings as `file:line: message`.
+    pub warnings: Vec<String>,
+}
+
+/// Pass 1: the earliest start, to place the clock origin: on the wall clock when any record is
+/// anchored to a `***` timestamp, else on the raw `tim` clock.
+#[derive(Default)]
+struct Earliest {
+    min_wall_us: Option<i64>,
+    min_tim_us: Option<i64>,
+}
+
+fn min_start(m: &mut Option<i64>, end: Option<i64>, dur: u64) {
+    if let Some(e) = end {
+        let s = e.saturating_sub(dur as i64);
+        *m = Some(m.map_or(s, |m| m.min(s)));
+    }
+}
+
+impl Sink for Earliest {
+    fn call(&mut self, _t: &Tables, c: &AccountedCall) {
+        min_start(&mut self.min_wall_us, c.wall_end_us, c.e);
+        min_start(&mut self.min_tim_us, c.tim.map(|t| t as i64), c.e);
+    }
+    fn wait(&mut self, _t: &Tables, w: &AccountedWait) {
+        min_start(&mut self.min_wall_us, w.wall_end_us, w.ela);
+        min_start(&mut self.min_tim_us, w.tim.map(|t| t as i64), w.ela);
+    }
+}
+
+struct Writer {
+    origin_us: i64,
+    /// No record is anchored to the wall clock: place events on the raw `tim` clock.
+    tim_clock: bool,
+    names: NameTable,
+    events: EventWriter,
+    attrs: BufWriter<File>,
+    attrs_path: PathBuf,
+    buf: Vec<Event>,
+    written: u64,
+    last_end: HashMap<u32, i64>,
+    max_end_us: i64,
+    error: Option<ImportError>,
+}
+
+impl Writer {
+    #[allow(clippy::too_many_arguments)] // one event's fields; a struct would only rename them
+    fn push(
+        &mut self,
+        session: u32,
+        name: &str,
+        end: Option<i64>,
+        dur_us: u64,
+        outcome: u16,
+        rows: u64,
+        attrs: serde_json::Value,
+    ) {
+        if self.error.is_some() {
+            return;
+        }
+        let end = end
+            .or_else(|| self.last_end.get(&session).copied())
+            .unwrap_or(self.origin_us);
+        self.last_end.insert(session, end);
+        self.max_end_us = self.max_end_us.max(end);
+        let start = end
+            .saturating_sub(dur_us as i64)
+            .saturating_sub(self.origin_us)
+            .max(0) as u64;
+        let ev = Event {
+            session,
+            name: self.names.intern(name),
+            start_ns: start.saturating_mul(1000),
+            duration_ns: dur_us.saturating_mul(1000),
+            intended_start_ns: None,
+            outcome,
+            flags: 0,
+            rows: rows.min(u32::MAX as u64) as u32,
+        };
+        let mut a = attrs;
+        a["i"] = json!(self.written);
+        if let Err(source) = serde_json::to_writer(&mut self.attrs, &a)
+            .map_err(std::io::Error::from)
+            .and_then(|_| self.attrs.write_all(b"\n"))
+        {
+            self.error = Some(ImportError::Io {
+                path: self.attrs_path.clone(),
+                source,
+            });
+            return;
+        }
+        self.written += 1;
+        self.buf.push(ev);
+        if self.buf.len() >= BLOCK {
+            self.flush();
+        }
+    }
+
+    /// The end of a record on the run's clock; None (take the session's previous end) when it has
+    /// no time on that clock, e.g. records before a file's first `***` timestamp.
+    fn end(&self, wall: Option<i64>, tim: Option<u64>) -> Option<i64> {
+        if self.tim_clock {
+            tim.map(|t| t as i64)
+        } else {
+            wall
+        }
+    }
+
+    fn flush(&mut self) {
+        if self.error.is_none() && !self.buf.is_empty() {
+            if let Err(e) = self.events.write_block(&self.buf) {
+                self.error = Some(e.into());
+            }
+        }
+        self.buf.clear();
+    }
+}
+
+fn stmt_attrs(t: &Tables, stmt: Option<u32>) -> (String, Option<u64>) {
+    match stmt {
+        Some(i) => {
+            let s = &t.statements[i as usize];
+            (s.sqlid.clone(), s.hv)
+        }
+        None => (String::new(), None),
+    }
+}
+
+impl Sink for Writer {
+    fn call(&mut self, t: &Tables, c: &AccountedCall) {
+        let name = match (c.kind, c.lob) {
+            (Some(CallKind::Lob), Some(n)) => t.names[n as usize].as_str(),
+            (Some(k), _) => k.as_str(),
+            (None, _) => "?",
+        };
+        let (sqlid, hv) = stmt_attrs(t, c.stmt);
+        let attrs = json!({
+            "file": t.files[c.at.file as usize].path, "line": c.at.line, "cursor": c.cursor,
+            "dep": c.dep, "sqlid": sqlid, "hv": hv, "c_us": c.c, "p": c.p, "cr": c.cr, "cu": c.cu,
+            "mis": c.mis,
+        });
+        let end = self.end(c.wall_end_us, c.tim);
+        let name = name.to_string();
+        self.push(c.at.session, &name, end, c.e, 0, c.r, attrs);
+    }
+
+    fn wait(&mut self, t: &Tables, w: &AccountedWait) {
+        let (sqlid, hv) = stmt_attrs(t, w.stmt);
+        let attrs = json!({
+            "file": t.files[w.at.file as usize].path, "line": w.at.line, "cursor": w.cursor,
+            "sqlid": sqlid, "hv": hv, "obj": w.obj, "params": w.params, "in_call": w.in_call,
+        });
+        let end = self.end(w.wall_end_us, w.tim);
+        let name = t.names[w.name as usize].clone();
+        self.push(w.at.session, &name, end, w.ela, 0, 0, attrs);
+    }
+
+    fn error(&mut self, t: &Tables, e: &TraceError) {
+        let (sqlid, hv) = stmt_attrs(t, e.stmt);
+        let attrs = json!({
+            "file": t.files[e.at.file as usize].path, "line": e.at.line, "cursor": e.cursor,
+            "sqlid": sqlid, "hv": hv,
+        });
+        let outcome = self.names.intern_outcome(&format!("ora-{:05}", e.err));
+        let end = self.end(e.wall_us, e.tim);
+        let name = if e.parse { "PARSE ERROR" } else { "ERROR" };
+        self.push(e.at.session, name, end, 0, outcome, 0, attrs);
+    }
+}
+
+/// Imports `paths` (read in order, merged into one run) into a new run directory `out`.
+pub fn import_files(
+    paths: &[&Path],
+    out: &Path,
+    command_line: Vec<String>,
+    strict: bool,
+) -> Result<ImportSummary, ImportError> {
+    // Pass 1: where the clock starts (the earliest start of any record).
+    let mut earliest = Earliest::default();
+    {
+        let mut r = Reader::new(
+            &mut earliest,
+            Options {
+                strict,
+                keep_params: false,
+            },
+        );
+        for p in paths {
+            r.read_path(p)?;
+        }
+    }
+    let tim_clock = earliest.min_wall_us.is_none();
+    let origin_us = earliest.min_wall_us.or(earliest.min_tim_us).unwrap_or(0);
+    let mut params = BTreeMap::new();
+    params.insert(
+        "files".to_string(),
+        json!(paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()),
+    );
+    let mut manifest = Manifest::new(
+        "trace",
+        WorkloadInfo {
+            name: "oracle-10046".into(),
+            params,
+        },
+        0,
+    );
+    manifest.command_line = command_line;
+    manifest.clock_origin_unix_ns = origin_us.saturating_mul(1000);
+    if let Some(t) = chrono::DateTime::from_timestamp_micros(origin_us) {
+        manifest.started_utc = t;
+    }
+    let mut run = RunDir::create(out, manifest)?;
+    let names = NameTable::new();
+    let events_path = out.join(dbscope_core::run::EVENTS_FILE);
+    let attrs_path = out.join(ATTRS_FILE);
+    let attrs_file = File::create(&attrs_path).map_err(|source| ImportError::Io {
+        path: attrs_path.clone(),
+        source,
+    })?;
+    let mut w = Writer {
+        origin_us,
+        tim_clock,
+        names: names.clone(),
+        events: EventWriter::create(&events_path, names)?,
+        attrs: BufWriter::new(attrs_file),
+        attrs_path: attrs_path.clone(),
+        buf: Vec::with_capacity(BLOCK),
+        written: 0,
+        last_end: HashMap::new(),
+        max_end_us: origin_us,
+        error: None,
+    };
+    let (tables, warnings, warning_count) = {
+        let mut r = Reader::new(
+            &mut w,
+            Options {
+                strict,
+                keep_params: true,
+            },
+        );
+        for p in paths {
+            r.read_path(p)?;
+        }
+        (r.tables, r.warnings, r.warning_count)
+    };
+    w.flush();
+    if let Some(e) = w.error.take() {
+        return Err(e);
+    }
+    w.attrs.flush().map_err(|source| ImportError::Io {
+        path: attrs_path.clone(),
+        source,
+    })?;
+    w.events.sync()?;
+    let spath = out.join(STATEMENTS_FILE);
+    let write_statements = || -> std::io::Result<()> {
+        let mut f = BufWriter::new(File::create(&spath)?);
+        for (i, s) in tables.statements.iter().enumerate() {
+            serde_json::to_writer(
+                &mut f,
+                &json!({"statement": i, "sqlid": s.sqlid, "hv": s.hv, "dep": s.dep, "text": s.text, "plan": s.plan}),
+            )?;
+            f.write_all(b"\n")?;
+        }
+        f.flush()
+    };
+    write_statements().map_err(|source| ImportError::Io {
+        path: spath.clone(),
+        source,
+    })?;
+    run.manifest.ended_utc = chrono::DateTime::from_timestamp_micros(w.max_end_us);
+    run.manifest.outcome = Outcome::Complete;
+    run.manifest.events_written = Some(w.written);
+    if warning_count > 0 {
+        run.manifest.outcome_detail =
+            Some(format!("{warning_count} malformed trace lines skipped"));
+    }
+    let mut params = run.manifest.workload.params.clone();
+    params.insert(
+        "versions".into(),
+        json!(tables
+            .files
+            .iter()
+            .map(|f| f.version.clone())
+            .collect::<Vec<_>>()),
+    );
+    params.insert(
+        "units".into(),
+        json!(tables.files.iter().map(|f| f.unit).collect::<Vec<_>>()),
+    );
+    params.insert("sessions".into(), json!(tables.sessions.len()));
+    run.manifest.workload.params = params;
+    run.save_manifest()?;
+    Ok(ImportSummary {
+        dir: out.to_path_buf(),
+        events: w.written,
+        sessions: tables.sessions.len(),
+        warning_count,
+        warnings: warnings.iter().take(20).map(|w| w.to_string()).collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_before_the_first_anchor_do_not_move_the_origin() {
+        let dir = tempfile::tempdir().unwrap();
+        let trc = dir.path().join("t.trc");
+        std::fs::write(
+            &trc,
+            "WAIT #0: nam='early' ela= 5 p1=0 obj#=-1 tim=1000\n\
+             *** 2024-01-01T00:00:00.000000+00:00\n\
+             WAIT #0: nam='x' ela= 10 p1=1 p2=2 p3=3 obj#=7 tim=2000\n\
+             EXEC #1:c=1,e=4,p=0,cr=0,cu=0,mis=0,r=3,dep=0,og=1,plh=0,tim=2010\n",
+        )
+        .unwrap();
+        let out = dir.path().join("run");
+        let s = import_files(&[trc.as_path()], &out, vec![], false).unwrap();
+        assert_eq!(s.events, 3);
+        let run = RunDir::open(&out).unwrap();
+        assert_eq!(
+            run.manifest.clock_origin_unix_ns,
+            1_704_067_200_000_000_000 - 10_000
+        );
+        let mut events = Vec::new();
+        let (names, _) = run
+            .for_each_block(|_, b| events.extend_from_slice(b))
+            .unwrap();
+        let by_name = |n: &str| *events.iter().find(|e| names.name(e.name) == n).unwrap();
+        // The early wait has no wall clock: it takes the session's previous end (the origin).
+        assert_eq!(by_name("early").start_ns, 0);
+        assert_eq!(by_name("x").start_ns, 0);
+        assert_eq!(by_name("x").duration_ns, 10_000);
+        let exec = by_name("EXEC");
+        assert_eq!(
+            (exec.start_ns, exec.duration_ns, exec.rows),
+            (16_000, 4_000, 3)
+        );
+        let attrs = std::fs::read_to_string(out.join(ATTRS_FILE)).unwrap();
+        assert_eq!(attrs.lines().count(), 3);
+        assert!(attrs.contains(r#""params":"p1=1 p2=2 p3=3""#), "{attrs}");
+    }
+}

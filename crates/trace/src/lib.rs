@@ -1,0 +1,12 @@
+//! dbscope-trace: readers that turn foreign traces (Oracle 10046 extended SQL trace) into dbscope events.
+//!
+//! Layers, each a module: [`input`] (files, gzip, bounded line splitting) → [`mod@line`] (one line
+//! classified into a record, zero-copy) → [`reader`] (the per-session state machine and Method R
+//! accounting, handing accounted calls and waits to a [`reader::Sink`]) → [`profile`] (the
+//! response-time profile) and [`import`] (a run directory). See docs/trace.md.
+
+pub mod import;
+pub mod input;
+pub mod line;
+pub mod profile;
+pub mod reader;

@@ -1,0 +1,957 @@
+//! One line of a 10046 trace classified into a record, without copying: the lexical layer of the reader.
+//!
+//! Records and their fields (10g to 23ai; older releases lack some fields, which are then `None`):
+//! - db calls `PARSE|EXEC|FETCH|CLOSE|UNMAP #c:c=,e=,p=,cr=,cu=,mis=,r=,dep=,og=,plh=,tim=` and LOB calls
+//!   `LOBREAD: type=…,bytes=…,c=,e=,p=,cr=,cu=,tim=` (any `LOB…:` keyword);
+//! - `WAIT #c: nam='…' ela= N <p1name>=v <p2name>=v <p3name>=v obj#= tim=`; parameter names hold spaces
+//!   and `#`, so fields are found as ` name=value` pairs, not split on whitespace;
+//! - `PARSING IN CURSOR #c len= dep= uid= oct= lid= tim= hv= ad= [sqlid=]`, `END OF STMT`,
+//!   `PARSE ERROR #c:len= dep= … err=`, `ERROR #c:err= tim=`, `XCTEND rlbk=, rd_only=[, tim=]`,
+//!   `STAT #c id= cnt= pid= pos= obj= op='…'`, `BINDS #c:`;
+//! - `*** …` lines: timestamps (`*** 2012-11-30 23:21:45.691`, `*** 2024-03-26T18:58:52.935374-07:00 (PDB1(3))`)
+//!   and `*** KEY:(value) timestamp` lines (`SESSION ID`, `MODULE NAME`, …), `*** TRACE CONTINUED FROM FILE`.
+//!
+//! A line that starts like a record but whose fields cannot be read is [`Record::Malformed`] with the
+//! reason; a line that is no record at all is [`Record::Other`].
+
+use memchr::memmem;
+
+/// The kind of a database call line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CallKind {
+    /// `PARSE`
+    Parse,
+    /// `EXEC`
+    Exec,
+    /// `FETCH`
+    Fetch,
+    /// `CLOSE`
+    Close,
+    /// `UNMAP`
+    Unmap,
+    /// A LOB call (`LOBREAD`, `LOBWRITE`, `LOBTMPCREATE`, …); which one is in [`Call::lob`].
+    Lob,
+}
+
+impl CallKind {
+    /// The keyword as written in a trace (`LOB` for LOB calls, whose exact keyword is kept separately).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            CallKind::Parse => "PARSE",
+            CallKind::Exec => "EXEC",
+            CallKind::Fetch => "FETCH",
+            CallKind::Close => "CLOSE",
+            CallKind::Unmap => "UNMAP",
+            CallKind::Lob => "LOB",
+        }
+    }
+}
+
+/// The statistics of a db call line; times are in the trace's own unit (µs since 9i, cs before).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Call<'a> {
+    /// Cursor number (0 for LOB calls, which name none).
+    pub cursor: u64,
+    /// CPU time `c=`.
+    pub c: u64,
+    /// Elapsed time `e=`.
+    pub e: u64,
+    /// Physical reads `p=`.
+    pub p: u64,
+    /// Consistent reads `cr=`.
+    pub cr: u64,
+    /// Current reads `cu=`.
+    pub cu: u64,
+    /// Library cache misses `mis=`.
+    pub mis: u64,
+    /// Rows `r=`.
+    pub r: u64,
+    /// Recursive depth `dep=` (0 for a call the application made).
+    pub dep: u32,
+    /// Plan hash `plh=`.
+    pub plh: Option<u64>,
+    /// Timestamp `tim=` (end of the call).
+    pub tim: Option<u64>,
+    /// The LOB keyword (`LOBWRITE`, …) for LOB calls.
+    pub lob: &'a [u8],
+}
+
+/// A `WAIT` line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Wait<'a> {
+    /// Cursor number (0 when the wait belongs to no cursor).
+    pub cursor: u64,
+    /// Event name (`nam=`).
+    pub name: &'a [u8],
+    /// Elapsed time `ela=`.
+    pub ela: u64,
+    /// Up to three event parameters as (name, value), in line order (`obj#` and `tim` excluded).
+    pub params: [(&'a [u8], &'a [u8]); 3],
+    /// How many of `params` are set.
+    pub nparams: usize,
+    /// Object number `obj#=` (-1 when none).
+    pub obj: Option<i64>,
+    /// Timestamp `tim=` (end of the wait); absent before 11g.
+    pub tim: Option<u64>,
+}
+
+/// A `PARSING IN CURSOR` line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Parsing<'a> {
+    /// Cursor number.
+    pub cursor: u64,
+    /// Recursive depth.
+    pub dep: u32,
+    /// Command type `oct=`.
+    pub oct: u32,
+    /// Timestamp.
+    pub tim: Option<u64>,
+    /// Hash value `hv=`.
+    pub hv: Option<u64>,
+    /// SQL id `sqlid='…'` (10g R2 onward).
+    pub sqlid: &'a [u8],
+}
+
+/// One classified line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Record<'a> {
+    /// An empty (or all-blank) line.
+    Blank,
+    /// A db call line.
+    Call(CallKind, Call<'a>),
+    /// A WAIT line.
+    Wait(Wait<'a>),
+    /// `PARSING IN CURSOR`; the SQL text follows until `END OF STMT`.
+    Parsing(Parsing<'a>),
+    /// `END OF STMT`.
+    EndOfStmt,
+    /// `PARSE ERROR #c:… err=N`; the SQL text follows on the next lines.
+    ParseError {
+        /// Cursor number.
+        cursor: u64,
+        /// Recursive depth.
+        dep: u32,
+        /// Oracle error number.
+        err: u64,
+        /// Timestamp.
+        tim: Option<u64>,
+    },
+    /// `ERROR #c:err=N tim=T`.
+    Error {
+        /// Cursor number.
+        cursor: u64,
+        /// Oracle error number.
+        err: u64,
+        /// Timestamp.
+        tim: Option<u64>,
+    },
+    /// `XCTEND rlbk=, rd_only=[, tim=]`.
+    XctEnd {
+        /// 1 for a rollback.
+        rlbk: bool,
+        /// 1 when the transaction changed nothing.
+        rd_only: bool,
+        /// Timestamp (11g+).
+        tim: Option<u64>,
+    },
+    /// `STAT #c id= cnt= pid= pos= obj= op='…'` (a row source line of an execution plan).
+    Stat {
+        /// Cursor number.
+        cursor: u64,
+        /// Row source id (1 is the plan's root).
+        id: u32,
+        /// Parent row source id.
+        pid: u32,
+        /// Position under the parent.
+        pos: u32,
+        /// Rows it produced.
+        cnt: u64,
+        /// Object id (0 when none).
+        obj: i64,
+        /// The operation with its statistics, e.g. `INDEX RANGE SCAN X (cr=5 pr=1 … card=7)`.
+        op: &'a [u8],
+    },
+    /// `BINDS #c:`; indented bind lines follow.
+    Binds {
+        /// Cursor number.
+        cursor: u64,
+    },
+    /// `*** <timestamp> [(container)]`.
+    Timestamp(&'a [u8]),
+    /// `*** KEY:(value) [timestamp]`, e.g. `SESSION ID`, `MODULE NAME`, `CLIENT DRIVER`.
+    Tagged {
+        /// The key, e.g. `SESSION ID`.
+        key: &'a [u8],
+        /// The text between the parentheses.
+        value: &'a [u8],
+        /// The timestamp after it, if any.
+        ts: &'a [u8],
+    },
+    /// `*** TRACE CONTINUED FROM FILE …` and other `***` lines.
+    Star(&'a [u8]),
+    /// `=====================` separator.
+    Separator,
+    /// A line that starts like a record but whose fields could not be read.
+    Malformed(&'static str),
+    /// Any other line (header lines, SQL text, bind values, dumps from other events, free text).
+    Other,
+}
+
+/// Classifies one line (without its line terminator).
+pub fn classify(line: &[u8]) -> Record<'_> {
+    let Some(&first) = line.first() else {
+        return Record::Blank;
+    };
+    match first {
+        b'W' if line.starts_with(b"WAIT #") => parse_wait(&line[6..]),
+        b'F' if line.starts_with(b"FETCH #") => call(CallKind::Fetch, &line[7..]),
+        b'E' if line.starts_with(b"EXEC #") => call(CallKind::Exec, &line[6..]),
+        b'E' if line.starts_with(b"ERROR #") => parse_error_line(&line[7..]),
+        b'E' if line.starts_with(b"END OF STMT") => Record::EndOfStmt,
+        b'P' if line.starts_with(b"PARSE #") => call(CallKind::Parse, &line[7..]),
+        b'P' if line.starts_with(b"PARSING IN CURSOR #") => parse_parsing(&line[19..]),
+        b'P' if line.starts_with(b"PARSE ERROR #") => parse_parse_error(&line[13..]),
+        b'C' if line.starts_with(b"CLOSE #") => call(CallKind::Close, &line[7..]),
+        b'U' if line.starts_with(b"UNMAP #") => call(CallKind::Unmap, &line[7..]),
+        b'S' if line.starts_with(b"STAT #") => parse_stat(&line[6..]),
+        b'B' if line.starts_with(b"BINDS #") => match cursor_prefix(&line[7..], b':') {
+            Some((cursor, _)) => Record::Binds { cursor },
+            None => Record::Malformed("BINDS line without a cursor number"),
+        },
+        b'X' if line.starts_with(b"XCTEND ") => parse_xctend(&line[7..]),
+        b'L' if line.starts_with(b"LOB") => parse_lob(line),
+        b'*' if line.starts_with(b"*** ") => parse_star(&line[4..]),
+        b'=' if line.iter().all(|&b| b == b'=') && line.len() >= 5 => Record::Separator,
+        b' ' | b'\t' if line.iter().all(|b| b.is_ascii_whitespace()) => Record::Blank,
+        _ => Record::Other,
+    }
+}
+
+/// Reads a decimal u64 at the start of `s`; returns it and the rest, or None when no digit is there or
+/// the number overflows.
+#[inline]
+pub fn leading_u64(s: &[u8]) -> Option<(u64, &[u8])> {
+    let mut v: u64 = 0;
+    let mut i = 0;
+    while i < s.len() && s[i].is_ascii_digit() {
+        v = v.checked_mul(10)?.checked_add((s[i] - b'0') as u64)?;
+        i += 1;
+    }
+    (i > 0).then_some((v, &s[i..]))
+}
+
+/// A whole field value as u64 (the value must be all digits).
+#[inline]
+fn full_u64(s: &[u8]) -> Option<u64> {
+    match leading_u64(s) {
+        Some((v, [])) => Some(v),
+        _ => None,
+    }
+}
+
+/// A whole field value as i64 (optional leading `-`).
+fn full_i64(s: &[u8]) -> Option<i64> {
+    match s.split_first() {
+        Some((b'-', rest)) => full_u64(rest)
+            .and_then(|v| i64::try_from(v).ok())
+            .map(|v| -v),
+        _ => full_u64(s).and_then(|v| i64::try_from(v).ok()),
+    }
+}
+
+/// `123<sep>` at the start: the cursor number and what follows the separator.
+fn cursor_prefix(s: &[u8], sep: u8) -> Option<(u64, &[u8])> {
+    let (c, rest) = leading_u64(s)?;
+    match rest.split_first() {
+        Some((&b, tail)) if b == sep => Some((c, tail)),
+        None => Some((c, rest)),
+        _ => None,
+    }
+}
+
+/// Iterates `key=value` pairs separated by `sep` (`,` for db calls).
+fn pairs(s: &[u8], sep: u8) -> impl Iterator<Item = (&[u8], &[u8])> {
+    s.split(move |&b| b == sep).filter_map(|kv| {
+        let kv = trim(kv);
+        let eq = memchr::memchr(b'=', kv)?;
+        Some((&kv[..eq], &kv[eq + 1..]))
+    })
+}
+
+fn trim(s: &[u8]) -> &[u8] {
+    let start = s
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(s.len());
+    let end = s
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(start, |e| e + 1);
+    &s[start..end.max(start)]
+}
+
+/// Fills the statistics of a call from `c=…,e=…` pairs; `Err` names the first unreadable field.
+fn call_fields<'a>(kv: &'a [u8], c: &mut Call<'a>) -> Result<bool, &'static str> {
+    // A hand-rolled scan of `k=v,k=v,…` (this runs for every db call line of a trace).
+    let mut have_e = false;
+    // Fields are short: one pass over the bytes beats a memchr call per separator.
+    let mut i = 0;
+    while i < kv.len() {
+        let start = i;
+        let mut eq = None;
+        while i < kv.len() && kv[i] != b',' {
+            if kv[i] == b'=' && eq.is_none() {
+                eq = Some(i);
+            }
+            i += 1;
+        }
+        let end = i;
+        i += 1;
+        let Some(eq) = eq else {
+            continue;
+        };
+        let (k, v) = (trim(&kv[start..eq]), trim(&kv[eq + 1..end]));
+        let slot: &mut u64 = match k {
+            b"c" => &mut c.c,
+            b"e" => {
+                have_e = true;
+                &mut c.e
+            }
+            b"p" => &mut c.p,
+            b"cr" => &mut c.cr,
+            b"cu" => &mut c.cu,
+            b"mis" => &mut c.mis,
+            b"r" => &mut c.r,
+            b"dep" => {
+                let d = full_u64(v).ok_or("a db call field is not a number")?;
+                c.dep = u32::try_from(d).map_err(|_| "dep= is out of range")?;
+                continue;
+            }
+            b"plh" => {
+                c.plh = Some(full_u64(v).ok_or("a db call field is not a number")?);
+                continue;
+            }
+            b"tim" => {
+                c.tim = Some(full_u64(v).ok_or("a db call field is not a number")?);
+                continue;
+            }
+            // og=, type=, bytes= and fields of future releases are not needed for accounting.
+            _ => continue,
+        };
+        *slot = full_u64(v).ok_or("a db call field is not a number")?;
+    }
+    Ok(have_e)
+}
+
+fn call(kind: CallKind, rest: &[u8]) -> Record<'_> {
+    let Some((cursor, kv)) = cursor_prefix(rest, b':') else {
+        return Record::Malformed("db call line without a cursor number");
+    };
+    let mut c = Call {
+        cursor,
+        ..Call::default()
+    };
+    match call_fields(kv, &mut c) {
+        Ok(true) => Record::Call(kind, c),
+        Ok(false) => Record::Malformed("db call line without e="),
+        Err(why) => Record::Malformed(why),
+    }
+}
+
+fn parse_lob(line: &[u8]) -> Record<'_> {
+    let Some(colon) = memchr::memchr(b':', line) else {
+        return Record::Other;
+    };
+    let kw = &line[..colon];
+    if !kw.iter().all(|b| b.is_ascii_uppercase()) {
+        return Record::Other;
+    }
+    let mut c = Call {
+        lob: kw,
+        ..Call::default()
+    };
+    match call_fields(&line[colon + 1..], &mut c) {
+        Ok(true) => Record::Call(CallKind::Lob, c),
+        Ok(false) => Record::Malformed("LOB call line without e="),
+        Err(why) => Record::Malformed(why),
+    }
+}
+
+fn parse_wait(rest: &[u8]) -> Record<'_> {
+    let Some((cursor, tail)) = cursor_prefix(rest, b':') else {
+        return Record::Malformed("WAIT line without a cursor number");
+    };
+    let after = if let Some(a) = tail.strip_prefix(b" nam='") {
+        a
+    } else {
+        let Some(at) = memmem::find(tail, b"nam='") else {
+            return Record::Malformed("WAIT line without nam='…'");
+        };
+        &tail[at + 5..]
+    };
+    // The name ends at the quote before ` ela=`: names may themselves contain quotes.
+    let mut from = 0;
+    let end = loop {
+        let Some(q) = memchr::memchr(b'\'', &after[from..]) else {
+            return Record::Malformed("WAIT line without ela=");
+        };
+        if after[from + q + 1..].starts_with(b" ela=") {
+            break from + q;
+        }
+        from += q + 1;
+    };
+    let name = &after[..end];
+    let fields = &after[end + 6..];
+    let fields = trim_start(fields);
+    let Some((ela, mut s)) = leading_u64(fields) else {
+        return Record::Malformed("WAIT line whose ela= is not a number");
+    };
+    let mut w = Wait {
+        cursor,
+        name,
+        ela,
+        ..Wait::default()
+    };
+    // The rest is ` name=value` pairs whose names may hold spaces: a name runs from the end of the
+    // previous value to the next `=`; a value runs to the next space.
+    loop {
+        s = trim_start(s);
+        if s.is_empty() {
+            break;
+        }
+        let Some(eq) = s.iter().position(|&b| b == b'=') else {
+            return Record::Malformed("WAIT line with text after its last name=value pair");
+        };
+        let key = trim(&s[..eq]);
+        let v_start = trim_start(&s[eq + 1..]);
+        let v_len = v_start
+            .iter()
+            .position(|&b| b == b' ')
+            .unwrap_or(v_start.len());
+        let value = &v_start[..v_len];
+        s = &v_start[v_len..];
+        match key {
+            b"tim" => match full_u64(value) {
+                Some(t) => w.tim = Some(t),
+                None => return Record::Malformed("WAIT line whose tim= is not a number"),
+            },
+            b"obj#" => match full_i64(value) {
+                Some(o) => w.obj = Some(o),
+                None => return Record::Malformed("WAIT line whose obj#= is not a number"),
+            },
+            _ => {
+                if w.nparams < 3 {
+                    w.params[w.nparams] = (key, value);
+                    w.nparams += 1;
+                }
+            }
+        }
+    }
+    Record::Wait(w)
+}
+
+fn trim_start(s: &[u8]) -> &[u8] {
+    let i = s.iter().position(|&b| b != b' ').unwrap_or(s.len());
+    &s[i..]
+}
+
+fn parse_stat(rest: &[u8]) -> Record<'_> {
+    let Some((cursor, kv)) = cursor_prefix(rest, b' ') else {
+        return Record::Malformed("STAT line without a cursor number");
+    };
+    // op='…' runs to the last quote of the line: the text may hold quotes and `=`.
+    let (kv, op) = match memmem::find(kv, b"op='") {
+        Some(at) => {
+            let text = &kv[at + 4..];
+            let end = text.iter().rposition(|&b| b == b'\'').unwrap_or(text.len());
+            (&kv[..at], &text[..end])
+        }
+        None => (kv, &[][..]),
+    };
+    let (mut id, mut pid, mut pos, mut cnt, mut obj) = (None, 0, 0, 0, 0);
+    for (k, v) in pairs(kv, b' ') {
+        let n = || full_u64(v).and_then(|x| u32::try_from(x).ok());
+        match k {
+            b"id" => id = n(),
+            b"pid" => pid = n().unwrap_or(0),
+            b"pos" => pos = n().unwrap_or(0),
+            b"cnt" => cnt = full_u64(v).unwrap_or(0),
+            b"obj" => obj = full_i64(v).unwrap_or(0),
+            _ => {}
+        }
+    }
+    match id {
+        Some(id) => Record::Stat {
+            cursor,
+            id,
+            pid,
+            pos,
+            cnt,
+            obj,
+            op,
+        },
+        None => Record::Malformed("STAT line without id="),
+    }
+}
+
+fn parse_parsing(rest: &[u8]) -> Record<'_> {
+    let Some((cursor, kv)) = cursor_prefix(rest, b' ') else {
+        return Record::Malformed("PARSING IN CURSOR without a cursor number");
+    };
+    let mut p = Parsing {
+        cursor,
+        ..Parsing::default()
+    };
+    let mut seen_dep = false;
+    for (k, v) in pairs(kv, b' ') {
+        match k {
+            b"dep" => match full_u64(v).and_then(|d| u32::try_from(d).ok()) {
+                Some(d) => {
+                    p.dep = d;
+                    seen_dep = true;
+                }
+                None => return Record::Malformed("PARSING IN CURSOR whose dep= is not a number"),
+            },
+            b"oct" => p.oct = full_u64(v).and_then(|d| u32::try_from(d).ok()).unwrap_or(0),
+            b"tim" => p.tim = full_u64(v),
+            b"hv" => p.hv = full_u64(v),
+            b"sqlid" => {
+                p.sqlid = v
+                    .strip_prefix(b"'")
+                    .and_then(|v| v.strip_suffix(b"'"))
+                    .unwrap_or(v)
+            }
+            _ => {}
+        }
+    }
+    if !seen_dep {
+        return Record::Malformed("PARSING IN CURSOR without dep=");
+    }
+    Record::Parsing(p)
+}
+
+fn parse_parse_error(rest: &[u8]) -> Record<'_> {
+    let Some((cursor, kv)) = cursor_prefix(rest, b':') else {
+        return Record::Malformed("PARSE ERROR without a cursor number");
+    };
+    let (mut dep, mut err, mut tim) = (0, None, None);
+    for (k, v) in pairs(kv, b' ') {
+        match k {
+            b"dep" => dep = full_u64(v).and_then(|d| u32::try_from(d).ok()).unwrap_or(0),
+            b"err" => err = full_u64(v),
+            b"tim" => tim = full_u64(v),
+            _ => {}
+        }
+    }
+    match err {
+        Some(err) => Record::ParseError {
+            cursor,
+            dep,
+            err,
+            tim,
+        },
+        None => Record::Malformed("PARSE ERROR without err="),
+    }
+}
+
+fn parse_error_line(rest: &[u8]) -> Record<'_> {
+    let Some((cursor, kv)) = cursor_prefix(rest, b':') else {
+        return Record::Malformed("ERROR line without a cursor number");
+    };
+    let (mut err, mut tim) = (None, None);
+    for (k, v) in pairs(kv, b' ') {
+        match k {
+            b"err" => err = full_u64(v),
+            b"tim" => tim = full_u64(v),
+            _ => {}
+        }
+    }
+    match err {
+        Some(err) => Record::Error { cursor, err, tim },
+        None => Record::Malformed("ERROR line without err="),
+    }
+}
+
+fn parse_xctend(kv: &[u8]) -> Record<'_> {
+    let (mut rlbk, mut rd_only, mut tim) = (None, None, None);
+    for (k, v) in pairs(kv, b',') {
+        match k {
+            b"rlbk" => rlbk = full_u64(v),
+            b"rd_only" => rd_only = full_u64(v),
+            b"tim" => tim = full_u64(v),
+            _ => {}
+        }
+    }
+    match (rlbk, rd_only) {
+        (Some(r), Some(ro)) => Record::XctEnd {
+            rlbk: r != 0,
+            rd_only: ro != 0,
+            tim,
+        },
+        _ => Record::Malformed("XCTEND without rlbk= and rd_only="),
+    }
+}
+
+fn parse_star(rest: &[u8]) -> Record<'_> {
+    if rest.first().is_some_and(|b| b.is_ascii_digit()) {
+        return Record::Timestamp(rest);
+    }
+    if let Some(open) = memmem::find(rest, b":(") {
+        let key = &rest[..open];
+        if key.iter().all(|&b| b.is_ascii_uppercase() || b == b' ') {
+            // The value may itself contain parentheses: take the last `)` that is followed by a space
+            // or the end of the line.
+            let after = &rest[open + 2..];
+            let close = after
+                .windows(2)
+                .rposition(|w| w == b") ")
+                .or_else(|| after.ends_with(b")").then(|| after.len() - 1));
+            if let Some(close) = close {
+                return Record::Tagged {
+                    key,
+                    value: &after[..close],
+                    ts: trim(&after[close + 1..]),
+                };
+            }
+        }
+    }
+    Record::Star(rest)
+}
+
+/// Where a sub-slice of a line is: offset and length (0, 0 for an empty slice).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Span {
+    at: u32,
+    len: u32,
+}
+
+impl Span {
+    fn of(line: &[u8], sub: &[u8]) -> Span {
+        if sub.is_empty() {
+            return Span::default();
+        }
+        // Every non-empty slice in a Record points into its line (see `classify`); anything else
+        // would come back empty rather than wrong.
+        match (sub.as_ptr() as usize).checked_sub(line.as_ptr() as usize) {
+            Some(at) if at + sub.len() <= line.len() => Span {
+                at: at as u32,
+                len: sub.len() as u32,
+            },
+            _ => Span::default(),
+        }
+    }
+
+    fn get<'a>(&self, line: &'a [u8]) -> &'a [u8] {
+        line.get(self.at as usize..(self.at + self.len) as usize)
+            .unwrap_or(&[])
+    }
+}
+
+/// A classified line without borrows and without what the accounting never reads, so that lines can
+/// be classified on one thread and accounted on another cheaply (at most 96 bytes, where a full
+/// [`Record`] takes 168). WAIT and db call lines, nearly all of a trace, travel decoded; any other
+/// record is classified again by [`Detached::attach`] (they are rare; text lines are `Other`).
+#[derive(Clone, Copy, Debug)]
+pub enum Detached {
+    /// A WAIT line (its parameters are read again from the line only when asked for).
+    Wait {
+        /// Cursor.
+        cursor: u64,
+        /// `ela=`.
+        ela: u64,
+        /// `obj#=`.
+        obj: Option<i64>,
+        /// `tim=`.
+        tim: Option<u64>,
+        /// Where the name is.
+        name: Span,
+    },
+    /// A db call line (LOB calls included).
+    Call(CallKind, DetachedCall),
+    /// A line that is no record.
+    Other,
+    /// An empty line.
+    Blank,
+    /// Any other record: classify the line again.
+    Again,
+}
+
+/// The fields of a db call line that the accounting reads.
+#[derive(Clone, Copy, Debug)]
+pub struct DetachedCall {
+    cursor: u64,
+    c: u64,
+    e: u64,
+    p: u64,
+    cr: u64,
+    cu: u64,
+    mis: u64,
+    r: u64,
+    /// `tim=`, or [`NO_TIM`].
+    tim: u64,
+    dep: u32,
+    lob: Span,
+}
+
+/// `DetachedCall::tim` when the line had none (an Option would cost 8 more bytes per line).
+const NO_TIM: u64 = u64::MAX;
+
+impl Detached {
+    /// Classifies `line` and detaches the result from it.
+    pub fn classify(line: &[u8]) -> Detached {
+        match classify(line) {
+            Record::Wait(w) => Detached::Wait {
+                cursor: w.cursor,
+                ela: w.ela,
+                obj: w.obj,
+                tim: w.tim,
+                name: Span::of(line, w.name),
+            },
+            Record::Call(k, c) => Detached::Call(
+                k,
+                DetachedCall {
+                    cursor: c.cursor,
+                    c: c.c,
+                    e: c.e,
+                    p: c.p,
+                    cr: c.cr,
+                    cu: c.cu,
+                    mis: c.mis,
+                    r: c.r,
+                    tim: c.tim.unwrap_or(NO_TIM),
+                    dep: c.dep,
+                    lob: Span::of(line, c.lob),
+                },
+            ),
+            Record::Other => Detached::Other,
+            Record::Blank => Detached::Blank,
+            _ => Detached::Again,
+        }
+    }
+
+    /// The record again, borrowing from the same line it was classified from. With `params`
+    /// false, WAIT parameters are left out; `plh` of db calls always is.
+    pub fn attach<'a>(&self, line: &'a [u8], params: bool) -> Record<'a> {
+        match *self {
+            Detached::Wait { .. } if params => classify(line),
+            Detached::Wait {
+                cursor,
+                ela,
+                obj,
+                tim,
+                name,
+            } => Record::Wait(Wait {
+                cursor,
+                name: name.get(line),
+                ela,
+                obj,
+                tim,
+                ..Wait::default()
+            }),
+            Detached::Call(k, d) => Record::Call(
+                k,
+                Call {
+                    cursor: d.cursor,
+                    c: d.c,
+                    e: d.e,
+                    p: d.p,
+                    cr: d.cr,
+                    cu: d.cu,
+                    mis: d.mis,
+                    r: d.r,
+                    dep: d.dep,
+                    plh: None,
+                    tim: (d.tim != NO_TIM).then_some(d.tim),
+                    lob: d.lob.get(line),
+                },
+            ),
+            Detached::Other => Record::Other,
+            Detached::Blank => Record::Blank,
+            Detached::Again => classify(line),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wait_with_spaces_and_hashes_in_parameter_names() {
+        let l = b"WAIT #47124064145648: nam='log file sync' ela= 1043 buffer#=101808 sync scn=1266588527 p3=0 obj#=-1 tim=1347583167588250";
+        let Record::Wait(w) = classify(l) else {
+            panic!("not a wait: {:?}", classify(l))
+        };
+        assert_eq!(w.cursor, 47124064145648);
+        assert_eq!(w.name, b"log file sync");
+        assert_eq!(w.ela, 1043);
+        assert_eq!(w.nparams, 3);
+        assert_eq!(w.params[0], (&b"buffer#"[..], &b"101808"[..]));
+        assert_eq!(w.params[1], (&b"sync scn"[..], &b"1266588527"[..]));
+        assert_eq!(w.params[2], (&b"p3"[..], &b"0"[..]));
+        assert_eq!(w.obj, Some(-1));
+        assert_eq!(w.tim, Some(1347583167588250));
+    }
+
+    #[test]
+    fn wait_without_tim_and_obj_10g() {
+        let l =
+            b"WAIT #3: nam='SQL*Net message to client' ela= 5 driver id=1650815232 #bytes=1 p3=0";
+        let Record::Wait(w) = classify(l) else {
+            panic!()
+        };
+        assert_eq!(w.params[0].0, b"driver id");
+        assert_eq!(w.params[1].0, b"#bytes");
+        assert_eq!((w.obj, w.tim), (None, None));
+    }
+
+    #[test]
+    fn calls_and_their_fields() {
+        let l = b"FETCH #139623166535832:c=404,e=404,p=1,cr=4,cu=0,mis=0,r=10,dep=0,og=1,plh=2725028981,tim=5793964643501";
+        let Record::Call(CallKind::Fetch, c) = classify(l) else {
+            panic!()
+        };
+        assert_eq!((c.c, c.e, c.p, c.cr, c.r, c.dep), (404, 404, 1, 4, 10, 0));
+        assert_eq!(c.tim, Some(5793964643501));
+        let l = b"LOBWRITE: type=TEMPORARY LOB,bytes=5,c=169,e=169,p=0,cr=0,cu=7,tim=4696599871319";
+        let Record::Call(CallKind::Lob, c) = classify(l) else {
+            panic!()
+        };
+        assert_eq!((c.lob, c.e, c.cu), (&b"LOBWRITE"[..], 169, 7));
+        // Truncated and joined records are malformed, not misread.
+        assert!(matches!(
+            classify(b"EXEC #1:c=73,e=73,p=0,cr=0,cu=0,mis=0,r=0,dep=0,og=1,plh=2725028981,ti"),
+            Record::Call(..)
+        ));
+        assert!(matches!(
+            classify(b"FETCH #1:c=1,e=2,tim=5793511831311WAIT #1: nam='x' ela= 1"),
+            Record::Malformed(_)
+        ));
+        assert!(matches!(
+            classify(b"LOBWRITE: type=TEMPORARY LOB,bytes=5,c=169,e=169,p=0,cr=0,cu="),
+            Record::Malformed(_)
+        ));
+    }
+
+    #[test]
+    fn star_lines() {
+        assert!(matches!(
+            classify(b"*** 2024-03-26T18:58:52.935374-07:00 (PDB1(3))"),
+            Record::Timestamp(_)
+        ));
+        let Record::Tagged { key, value, ts } =
+            classify(b"*** CLIENT DRIVER:(jdbcthin : 19.3.0.0.0) 2023-05-19T05:28:00.350106+02:00")
+        else {
+            panic!()
+        };
+        assert_eq!(key, b"CLIENT DRIVER");
+        assert_eq!(value, b"jdbcthin : 19.3.0.0.0");
+        assert_eq!(ts, b"2023-05-19T05:28:00.350106+02:00");
+        assert!(matches!(
+            classify(b"*** TRACE CONTINUED FROM FILE /u01/x.trc ***"),
+            Record::Star(_)
+        ));
+    }
+
+    #[test]
+    fn parsing_in_cursor_and_errors() {
+        let l = b"PARSING IN CURSOR #139623166535832 len=383 dep=0 uid=127 oct=3 lid=127 tim=5793959272875 hv=827717273 ad='79aaa1000' sqlid='cdgn9f8spbxnt'";
+        let Record::Parsing(p) = classify(l) else {
+            panic!()
+        };
+        assert_eq!(
+            (p.cursor, p.dep, p.hv),
+            (139623166535832, 0, Some(827717273))
+        );
+        assert_eq!(p.sqlid, b"cdgn9f8spbxnt");
+        assert_eq!(
+            classify(b"ERROR #139637903883184:err=27403 tim=3034700188655"),
+            Record::Error {
+                cursor: 139637903883184,
+                err: 27403,
+                tim: Some(3034700188655)
+            }
+        );
+        assert_eq!(
+            classify(b"XCTEND rlbk=0, rd_only=1, tim=5793511831940"),
+            Record::XctEnd {
+                rlbk: false,
+                rd_only: true,
+                tim: Some(5793511831940)
+            }
+        );
+        assert!(matches!(
+            classify(b"PARSE ERROR #140604232973104:len=67 dep=1 uid=112 oct=3 li"),
+            Record::Malformed(_)
+        ));
+    }
+
+    #[test]
+    fn garbage_is_never_a_record() {
+        assert_eq!(classify(b"\xff\xfe\x00WAIT"), Record::Other);
+        assert!(matches!(classify(b"WAIT #"), Record::Malformed(_)));
+        assert!(matches!(
+            classify(b"WAIT #99999999999999999999999:"),
+            Record::Malformed(_)
+        ));
+        assert_eq!(classify(b""), Record::Blank);
+    }
+
+    #[test]
+    fn detached_records_attach_back_equal() {
+        let lines: [&[u8]; 8] = [
+            b"WAIT #1: nam='log file sync' ela= 1043 buffer#=101808 sync scn=1266588527 p3=0 obj#=-1 tim=1",
+            b"LOBWRITE: type=TEMPORARY LOB,bytes=5,c=169,e=169,p=0,cr=0,cu=7,tim=4696599871319",
+            b"PARSING IN CURSOR #1 len=1 dep=0 uid=1 oct=3 lid=1 tim=1 hv=2 ad='0' sqlid='abc'",
+            b"*** 2024-03-26T18:58:52.935374-07:00 (PDB1(3))",
+            b"*** MODULE NAME:(SQL*Plus) 2017-01-18 12:24:14.701",
+            b"*** TRACE CONTINUED FROM FILE /x.trc ***",
+            b"FETCH #1:c=1,e=2,tim=5793511831311WAIT #1",
+            b"select 1 from dual",
+        ];
+        for l in lines {
+            let d = Detached::classify(l);
+            let copy = l.to_vec();
+            let full = d.attach(&copy, true);
+            // plh= is not carried: compare without it.
+            let want = match classify(l) {
+                Record::Call(k, c) => Record::Call(k, Call { plh: None, ..c }),
+                r => r,
+            };
+            assert_eq!(full, want, "{}", String::from_utf8_lossy(l));
+        }
+        assert!(std::mem::size_of::<Detached>() <= 96);
+        // Without parameters, a WAIT keeps everything the accounting reads.
+        let Record::Wait(w) = Detached::classify(lines[0]).attach(lines[0], false) else {
+            panic!("a wait")
+        };
+        assert_eq!(w.name, b"log file sync");
+        assert_eq!(
+            (w.ela, w.obj, w.tim, w.nparams),
+            (1043, Some(-1), Some(1), 0)
+        );
+    }
+
+    #[test]
+    fn stat_lines() {
+        let l = b"STAT #139623166535832 id=2 cnt=0 pid=1 pos=1 obj=76155 op='TABLE ACCESS BY INDEX ROWID SOMETHING(cr=1 pr=0 pw=0 str=1 time=8 us cost=1 size=43 card=1)'";
+        let Record::Stat {
+            cursor,
+            id,
+            pid,
+            pos,
+            cnt,
+            obj,
+            op,
+        } = classify(l)
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (cursor, id, pid, pos, cnt, obj),
+            (139623166535832, 2, 1, 1, 0, 76155)
+        );
+        assert!(op.starts_with(b"TABLE ACCESS BY INDEX ROWID") && op.ends_with(b"card=1)"));
+        assert!(matches!(classify(b"STAT #1 cnt=3"), Record::Malformed(_)));
+    }
+}
