@@ -4,11 +4,9 @@ use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
 use dbscope_core::redact::redact;
-use dbscope_core::{Outcome, RunDir};
 use dbscope_lab::io::inject::Injection;
 use dbscope_lab::io::redo::{self, Destination, RedoConfig, RedoError, SyncMode};
 use dbscope_lab::io::verify;
-use dbscope_lab::report::{self, ReportOptions};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::io_args::{IoArgs, IoCommand, RedoArgs, RedoSub, SyncArg, VerifyArgs};
@@ -139,33 +137,12 @@ fn cmd_redo(a: RedoArgs) -> Result<u8, Exit> {
         bar.finish_and_clear();
     }
     let result = result.map_err(|e: RedoError| Exit(EXIT_USAGE, e.into()))?;
-    let code = match result.outcome {
-        Outcome::Complete | Outcome::Running => 0,
-        Outcome::Interrupted => EXIT_INTERRUPTED,
-        Outcome::Failed => EXIT_FAILED,
-    };
-    if a.quiet {
-        println!("{}", result.dir.display());
-    } else {
-        let run = RunDir::open(&result.dir)?;
-        let text = report::render_text(&report::build(&run, &ReportOptions::default())?);
-        let mut stdout = std::io::stdout().lock();
-        writeln!(stdout, "{text}")?;
-        writeln!(
-            stdout,
-            "recorded {} events in {}; see: dbscope report {}",
-            result.events,
-            result.dir.display(),
-            result.dir.display()
-        )?;
-    }
-    if let Some(detail) = &result.detail {
-        eprintln!(
-            "dbscope: run {}: {}; the run is kept in {}",
-            result.outcome.as_str(),
-            redact(detail),
-            result.dir.display()
-        );
-    }
-    Ok(code)
+    crate::finish_run(
+        &result.dir,
+        result.outcome,
+        result.detail.as_deref(),
+        result.events,
+        None,
+        a.quiet,
+    )
 }

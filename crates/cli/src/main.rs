@@ -204,32 +204,55 @@ fn run_with(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
     // Errors here happen before the first operation (target, setup, run directory): bad input.
     let result = result.map_err(|e: RunError| Exit(EXIT_USAGE, e.into()))?;
 
-    let code = match result.outcome {
+    finish_run(
+        &result.dir,
+        result.outcome,
+        result.detail.as_deref(),
+        result.events,
+        Some(result.errors),
+        a.quiet,
+    )
+}
+
+/// After a run: prints the run directory (quiet) or its report and a closing line, says why it
+/// did not complete, and returns the exit code for its outcome.
+pub(crate) fn finish_run(
+    dir: &Path,
+    outcome: Outcome,
+    detail: Option<&str>,
+    events: u64,
+    errors: Option<u64>,
+    quiet: bool,
+) -> Result<u8, Exit> {
+    let code = match outcome {
         Outcome::Complete | Outcome::Running => 0,
         Outcome::Interrupted => EXIT_INTERRUPTED,
         Outcome::Failed => EXIT_FAILED,
     };
-    if a.quiet {
-        println!("{}", result.dir.display());
+    if quiet {
+        println!("{}", dir.display());
     } else {
-        let run = RunDir::open(&result.dir)?;
+        let run = RunDir::open(dir)?;
         let text = report::render_text(&report::build(&run, &ReportOptions::default())?);
         let mut stdout = std::io::stdout().lock();
         writeln!(stdout, "{text}")?;
+        let errors = errors
+            .map(|e| format!(" ({} errors)", dbscope_lab::html::svg::format_int(e)))
+            .unwrap_or_default();
         writeln!(
             stdout,
-            "recorded {} events in {} ({} errors); see: dbscope report {}",
-            dbscope_lab::html::svg::format_int(result.events),
-            result.dir.display(),
-            dbscope_lab::html::svg::format_int(result.errors),
-            result.dir.display()
+            "recorded {} events in {}{errors}; see: dbscope report {}",
+            dbscope_lab::html::svg::format_int(events),
+            dir.display(),
+            dir.display()
         )?;
     }
-    if let Some(detail) = &result.detail {
+    if let Some(detail) = detail {
         eprintln!(
-            "dbscope: run {}: {}",
-            result.outcome.as_str(),
-            redact(detail)
+            "dbscope: run {}: {}; the run is kept in {}",
+            outcome.as_str(),
+            redact(detail),
+            dir.display()
         );
     }
     Ok(code)

@@ -457,13 +457,7 @@ pub fn event_plots(name: &str, runs: &[Labelled<'_>], top_n: usize) -> Vec<(Stri
                 "{name}: throughput over time ({} s intervals)",
                 format_num(interval)
             ),
-            x: Axis {
-                label: "time since start (s)".into(),
-                scale: Scale::Linear,
-                min: 0.0,
-                max: t_max,
-                format: format_num,
-            },
+            x: time_axis(t_max),
             y: Axis {
                 label: "events per second".into(),
                 scale: Scale::Linear,
@@ -478,13 +472,7 @@ pub fn event_plots(name: &str, runs: &[Labelled<'_>], top_n: usize) -> Vec<(Stri
         if !backlog.is_empty() {
             let plot = Plot {
                 title: format!("{name}: backlog (scheduled but not yet started)"),
-                x: Axis {
-                    label: "time since start (s)".into(),
-                    scale: Scale::Linear,
-                    min: 0.0,
-                    max: t_max,
-                    format: format_num,
-                },
+                x: time_axis(t_max),
                 y: Axis {
                     label: "operations behind schedule".into(),
                     scale: Scale::Linear,
@@ -500,13 +488,7 @@ pub fn event_plots(name: &str, runs: &[Labelled<'_>], top_n: usize) -> Vec<(Stri
         if p_hi > 0.0 {
             let plot = Plot {
                 title: format!("{name}: p99 per interval"),
-                x: Axis {
-                    label: "time since start (s)".into(),
-                    scale: Scale::Linear,
-                    min: 0.0,
-                    max: t_max,
-                    format: format_num,
-                },
+                x: time_axis(t_max),
                 y: Axis {
                     label: "p99 latency (log scale)".into(),
                     scale: Scale::Log10,
@@ -521,6 +503,17 @@ pub fn event_plots(name: &str, runs: &[Labelled<'_>], top_n: usize) -> Vec<(Stri
         }
     }
     out
+}
+
+/// The x axis of the time-series plots.
+fn time_axis(t_max: f64) -> Axis {
+    Axis {
+        label: "time since start (s)".into(),
+        scale: Scale::Linear,
+        min: 0.0,
+        max: t_max,
+        format: format_num,
+    }
 }
 
 /// At most ~2,000 points of a descending top-N list, keeping the first 100 exactly.
