@@ -142,8 +142,8 @@ pub struct Q1Args {
 #[derive(Debug, Args)]
 #[command(
     after_help = "Creates the TPC-H tables (dropping them first with --fresh) and loads every TABLE*.tbl
-file found in DIR. PostgreSQL COPY is not used yet: both targets load through prepared multi-row
-INSERTs in large transactions.
+file found in DIR. PostgreSQL: COPY … FROM STDIN, parts in parallel sessions, one transaction per file.
+SQLite: prepared multi-row INSERTs in transactions of --commit-every rows.
 
 Examples:
   dbscope tpch load tpch-small --target sqlite:tpch.db
@@ -162,7 +162,7 @@ pub struct LoadArgs {
     /// Drop and recreate the tables first.
     #[arg(long)]
     pub fresh: bool,
-    /// Rows per transaction.
+    /// Rows per transaction (SQLite; PostgreSQL's COPY loads each file in one transaction).
     #[arg(long, default_value_t = 100_000, value_name = "N")]
     pub commit_every: u64,
     /// No progress bar.

@@ -409,3 +409,35 @@ fn postgres_load_and_run_tpch_q1() {
         );
     });
 }
+
+#[test]
+fn postgres_copy_refuses_a_bad_line_and_loads_nothing_of_that_file() {
+    let pg = PgCluster::shared();
+    let db = pg.create_db("tpchbad");
+    let dir = tempdir();
+    gen(dir.path(), "region", &[]);
+    let file = join(dir.path(), "data/region.tbl");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[2] = "2|ASIA|"; // one field missing
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    fails(
+        dir.path(),
+        &[
+            "tpch",
+            "load",
+            "data",
+            "--target",
+            &pg.uri(&db),
+            "--fresh",
+            "-q",
+        ],
+        2,
+        &["region.tbl:3: expected 3 '|'-terminated fields for table region, found 2"],
+    );
+    assert_eq!(
+        pg.query(&db, "SELECT count(*) FROM region"),
+        "0",
+        "COPY is all or nothing"
+    );
+}

@@ -103,6 +103,20 @@ pub trait Session: Send {
     fn commit(&mut self) -> TargetResult<()>;
     /// Rolls back the transaction (after an error); errors here are ignored by callers.
     fn rollback(&mut self) -> TargetResult<()>;
+    /// Bulk-loads with PostgreSQL's `COPY … FROM STDIN` (`sql` is the COPY statement). `fill`
+    /// appends the next chunk of data to the buffer and returns `Ok(false)` after the last one; an
+    /// `Err` aborts the COPY (nothing is loaded) and is returned as a `config`-class error.
+    /// Returns the rows copied. Targets without COPY say so.
+    fn copy_in(
+        &mut self,
+        sql: &str,
+        fill: &mut dyn FnMut(&mut Vec<u8>) -> Result<bool, String>,
+    ) -> TargetResult<u64> {
+        let _ = (sql, fill);
+        Err(TargetError::config(
+            "COPY … FROM STDIN is only available on PostgreSQL targets",
+        ))
+    }
 }
 
 /// Parses a `--target` string: `sqlite:PATH`, `postgres://…` / `postgresql://…` (libpq URI or

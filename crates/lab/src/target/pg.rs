@@ -275,6 +275,17 @@ impl Session for PgSession {
         }
         self.batch("ROLLBACK")
     }
+    fn copy_in(
+        &mut self,
+        sql: &str,
+        fill: &mut dyn FnMut(&mut Vec<u8>) -> Result<bool, String>,
+    ) -> TargetResult<u64> {
+        self.conn.copy_in(sql, fill).map_err(|e| match e {
+            // The loader's own refusal (bad input line): not a database failure.
+            WireError::Protocol(m) if !self.conn.is_broken() => TargetError::config(m),
+            e => classify(e, &self.conn),
+        })
+    }
 }
 
 #[cfg(test)]

@@ -290,6 +290,76 @@ impl WireConn {
         Ok(count)
     }
 
+    /// Runs `COPY … FROM STDIN` (simple-query protocol), streaming the chunks `fill` produces as
+    /// CopyData messages; returns the rows copied. A `fill` error is sent as CopyFail, so the server
+    /// loads nothing, and comes back as `WireError::Protocol` with `fill`'s message.
+    pub fn copy_in(
+        &mut self,
+        sql: &str,
+        fill: &mut dyn FnMut(&mut Vec<u8>) -> Result<bool, String>,
+    ) -> Result<u64, WireError> {
+        frontend::query(sql, &mut self.wbuf)?;
+        self.send()?;
+        loop {
+            match self.recv()? {
+                Message::CopyInResponse(_) => break,
+                Message::ErrorResponse(body) => {
+                    let e = db_error(&body);
+                    self.until_ready(|_| Ok(()))?;
+                    return Err(e);
+                }
+                Message::NoticeResponse(_) | Message::ParameterStatus(_) => {}
+                _ => {
+                    self.broken = true;
+                    return Err(WireError::Protocol("expected CopyInResponse".into()));
+                }
+            }
+        }
+        let mut chunk = Vec::with_capacity(1 << 20);
+        let mut failure = None;
+        loop {
+            chunk.clear();
+            let more = match fill(&mut chunk) {
+                Ok(more) => more,
+                Err(msg) => {
+                    failure = Some(msg);
+                    false
+                }
+            };
+            if failure.is_some() {
+                break;
+            }
+            if !chunk.is_empty() {
+                frontend::CopyData::new(&chunk[..])?.write(&mut self.wbuf);
+                self.send()?;
+            }
+            if !more {
+                break;
+            }
+        }
+        match &failure {
+            Some(msg) => frontend::copy_fail(msg, &mut self.wbuf)?,
+            None => frontend::copy_done(&mut self.wbuf),
+        }
+        self.send()?;
+        let mut count = 0u64;
+        let result = self.until_ready(|msg| {
+            if let Message::CommandComplete(body) = msg {
+                count = body
+                    .tag()?
+                    .rsplit(' ')
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0);
+            }
+            Ok(())
+        });
+        match failure {
+            Some(msg) => Err(WireError::Protocol(msg)),
+            None => result.map(|()| count),
+        }
+    }
+
     /// Reads messages until ReadyForQuery, giving each to `f`; the first ErrorResponse is returned
     /// after the server is ready again, so the connection stays in step.
     fn until_ready(
