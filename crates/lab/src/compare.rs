@@ -135,23 +135,14 @@ pub struct Skipped {
     pub reason: String,
 }
 
-/// R's `summary()` of one side, in µs, with n and sd.
+/// R's `summary()` of one side, in µs, with n and sd (JSON: `n`, `min` … `max`, `sd` side by side).
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct SideSummary {
     /// Successful measured events.
     pub n: u64,
-    /// Smallest.
-    pub min: f64,
-    /// First quartile (type 7).
-    pub q1: f64,
-    /// Median.
-    pub median: f64,
-    /// Mean.
-    pub mean: f64,
-    /// Third quartile.
-    pub q3: f64,
-    /// Largest.
-    pub max: f64,
+    /// Min., 1st Qu., Median, Mean, 3rd Qu., Max. (type-7 quantiles).
+    #[serde(flatten)]
+    pub summary: crate::report::SummaryUs,
     /// Sample standard deviation.
     pub sd: f64,
 }
@@ -404,12 +395,7 @@ fn side_summary(s: &Sample) -> SideSummary {
     let m = s.summary();
     SideSummary {
         n: m.n,
-        min: m.min,
-        q1: m.q1,
-        median: m.median,
-        mean: m.mean,
-        q3: m.q3,
-        max: m.max,
+        summary: crate::report::SummaryUs::from_six(m.six(1.0)),
         sd: m.sd,
     }
 }
@@ -757,7 +743,7 @@ fn push_event(out: &mut String, e: &EventComparison, c: &Comparison) {
     ));
     // Both summaries formatted together, as R would print rbind(summary(a), summary(b)).
     const NAMES: [&str; 6] = ["Min.", "1st Qu.", "Median", "Mean", "3rd Qu.", "Max."];
-    let six = |s: &SideSummary| [s.min, s.q1, s.median, s.mean, s.q3, s.max];
+    let six = |s: &SideSummary| s.summary.six();
     let all: Vec<f64> = six(&e.a).into_iter().chain(six(&e.b)).collect();
     let f = format_r(&zapsmall(&all), 4);
     let w = f

@@ -194,7 +194,20 @@ pub struct SummaryUs {
 }
 
 impl SummaryUs {
-    fn six(&self) -> [f64; 6] {
+    /// From the six numbers of R's `summary()`, in R's order.
+    pub fn from_six([min, q1, median, mean, q3, max]: [f64; 6]) -> Self {
+        SummaryUs {
+            min,
+            q1,
+            median,
+            mean,
+            q3,
+            max,
+        }
+    }
+
+    /// The six numbers in R's order (Min., 1st Qu., Median, Mean, 3rd Qu., Max.).
+    pub fn six(&self) -> [f64; 6] {
         [self.min, self.q1, self.median, self.mean, self.q3, self.max]
     }
 }
@@ -372,21 +385,13 @@ impl NameAcc {
             .map(|ns| count as f64 / (ns as f64 / 1e9));
         let (summary_us, sd_us, percentiles_us) = match Summary::from_values(&mut self.durations) {
             Ok(s) => {
-                let [min, q1, median, mean, q3, max] = s.six(1000.0);
                 let mut hist = LatencyHistogram::new();
                 for &d in &self.durations {
                     hist.record(d);
                 }
                 let us = |p: f64| hist.percentile(p) as f64 / 1000.0;
                 (
-                    Some(SummaryUs {
-                        min,
-                        q1,
-                        median,
-                        mean,
-                        q3,
-                        max,
-                    }),
+                    Some(SummaryUs::from_six(s.six(1000.0))),
                     (s.n > 1).then_some(s.sd / 1000.0),
                     Some(PercentilesUs {
                         p90: us(90.0),

@@ -171,7 +171,7 @@ pub fn render_compare(
     );
     for e in &cmp.events {
         for (label, sm) in [("A", &e.a), ("B", &e.b)] {
-            let six = [sm.min, sm.q1, sm.median, sm.mean, sm.q3, sm.max];
+            let six = sm.summary.six();
             let _ = write!(
                 body,
                 "<tr><td>{}</td><td>{label}</td><td>{}</td>",
@@ -735,7 +735,7 @@ fn summary_table(rep: &Report) -> String {
         );
         match (&e.summary_us, &e.percentiles_us) {
             (Some(sm), Some(p)) => {
-                let six = [sm.min, sm.q1, sm.median, sm.mean, sm.q3, sm.max];
+                let six = sm.six();
                 let formatted =
                     dbscope_core::stats::format_r(&dbscope_core::stats::zapsmall(&six), 4);
                 for v in formatted {
