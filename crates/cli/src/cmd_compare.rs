@@ -2,7 +2,6 @@
 
 use std::io::Write;
 
-use dbscope_core::redact::redact;
 use dbscope_core::stats::BootstrapOptions;
 use dbscope_core::RunDir;
 use dbscope_lab::compare::{self, CompareOptions};
@@ -85,17 +84,9 @@ fn cmd_import_csv(a: ImportCsvArgs) -> Result<u8, Exit> {
         lenient: a.lenient,
         delimiter: a.delimiter,
         out: a.out.clone(),
-        command_line: std::env::args().map(|s| redact(&s)).collect(),
+        command_line: crate::redacted_command_line(),
     })?;
-    for m in &s.skipped_examples {
-        eprintln!("dbscope: skipped: {m}");
-    }
-    if s.skipped > s.skipped_examples.len() as u64 {
-        eprintln!(
-            "dbscope: skipped {} more bad rows",
-            s.skipped - s.skipped_examples.len() as u64
-        );
-    }
+    crate::print_examples("skipped", &s.skipped_examples, s.skipped, "bad rows");
     println!(
         "imported {} events ({:?}) from {} into {}{}",
         s.events,

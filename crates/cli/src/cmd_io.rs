@@ -3,7 +3,6 @@
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
-use dbscope_core::redact::redact;
 use dbscope_lab::io::inject::Injection;
 use dbscope_lab::io::redo::{self, Destination, RedoConfig, RedoError, SyncMode};
 use dbscope_lab::io::verify;
@@ -131,7 +130,7 @@ fn cmd_redo(a: RedoArgs) -> Result<u8, Exit> {
             ));
         }
     };
-    let command_line: Vec<String> = std::env::args().map(|s| redact(&s)).collect();
+    let command_line = crate::redacted_command_line();
     let result = redo::run_redo(&out, command_line, &cfg, &stop, &mut on_progress);
     if let Some(bar) = &bar {
         bar.finish_and_clear();

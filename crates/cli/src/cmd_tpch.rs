@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use dbscope_core::redact::redact;
 use dbscope_lab::target::open_target;
 use dbscope_tpch::answer::{compare, official_q1_sf1, rounded, SF1_LINEITEM_ROWS};
 use dbscope_tpch::gen::{self, GenConfig, GenFormat, GenProgress, TABLES};
@@ -249,7 +248,7 @@ fn cmd_q1(a: Q1Args) -> Result<u8, Exit> {
             Some(p) => p.clone(),
             None => crate::default_run_dir("tpch-q1")?,
         };
-        let command_line: Vec<String> = std::env::args().map(|s| redact(&s)).collect();
+        let command_line = crate::redacted_command_line();
         let names: Vec<String> = inputs
             .iter()
             .map(|f| f.path.display().to_string())

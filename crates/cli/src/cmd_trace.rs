@@ -4,7 +4,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
-use dbscope_core::redact::redact;
 use dbscope_core::RunDir;
 use dbscope_trace::import::import_files;
 use dbscope_trace::profile::{profile_files, render_text, ProfileOptions};
@@ -81,17 +80,9 @@ fn cmd_profile(a: TraceProfileArgs) -> Result<u8, Exit> {
 
 fn cmd_import(a: TraceImportArgs) -> Result<u8, Exit> {
     let paths: Vec<&Path> = a.files.iter().map(|p| p.as_path()).collect();
-    let command_line: Vec<String> = std::env::args().map(|s| redact(&s)).collect();
+    let command_line = crate::redacted_command_line();
     let s = import_files(&paths, &a.out, command_line, a.strict)?;
-    for w in &s.warnings {
-        eprintln!("dbscope: warning: {w}");
-    }
-    if s.warning_count > s.warnings.len() as u64 {
-        eprintln!(
-            "dbscope: warning: {} more malformed lines",
-            s.warning_count - s.warnings.len() as u64
-        );
-    }
+    crate::print_examples("warning", &s.warnings, s.warning_count, "malformed lines");
     println!(
         "imported {} events from {} sessions into {}; see: dbscope report {}",
         s.events,
@@ -145,7 +136,7 @@ pub fn temp_run_from_trace(path: &Path) -> Result<TempRun, Exit> {
         chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0)
     ));
     let out = base.join("run");
-    let command_line: Vec<String> = std::env::args().map(|s| redact(&s)).collect();
+    let command_line = crate::redacted_command_line();
     let made = import_files(&[path], &out, command_line, false)
         .map_err(Exit::from)
         .and_then(|s| Ok((s, RunDir::open(&out)?)));

@@ -186,7 +186,7 @@ fn run_with(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
         }
     };
 
-    let command_line: Vec<String> = std::env::args().map(|s| redact(&s)).collect();
+    let command_line = redacted_command_line();
     let result = runner::run(
         RunSpec {
             out: out.to_path_buf(),
@@ -256,6 +256,24 @@ pub(crate) fn finish_run(
         );
     }
     Ok(code)
+}
+
+/// The command line as typed, with every password removed: what runs record in their manifest.
+pub(crate) fn redacted_command_line() -> Vec<String> {
+    std::env::args().map(|s| redact(&s)).collect()
+}
+
+/// Prints the first few problems (`examples`) and, when there were more (`total`), how many more.
+pub(crate) fn print_examples(prefix: &str, examples: &[String], total: u64, more: &str) {
+    for m in examples {
+        eprintln!("dbscope: {prefix}: {m}");
+    }
+    if total > examples.len() as u64 {
+        eprintln!(
+            "dbscope: {prefix}: {} more {more}",
+            total - examples.len() as u64
+        );
+    }
 }
 
 fn format_us(us: f64) -> String {

@@ -229,17 +229,21 @@ mod tests {
     use super::*;
     use dbscope_core::{Event, EventWriter, Manifest, NameTable, WorkloadInfo, EVENT_WARMUP};
 
+    /// A run in `dir` whose events (name id 1) are all called "commit".
+    fn run_with(dir: &std::path::Path, evs: &[Event]) -> RunDir {
+        let run =
+            RunDir::create(dir, Manifest::new("workload", WorkloadInfo::default(), 1)).unwrap();
+        let names = NameTable::new();
+        assert_eq!(names.intern("commit"), 1);
+        let mut w = EventWriter::create(&dir.join("events.dsev"), names).unwrap();
+        w.write_block(evs).unwrap();
+        run
+    }
+
     #[test]
     fn aggregates_bins_top_and_intervals() {
         let dir = tempfile::tempdir().unwrap();
-        let run = RunDir::create(
-            dir.path(),
-            Manifest::new("workload", WorkloadInfo::default(), 1),
-        )
-        .unwrap();
-        let names = NameTable::new();
-        let c = names.intern("commit");
-        let mut w = EventWriter::create(&dir.path().join("events.dsev"), names).unwrap();
+        let c = 1; // "commit", the first name interned by `run_with`
         let mut evs = Vec::new();
         for i in 0..3000u64 {
             evs.push(Event {
@@ -250,7 +254,7 @@ mod tests {
                 ..Event::default()
             });
         }
-        w.write_block(&evs).unwrap();
+        let run = run_with(dir.path(), &evs);
         let s = collect(&run, false, 10).unwrap();
         let e = &s.events[0];
         assert_eq!(e.name, "commit");
@@ -281,15 +285,8 @@ mod tests {
     #[test]
     fn open_loop_events_give_the_offered_load() {
         let dir = tempfile::tempdir().unwrap();
-        let run = RunDir::create(
-            dir.path(),
-            Manifest::new("workload", WorkloadInfo::default(), 1),
-        )
-        .unwrap();
-        let names = NameTable::new();
-        let c = names.intern("commit");
-        let mut w = EventWriter::create(&dir.path().join("events.dsev"), names).unwrap();
-        // Scheduled 100 per second for 2 s; the second second's events all start late, in second 3.
+        let c = 1; // "commit", the first name interned by `run_with`
+                   // Scheduled 100 per second for 2 s; the second second's events all start late, in second 3.
         let evs: Vec<Event> = (0..200u64)
             .map(|i| {
                 let intended = i * 10_000_000;
@@ -303,7 +300,7 @@ mod tests {
                 }
             })
             .collect();
-        w.write_block(&evs).unwrap();
+        let run = run_with(dir.path(), &evs);
         let s = collect(&run, false, 0).unwrap();
         let e = &s.events[0];
         assert_eq!(e.per_interval, vec![100, 0, 100]);
@@ -313,14 +310,7 @@ mod tests {
     #[test]
     fn long_runs_use_wider_intervals() {
         let dir = tempfile::tempdir().unwrap();
-        let run = RunDir::create(
-            dir.path(),
-            Manifest::new("workload", WorkloadInfo::default(), 1),
-        )
-        .unwrap();
-        let names = NameTable::new();
-        let c = names.intern("commit");
-        let mut w = EventWriter::create(&dir.path().join("events.dsev"), names).unwrap();
+        let c = 1; // "commit", the first name interned by `run_with`
         let evs: Vec<Event> = (0..2000u64)
             .map(|s| Event {
                 name: c,
@@ -329,7 +319,7 @@ mod tests {
                 ..Event::default()
             })
             .collect();
-        w.write_block(&evs).unwrap();
+        let run = run_with(dir.path(), &evs);
         let s = collect(&run, false, 0).unwrap();
         assert_eq!(s.interval_s, 4.0);
         assert_eq!(s.events[0].per_interval.len(), 500);
