@@ -62,6 +62,7 @@ fn cmd_profile(a: TraceProfileArgs) -> Result<u8, Exit> {
         events: a.events.clone(),
         top: a.top,
         strict: a.strict,
+        ..ProfileOptions::default()
     };
     let paths: Vec<&Path> = a.files.iter().map(|p| p.as_path()).collect();
     let p = profile_files(&paths, &opts)?;

@@ -1,5 +1,6 @@
 //! Profiles trace files with the library alone and prints R and the time taken: a quick way to
-//! measure the reader without building the CLI. Usage: trace_profile FILE…
+//! measure the reader without building the CLI. Usage: [CHUNK=bytes] trace_profile FILE…
+//! (`CHUNK` sets the chunk size of the parallel reader; 0 reads as a stream.)
 
 use std::path::Path;
 use std::time::Instant;
@@ -10,7 +11,11 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let paths: Vec<&Path> = args.iter().map(Path::new).collect();
     let t = Instant::now();
-    match profile_files(&paths, &ProfileOptions::default()) {
+    let mut opts = ProfileOptions::default();
+    if let Some(c) = std::env::var("CHUNK").ok().and_then(|c| c.parse().ok()) {
+        opts.chunk_bytes = c;
+    }
+    match profile_files(&paths, &opts) {
         Ok(p) => {
             let s = t.elapsed().as_secs_f64();
             let bytes: u64 = p.files.iter().map(|f| f.bytes).sum();

@@ -241,6 +241,24 @@ pub fn import_files(
     command_line: Vec<String>,
     strict: bool,
 ) -> Result<ImportSummary, ImportError> {
+    import_files_chunked(
+        paths,
+        out,
+        command_line,
+        strict,
+        Options::default().chunk_bytes,
+    )
+}
+
+/// [`import_files`] reading plain files in chunks of `chunk_bytes` (0: as a stream; see
+/// [`Options::chunk_bytes`]).
+pub fn import_files_chunked(
+    paths: &[&Path],
+    out: &Path,
+    command_line: Vec<String>,
+    strict: bool,
+    chunk_bytes: usize,
+) -> Result<ImportSummary, ImportError> {
     // Pass 1: where the clock starts (the earliest start of any record).
     let mut earliest = Earliest::default();
     {
@@ -249,6 +267,7 @@ pub fn import_files(
             Options {
                 strict,
                 keep_params: false,
+                chunk_bytes,
             },
         );
         for p in paths {
@@ -305,6 +324,7 @@ pub fn import_files(
             Options {
                 strict,
                 keep_params: true,
+                chunk_bytes,
             },
         );
         for p in paths {

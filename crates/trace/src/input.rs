@@ -5,7 +5,9 @@ use std::fs::File;
 use std::io::{self, BufReader, Read};
 use std::path::Path;
 
-/// Longest line kept; the rest of a longer line is skipped (and the line flagged as cut).
+/// Longest line kept; the rest of a longer line is skipped (and the line flagged as cut). A line is
+/// cut exactly when it has more than this many bytes before its newline, however it was buffered
+/// (the parallel reader of plain files cuts the same lines).
 pub const MAX_LINE: usize = 1 << 20;
 
 /// Opens a trace file, decompressing it on the fly when it is gzip (`.gz` or not: the content decides).
@@ -20,6 +22,19 @@ pub fn open(path: &Path) -> io::Result<Box<dyn Read + Send>> {
     } else {
         Ok(Box::new(chained))
     }
+}
+
+/// The length of a plain (not gzip) regular file, or `None` when it is compressed or not a regular
+/// file (a pipe, a device): those are read as a stream.
+pub fn plain_len(path: &Path) -> io::Result<Option<u64>> {
+    let mut f = File::open(path)?;
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        return Ok(None);
+    }
+    let mut magic = [0u8; 2];
+    let n = read_full(&mut f, &mut magic)?;
+    Ok((n < 2 || magic != [0x1f, 0x8b]).then_some(meta.len()))
 }
 
 fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
@@ -96,6 +111,10 @@ impl<R: Read> Lines<R> {
                 self.start = nl + 1;
                 self.bytes += (e + 1 - s) as u64;
                 self.line_no += 1;
+                if e - s > MAX_LINE {
+                    self.cut = true;
+                    return Ok(Some(&self.buf[s..s + MAX_LINE]));
+                }
                 return Ok(Some(strip_cr(&self.buf[s..e])));
             } else {
                 scanned = self.end;
@@ -108,9 +127,13 @@ impl<R: Read> Lines<R> {
                     self.start = self.end;
                     self.bytes += (e - s) as u64;
                     self.line_no += 1;
+                    if e - s > MAX_LINE {
+                        self.cut = true;
+                        return Ok(Some(&self.buf[s..s + MAX_LINE]));
+                    }
                     return Ok(Some(strip_cr(&self.buf[s..e])));
                 }
-                if self.end - self.start >= MAX_LINE {
+                if self.end - self.start > MAX_LINE {
                     // Too long: keep MAX_LINE bytes, drop the rest up to the next newline.
                     self.long.clear();
                     self.long

@@ -3,8 +3,10 @@
 //! Layers, each a module: [`input`] (files, gzip, bounded line splitting) → [`mod@line`] (one line
 //! classified into a record, zero-copy) → [`reader`] (the per-session state machine and Method R
 //! accounting, handing accounted calls and waits to a [`reader::Sink`]) → [`profile`] (the
-//! response-time profile) and [`import`] (a run directory). See docs/trace.md.
+//! response-time profile) and [`import`] (a run directory). Plain files are split and classified
+//! in parallel chunks (`chunked`, private) and accounted in file order. See docs/trace.md.
 
+mod chunked;
 pub mod import;
 pub mod input;
 pub mod line;

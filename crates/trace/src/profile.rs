@@ -47,6 +47,9 @@ pub struct ProfileOptions {
     pub top: usize,
     /// Malformed lines are errors.
     pub strict: bool,
+    /// Chunk size for reading plain files in parallel; 0 reads them as a stream
+    /// ([`Options::chunk_bytes`]).
+    pub chunk_bytes: usize,
 }
 
 impl Default for ProfileOptions {
@@ -59,6 +62,7 @@ impl Default for ProfileOptions {
             events: Vec::new(),
             top: 10,
             strict: false,
+            chunk_bytes: Options::default().chunk_bytes,
         }
     }
 }
@@ -241,7 +245,8 @@ struct Collector {
     top: BinaryHeap<Reverse<TopKey>>,
     r: i64,
     unaccounted_in_calls: i64,
-    span: HashMap<u32, (u64, u64)>,
+    /// Per session index: (first start, last end) on the `tim` clock.
+    span: Vec<Option<(u64, u64)>>,
     errors: BTreeMap<String, u64>,
 }
 
@@ -278,7 +283,11 @@ impl Collector {
     fn note_span(&mut self, session: u32, tim: Option<u64>, dur: u64) {
         if let Some(t) = tim {
             let s = t.saturating_sub(dur);
-            let e = self.span.entry(session).or_insert((s, t));
+            let i = session as usize;
+            if self.span.len() <= i {
+                self.span.resize(i + 1, None);
+            }
+            let e = self.span[i].get_or_insert((s, t));
             e.0 = e.0.min(s);
             e.1 = e.1.max(t);
         }
@@ -395,6 +404,7 @@ pub fn profile_files(paths: &[&Path], opts: &ProfileOptions) -> Result<Profile, 
             Options {
                 strict: opts.strict,
                 keep_params: false,
+                chunk_bytes: opts.chunk_bytes,
             },
         );
         for p in paths {
@@ -422,6 +432,7 @@ pub fn profile_bytes(
             Options {
                 strict: opts.strict,
                 keep_params: false,
+                chunk_bytes: opts.chunk_bytes,
             },
         );
         reader.read(name, data)?;
@@ -552,7 +563,12 @@ impl Collector {
                 wall_end: wall.and_then(format_wall),
             })
             .collect();
-        let wall_span: i64 = self.span.values().map(|(s, e)| (e - s) as i64).sum();
+        let wall_span: i64 = self
+            .span
+            .iter()
+            .flatten()
+            .map(|(s, e)| (e - s) as i64)
+            .sum();
         let mut filters = Vec::new();
         if let Some(s) = self.opts.since_us {
             filters.push(format!("since {}", format_wall(s).unwrap_or_default()));

@@ -26,8 +26,9 @@ use std::path::Path;
 use chrono::{DateTime, NaiveDateTime};
 use serde::Serialize;
 
+use crate::chunked::{self, Chunk, Kind};
 use crate::input::{self, Lines};
-use crate::line::{CallKind, Detached, Record};
+use crate::line::{Call, CallKind, Detached, Parsing, Record};
 
 /// Bytes of lines handed from the reading thread to the accounting thread at a time.
 const BATCH_BYTES: usize = 1 << 20;
@@ -193,7 +194,10 @@ pub struct Tables {
     /// Sessions.
     pub sessions: Vec<SessionInfo>,
     name_index: FxMap<Vec<u8>, u32>,
-    stmt_index: FxMap<String, u32>,
+    /// Statements by sqlid, else by hash value, else by text (three separate key spaces).
+    by_sqlid: FxMap<String, u32>,
+    by_hv: FxMap<u64, u32>,
+    by_text: FxMap<String, u32>,
 }
 
 impl Tables {
@@ -207,14 +211,41 @@ impl Tables {
         i
     }
 
-    fn statement(&mut self, key: String, make: impl FnOnce() -> Statement) -> u32 {
-        if let Some(&i) = self.stmt_index.get(&key) {
-            return i;
+    /// The statement a `PARSING IN CURSOR` line names, when it is known already and its identity
+    /// does not depend on its text (it has a sqlid or a hash value).
+    fn known_statement(&self, sqlid: &str, hv: Option<u64>) -> Option<u32> {
+        if !sqlid.is_empty() {
+            self.by_sqlid.get(sqlid).copied()
+        } else {
+            hv.and_then(|hv| self.by_hv.get(&hv).copied())
         }
+    }
+
+    /// The index of a statement (by sqlid, else hash value, else text), added when new.
+    fn statement(&mut self, stmt: Statement) -> u32 {
         let i = self.statements.len() as u32;
-        self.statements.push(make());
-        self.stmt_index.insert(key, i);
-        i
+        let slot = if !stmt.sqlid.is_empty() {
+            self.by_sqlid.entry(stmt.sqlid.clone())
+        } else if let Some(hv) = stmt.hv {
+            match self.by_hv.entry(hv) {
+                std::collections::hash_map::Entry::Occupied(e) => return *e.get(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(i);
+                    self.statements.push(stmt);
+                    return i;
+                }
+            }
+        } else {
+            self.by_text.entry(stmt.text.clone())
+        };
+        match slot {
+            std::collections::hash_map::Entry::Occupied(e) => *e.get(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(i);
+                self.statements.push(stmt);
+                i
+            }
+        }
     }
 }
 
@@ -358,12 +389,27 @@ pub trait Sink {
 }
 
 /// Reader options.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Options {
     /// Stop at the first malformed line with an error.
     pub strict: bool,
     /// Keep wait parameters as text (for import).
     pub keep_params: bool,
+    /// Plain (not compressed) files are read in chunks of this many bytes, classified on all
+    /// cores (see "How it runs in parallel" in docs/trace.md); 0 reads them as a stream on two
+    /// threads, as gzip files always are. The result is the same either way.
+    pub chunk_bytes: usize,
+}
+
+impl Default for Options {
+    /// Lenient, no parameters, 1 MiB chunks.
+    fn default() -> Self {
+        Options {
+            strict: false,
+            keep_params: false,
+            chunk_bytes: chunked::DEFAULT_CHUNK,
+        }
+    }
 }
 
 /// Reading errors: the file cannot be read, or `--strict` met a malformed line.
@@ -398,11 +444,13 @@ struct Session {
 
 enum Mode {
     Normal,
-    /// Inside SQL text after PARSING IN CURSOR (line where it started, cursor, pending statement).
+    /// Inside SQL text after PARSING IN CURSOR (line where it started, cursor, pending statement,
+    /// and the statement when it is known already: then its text is not collected again).
     SqlText {
         start_line: u64,
         cursor: u64,
         stmt: Statement,
+        known: Option<u32>,
     },
     /// After PARSE ERROR: its text lines follow.
     ParseErrorText,
@@ -435,6 +483,8 @@ pub struct Reader<'s, S: Sink> {
     mode: Mode,
     header_done: bool,
     pending_info: SessionInfo,
+    /// The name index of `SQL*Net message from client`, as of when `names` had this many entries.
+    idle: (usize, Option<u32>),
 }
 
 impl<'s, S: Sink> Reader<'s, S> {
@@ -458,21 +508,30 @@ impl<'s, S: Sink> Reader<'s, S> {
             mode: Mode::Normal,
             header_done: false,
             pending_info: SessionInfo::default(),
+            idle: (usize::MAX, None),
         }
     }
 
-    /// Reads a file (plain or gzip).
+    /// Reads a file (plain or gzip): a plain file in parallel chunks (unless
+    /// [`Options::chunk_bytes`] is 0), a gzip file as a stream.
     pub fn read_path(&mut self, path: &Path) -> Result<(), TraceReadError> {
         let shown = path.display().to_string();
-        let input = input::open(path).map_err(|source| TraceReadError::Io {
+        let io_err = |source| TraceReadError::Io {
             path: shown.clone(),
             source,
-        })?;
+        };
+        if self.opts.chunk_bytes > 0 {
+            let len = input::plain_len(path).map_err(io_err)?;
+            if let Some(len) = len {
+                return self.read_chunked(&shown, path, len);
+            }
+        }
+        let input = input::open(path).map_err(io_err)?;
         self.read(&shown, input)
     }
 
-    /// Reads one trace from any reader; `name` is used in warnings.
-    pub fn read(&mut self, name: &str, input: impl Read + Send) -> Result<(), TraceReadError> {
+    /// Starts a file: its [`FileInfo`] and fresh per-file state.
+    fn begin_file(&mut self, name: &str) {
         self.file = self.tables.files.len() as u32;
         self.tables.files.push(FileInfo {
             path: name.to_string(),
@@ -492,6 +551,177 @@ impl<'s, S: Sink> Reader<'s, S> {
         self.mode = Mode::Normal;
         self.header_done = false;
         self.switch_session(String::new());
+    }
+
+    /// Reads a plain file of `len` bytes in chunks classified in parallel, accounting for them in
+    /// file order here.
+    fn read_chunked(&mut self, name: &str, path: &Path, len: u64) -> Result<(), TraceReadError> {
+        self.begin_file(name);
+        let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let lines = chunked::for_each_chunk(
+            path,
+            len,
+            self.opts.chunk_bytes,
+            workers,
+            |c, first| self.account_chunk(c, first),
+            |source| TraceReadError::Io {
+                path: name.to_string(),
+                source,
+            },
+        )?;
+        self.end_file(lines, len)
+    }
+
+    /// Accounts for the records of one chunk whose first line is number `first`.
+    fn account_chunk(&mut self, c: &Chunk, first: u64) -> Result<(), TraceReadError> {
+        // The chunk's names, interned in order of first appearance (as line by line would).
+        let names: Vec<u32> = (0..c.names.len() as u32)
+            .map(|i| self.tables.name(c.name(i)))
+            .collect();
+        for it in &c.items {
+            let no = first + it.line as u64;
+            // WAIT and db call lines take the fast path below unless they end SQL text (which
+            // `process` handles); a BINDS block or PARSE ERROR text simply ends at them.
+            let normal = match self.mode {
+                Mode::Normal => true,
+                Mode::SqlText { .. } => false,
+                Mode::Binds | Mode::ParseErrorText => {
+                    let record = matches!(it.kind, Kind::Wait { .. } | Kind::Call(..));
+                    if record {
+                        self.mode = Mode::Normal;
+                    }
+                    record
+                }
+            };
+            match it.kind {
+                Kind::Wait {
+                    cursor,
+                    ela,
+                    obj,
+                    tim,
+                    name,
+                } if normal && !self.opts.keep_params => {
+                    self.header_done = true;
+                    let obj = (obj != chunked::NO_OBJ).then_some(obj);
+                    let tim = chunked::opt(tim);
+                    let name = names[name as usize];
+                    self.push_wait(name, cursor, ela as u64, obj, tim, String::new(), no);
+                }
+                Kind::Call(kind, f) if normal => {
+                    self.header_done = true;
+                    let call = Call {
+                        cursor: f.cursor,
+                        c: f.c as u64,
+                        e: f.e as u64,
+                        p: f.p as u64,
+                        cr: f.cr as u64,
+                        cu: f.cu as u64,
+                        mis: f.mis as u64,
+                        r: f.r as u64,
+                        dep: f.dep,
+                        plh: None,
+                        tim: chunked::opt(f.tim),
+                        lob: &[],
+                    };
+                    let lob = (kind == CallKind::Lob).then(|| names[f.lob as usize]);
+                    self.push_call(kind, lob, &call, no);
+                }
+                Kind::Others { n } => match &mut self.mode {
+                    Mode::Normal => {
+                        self.tables.files[self.file as usize].skipped_lines += n as u64;
+                        if !self.header_done {
+                            for l in chunked::run_lines(c.bytes(it)) {
+                                self.header_line(l);
+                            }
+                        }
+                    }
+                    Mode::SqlText {
+                        stmt, known: None, ..
+                    } => {
+                        for l in chunked::run_lines(c.bytes(it)) {
+                            if stmt.text.len() >= SQL_EXCERPT {
+                                break;
+                            }
+                            add_sql_text(&mut stmt.text, l);
+                        }
+                    }
+                    Mode::SqlText { .. } | Mode::ParseErrorText | Mode::Binds => {}
+                },
+                Kind::Parsing {
+                    cursor,
+                    dep,
+                    tim,
+                    hv,
+                    sqlid,
+                } => {
+                    let rec = Record::Parsing(Parsing {
+                        cursor,
+                        dep,
+                        oct: 0,
+                        tim: chunked::opt(tim),
+                        hv: chunked::opt(hv),
+                        sqlid: c.short(&sqlid),
+                    });
+                    self.process(c.bytes(it), rec, no)?;
+                }
+                Kind::Stat {
+                    cursor,
+                    id,
+                    pid,
+                    pos,
+                    cnt,
+                    obj,
+                    op,
+                } => {
+                    let rec = Record::Stat {
+                        cursor,
+                        id,
+                        pid,
+                        pos,
+                        cnt,
+                        obj,
+                        op: c.span(op),
+                    };
+                    self.process(c.bytes(it), rec, no)?;
+                }
+                Kind::Timestamp { ts, wall } => {
+                    let rec = Record::Timestamp(c.span(ts));
+                    self.process_with(c.bytes(it), rec, no, Some(wall))?;
+                }
+                Kind::Tagged {
+                    key,
+                    value,
+                    ts,
+                    wall,
+                } => {
+                    let rec = Record::Tagged {
+                        key: c.span(key),
+                        value: c.span(value),
+                        ts: c.span(ts),
+                    };
+                    self.process_with(c.bytes(it), rec, no, Some(wall))?;
+                }
+                Kind::Plain(rec) => self.process(c.bytes(it), rec.record(), no)?,
+                _ => {
+                    // Exactly as the streaming reader reads a line.
+                    let line = c.bytes(it);
+                    let rec = Detached::classify(line).attach(line, self.opts.keep_params);
+                    self.process(line, rec, no)?;
+                }
+            }
+            if it.cut {
+                self.warn(
+                    no,
+                    "line longer than 1 MiB; the rest of it was skipped".into(),
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads one trace from any reader; `name` is used in warnings.
+    pub fn read(&mut self, name: &str, input: impl Read + Send) -> Result<(), TraceReadError> {
+        self.begin_file(name);
         // Two stages on two threads: reading, decompressing, splitting and classifying lines into
         // batches on one (lines are independent), accounting on this one (the state machine is
         // sequential: cursor and session state cross every batch border). Batches are recycled
@@ -552,6 +782,11 @@ impl<'s, S: Sink> Reader<'s, S> {
             }
             Ok(producer.join().expect("the line reader does not panic"))
         })?;
+        self.end_file(lines, bytes)
+    }
+
+    /// Ends a file: its counts, a statement left open, whatever is still pending.
+    fn end_file(&mut self, lines: u64, bytes: u64) -> Result<(), TraceReadError> {
         let f = &mut self.tables.files[self.file as usize];
         f.lines = lines;
         f.bytes = bytes;
@@ -648,37 +883,37 @@ impl<'s, S: Sink> Reader<'s, S> {
     }
 
     fn process(&mut self, line: &[u8], rec: Record<'_>, no: u64) -> Result<(), TraceReadError> {
+        self.process_with(line, rec, no, None)
+    }
+
+    /// [`Self::process`], with the timestamp of a `***` line already parsed (`wall`) when a chunk
+    /// worker did it.
+    fn process_with(
+        &mut self,
+        line: &[u8],
+        rec: Record<'_>,
+        no: u64,
+        wall: Option<Option<i64>>,
+    ) -> Result<(), TraceReadError> {
         match &mut self.mode {
             Mode::Normal => {}
-            Mode::SqlText { stmt, .. } => match rec {
+            Mode::SqlText { stmt, known, .. } => match rec {
                 Record::EndOfStmt => {
-                    let Mode::SqlText { cursor, stmt, .. } =
-                        std::mem::replace(&mut self.mode, Mode::Normal)
+                    let Mode::SqlText {
+                        cursor,
+                        stmt,
+                        known,
+                        ..
+                    } = std::mem::replace(&mut self.mode, Mode::Normal)
                     else {
                         unreachable!("matched above")
                     };
-                    self.define_cursor(cursor, stmt);
+                    self.define_cursor(cursor, stmt, known);
                     return Ok(());
                 }
                 Record::Other | Record::Blank | Record::Separator | Record::Malformed(_) => {
-                    if stmt.text.len() < SQL_EXCERPT {
-                        let text = String::from_utf8_lossy(line);
-                        for word in text.split_whitespace() {
-                            if stmt.text.len() >= SQL_EXCERPT {
-                                break;
-                            }
-                            if !stmt.text.is_empty() {
-                                stmt.text.push(' ');
-                            }
-                            stmt.text.push_str(word);
-                        }
-                        if stmt.text.len() > SQL_EXCERPT {
-                            let mut cut = SQL_EXCERPT;
-                            while !stmt.text.is_char_boundary(cut) {
-                                cut -= 1;
-                            }
-                            stmt.text.truncate(cut);
-                        }
+                    if known.is_none() && stmt.text.len() < SQL_EXCERPT {
+                        add_sql_text(&mut stmt.text, line);
                     }
                     return Ok(());
                 }
@@ -688,11 +923,12 @@ impl<'s, S: Sink> Reader<'s, S> {
                         cursor,
                         stmt,
                         start_line,
+                        known,
                     } = std::mem::replace(&mut self.mode, Mode::Normal)
                     else {
                         unreachable!("matched above")
                     };
-                    self.define_cursor(cursor, stmt);
+                    self.define_cursor(cursor, stmt, known);
                     self.warn(
                         start_line,
                         format!("PARSING IN CURSOR has no END OF STMT (line {no} is a record)"),
@@ -708,40 +944,11 @@ impl<'s, S: Sink> Reader<'s, S> {
             Record::Call(kind, c) => {
                 self.header_done = true;
                 let lob = (kind == CallKind::Lob).then(|| self.tables.name(c.lob));
-                let tim = c.tim.map(|t| self.us(t));
-                let wall_end_us = self.wall(tim);
-                self.cur();
-                let sess = &mut self.sessions[self.cur_i];
-                let stmt = sess.cursors.get(&c.cursor).copied();
-                let call = AccountedCall {
-                    at: Origin {
-                        file: self.file,
-                        line: no,
-                        session: sess.index,
-                    },
-                    kind: Some(kind),
-                    lob,
-                    cursor: c.cursor,
-                    stmt: if kind == CallKind::Lob { None } else { stmt },
-                    dep: c.dep,
-                    c: self.dur(c.c),
-                    e: self.dur(c.e),
-                    p: c.p,
-                    cr: c.cr,
-                    cu: c.cu,
-                    r: c.r,
-                    mis: c.mis,
-                    tim,
-                    wall_end_us,
-                    ..AccountedCall::default()
-                };
-                self.on_call(call);
+                self.push_call(kind, lob, &c, no);
             }
             Record::Wait(w) => {
                 self.header_done = true;
                 let name = self.tables.name(w.name);
-                let tim = w.tim.map(|t| self.us(t));
-                let wall_end_us = self.wall(tim);
                 let params = if self.opts.keep_params {
                     let mut s = String::new();
                     for (k, v) in &w.params[..w.nparams] {
@@ -756,48 +963,29 @@ impl<'s, S: Sink> Reader<'s, S> {
                 } else {
                     String::new()
                 };
-                let ela = self.dur(w.ela);
-                self.cur();
-                let sess = &mut self.sessions[self.cur_i];
-                let stmt = sess.cursors.get(&w.cursor).copied();
-                let pw = PendingWait {
-                    w: AccountedWait {
-                        at: Origin {
-                            file: self.file,
-                            line: no,
-                            session: sess.index,
-                        },
-                        name,
-                        cursor: w.cursor,
-                        stmt,
-                        ela,
-                        obj: w.obj,
-                        tim,
-                        wall_end_us,
-                        in_call: false,
-                        params,
-                    },
-                };
-                sess.waits.push_back(pw);
-                if sess.waits.len() > MAX_PENDING_WAITS {
-                    let old = sess.waits.pop_front().expect("non-empty");
-                    self.sink.wait(&self.tables, &old.w);
-                }
+                self.push_wait(name, w.cursor, w.ela, w.obj, w.tim, params, no);
             }
             Record::Parsing(p) => {
                 self.header_done = true;
                 let tim = p.tim.map(|t| self.us(t));
                 self.wall(tim);
+                let sqlid = String::from_utf8_lossy(p.sqlid);
+                let known = self.tables.known_statement(&sqlid, p.hv);
                 self.mode = Mode::SqlText {
                     start_line: no,
                     cursor: p.cursor,
                     stmt: Statement {
-                        sqlid: String::from_utf8_lossy(p.sqlid).into_owned(),
+                        sqlid: if known.is_some() {
+                            String::new()
+                        } else {
+                            sqlid.into_owned()
+                        },
                         hv: p.hv,
                         dep: p.dep,
                         text: String::new(),
                         plan: Vec::new(),
                     },
+                    known,
                 };
             }
             Record::EndOfStmt => self.warn(no, "END OF STMT without PARSING IN CURSOR".into())?,
@@ -880,14 +1068,14 @@ impl<'s, S: Sink> Reader<'s, S> {
             }
             Record::Binds { .. } => self.mode = Mode::Binds,
             Record::Timestamp(ts) => {
-                if let Some(w) = parse_timestamp(ts) {
+                if let Some(w) = wall.unwrap_or_else(|| parse_timestamp(ts)) {
                     self.anchor_wall_us = Some(w);
                 } else {
                     self.warn(no, "*** line whose timestamp cannot be read".into())?;
                 }
             }
             Record::Tagged { key, value, ts } => {
-                if let Some(w) = parse_timestamp(ts) {
+                if let Some(w) = wall.unwrap_or_else(|| parse_timestamp(ts)) {
                     self.anchor_wall_us = Some(w);
                 }
                 let value = String::from_utf8_lossy(value).into_owned();
@@ -931,6 +1119,82 @@ impl<'s, S: Sink> Reader<'s, S> {
         Ok(())
     }
 
+    /// A db call line (times still in the trace's unit): accounted, or kept pending for its parent.
+    fn push_call(&mut self, kind: CallKind, lob: Option<u32>, c: &Call<'_>, no: u64) {
+        let tim = c.tim.map(|t| self.us(t));
+        let wall_end_us = self.wall(tim);
+        self.cur();
+        let sess = &mut self.sessions[self.cur_i];
+        let stmt = sess.cursors.get(&c.cursor).copied();
+        let call = AccountedCall {
+            at: Origin {
+                file: self.file,
+                line: no,
+                session: sess.index,
+            },
+            kind: Some(kind),
+            lob,
+            cursor: c.cursor,
+            stmt: if kind == CallKind::Lob { None } else { stmt },
+            dep: c.dep,
+            c: self.dur(c.c),
+            e: self.dur(c.e),
+            p: c.p,
+            cr: c.cr,
+            cu: c.cu,
+            r: c.r,
+            mis: c.mis,
+            tim,
+            wall_end_us,
+            ..AccountedCall::default()
+        };
+        self.on_call(call);
+    }
+
+    /// A WAIT line (times still in the trace's unit; `name` interned): pending until a call
+    /// claims it or a depth-0 call shows it was between calls.
+    #[allow(clippy::too_many_arguments)]
+    fn push_wait(
+        &mut self,
+        name: u32,
+        cursor: u64,
+        ela: u64,
+        obj: Option<i64>,
+        tim: Option<u64>,
+        params: String,
+        no: u64,
+    ) {
+        let tim = tim.map(|t| self.us(t));
+        let wall_end_us = self.wall(tim);
+        let ela = self.dur(ela);
+        self.cur();
+        let sess = &mut self.sessions[self.cur_i];
+        let stmt = sess.cursors.get(&cursor).copied();
+        let pw = PendingWait {
+            w: AccountedWait {
+                at: Origin {
+                    file: self.file,
+                    line: no,
+                    session: sess.index,
+                },
+                name,
+                cursor,
+                stmt,
+                ela,
+                obj,
+                tim,
+                wall_end_us,
+                in_call: false,
+                params,
+            },
+        };
+        sess.waits.push_back(pw);
+        if sess.waits.len() > MAX_PENDING_WAITS {
+            let old = sess.waits.pop_front().expect("non-empty");
+            self.sink.wait(&self.tables, &old.w);
+        }
+    }
+
     fn header_line(&mut self, line: &[u8]) {
         let f = &mut self.tables.files[self.file as usize];
         if line.starts_with(b"Oracle") {
@@ -962,15 +1226,13 @@ impl<'s, S: Sink> Reader<'s, S> {
         }
     }
 
-    fn define_cursor(&mut self, cursor: u64, stmt: Statement) {
-        let key = if !stmt.sqlid.is_empty() {
-            format!("id:{}", stmt.sqlid)
-        } else if let Some(hv) = stmt.hv {
-            format!("hv:{hv}")
-        } else {
-            format!("text:{}", stmt.text)
+    /// Binds a cursor to its statement: `known` when [`Tables::known_statement`] found it at the
+    /// PARSING line, else `stmt` (added when new).
+    fn define_cursor(&mut self, cursor: u64, stmt: Statement, known: Option<u32>) {
+        let idx = match known {
+            Some(i) => i,
+            None => self.tables.statement(stmt),
         };
-        let idx = self.tables.statement(key, || stmt);
         self.cur();
         let sess = &mut self.sessions[self.cur_i];
         sess.cursors.insert(cursor, idx);
@@ -980,18 +1242,21 @@ impl<'s, S: Sink> Reader<'s, S> {
         self.cur();
         let sess = &mut self.sessions[self.cur_i];
         // 1. Children: pending calls one level deeper; deeper ones than that are orphans (roots).
-        let mut i = 0;
+        // Pending calls are in non-decreasing depth order (each call takes the deeper ones and is
+        // then appended), so the deeper ones are a suffix: only that is looked at, which keeps a
+        // long run of recursive calls without a parent linear.
+        let mut start = sess.calls.len();
+        while start > 0 && sess.calls[start - 1].dep > call.dep {
+            start -= 1;
+        }
+        debug_assert!(sess.calls.range(..start).all(|c| c.dep <= call.dep));
         let mut children = Vec::new();
-        while i < sess.calls.len() {
-            let d = sess.calls[i].dep;
-            if d == call.dep + 1 {
-                children.push(sess.calls.remove(i).expect("in range"));
-            } else if d > call.dep + 1 {
-                let mut orphan = sess.calls.remove(i).expect("in range");
-                orphan.root = true;
-                self.sink.call(&self.tables, &orphan);
+        for mut pending in sess.calls.drain(start..) {
+            if pending.dep == call.dep + 1 {
+                children.push(pending);
             } else {
-                i += 1;
+                pending.root = true;
+                self.sink.call(&self.tables, &pending);
             }
         }
         for ch in &mut children {
@@ -1001,15 +1266,19 @@ impl<'s, S: Sink> Reader<'s, S> {
             ch.root = false;
         }
         // 2. Waits inside the call: the latest pending ones that fall in its interval.
-        let idle = self
-            .tables
-            .name_index
-            .get(&b"SQL*Net message from client"[..])
-            .copied();
-        let inside = waits_inside(&sess.waits, &call, idle);
+        if self.idle.0 != self.tables.names.len() {
+            // Looked up again only when names were added.
+            self.idle = (
+                self.tables.names.len(),
+                self.tables
+                    .name_index
+                    .get(&b"SQL*Net message from client"[..])
+                    .copied(),
+            );
+        }
+        let inside = waits_inside(&sess.waits, &call, self.idle.1);
         let first_inside = sess.waits.len() - inside;
-        let own: Vec<PendingWait> = sess.waits.drain(first_inside..).collect();
-        for mut w in own {
+        for mut w in sess.waits.drain(first_inside..) {
             w.w.in_call = true;
             call.waits_ela += w.w.ela;
             self.sink.wait(&self.tables, &w.w);
@@ -1048,6 +1317,56 @@ impl<'s, S: Sink> Reader<'s, S> {
     }
 }
 
+/// The common case of the old `***` timestamp, `YYYY-MM-DD` and `HH:MM:SS.f…` (1 to 9 digits),
+/// read without chrono's format parser (these lines are frequent); `None` for anything else, which
+/// the format parser then reads (with the same result where this one gives one).
+fn old_timestamp_plain(date: &str, time: &str) -> Option<i64> {
+    let (d, t) = (date.as_bytes(), time.as_bytes());
+    if d.len() != 10 || d[4] != b'-' || d[7] != b'-' || t.len() < 10 || t.len() > 18 {
+        return None;
+    }
+    if t[2] != b':' || t[5] != b':' || t[8] != b'.' {
+        return None;
+    }
+    let num = |s: &[u8]| -> Option<u32> {
+        s.iter().try_fold(0u32, |v, &b| {
+            b.is_ascii_digit().then(|| v * 10 + (b - b'0') as u32)
+        })
+    };
+    let (y, mo, dd) = (num(&d[..4])?, num(&d[5..7])?, num(&d[8..])?);
+    let (h, mi, sec) = (num(&t[..2])?, num(&t[3..5])?, num(&t[6..8])?);
+    let frac = &t[9..];
+    let nanos = num(frac)? * 10u32.pow(9 - frac.len() as u32);
+    if sec > 59 {
+        return None;
+    }
+    let dt =
+        chrono::NaiveDate::from_ymd_opt(y as i32, mo, dd)?.and_hms_nano_opt(h, mi, sec, nanos)?;
+    Some(dt.and_utc().timestamp_micros())
+}
+
+/// Appends the words of a line of SQL text to a statement's excerpt (whitespace collapsed, at most
+/// [`SQL_EXCERPT`] bytes, cut at a character boundary).
+fn add_sql_text(text: &mut String, line: &[u8]) {
+    let line = String::from_utf8_lossy(line);
+    for word in line.split_whitespace() {
+        if text.len() >= SQL_EXCERPT {
+            break;
+        }
+        if !text.is_empty() {
+            text.push(' ');
+        }
+        text.push_str(word);
+    }
+    if text.len() > SQL_EXCERPT {
+        let mut cut = SQL_EXCERPT;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+    }
+}
+
 /// How many of the latest pending waits happened inside `call`.
 fn waits_inside(waits: &VecDeque<PendingWait>, call: &AccountedCall, idle: Option<u32>) -> usize {
     let budget = call.e.saturating_sub(call.children_e);
@@ -1081,6 +1400,9 @@ pub fn parse_timestamp(ts: &[u8]) -> Option<i64> {
     let mut parts = s.split(' ');
     let date = parts.next()?;
     let time = parts.next()?;
+    if let Some(us) = old_timestamp_plain(date, time) {
+        return Some(us);
+    }
     let naive =
         NaiveDateTime::parse_from_str(&format!("{date} {time}"), "%Y-%m-%d %H:%M:%S%.f").ok()?;
     Some(naive.and_utc().timestamp_micros())
@@ -1130,6 +1452,44 @@ mod tests {
             Some(1_354_317_705_691_000)
         );
         assert_eq!(parse_timestamp(b"yesterday"), None);
+    }
+
+    proptest::proptest! {
+        /// The quick reading of old-style timestamps agrees with chrono's format parser.
+        #[test]
+        fn old_timestamps_read_as_chrono_reads_them(
+            ts in "[0-9]{4}-(0[0-9]|1[0-3])-([0-2][0-9]|3[0-2]) ([01][0-9]|2[0-4]):[0-6][0-9]:[0-6][0-9](\\.[0-9]{0,10})?"
+        ) {
+            let mut parts = ts.split(' ');
+            let (date, time) = (parts.next().unwrap(), parts.next().unwrap());
+            if let Some(us) = old_timestamp_plain(date, time) {
+                let chrono = NaiveDateTime::parse_from_str(&format!("{date} {time}"), "%Y-%m-%d %H:%M:%S%.f")
+                    .map(|n| n.and_utc().timestamp_micros());
+                proptest::prop_assert_eq!(chrono, Ok(us));
+            }
+        }
+    }
+
+    #[test]
+    fn old_timestamps_common_and_odd() {
+        for ts in [
+            "2012-11-30 23:21:45.691",
+            "2000-02-29 00:00:00.000001",
+            "2012-11-30 23:21:45.123456789",
+        ] {
+            let mut parts = ts.split(' ');
+            let (date, time) = (parts.next().unwrap(), parts.next().unwrap());
+            let want = NaiveDateTime::parse_from_str(ts, "%Y-%m-%d %H:%M:%S%.f").unwrap();
+            assert_eq!(
+                old_timestamp_plain(date, time),
+                Some(want.and_utc().timestamp_micros()),
+                "{ts}"
+            );
+        }
+        // Not dates, or not this form: left to chrono.
+        assert_eq!(old_timestamp_plain("2012-02-30", "23:21:45.691"), None);
+        assert_eq!(old_timestamp_plain("2012-11-30", "23:21:45"), None);
+        assert_eq!(old_timestamp_plain("2012-11-30", "23:21:60.5"), None);
     }
 
     #[test]

@@ -208,7 +208,7 @@ proptest! {
             text.push(b'\n');
         }
         let mut sink = NullSink;
-        let mut r = Reader::new(&mut sink, Options { strict, keep_params: true });
+        let mut r = Reader::new(&mut sink, Options { strict, keep_params: true, ..Options::default() });
         let _ = r.read("spliced", &text[..]);
         let p = profile_of(&text);
         prop_assert_eq!(p.rows_total_us, p.r_us);
