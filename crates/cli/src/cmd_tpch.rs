@@ -153,6 +153,7 @@ fn cmd_q1(a: Q1Args) -> Result<u8, Exit> {
         combiner: !a.no_combiner,
         delta_days: a.delta,
         splits_per_mapper: 1,
+        mmap: !a.no_mmap,
     };
     if config.mappers == 0 || config.mappers > 4096 {
         return Err(anyhow::anyhow!("--mappers must be between 1 and 4096").into());

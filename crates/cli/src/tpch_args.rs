@@ -117,6 +117,10 @@ pub struct Q1Args {
     /// Send every row's values to the reducer instead of per-mapper partial sums and counts.
     #[arg(long)]
     pub no_combiner: bool,
+    /// Read .tbl files with read() into buffers instead of parsing them in place through a memory
+    /// map (the fallback for files that cannot be mapped; compare the two with --repeat).
+    #[arg(long)]
+    pub no_mmap: bool,
     /// DELTA of Q1: l_shipdate <= date '1998-12-01' - DELTA days (the official answer uses 90).
     #[arg(long, default_value_t = 90, value_name = "DAYS", value_parser = clap::value_parser!(u32).range(0..=3650))]
     pub delta: u32,

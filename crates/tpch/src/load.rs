@@ -232,32 +232,20 @@ pub fn create_sql(table: &str) -> Option<String> {
     Some(format!("CREATE TABLE {table} ({})", cols.join(", ")))
 }
 
-/// The prepared statement that inserts a JSON array of rows (each an array of field strings).
-pub fn insert_sql(table: &str, dialect: Dialect) -> Option<String> {
+/// SQLite's prepared statement that inserts a JSON array of rows (each an array of field strings);
+/// SQLite converts by column affinity (DECIMAL → REAL or INTEGER; DATE stays text). PostgreSQL
+/// loads with COPY instead (see [`load`]).
+pub fn insert_sql(table: &str) -> Option<String> {
     let (_, cols) = SCHEMA.iter().find(|(t, _)| *t == table)?;
     let names: Vec<&str> = cols.iter().map(|(c, _)| *c).collect();
-    let values: Vec<String> = cols
-        .iter()
-        .enumerate()
-        .map(|(i, (_, ty))| match dialect {
-            // PostgreSQL casts each text field to the column's type.
-            Dialect::Postgres | Dialect::Null => format!("CAST(e ->> {i} AS {ty})"),
-            // SQLite converts by column affinity (DECIMAL → REAL or INTEGER; DATE stays text).
-            Dialect::Sqlite => format!("json_extract(value, '$[{i}]')"),
-        })
+    let values: Vec<String> = (0..cols.len())
+        .map(|i| format!("json_extract(value, '$[{i}]')"))
         .collect();
-    Some(match dialect {
-        Dialect::Postgres | Dialect::Null => format!(
-            "INSERT INTO {table} ({}) SELECT {} FROM json_array_elements(CAST(CAST($1 AS TEXT) AS JSON)) AS e",
-            names.join(", "),
-            values.join(", ")
-        ),
-        Dialect::Sqlite => format!(
-            "INSERT INTO {table} ({}) SELECT {} FROM json_each(?1)",
-            names.join(", "),
-            values.join(", ")
-        ),
-    })
+    Some(format!(
+        "INSERT INTO {table} ({}) SELECT {} FROM json_each(?1)",
+        names.join(", "),
+        values.join(", ")
+    ))
 }
 
 /// Appends `s` as a JSON string.
@@ -334,7 +322,7 @@ pub fn load(
                     let Some(f) = files.get(i) else { return };
                     let loaded = match dialect {
                         Dialect::Postgres => copy_file(sess.as_mut(), f, progress),
-                        _ => load_file(sess.as_mut(), dialect, f, commit_every, progress),
+                        _ => load_file(sess.as_mut(), f, commit_every, progress),
                     };
                     match loaded {
                         Ok(n) => rows.lock().expect("not poisoned")[i] = n,
@@ -442,9 +430,9 @@ fn copy_file(sess: &mut dyn Session, f: &LoadFile, progress: &AtomicU64) -> Resu
     }
 }
 
+/// Loads one file into SQLite with [`insert_sql`], in transactions of `commit_every` rows.
 fn load_file(
     sess: &mut dyn Session,
-    dialect: Dialect,
     f: &LoadFile,
     commit_every: u64,
     progress: &AtomicU64,
@@ -454,7 +442,7 @@ fn load_file(
         .find(|(t, _)| *t == f.table)
         .map(|(_, c)| c.len())
         .expect("known table");
-    let stmt = sess.prepare(&insert_sql(f.table, dialect).expect("known table"))?;
+    let stmt = sess.prepare(&insert_sql(f.table).expect("known table"))?;
     let file = std::fs::File::open(&f.path).map_err(|e| LoadError::Io {
         path: f.path.clone(),
         source: e,
@@ -570,10 +558,9 @@ mod tests {
             c,
             "CREATE TABLE region (r_regionkey INTEGER NOT NULL, r_name CHAR(25) NOT NULL, r_comment VARCHAR(152) NOT NULL)"
         );
-        let pg = insert_sql("region", Dialect::Postgres).unwrap();
-        assert!(pg.contains("CAST(e ->> 2 AS VARCHAR(152))"), "{pg}");
-        let lite = insert_sql("region", Dialect::Sqlite).unwrap();
+        let lite = insert_sql("region").unwrap();
         assert!(lite.contains("json_each(?1)"), "{lite}");
+        assert!(lite.contains("json_extract(value, '$[2]')"), "{lite}");
         assert!(create_sql("nope").is_none());
     }
 

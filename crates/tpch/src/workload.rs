@@ -2,10 +2,9 @@
 //! substituted) and checks its 40 values against the map/combine/reduce answer that `tpch load`
 //! stored beside the data (and, at SF 1, against the official answer).
 //!
-//! The `Session` trait returns rows only as 64-bit integers today, so the official query is wrapped:
-//! `WITH q AS MATERIALIZED (<Q1>) SELECT …` unpivots each result value into one integer (flags as
-//! character codes, sums scaled to their exact decimals, averages × 10¹²). The CTE is materialised,
-//! so the database computes Q1 in full exactly as written.
+//! The query is sent exactly as written and its rows come back as text ([`Session::query_rows`]);
+//! each value is turned into an integer at its column's exact scale (flags as character codes, sums
+//! at 2/2/4/6 decimals, averages × 10¹² rounded half away from zero) and compared.
 
 use std::collections::BTreeMap;
 
@@ -42,40 +41,77 @@ pub fn q1_sql(dialect: Dialect, delta: u32) -> String {
     )
 }
 
-/// Q1 wrapped so its rows come back as integers: 10 values per row, in [`COLUMNS`] order.
-pub fn q1_encoded_sql(dialect: Dialect, delta: u32) -> String {
-    let code = match dialect {
-        Dialect::Sqlite => "unicode",
-        Dialect::Postgres | Dialect::Null => "ascii",
+/// Decimal scale of each of Q1's ten columns in the compared form (flags and count: 0).
+const SCALES: [u32; 10] = [0, 0, 2, 2, 4, 6, 12, 12, 12, 0];
+
+/// A decimal's text (`-123.4567`, as PostgreSQL's NUMERIC or SQLite's REAL print it) as an integer
+/// in units of 10^-`scale`, rounded half away from zero. `None` for anything else (exponents,
+/// `NaN`, empty, more than 36 integer digits).
+pub fn parse_scaled(text: &str, scale: u32) -> Option<i128> {
+    let (neg, t) = match text.strip_prefix('-') {
+        Some(t) => (true, t),
+        None => (false, text),
     };
-    let int = |e: &str| format!("CAST(round({e}) AS BIGINT)");
-    let cols = [
-        format!("{code}(l_returnflag)"),
-        format!("{code}(l_linestatus)"),
-        int("sum_qty * 100"),
-        int("sum_base_price * 100"),
-        int("sum_disc_price * 10000"),
-        int("sum_charge * 1000000"),
-        int("avg_qty * 1000000000000"),
-        int("avg_price * 1000000000000"),
-        int("avg_disc * 1000000000000"),
-        "count_order".to_string(),
-    ];
-    let parts: Vec<String> = cols
-        .iter()
-        .enumerate()
-        .map(|(i, e)| {
-            format!("SELECT l_returnflag AS f, l_linestatus AS s, {i} AS c, CAST({e} AS BIGINT) AS x FROM q")
-        })
-        .collect();
-    format!(
-        "WITH q AS MATERIALIZED ({}) SELECT x FROM ({}) AS t ORDER BY f, s, c",
-        q1_sql(dialect, delta),
-        parts.join(" UNION ALL ")
-    )
+    let (int, frac) = t.split_once('.').unwrap_or((t, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if int.is_empty() || int.len() > 36 || !digits(int) || !digits(frac) {
+        return None;
+    }
+    let mut v: i128 = int.parse().ok()?;
+    let mut f = frac.bytes().map(|b| (b - b'0') as i128);
+    for _ in 0..scale {
+        v = v.checked_mul(10)?.checked_add(f.next().unwrap_or(0))?;
+    }
+    // The first dropped digit decides: ≥ 5 means the dropped part is at least one half.
+    if f.next().is_some_and(|d| d >= 5) {
+        v += 1;
+    }
+    Some(if neg { -v } else { v })
 }
 
-/// A row's ten values as the encoded query returns them (exact: averages rounded to 10⁻¹²).
+/// Q1's result rows as text (as [`Session::query_rows`] returns them) in the compared form: ten
+/// integers per row, in [`COLUMNS`] order. `Err` names the row and column that is not a number.
+pub fn values_from_rows(rows: &[Vec<Option<String>>]) -> Result<Vec<i128>, String> {
+    let mut out = Vec::with_capacity(rows.len() * 10);
+    for (r, row) in rows.iter().enumerate() {
+        if row.len() != 10 {
+            return Err(format!(
+                "row {} has {} columns, Q1 has 10 ({})",
+                r + 1,
+                row.len(),
+                COLUMNS.join(", ")
+            ));
+        }
+        for (c, v) in row.iter().enumerate() {
+            let text = v.as_deref().unwrap_or("NULL");
+            let parsed = match c {
+                0 | 1 => {
+                    let mut chars = text.trim_end().chars();
+                    match (chars.next(), chars.next(), v.is_some()) {
+                        (Some(ch), None, true) => Some(ch as i128),
+                        _ => None,
+                    }
+                }
+                _ => v.as_deref().and_then(|t| parse_scaled(t, SCALES[c])),
+            };
+            out.push(parsed.ok_or_else(|| {
+                format!(
+                    "row {} {}: expected {}, got {text:?}",
+                    r + 1,
+                    COLUMNS[c],
+                    if c < 2 {
+                        "one character"
+                    } else {
+                        "a decimal number"
+                    }
+                )
+            })?);
+        }
+    }
+    Ok(out)
+}
+
+/// A row's ten values in the compared form (exact: averages rounded to 10⁻¹²).
 pub fn reference_values(row: &Q1Row) -> [i128; 10] {
     let a = &row.agg;
     let avg = |sum: i128, scale: i128| {
@@ -119,8 +155,9 @@ pub fn tolerance(dialect: Dialect) -> Tolerance {
     }
 }
 
-/// Compares the database's encoded values with the reference rows; `Err` shows both.
-pub fn check_values(got: &[i64], reference: &[[i128; 10]], tol: Tolerance) -> Result<(), String> {
+/// Compares the database's values (as [`values_from_rows`] makes them) with the reference rows;
+/// `Err` shows both.
+pub fn check_values(got: &[i128], reference: &[[i128; 10]], tol: Tolerance) -> Result<(), String> {
     let render = |vals: &mut dyn Iterator<Item = i128>| -> String {
         let v: Vec<i128> = vals.collect();
         v.chunks(10)
@@ -152,7 +189,7 @@ pub fn check_values(got: &[i64], reference: &[[i128; 10]], tol: Tolerance) -> Re
     } else {
         for (r, exp) in reference.iter().enumerate() {
             for c in 0..10 {
-                let g = got[r * 10 + c] as i128;
+                let g = got[r * 10 + c];
                 let e = exp[c];
                 let allowed = match c {
                     2..=5 => (e.abs() as f64 * tol.sums_rel) as i128,
@@ -171,7 +208,7 @@ pub fn check_values(got: &[i64], reference: &[[i128; 10]], tol: Tolerance) -> Re
     Err(format!(
         "Q1 in SQL differs from the map/combine/reduce answer ({}). database: {}. map/combine/reduce: {}",
         diffs.join(", "),
-        render(&mut got.iter().map(|x| *x as i128)),
+        render(&mut got.iter().copied()),
         render(&mut reference.iter().flatten().copied())
     ))
 }
@@ -268,12 +305,14 @@ impl Workload for TpchQ1Workload {
         }
         let mut s = target.connect()?;
         let reference = self.reference(s.as_mut())?;
-        let got = s.query_i64(&q1_encoded_sql(self.dialect, self.delta))?;
-        check_values(&got, &reference, tolerance(self.dialect)).map_err(|m| TargetError {
-            class: "tpch:mismatch".into(),
-            message: m,
-            connection_lost: false,
-        })?;
+        let rows = s.query_rows(&q1_sql(self.dialect, self.delta), &[])?;
+        values_from_rows(&rows)
+            .and_then(|got| check_values(&got, &reference, tolerance(self.dialect)))
+            .map_err(|m| TargetError {
+                class: "tpch:mismatch".into(),
+                message: m,
+                connection_lost: false,
+            })?;
         let lines = s.query_i64("SELECT CAST(count(*) AS BIGINT) FROM lineitem")?;
         if self.delta == crate::q1::DEFAULT_DELTA
             && lines.first() == Some(&(SF1_LINEITEM_ROWS as i64))
@@ -295,7 +334,7 @@ impl Workload for TpchQ1Workload {
 
     fn session(&self, _session: u32, _seed: u64) -> Box<dyn SessionWork> {
         Box::new(Q1Session {
-            sql: q1_encoded_sql(self.dialect, self.delta),
+            sql: q1_sql(self.dialect, self.delta),
             tol: tolerance(self.dialect),
             workload: self.clone(),
             reference: Vec::new(),
@@ -321,12 +360,14 @@ impl SessionWork for Q1Session {
 
     fn step(&mut self, sess: &mut dyn Session, rec: &mut Recorder) -> Result<(), TargetError> {
         let t0 = rec.now();
-        let result = sess.query_i64(&self.sql);
+        let result = sess.query_rows(&self.sql, &[]);
         let t1 = rec.now();
         match result {
-            Ok(values) => match check_values(&values, &self.reference, self.tol) {
+            Ok(rows) => match values_from_rows(&rows)
+                .and_then(|values| check_values(&values, &self.reference, self.tol))
+            {
                 Ok(()) => {
-                    rec.ok(self.name, t0, t1, (values.len() / 10) as u64);
+                    rec.ok(self.name, t0, t1, rows.len() as u64);
                     Ok(())
                 }
                 Err(m) => {
@@ -351,13 +392,67 @@ mod tests {
     use super::*;
 
     #[test]
-    fn encoded_query_covers_every_column() {
-        let sql = q1_encoded_sql(Dialect::Postgres, 90);
-        assert!(sql.contains("interval '90' day"));
-        assert_eq!(sql.matches("UNION ALL").count(), 9);
-        let lite = q1_encoded_sql(Dialect::Sqlite, 112);
+    fn query_text_per_dialect() {
+        let sql = q1_sql(Dialect::Postgres, 90);
+        assert!(sql.contains("l_shipdate <= date '1998-12-01' - interval '90' day"));
+        let lite = q1_sql(Dialect::Sqlite, 112);
         assert!(lite.contains("date('1998-12-01', '-112 days')"));
-        assert!(lite.contains("unicode(l_returnflag)"));
+    }
+
+    #[test]
+    fn decimals_parse_at_their_scale() {
+        assert_eq!(
+            parse_scaled("55909065222.827692", 6),
+            Some(55909065222827692)
+        );
+        assert_eq!(parse_scaled("37734107.00", 2), Some(3773410700));
+        assert_eq!(parse_scaled("37734107", 2), Some(3773410700));
+        // PostgreSQL's NUMERIC average: 20 decimals, rounded half away from zero to 12.
+        assert_eq!(
+            parse_scaled("25.52200585325733700000", 12),
+            Some(25522005853257)
+        );
+        assert_eq!(
+            parse_scaled("0.04998529583839761400", 12),
+            Some(49985295838)
+        );
+        assert_eq!(parse_scaled("0.0000000000005", 12), Some(1));
+        assert_eq!(parse_scaled("-0.0000000000005", 12), Some(-1));
+        assert_eq!(parse_scaled("0.00000000000049", 12), Some(0));
+        for bad in ["", "-", ".5", "1e5", "NaN", "1.2.3", "12a", " 1"] {
+            assert_eq!(parse_scaled(bad, 2), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn text_rows_become_values_or_a_clear_error() {
+        let row = |v: &[&str]| v.iter().map(|s| Some(s.to_string())).collect::<Vec<_>>();
+        let rows = vec![row(&[
+            "A",
+            "F",
+            "37734107.00",
+            "56586554400.73",
+            "53758257134.8700",
+            "55909065222.827692",
+            "25.5220058532573370",
+            "38273.129734621672",
+            "0.04998529583839761162",
+            "1478493",
+        ])];
+        let v = values_from_rows(&rows).unwrap();
+        assert_eq!(v[0], 'A' as i128);
+        assert_eq!(v[5], 55909065222827692);
+        assert_eq!(v[7], 38273129734621672);
+        assert_eq!(v[9], 1478493);
+        let mut bad = rows.clone();
+        bad[0][4] = None;
+        let e = values_from_rows(&bad).unwrap_err();
+        assert!(
+            e.contains("row 1 sum_disc_price: expected a decimal number, got \"NULL\""),
+            "{e}"
+        );
+        bad[0].pop();
+        assert!(values_from_rows(&bad).unwrap_err().contains("9 columns"));
     }
 
     #[test]
@@ -375,7 +470,7 @@ mod tests {
             },
         };
         let reference = vec![reference_values(&row)];
-        let exact: Vec<i64> = reference[0].iter().map(|v| *v as i64).collect();
+        let exact: Vec<i128> = reference[0].to_vec();
         assert!(check_values(&exact, &reference, tolerance(Dialect::Postgres)).is_ok());
         let mut off = exact.clone();
         off[5] += 1; // sum_charge off by 0.000001

@@ -441,3 +441,63 @@ fn postgres_copy_refuses_a_bad_line_and_loads_nothing_of_that_file() {
         "COPY is all or nothing"
     );
 }
+
+/// `Session::query_rows` (what `run tpch-q1` reads Q1's rows with) on a real SQLite file and the
+/// real PostgreSQL server: text values, NULL as `None`, exact NUMERIC, bound parameters.
+#[test]
+fn query_rows_returns_text_rows_on_sqlite_and_postgres() {
+    use dbscope_lab::target::{open_target, Param};
+    let dir = tempdir();
+    let pg = PgCluster::shared();
+    let db = pg.create_db("rows");
+    let targets = [
+        (
+            format!("sqlite:{}", dir.path().join("rows.db").display()),
+            "?1",
+            "?2",
+            "1.25",
+        ),
+        (pg.uri(&db), "$1", "$2", "1.2500"),
+    ];
+    for (spec, p1, p2, price) in targets {
+        let target = open_target(&spec, &[]).unwrap();
+        let mut s = target.connect().unwrap();
+        s.batch(
+            "CREATE TABLE t (k INTEGER, name VARCHAR(10), price DECIMAL(15,4), note VARCHAR(5))",
+        )
+        .unwrap();
+        s.batch(
+            "INSERT INTO t VALUES (1, 'one', 1.2500, NULL), (2, 'two', 20.5, 'x'), (3, 'three', 300, 'y')",
+        )
+        .unwrap();
+        let rows = s
+            .query_rows(
+                &format!("SELECT k, name, price, note FROM t WHERE k >= {p1} AND name <> {p2} ORDER BY k"),
+                &[Param::Int(1), Param::Text("two".into())],
+            )
+            .unwrap();
+        let text = |v: &Option<String>| v.clone().unwrap_or_else(|| "NULL".into());
+        let got: Vec<String> = rows
+            .iter()
+            .map(|r| r.iter().map(text).collect::<Vec<_>>().join("|"))
+            .collect();
+        let (a, b) = match price {
+            "1.25" => ("1|one|1.25|NULL", "3|three|300|y"),
+            _ => ("1|one|1.2500|NULL", "3|three|300.0000|y"),
+        };
+        assert_eq!(got, [a, b], "{spec}");
+        // NUMERIC sums are exact on PostgreSQL; SQLite's are doubles.
+        let sum = s.query_rows("SELECT sum(price) FROM t", &[]).unwrap();
+        assert!(
+            sum == [[Some("321.75".to_string())]] || sum == [[Some("321.7500".to_string())]],
+            "{spec}: {sum:?}"
+        );
+        let e = s.query_rows("SELECT nope FROM t", &[]).unwrap_err();
+        assert!(e.message.contains("nope"), "{spec}: {e}");
+        // The session still works after the error.
+        assert_eq!(
+            s.query_rows("SELECT 7", &[]).unwrap(),
+            [[Some("7".to_string())]]
+        );
+    }
+}

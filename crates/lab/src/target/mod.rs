@@ -97,6 +97,11 @@ pub trait Session: Send {
     fn execute(&mut self, stmt: StmtId, params: &[Param]) -> TargetResult<u64>;
     /// Runs a query and returns the first column of every row as i64 (setup checks, tests).
     fn query_i64(&mut self, sql: &str) -> TargetResult<Vec<i64>>;
+    /// Runs one statement with `params` bound to its placeholders and returns every row, each
+    /// column as text (`None` for NULL): SQLite's integers and text as stored and its reals in
+    /// Rust's shortest round-trip form; PostgreSQL's own text output (NUMERIC exact to the digit).
+    fn query_rows(&mut self, sql: &str, params: &[Param])
+        -> TargetResult<Vec<Vec<Option<String>>>>;
     /// Starts a transaction.
     fn begin(&mut self) -> TargetResult<()>;
     /// Commits the transaction: the operation whose latency is the redo/WAL sync.

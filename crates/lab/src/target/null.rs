@@ -64,6 +64,14 @@ impl Session for NullSession {
     fn query_i64(&mut self, _sql: &str) -> TargetResult<Vec<i64>> {
         Ok(Vec::new())
     }
+    /// The null target holds no data: every query returns no rows.
+    fn query_rows(
+        &mut self,
+        _sql: &str,
+        _params: &[Param],
+    ) -> TargetResult<Vec<Vec<Option<String>>>> {
+        Ok(Vec::new())
+    }
     #[inline]
     fn begin(&mut self) -> TargetResult<()> {
         Ok(())

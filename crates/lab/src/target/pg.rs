@@ -263,6 +263,23 @@ impl Session for PgSession {
             })
             .collect()
     }
+    fn query_rows(
+        &mut self,
+        sql: &str,
+        params: &[Param],
+    ) -> TargetResult<Vec<Vec<Option<String>>>> {
+        let texts: Vec<std::borrow::Cow<'_, str>> = params
+            .iter()
+            .map(|p| match p {
+                Param::Int(i) => std::borrow::Cow::Owned(i.to_string()),
+                Param::Text(s) => std::borrow::Cow::Borrowed(s.as_str()),
+            })
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(|c| c.as_ref()).collect();
+        self.conn
+            .query(sql, &refs)
+            .map_err(|e| classify(e, &self.conn))
+    }
     fn begin(&mut self) -> TargetResult<()> {
         self.batch("BEGIN")
     }

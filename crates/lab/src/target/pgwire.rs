@@ -223,6 +223,26 @@ impl WireConn {
     pub fn simple_query(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, WireError> {
         frontend::query(sql, &mut self.wbuf)?;
         self.send()?;
+        self.collect_rows()
+    }
+
+    /// Runs one statement with the extended protocol (unnamed statement and portal, parameters
+    /// and results in text format) and returns every row's columns as text.
+    pub fn query(
+        &mut self,
+        sql: &str,
+        params: &[&str],
+    ) -> Result<Vec<Vec<Option<String>>>, WireError> {
+        frontend::parse("", sql, std::iter::empty(), &mut self.wbuf)?;
+        self.bind_text("", params)?;
+        frontend::execute("", 0, &mut self.wbuf)?;
+        frontend::sync(&mut self.wbuf);
+        self.send()?;
+        self.collect_rows()
+    }
+
+    /// Reads until ReadyForQuery, keeping every DataRow's columns as text.
+    fn collect_rows(&mut self) -> Result<Vec<Vec<Option<String>>>, WireError> {
         let mut rows = Vec::new();
         self.until_ready(|msg| {
             if let Message::DataRow(row) = msg {
@@ -239,19 +259,11 @@ impl WireConn {
         Ok(rows)
     }
 
-    /// Prepares `sql` as the named statement `name`.
-    pub fn prepare(&mut self, name: &str, sql: &str) -> Result<(), WireError> {
-        frontend::parse(name, sql, std::iter::empty(), &mut self.wbuf)?;
-        frontend::sync(&mut self.wbuf);
-        self.send()?;
-        self.until_ready(|_| Ok(()))
-    }
-
-    /// Executes a prepared statement with text parameters; returns the rows affected or returned.
-    pub fn execute(&mut self, name: &str, params: &[&str]) -> Result<u64, WireError> {
+    /// Queues a Bind of statement `stmt` to the unnamed portal: text parameters, text results.
+    fn bind_text(&mut self, stmt: &str, params: &[&str]) -> Result<(), WireError> {
         frontend::bind(
             "",
-            name,
+            stmt,
             std::iter::once(0i16), // all parameters in text format
             params.iter(),
             |p, buf| {
@@ -266,7 +278,20 @@ impl WireConn {
                 WireError::Protocol(format!("cannot encode a parameter: {e}"))
             }
             frontend::BindError::Serialization(e) => WireError::Io(e),
-        })?;
+        })
+    }
+
+    /// Prepares `sql` as the named statement `name`.
+    pub fn prepare(&mut self, name: &str, sql: &str) -> Result<(), WireError> {
+        frontend::parse(name, sql, std::iter::empty(), &mut self.wbuf)?;
+        frontend::sync(&mut self.wbuf);
+        self.send()?;
+        self.until_ready(|_| Ok(()))
+    }
+
+    /// Executes a prepared statement with text parameters; returns the rows affected or returned.
+    pub fn execute(&mut self, name: &str, params: &[&str]) -> Result<u64, WireError> {
+        self.bind_text(name, params)?;
         frontend::execute("", 0, &mut self.wbuf)?;
         frontend::sync(&mut self.wbuf);
         self.send()?;

@@ -207,6 +207,35 @@ impl Session for SqliteSession {
             .map_err(classify)?;
         Ok(v)
     }
+    fn query_rows(
+        &mut self,
+        sql: &str,
+        params: &[Param],
+    ) -> TargetResult<Vec<Vec<Option<String>>>> {
+        use rusqlite::types::ValueRef;
+        let mut st = self.conn.prepare(sql).map_err(classify)?;
+        let ncols = st.column_count();
+        let mut rows = st
+            .query(rusqlite::params_from_iter(params.iter()))
+            .map_err(classify)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(classify)? {
+            let mut cols = Vec::with_capacity(ncols);
+            for i in 0..ncols {
+                cols.push(match row.get_ref(i).map_err(classify)? {
+                    ValueRef::Null => None,
+                    ValueRef::Integer(v) => Some(v.to_string()),
+                    // Shortest text that reads back as the same double.
+                    ValueRef::Real(v) => Some(v.to_string()),
+                    ValueRef::Text(t) | ValueRef::Blob(t) => {
+                        Some(String::from_utf8_lossy(t).into_owned())
+                    }
+                });
+            }
+            out.push(cols);
+        }
+        Ok(out)
+    }
     fn begin(&mut self) -> TargetResult<()> {
         // IMMEDIATE takes the write lock up front, so two sessions never deadlock upgrading locks.
         self.conn.execute_batch("BEGIN IMMEDIATE").map_err(classify)
