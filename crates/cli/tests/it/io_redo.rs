@@ -120,22 +120,42 @@ fn group_commit_factor_rises_with_sessions() {
     let (code, v) = verify_json(dir.path(), &[&log]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["last_durable_commit"], 150 * 8);
+    // The last run (no group commit: committers write directly, no log-writer thread) left
+    // every session's commits in order, and recorded one write per commit.
+    for session in 0..8 {
+        assert_eq!(
+            v["logs"][0]["session_last"][session.to_string()],
+            150,
+            "{v}"
+        );
+    }
+    let r = report_json(dir.path(), &join(dir.path(), "s8off"));
+    assert_eq!(event(&r, "log file parallel write")["count"], 1200, "{r}");
+    assert_eq!(event(&r, "log file sync")["count"], 1200, "{r}");
 }
 
 #[test]
 fn every_acknowledged_commit_survives_sigkill() {
     let disk = disk_tempdir();
     let shm = shm_tempdir();
-    for (name, dests) in [
-        ("one", vec![join(disk.path(), "one.log")]),
+    for (name, dests, extra) in [
+        ("one", vec![join(disk.path(), "one.log")], None),
+        // Without group commit the committers write the log themselves.
+        (
+            "direct",
+            vec![join(disk.path(), "direct.log")],
+            Some("--no-group-commit"),
+        ),
         (
             "two",
             vec![join(disk.path(), "two.log"), join(shm.path(), "two.log")],
+            None,
         ),
     ] {
         let run_dir = join(disk.path(), name);
         let mut args = vec!["io", "redo", "--sessions", "4", "--duration", "60s"];
         args.extend(["--log-size", "2MiB", "--out", name, "-q"]);
+        args.extend(extra);
         for d in &dests {
             args.extend(["--dest", s(d)]);
         }
@@ -458,6 +478,24 @@ fn bad_input_is_refused_clearly() {
         2,
         &["notes.txt", "not a dbscope redo log"],
     );
+    // A mistyped --dest must not overwrite someone's file.
+    fails(
+        d,
+        &[
+            "io",
+            "redo",
+            "--dest",
+            s(&notes),
+            "--ops",
+            "1",
+            "-o",
+            "notes",
+        ],
+        2,
+        &["notes.txt", "not a dbscope redo log", "remove the file"],
+    );
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "not a log\n");
+    assert!(!join(d, "notes").exists());
     fails(
         d,
         &["io", "redo", "verify", s(&join(d, "missing.log"))],
@@ -510,6 +548,275 @@ fn a_full_device_stops_cleanly_and_keeps_the_run() {
     );
     let text = ok(dir.path(), &["report", "full"]);
     assert!(text.starts_with("FAILED:"), "{text}");
+}
+
+/// A small tmpfs mounted on a temp dir for one test (needs root), unmounted when dropped: a real
+/// file system that fills up.
+struct SmallFs(tempfile::TempDir);
+
+impl SmallFs {
+    /// Mounts a tmpfs of `size` (e.g. `2m`), or says why it cannot.
+    fn mount(size: &str) -> Result<SmallFs, String> {
+        let dir = disk_tempdir();
+        let out = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .output()
+            .map_err(|e| format!("cannot run mount: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "mount -t tmpfs failed (not root?): {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(SmallFs(dir))
+    }
+
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+
+    /// Writes a file until the file system is full.
+    fn fill(&self) {
+        use std::io::Write;
+        let mut f = std::fs::File::create(join(self.path(), "filler")).unwrap();
+        let chunk = vec![1u8; 64 << 10];
+        while f.write_all(&chunk).is_ok() {}
+        // The last pages may be in a partial chunk: fill them byte-wise.
+        while f.write_all(&[1u8; 512]).is_ok() {}
+    }
+}
+
+impl Drop for SmallFs {
+    fn drop(&mut self) {
+        let ok = std::process::Command::new("umount")
+            .arg(self.0.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            let _ = std::process::Command::new("umount")
+                .arg("-l")
+                .arg(self.0.path())
+                .status();
+        }
+    }
+}
+
+/// Waits for a child to exit (at most `secs`), returning its status and stderr.
+fn wait_exit(mut child: std::process::Child, secs: u64) -> (i32, String) {
+    use std::io::Read;
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(secs) {
+            let _ = child.kill();
+            panic!("dbscope did not stop within {secs} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        e.read_to_string(&mut err).unwrap();
+    }
+    (status.code().unwrap_or(-1), err)
+}
+
+/// Checks a run stopped by a full file system: failed with `needles` in its detail, readable by
+/// `report` without a torn block, the counters final, the space reserve gone.
+fn assert_kept_as_failed(dir: &Path, run_dir: &Path, needles: &[&str]) -> Value {
+    let m = manifest(run_dir);
+    assert_eq!(m["outcome"], "failed", "{m}");
+    let detail = m["outcome_detail"].as_str().unwrap();
+    for n in needles {
+        assert!(detail.contains(n), "{n:?} in {detail:?}");
+    }
+    let text = ok(dir, &["report", s(run_dir)]);
+    assert!(text.starts_with("FAILED:"), "{text}");
+    assert!(!text.contains("torn block"), "{text}");
+    assert_eq!(counters(run_dir)["final_counts"], true);
+    assert!(!join(run_dir, "space.reserve").exists());
+    report_json(dir, run_dir)
+}
+
+#[test]
+fn a_full_run_directory_stops_cleanly_and_keeps_the_run() {
+    let fs = match SmallFs::mount("2m") {
+        Ok(fs) => fs,
+        Err(why) => {
+            eprintln!("note: skipped, {why}");
+            return;
+        }
+    };
+    let disk = disk_tempdir();
+    let shm = shm_tempdir();
+    let log = join(shm.path(), "redo.log");
+    // The log is elsewhere; the run directory is on the 2 MiB file system, which the events
+    // (40 bytes each, hundreds of thousands a second on tmpfs) fill within the run.
+    let run_dir = join(fs.path(), "run");
+    let out = run(
+        disk.path(),
+        &[
+            "io",
+            "redo",
+            "--dest",
+            s(&log),
+            "--sessions",
+            "2",
+            "--no-group-commit",
+            "--duration",
+            "60s",
+            "--log-size",
+            "1MiB",
+            "--out",
+            s(&run_dir),
+            "-q",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        stderr.contains("run directory is full") && stderr.contains("events.dsev"),
+        "{stderr}"
+    );
+    let r = assert_kept_as_failed(
+        disk.path(),
+        &run_dir,
+        &["No space left", "run directory is full"],
+    );
+    let m = manifest(&run_dir);
+    let kept = m["events_written"].as_u64().unwrap();
+    assert!(kept > 10_000, "events before the disk filled are kept: {m}");
+    assert_eq!(
+        r["read"]["events"], kept,
+        "the report reads every event kept: {r}"
+    );
+    assert_eq!(r["read"]["ignored_bytes"], 0, "{r}");
+    // Every commit the run recorded as acknowledged is in the log.
+    let acks = acknowledged_per_session(disk.path(), &run_dir);
+    let (code, v) = verify_json(disk.path(), &[&log]);
+    assert_eq!(code, 0, "{v}");
+    for (session, n) in &acks {
+        let in_log = v["logs"][0]["session_last"][session.to_string()]
+            .as_u64()
+            .unwrap_or(0);
+        assert!(
+            in_log >= *n,
+            "session {session}: {n} acknowledged, {in_log} in the log"
+        );
+    }
+}
+
+#[test]
+fn a_log_larger_than_its_file_system_is_refused_before_the_clock_starts() {
+    let fs = match SmallFs::mount("2m") {
+        Ok(fs) => fs,
+        Err(why) => {
+            eprintln!("note: skipped, {why}");
+            return;
+        }
+    };
+    // Log and run directory on the same full file system: the half-written log is given back,
+    // so the run can still record why it failed.
+    let log = join(fs.path(), "redo.log");
+    let run_dir = join(fs.path(), "run");
+    let out = run(
+        fs.path(),
+        &[
+            "io",
+            "redo",
+            "--dest",
+            s(&log),
+            "--ops",
+            "10",
+            "--log-size",
+            "4MiB",
+            "--out",
+            s(&run_dir),
+            "-q",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("cannot preallocate the log"), "{stderr}");
+    assert_kept_as_failed(
+        fs.path(),
+        &run_dir,
+        &[s(&log), "No space left", "file system is full"],
+    );
+    assert_eq!(
+        std::fs::metadata(&log).unwrap().len(),
+        0,
+        "space given back"
+    );
+    assert_eq!(counters(&run_dir)["commits"], 0);
+}
+
+#[test]
+fn a_log_out_of_space_mid_run_stops_cleanly() {
+    let fs = match SmallFs::mount("4m") {
+        Ok(fs) => fs,
+        Err(why) => {
+            eprintln!("note: skipped, {why}");
+            return;
+        }
+    };
+    let disk = disk_tempdir();
+    let log = join(fs.path(), "redo.log");
+    let run_dir = join(disk.path(), "run");
+    let child = start_and_wait(
+        disk.path(),
+        &[
+            "io",
+            "redo",
+            "--dest",
+            s(&log),
+            "--sessions",
+            "2",
+            "--rate",
+            "200",
+            "--duration",
+            "120s",
+            "--log-size",
+            "1MiB",
+            "--out",
+            "run",
+            "-q",
+        ],
+        &run_dir,
+    );
+    // The log was preallocated with written zeros, so overwriting it needs no new space on
+    // ext4, xfs or tmpfs. A copy-on-write file system (btrfs) or a thin device does need space
+    // for every write; make it so here: give the log's blocks back (a hole after the header)
+    // and let another file take all the space.
+    let st = std::process::Command::new("fallocate")
+        .args(["--punch-hole", "--offset", "4096", "--length", "1048576"])
+        .arg(&log)
+        .status();
+    if !st.is_ok_and(|s| s.success()) {
+        let mut child = child;
+        sigkill(&mut child);
+        eprintln!("note: skipped, fallocate --punch-hole is not available");
+        return;
+    }
+    fs.fill();
+    let (code, stderr) = wait_exit(child, 60);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        stderr.contains(s(&log)) && stderr.contains("No space left"),
+        "{stderr}"
+    );
+    let r = assert_kept_as_failed(
+        disk.path(),
+        &run_dir,
+        &[s(&log), "redo write failed", "file system is full"],
+    );
+    let w = event(&r, "log file parallel write");
+    assert!(w["errors"].as_u64().unwrap() >= 1, "{w}");
+    assert!(event(&r, "log file sync")["count"].as_u64().unwrap() > 0);
 }
 
 #[test]

@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use dbscope_core::run::EVENTS_FILE;
 use dbscope_core::{
-    Event, EventWriter, Manifest, NameTable, Outcome, RunDir, RunnerInfo, TargetInfo, WorkloadInfo,
+    Event, EventWriter, Manifest, NameId, NameTable, Outcome, RunDir, RunnerInfo, TargetInfo,
+    WorkloadInfo,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -25,8 +26,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::block::{
-    blocks_for, pack_blocks, AlignedBuf, LogLayout, Record, WriteHeader, BLOCK_SIZES, FLAG_SWITCH,
-    RECORD_HEADER,
+    blocks_for, pack_blocks, pack_record, AlignedBuf, LogLayout, Record, WriteHeader, BLOCK_SIZES,
+    FLAG_SWITCH, RECORD_HEADER,
 };
 use super::inject::{Injection, Injector};
 use super::sector::{self, SectorSizes, Verdict};
@@ -350,6 +351,8 @@ struct Queue {
     durable: u64,
     committers_left: u32,
     failed: bool,
+    /// The log writer is waiting on `lgwr_cv` (else it is busy and will look at the queue).
+    lgwr_waiting: bool,
 }
 
 struct Counters {
@@ -436,6 +439,68 @@ impl DestFile {
     }
 }
 
+/// A file of [`RESERVE_BYTES`] kept in the run directory while the run goes, and deleted before
+/// the end is recorded: if the events fill the file system, its space lets the counters and the
+/// manifest still be written, so the run is kept with its outcome.
+const RESERVE_FILE: &str = "space.reserve";
+/// Enough for the final manifest and counters (each rewritten through a temporary file).
+const RESERVE_BYTES: usize = 256 << 10;
+
+/// Writes the reserve file (real blocks, not a sparse file) and makes sure it is allocated.
+fn reserve_space(path: &Path) -> std::io::Result<()> {
+    let result = std::fs::write(path, vec![0xA5u8; RESERVE_BYTES])
+        .and_then(|()| File::open(path)?.sync_all());
+    if result.is_err() {
+        let _ = std::fs::remove_file(path);
+    }
+    result
+}
+
+/// `"; WHY"` when `e` is ENOSPC, else nothing.
+fn enospc_hint(e: &std::io::Error, why: &str) -> String {
+    if e.raw_os_error() == Some(libc::ENOSPC) {
+        format!("; {why}")
+    } else {
+        String::new()
+    }
+}
+
+/// The message when appending events fails, with what it means for the run.
+fn events_message(e: &dbscope_core::Error) -> String {
+    let full = matches!(e, dbscope_core::Error::Io { source, .. }
+        if source.raw_os_error() == Some(libc::ENOSPC));
+    if full {
+        format!(
+            "cannot write events: {e}; the file system holding the run directory is full (the \
+             events recorded until then are kept)"
+        )
+    } else {
+        format!("cannot write events: {e}")
+    }
+}
+
+/// Cuts an event file after its last complete block (what a failed append left). Returns the
+/// bytes cut.
+fn trim_torn_tail(path: &Path) -> Result<u64, dbscope_core::Error> {
+    let mut reader = dbscope_core::run::EventReader::open(path)?;
+    let mut block = Vec::new();
+    while reader.next_block(&mut block)? {}
+    let ignored = reader.tail().ignored_bytes;
+    if ignored > 0 {
+        let f = OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| dbscope_core::Error::io(path, e))?;
+        let len = f
+            .metadata()
+            .map_err(|e| dbscope_core::Error::io(path, e))?
+            .len();
+        f.set_len(len.saturating_sub(ignored))
+            .map_err(|e| dbscope_core::Error::io(path, e))?;
+    }
+    Ok(ignored)
+}
+
 /// Memory alignment of write buffers (enough for O_DIRECT on any sector size we accept).
 const BUF_ALIGN: usize = 4096;
 
@@ -513,8 +578,35 @@ fn check_path(d: &Destination) -> Result<bool, RedoError> {
                 d.path.display()
             )));
         }
+        refuse_foreign_file(&d.path)?;
     }
     Ok(is_device)
+}
+
+/// The log is overwritten from byte 0: refuse an existing non-empty file that is not a dbscope
+/// redo log, so a mistyped `--dest` cannot destroy someone's data. An empty file (or one cut
+/// back to nothing after a failed preallocation) and an earlier log are reused.
+fn refuse_foreign_file(path: &Path) -> Result<(), RedoError> {
+    use std::io::Read;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(()); // does not exist yet
+    };
+    if !meta.file_type().is_file() || meta.len() == 0 {
+        return Ok(());
+    }
+    let mut head = [0u8; 8];
+    let n = File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    if &head[..n] == super::block::FILE_MAGIC {
+        return Ok(());
+    }
+    Err(RedoError::Config(format!(
+        "--dest {}: the file exists ({} bytes) and is not a dbscope redo log; io redo overwrites \
+         its log from byte 0, so give a new path or remove the file first",
+        path.display(),
+        meta.len()
+    )))
 }
 
 /// Writes the log header at offset 0 to prove the destination takes writes before anything is
@@ -664,12 +756,17 @@ pub fn run_redo(
     });
     let mut rundir = RunDir::create(out, manifest)?;
     let counters = Counters::new(ndest);
+    let reserve = out.join(RESERVE_FILE);
+    let reserved = reserve_space(&reserve);
 
+    // Ends the run: frees the reserve first, so the counters and the manifest can be written even
+    // when the run directory's file system filled up during the run.
     let finish = |rundir: &mut RunDir,
                   outcome: Outcome,
                   detail: Option<String>,
                   events: u64|
      -> Result<RedoCounters, RedoError> {
+        let _ = std::fs::remove_file(&reserve);
         let snap = counters.snapshot(cfg, true);
         write_counters(out, &snap)?;
         rundir.manifest.ended_utc = Some(Utc::now());
@@ -680,20 +777,42 @@ pub fn run_redo(
         Ok(snap)
     };
 
+    // Out of space before the clock starts: the run is kept, failed, with the reason.
+    let mut early_failure = reserved.err().map(|e| {
+        format!(
+            "{}: no room for the run's events: {e}{}",
+            out.display(),
+            enospc_hint(&e, "the file system holding the run directory is full")
+        )
+    });
     for f in &files {
-        if let Err(e) = preallocate(f, &layout) {
-            let detail = io_message(&f.path, "cannot preallocate the log", &e);
-            EventWriter::create(&out.join(EVENTS_FILE), NameTable::new())?;
-            let snap = finish(&mut rundir, Outcome::Failed, Some(detail.clone()), 0)?;
-            return Ok(RedoResult {
-                dir: out.to_path_buf(),
-                outcome: Outcome::Failed,
-                detail: Some(detail),
-                counters: snap,
-                warnings,
-                events: 0,
-            });
+        if early_failure.is_some() {
+            break;
         }
+        if let Err(e) = preallocate(f, &layout) {
+            // Give the space back: a half-written log is of no use, and the run directory may be
+            // on the same file system.
+            if std::fs::metadata(&f.path).is_ok_and(|m| m.file_type().is_file()) {
+                let _ = f.file.set_len(0);
+            }
+            early_failure = Some(io_message(
+                &f.path,
+                &format!("cannot preallocate the log ({} bytes)", layout.file_bytes()),
+                &e,
+            ));
+        }
+    }
+    if let Some(detail) = early_failure {
+        EventWriter::create(&out.join(EVENTS_FILE), NameTable::new())?;
+        let snap = finish(&mut rundir, Outcome::Failed, Some(detail.clone()), 0)?;
+        return Ok(RedoResult {
+            dir: out.to_path_buf(),
+            outcome: Outcome::Failed,
+            detail: Some(detail),
+            counters: snap,
+            warnings,
+            events: 0,
+        });
     }
 
     let names = NameTable::new();
@@ -712,6 +831,7 @@ pub fn run_redo(
         durable: 0,
         committers_left: cfg.sessions,
         failed: false,
+        lgwr_waiting: false,
     });
     let lgwr_cv = Condvar::new();
     let ack_cv = Condvar::new();
@@ -729,34 +849,58 @@ pub fn run_redo(
     let deadline_ns = cfg.duration.map(|d| d.as_nanos() as u64);
     let mut write_error: Option<String> = None;
 
+    // Without group commit on one destination the committers write directly (see [`Direct`]).
+    let direct_race = Mutex::new(Race {
+        done: vec![0; ndest],
+        ..Race::default()
+    });
+    let direct_race_cv = Condvar::new();
+
+    let lg_rec = Recorder::new(cfg.sessions, clock.clone(), 0, names.clone(), tx.clone());
+    let mut dest_recs: Vec<Recorder> = (0..ndest)
+        .map(|d| {
+            Recorder::new(
+                dest_session(cfg.sessions, d),
+                clock.clone(),
+                0,
+                names.clone(),
+                tx.clone(),
+            )
+        })
+        .collect();
+    let sh = &shared;
+    let files = &files;
+    let mut lgwr = None;
+    let direct = if !cfg.group_commit && ndest == 1 {
+        let rec = dest_recs.pop().expect("one destination");
+        let w = DestWriter::new(0, &files[0], rec, sh, &direct_race, &direct_race_cv);
+        Some(Mutex::new(Some(Direct::new(
+            sh,
+            w,
+            lg_rec,
+            cfg.record_bytes.1,
+        ))))
+    } else {
+        lgwr = Some((lg_rec, dest_recs));
+        None
+    };
+
     std::thread::scope(|scope| {
+        let direct = direct.as_ref();
         for i in 0..cfg.sessions {
             let rec = Recorder::new(i, clock.clone(), 0, names.clone(), tx.clone());
-            let sh = &shared;
             std::thread::Builder::new()
                 .name(format!("committer-{i}"))
-                .spawn_scoped(scope, move || committer(sh, i, rec, deadline_ns))
+                .spawn_scoped(scope, move || committer(sh, i, rec, deadline_ns, direct))
                 .expect("spawning a committer thread");
         }
-        let lg_rec = Recorder::new(cfg.sessions, clock.clone(), 0, names.clone(), tx.clone());
-        let dest_recs: Vec<Recorder> = (0..ndest)
-            .map(|d| {
-                Recorder::new(
-                    cfg.sessions + 1 + d as u32,
-                    clock.clone(),
-                    0,
-                    names.clone(),
-                    tx.clone(),
-                )
-            })
-            .collect();
         drop(tx);
-        let sh = &shared;
-        let files = &files;
-        std::thread::Builder::new()
-            .name("lgwr".into())
-            .spawn_scoped(scope, move || log_writer(sh, files, lg_rec, dest_recs))
-            .expect("spawning the log writer");
+        if let Some((lg_rec, dest_recs)) = lgwr {
+            std::thread::Builder::new()
+                .name("lgwr".into())
+                .spawn_scoped(scope, move || log_writer(sh, files, lg_rec, dest_recs))
+                .expect("spawning the log writer");
+        }
 
         // This thread writes event blocks, the counters file and progress until all have finished.
         let mut last_tick = Instant::now();
@@ -765,8 +909,9 @@ pub fn run_redo(
                 Ok(batch) => {
                     if write_error.is_none() {
                         if let Err(e) = writer.write_block(&batch) {
-                            write_error = Some(format!("cannot write events: {e}"));
-                            shared.fail(format!("cannot write events: {e}"));
+                            let msg = events_message(&e);
+                            write_error = Some(msg.clone());
+                            shared.fail(msg);
                         }
                     }
                 }
@@ -797,6 +942,9 @@ pub fn run_redo(
         if let Err(e) = writer.sync() {
             write_error = Some(format!("cannot flush events: {e}"));
         }
+    } else {
+        // A failed append may have left part of a block: cut it, so the run reads cleanly.
+        let _ = trim_torn_tail(&out.join(EVENTS_FILE));
     }
     let failure = shared
         .failure
@@ -910,7 +1058,13 @@ impl Shared<'_> {
     }
 }
 
-fn committer(sh: &Shared<'_>, session: u32, mut rec: Recorder, deadline_ns: Option<u64>) {
+fn committer(
+    sh: &Shared<'_>,
+    session: u32,
+    mut rec: Recorder,
+    deadline_ns: Option<u64>,
+    direct: Option<&Mutex<Option<Direct<'_>>>>,
+) {
     let ev = rec.name(EV_SYNC);
     let cfg = sh.cfg;
     let mut rng = ChaCha8Rng::seed_from_u64(session_seed(cfg.seed, session));
@@ -935,38 +1089,149 @@ fn committer(sh: &Shared<'_>, session: u32, mut rec: Recorder, deadline_ns: Opti
         }
         n += 1;
         let bytes = rng.random_range(cfg.record_bytes.0..=cfg.record_bytes.1);
+        let session_commit = n.min(u32::MAX as u64) as u32;
         let t0 = rec.now();
-        let mut q = sh.lock();
-        if q.failed {
-            break;
-        }
-        let commit = q.next_commit;
-        q.next_commit += 1;
-        q.pending.push_back(Record {
-            commit,
-            session,
-            session_commit: n.min(u32::MAX as u64) as u32,
-            bytes,
-        });
-        sh.lgwr_cv.notify_one();
-        while q.durable < commit && !q.failed {
-            q = sh.ack_cv.wait(q).unwrap_or_else(|e| e.into_inner());
-        }
-        let acked = q.durable >= commit;
-        drop(q);
+        let acked = match direct {
+            Some(d) => {
+                let mut d = d.lock().unwrap_or_else(|e| e.into_inner());
+                match d.as_mut() {
+                    Some(d) if !d.failed => Some(d.commit(session, session_commit, bytes)),
+                    _ => None,
+                }
+            }
+            None => queue_and_wait(sh, session, session_commit, bytes),
+        };
         let t1 = rec.now();
-        if acked {
-            rec.push(ev, t0, t1, intended, 0, 1);
-        } else {
-            rec.error(ev, t0, t1, "io");
-            break;
+        match acked {
+            Some(true) => rec.push(ev, t0, t1, intended, 0, 1),
+            Some(false) => {
+                rec.error(ev, t0, t1, "io");
+                break;
+            }
+            // The run failed before this commit was queued: nothing to record.
+            None => break,
         }
     }
     rec.flush();
     let mut q = sh.lock();
     q.committers_left -= 1;
+    let last = q.committers_left == 0;
     drop(q);
     sh.lgwr_cv.notify_all();
+    if let (true, Some(d)) = (last, direct) {
+        // The last committer drops the direct writer, flushing its recorders, so the event
+        // writer sees every sender gone.
+        drop(d.lock().unwrap_or_else(|e| e.into_inner()).take());
+    }
+}
+
+/// Queues one record for the log writer and waits until it is durable: `Some(true)` once
+/// acknowledged, `Some(false)` when the run failed meanwhile, `None` when it had already failed.
+fn queue_and_wait(sh: &Shared<'_>, session: u32, session_commit: u32, bytes: u32) -> Option<bool> {
+    let mut q = sh.lock();
+    if q.failed {
+        return None;
+    }
+    let commit = q.next_commit;
+    q.next_commit += 1;
+    q.pending.push_back(Record {
+        commit,
+        session,
+        session_commit,
+        bytes,
+    });
+    // Only a waiting log writer needs waking; a busy one takes the queue when its write is done
+    // (waking it anyway would cost a futex call per commit, 20 per write at 20 sessions).
+    if q.lgwr_waiting {
+        sh.lgwr_cv.notify_one();
+    }
+    while q.durable < commit && !q.failed {
+        q = sh.ack_cv.wait(q).unwrap_or_else(|e| e.into_inner());
+    }
+    Some(q.durable >= commit)
+}
+
+/// Where the next write goes in the circular log and how it links to the previous one. The log
+/// writer (group commit) and the committers writing directly (no group commit) share this logic,
+/// so both produce the same log.
+struct Cursor {
+    layout: LogLayout,
+    /// Most blocks one write may take (a write's block count is a u16 in the block header).
+    max_write: usize,
+    group: u32,
+    /// Next block within the group.
+    next_block: u32,
+    /// Sequence number of the next block.
+    seq: u64,
+    /// File block index of the previous write's first block.
+    prev_pos: u32,
+    /// Flags of the next write ([`FLAG_SWITCH`] after a switch).
+    flags: u16,
+    /// Writes placed so far (the id of the latest).
+    batch_id: u64,
+    /// Per group, the id of the latest write into it: it must be complete on every destination
+    /// before the group is reused.
+    last_batch_in_group: Vec<u64>,
+}
+
+/// One write placed in the log.
+#[derive(Clone, Copy)]
+struct Placed {
+    header: WriteHeader,
+    offset: u64,
+    id: u64,
+}
+
+impl Cursor {
+    fn new(layout: LogLayout) -> Self {
+        Cursor {
+            layout,
+            max_write: layout.blocks_per_group.min(u16::MAX as u32) as usize,
+            group: 0,
+            next_block: 0,
+            seq: 1,
+            prev_pos: 0,
+            flags: 0,
+            batch_id: 0,
+            last_batch_in_group: vec![0; layout.groups as usize],
+        }
+    }
+
+    /// Blocks the next write may take without a log switch.
+    fn space(&self) -> usize {
+        ((self.layout.blocks_per_group - self.next_block) as usize).min(self.max_write)
+    }
+
+    /// Moves to the next group. Returns the id of the write that must be complete on every
+    /// destination before the group may be written.
+    fn switch(&mut self) -> u64 {
+        self.group = (self.group + 1) % self.layout.groups;
+        self.next_block = 0;
+        self.flags = FLAG_SWITCH;
+        self.last_batch_in_group[self.group as usize]
+    }
+
+    /// Places a write of `nblocks` (at most [`Cursor::space`]) and moves past it.
+    fn place(&mut self, nblocks: usize) -> Placed {
+        debug_assert!(nblocks <= self.space());
+        let pos = self.layout.group_start(self.group) + self.next_block;
+        let header = WriteHeader {
+            first_seq: self.seq,
+            prev_pos: self.prev_pos,
+            flags: self.flags,
+        };
+        self.batch_id += 1;
+        self.last_batch_in_group[self.group as usize] = self.batch_id;
+        self.seq += nblocks as u64;
+        self.prev_pos = pos;
+        self.flags = 0;
+        self.next_block += nblocks as u32;
+        Placed {
+            header,
+            offset: pos as u64 * self.layout.block_size as u64,
+            id: self.batch_id,
+        }
+    }
 }
 
 fn log_writer(sh: &Shared<'_>, files: &[DestFile], mut rec: Recorder, dest_recs: Vec<Recorder>) {
@@ -978,31 +1243,14 @@ fn log_writer(sh: &Shared<'_>, files: &[DestFile], mut rec: Recorder, dest_recs:
         ..Race::default()
     });
     let race_cv = Condvar::new();
-    let mut injectors: Vec<Option<Injector>> = (0..ndest).map(|_| None).collect();
-    for inj in &cfg.injections {
-        if let Ok(d) = cfg.dest_index(&inj.dest) {
-            injectors[d] = Some(Injector::new(
-                inj.spec.clone(),
-                session_seed(cfg.seed ^ 0x1_4EC7, 1000 + d as u32),
-            ));
-        }
-    }
 
     std::thread::scope(|scope| {
         let mut senders: Vec<SyncSender<Batch>> = Vec::new();
         let mut single: Option<DestWriter<'_>> = None;
         let mut dest_recs = dest_recs.into_iter();
-        let mut injectors = injectors.into_iter();
         for (d, f) in files.iter().enumerate() {
-            let w = DestWriter {
-                d,
-                file: f,
-                rec: dest_recs.next().expect("one recorder per destination"),
-                injector: injectors.next().flatten(),
-                sh,
-                race: &race,
-                race_cv: &race_cv,
-            };
+            let rec = dest_recs.next().expect("one recorder per destination");
+            let w = DestWriter::new(d, f, rec, sh, &race, &race_cv);
             if ndest == 1 {
                 single = Some(w);
             } else {
@@ -1017,15 +1265,7 @@ fn log_writer(sh: &Shared<'_>, files: &[DestFile], mut rec: Recorder, dest_recs:
         }
 
         let bs = cfg.block_size;
-        let bpg = sh.layout.blocks_per_group;
-        let max_write = bpg.min(u16::MAX as u32) as usize;
-        let mut group = 0u32;
-        let mut next_block = 0u32; // within the group
-        let mut seq = 1u64;
-        let mut prev_pos = 0u32;
-        let mut flags = 0u16;
-        let mut batch_id = 0u64;
-        let mut last_batch_in_group = vec![0u64; cfg.groups as usize];
+        let mut cursor = Cursor::new(sh.layout);
         let mut stream: Vec<u8> = Vec::with_capacity(1 << 20);
         let mut single_buf: Option<AlignedBuf> = None;
         let mut taken: Vec<Record> = Vec::new();
@@ -1044,9 +1284,11 @@ fn log_writer(sh: &Shared<'_>, files: &[DestFile], mut rec: Recorder, dest_recs:
                 if q.committers_left == 0 {
                     break 'run;
                 }
+                q.lgwr_waiting = true;
                 q = sh.lgwr_cv.wait(q).unwrap_or_else(|e| e.into_inner());
+                q.lgwr_waiting = false;
             }
-            let space = ((bpg - next_block) as usize).min(max_write);
+            let space = cursor.space();
             let mut bytes = 0usize;
             while let Some(r) = q.pending.front() {
                 if blocks_for(bytes + r.bytes as usize, bs) > space
@@ -1061,10 +1303,7 @@ fn log_writer(sh: &Shared<'_>, files: &[DestFile], mut rec: Recorder, dest_recs:
             if taken.is_empty() {
                 // Not even one record fits: switch to the next group, once it may be reused.
                 let t0 = rec.now();
-                group = (group + 1) % cfg.groups;
-                next_block = 0;
-                flags = FLAG_SWITCH;
-                let need = last_batch_in_group[group as usize];
+                let need = cursor.switch();
                 let mut r = race.lock().unwrap_or_else(|e| e.into_inner());
                 while r.done.iter().any(|&d| d < need) && r.failed.is_none() {
                     r = race_cv.wait(r).unwrap_or_else(|e| e.into_inner());
@@ -1080,15 +1319,7 @@ fn log_writer(sh: &Shared<'_>, files: &[DestFile], mut rec: Recorder, dest_recs:
                 r.encode(&mut stream);
             }
             let nblocks = blocks_for(stream.len(), bs);
-            let pos = sh.layout.group_start(group) + next_block;
-            let header = WriteHeader {
-                first_seq: seq,
-                prev_pos,
-                flags,
-            };
-            batch_id += 1;
-            last_batch_in_group[group as usize] = batch_id;
-            let offset = pos as u64 * bs as u64;
+            let placed = cursor.place(nblocks);
             let issued_ns = sh.clock.now_ns();
             let ok = if let Some(w) = single.as_mut() {
                 // One buffer, grown when a write needs more; each write uses its prefix.
@@ -1097,22 +1328,22 @@ fn log_writer(sh: &Shared<'_>, files: &[DestFile], mut rec: Recorder, dest_recs:
                     Some(b) if b.as_slice().len() >= len => b,
                     slot => slot.insert(AlignedBuf::zeroed(len.next_power_of_two(), BUF_ALIGN)),
                 };
-                pack_blocks(&stream, bs, header, &mut buf.as_mut_slice()[..len]);
+                pack_blocks(&stream, bs, placed.header, &mut buf.as_mut_slice()[..len]);
                 w.write(
-                    batch_id,
+                    placed.id,
                     &buf.as_slice()[..len],
-                    offset,
+                    placed.offset,
                     nblocks as u32,
                     issued_ns,
                 )
             } else {
                 let mut buf = AlignedBuf::zeroed(nblocks * bs, BUF_ALIGN);
-                pack_blocks(&stream, bs, header, buf.as_mut_slice());
+                pack_blocks(&stream, bs, placed.header, buf.as_mut_slice());
                 let b = Arc::new(buf);
                 for tx in &senders {
                     let _ = tx.send(Batch {
-                        id: batch_id,
-                        offset,
+                        id: placed.id,
+                        offset: placed.offset,
                         blocks: nblocks as u32,
                         buf: Arc::clone(&b),
                         issued_ns,
@@ -1120,7 +1351,7 @@ fn log_writer(sh: &Shared<'_>, files: &[DestFile], mut rec: Recorder, dest_recs:
                 }
                 // Acknowledge when the first destination has it.
                 let mut r = race.lock().unwrap_or_else(|e| e.into_inner());
-                while !r.done.iter().any(|&d| d >= batch_id) && r.failed.is_none() {
+                while !r.done.iter().any(|&d| d >= placed.id) && r.failed.is_none() {
                     r = race_cv.wait(r).unwrap_or_else(|e| e.into_inner());
                 }
                 r.failed.is_none()
@@ -1128,10 +1359,6 @@ fn log_writer(sh: &Shared<'_>, files: &[DestFile], mut rec: Recorder, dest_recs:
             if !ok {
                 break 'run;
             }
-            seq += nblocks as u64;
-            prev_pos = pos;
-            flags = 0;
-            next_block += nblocks as u32;
             let c = sh.counters;
             c.writes.fetch_add(1, Ordering::Relaxed);
             c.blocks.fetch_add(nblocks as u64, Ordering::Relaxed);
@@ -1155,17 +1382,130 @@ fn log_writer(sh: &Shared<'_>, files: &[DestFile], mut rec: Recorder, dest_recs:
     sh.ack_cv.notify_all();
 }
 
+/// The seeded injector of destination `d`, when an `--inject` names it (the last one wins).
+fn injector_for(cfg: &RedoConfig, d: usize) -> Option<Injector> {
+    let inj = cfg
+        .injections
+        .iter()
+        .rfind(|inj| cfg.dest_index(&inj.dest).ok() == Some(d))?;
+    Some(Injector::new(
+        inj.spec.clone(),
+        session_seed(cfg.seed ^ 0x1_4EC7, 1000 + d as u32),
+    ))
+}
+
+/// Without group commit on one destination, each committer writes its own record under this
+/// lock: there is no log-writer thread, so `log file sync` holds no handoff between threads
+/// (about 10 µs each way, more than a write to tmpfs takes). The lock keeps the writes in commit
+/// order, as one log writer would, and the log, events and counters are the same as the log
+/// writer's. The race (two destinations) always goes through the log writer.
+struct Direct<'a> {
+    cursor: Cursor,
+    next_commit: u64,
+    buf: AlignedBuf,
+    writer: DestWriter<'a>,
+    /// Records log switches under the log writer's session, as the log writer would.
+    switch_rec: Recorder,
+    ev_switch: NameId,
+    failed: bool,
+}
+
+impl<'a> Direct<'a> {
+    fn new(
+        sh: &'a Shared<'a>,
+        writer: DestWriter<'a>,
+        switch_rec: Recorder,
+        record_max: u32,
+    ) -> Self {
+        let max_len = blocks_for(record_max as usize, sh.layout.block_size) * sh.layout.block_size;
+        Direct {
+            cursor: Cursor::new(sh.layout),
+            next_commit: 1,
+            buf: AlignedBuf::zeroed(max_len, BUF_ALIGN),
+            writer,
+            ev_switch: switch_rec.name(EV_SWITCH),
+            switch_rec,
+            failed: false,
+        }
+    }
+
+    /// Writes one commit record and makes it durable. False when the write failed (the run is
+    /// then failing and the error is recorded).
+    fn commit(&mut self, session: u32, session_commit: u32, bytes: u32) -> bool {
+        let sh = self.writer.sh;
+        let bs = sh.layout.block_size;
+        let record = Record {
+            commit: self.next_commit,
+            session,
+            session_commit,
+            bytes,
+        };
+        let nblocks = blocks_for((bytes as usize).max(RECORD_HEADER), bs);
+        if nblocks > self.cursor.space() {
+            // Writes here are synchronous: every earlier write into the next group is complete.
+            let t0 = self.switch_rec.now();
+            self.cursor.switch();
+            self.switch_rec
+                .ok(self.ev_switch, t0, self.switch_rec.now(), 0);
+            sh.counters.switches.fetch_add(1, Ordering::Relaxed);
+        }
+        let placed = self.cursor.place(nblocks);
+        let len = nblocks * bs;
+        let buf = &mut self.buf.as_mut_slice()[..len];
+        pack_record(&record, bs, placed.header, buf);
+        let issued_ns = self.writer.rec.now();
+        let buf = &self.buf.as_slice()[..len];
+        if !self
+            .writer
+            .write(placed.id, buf, placed.offset, nblocks as u32, issued_ns)
+        {
+            self.failed = true;
+            return false;
+        }
+        self.next_commit += 1;
+        let c = sh.counters;
+        c.writes.fetch_add(1, Ordering::Relaxed);
+        c.blocks.fetch_add(nblocks as u64, Ordering::Relaxed);
+        c.commits.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+}
+
 struct DestWriter<'a> {
     d: usize,
     file: &'a DestFile,
     rec: Recorder,
+    ev_write: NameId,
+    ev_inject: NameId,
     injector: Option<Injector>,
     sh: &'a Shared<'a>,
     race: &'a Mutex<Race>,
     race_cv: &'a Condvar,
 }
 
-impl DestWriter<'_> {
+impl<'a> DestWriter<'a> {
+    /// The writer of destination `d`, recording with `rec` (the destination's session).
+    fn new(
+        d: usize,
+        file: &'a DestFile,
+        rec: Recorder,
+        sh: &'a Shared<'a>,
+        race: &'a Mutex<Race>,
+        race_cv: &'a Condvar,
+    ) -> Self {
+        DestWriter {
+            d,
+            file,
+            ev_write: rec.name(EV_WRITE),
+            ev_inject: rec.name(EV_INJECT),
+            rec,
+            injector: injector_for(sh.cfg, d),
+            sh,
+            race,
+            race_cv,
+        }
+    }
+
     fn run(mut self, rx: Receiver<Batch>) {
         while let Ok(b) = rx.recv() {
             if !self.write(b.id, b.buf.as_slice(), b.offset, b.blocks, b.issued_ns) {
@@ -1177,7 +1517,7 @@ impl DestWriter<'_> {
 
     /// Writes one batch, records it, and settles the race. False when the write failed.
     fn write(&mut self, id: u64, buf: &[u8], offset: u64, blocks: u32, issued_ns: u64) -> bool {
-        let ev_write = self.rec.name(EV_WRITE);
+        let ev_write = self.ev_write;
         let t0 = self.rec.now();
         let result = self.file.write_durable(buf, offset);
         let mut t1 = self.rec.now();
@@ -1194,8 +1534,7 @@ impl DestWriter<'_> {
             if !delay.is_zero() {
                 std::thread::sleep(delay);
                 let t2 = self.rec.now();
-                let ev = self.rec.name(EV_INJECT);
-                self.rec.ok(ev, t1, t2, 0);
+                self.rec.ok(self.ev_inject, t1, t2, 0);
                 let c = self.sh.counters;
                 c.dest_injected[self.d].fetch_add(1, Ordering::Relaxed);
                 c.dest_injected_ns[self.d].fetch_add(t2 - t1, Ordering::Relaxed);
@@ -1212,10 +1551,13 @@ impl DestWriter<'_> {
         }
         let mut r = self.race.lock().unwrap_or_else(|e| e.into_inner());
         r.done[self.d] = id;
-        let ndest = r.done.len();
-        if ndest == 1 {
+        if r.done.len() == 1 {
+            // One destination: its writes are synchronous in the thread that waits for them, so
+            // nobody waits on the condvar (whose notify would cost a futex call per write).
             c.dest_first[self.d].fetch_add(1, Ordering::Relaxed);
-        } else if let Some(winner_latency) = r.first.remove(&id) {
+            return true;
+        }
+        if let Some(winner_latency) = r.first.remove(&id) {
             // The loser: the race is decided.
             c.races.fetch_add(1, Ordering::Relaxed);
             if latency > outlier_ns && winner_latency <= outlier_ns {
@@ -1281,6 +1623,41 @@ mod tests {
         for s in 0..4 {
             assert_eq!(v.session_last.get(&s), Some(&200));
         }
+    }
+
+    #[test]
+    fn committers_writing_directly_wrap_the_log_and_verify() {
+        // No group commit on one destination: no log-writer thread, same log.
+        let dir = tempfile::tempdir().unwrap();
+        let c = cfg(dir.path(), 4, false);
+        let out = dir.path().join("run");
+        let stop = StopSignal::new();
+        let r = run_redo(&out, vec![], &c, &stop, &mut |_| {}).unwrap();
+        assert_eq!(r.outcome, Outcome::Complete, "{:?}", r.detail);
+        assert_eq!((r.counters.commits, r.counters.writes), (800, 800));
+        assert!(r.counters.log_switches >= 1, "1 MiB of log must wrap");
+        assert_eq!(r.counters.destinations[0].writes, 800);
+        let v = super::super::verify::verify(&c.dests[0].path).unwrap();
+        assert!(v.problems.is_empty(), "{:?}", v.problems);
+        assert_eq!(v.last_commit, Some(800));
+        for s in 0..4 {
+            assert_eq!(v.session_last.get(&s), Some(&200));
+        }
+        // Every event was recorded, under the sessions the log writer would use.
+        let run = RunDir::open(&out).unwrap();
+        let mut per_name = std::collections::BTreeMap::<(String, u32), u64>::new();
+        let (_, tail) = run
+            .for_each_block(|names, evs| {
+                for e in evs {
+                    *per_name.entry((names.name(e.name), e.session)).or_default() += 1;
+                }
+            })
+            .unwrap();
+        assert_eq!(tail.ignored_bytes, 0);
+        let count = |n: &str, s: u32| per_name.get(&(n.to_string(), s)).copied().unwrap_or(0);
+        assert_eq!(count(EV_WRITE, dest_session(4, 0)), 800);
+        assert_eq!((0..4).map(|s| count(EV_SYNC, s)).sum::<u64>(), 800);
+        assert_eq!(count(EV_SWITCH, 4), r.counters.log_switches);
     }
 
     #[test]
