@@ -393,26 +393,12 @@ impl Sink for Collector {
 
 /// Reads the files (in order; each file's sessions are separate) and builds their profile.
 pub fn profile_files(paths: &[&Path], opts: &ProfileOptions) -> Result<Profile, TraceReadError> {
-    let mut col = Collector {
-        opts: opts.clone(),
-        sqlid_match: opts.sqlid.clone(),
-        ..Collector::default()
-    };
-    let (tables, warnings, warning_count) = {
-        let mut reader = Reader::new(
-            &mut col,
-            Options {
-                strict: opts.strict,
-                keep_params: false,
-                chunk_bytes: opts.chunk_bytes,
-            },
-        );
+    profile_with(opts, |reader| {
         for p in paths {
             reader.read_path(p)?;
         }
-        (reader.tables, reader.warnings, reader.warning_count)
-    };
-    Ok(col.finish(&tables, warnings, warning_count))
+        Ok(())
+    })
 }
 
 /// Profiles one trace held in memory (`name` is used in warnings); for tests and fuzzing.
@@ -420,6 +406,15 @@ pub fn profile_bytes(
     name: &str,
     data: &[u8],
     opts: &ProfileOptions,
+) -> Result<Profile, TraceReadError> {
+    profile_with(opts, |reader| reader.read(name, data))
+}
+
+/// The one place a profile is built: a collector set up from `opts`, a reader over it that `read`
+/// feeds, then the collector finished with the reader's tables and warnings.
+fn profile_with(
+    opts: &ProfileOptions,
+    read: impl FnOnce(&mut Reader<'_, Collector>) -> Result<(), TraceReadError>,
 ) -> Result<Profile, TraceReadError> {
     let mut col = Collector {
         opts: opts.clone(),
@@ -435,7 +430,7 @@ pub fn profile_bytes(
                 chunk_bytes: opts.chunk_bytes,
             },
         );
-        reader.read(name, data)?;
+        read(&mut reader)?;
         (reader.tables, reader.warnings, reader.warning_count)
     };
     Ok(col.finish(&tables, warnings, warning_count))

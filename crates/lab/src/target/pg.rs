@@ -235,13 +235,7 @@ impl Session for PgSession {
             .stmts
             .get(stmt.0)
             .ok_or_else(|| TargetError::config("unknown prepared statement"))?;
-        let texts: Vec<std::borrow::Cow<'_, str>> = params
-            .iter()
-            .map(|p| match p {
-                Param::Int(i) => std::borrow::Cow::Owned(i.to_string()),
-                Param::Text(s) => std::borrow::Cow::Borrowed(s.as_str()),
-            })
-            .collect();
+        let texts = param_texts(params);
         let refs: Vec<&str> = texts.iter().map(|c| c.as_ref()).collect();
         self.conn
             .execute(name, &refs)
@@ -268,13 +262,7 @@ impl Session for PgSession {
         sql: &str,
         params: &[Param],
     ) -> TargetResult<Vec<Vec<Option<String>>>> {
-        let texts: Vec<std::borrow::Cow<'_, str>> = params
-            .iter()
-            .map(|p| match p {
-                Param::Int(i) => std::borrow::Cow::Owned(i.to_string()),
-                Param::Text(s) => std::borrow::Cow::Borrowed(s.as_str()),
-            })
-            .collect();
+        let texts = param_texts(params);
         let refs: Vec<&str> = texts.iter().map(|c| c.as_ref()).collect();
         self.conn
             .query(sql, &refs)
@@ -303,6 +291,18 @@ impl Session for PgSession {
             e => classify(e, &self.conn),
         })
     }
+}
+
+/// Parameters in PostgreSQL's text format (integers printed, text borrowed), as both prepared
+/// statements and `query_rows` send them.
+fn param_texts(params: &[Param]) -> Vec<std::borrow::Cow<'_, str>> {
+    params
+        .iter()
+        .map(|p| match p {
+            Param::Int(i) => std::borrow::Cow::Owned(i.to_string()),
+            Param::Text(s) => std::borrow::Cow::Borrowed(s.as_str()),
+        })
+        .collect()
 }
 
 #[cfg(test)]
