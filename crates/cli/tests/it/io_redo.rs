@@ -180,19 +180,7 @@ fn every_acknowledged_commit_survives_sigkill() {
             }
         }
         assert!(code == 0 || code == 1, "{name}: {v}");
-        for (session, n) in &acks {
-            let in_log = v["logs"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter_map(|l| l["session_last"][session.to_string()].as_u64())
-                .max()
-                .unwrap_or(0);
-            assert!(
-                in_log >= *n,
-                "{name}: session {session} had {n} commits acknowledged, the log holds {in_log}"
-            );
-        }
+        assert_acknowledged_in_log(name, &acks, &v);
     }
 }
 
@@ -555,6 +543,18 @@ fn a_full_device_stops_cleanly_and_keeps_the_run() {
 struct SmallFs(tempfile::TempDir);
 
 impl SmallFs {
+    /// Mounts a tmpfs of `size` (e.g. `2m`); when that is impossible, prints why the test is
+    /// skipped and returns None.
+    fn mount_or_skip(size: &str) -> Option<SmallFs> {
+        match SmallFs::mount(size) {
+            Ok(fs) => Some(fs),
+            Err(why) => {
+                eprintln!("note: skipped, {why}");
+                None
+            }
+        }
+    }
+
     /// Mounts a tmpfs of `size` (e.g. `2m`), or says why it cannot.
     fn mount(size: &str) -> Result<SmallFs, String> {
         let dir = disk_tempdir();
@@ -602,6 +602,24 @@ impl Drop for SmallFs {
     }
 }
 
+/// Every commit the run recorded as acknowledged, per session, is in one of the verified logs
+/// (`v` is `io redo verify --json` output; with two destinations the further one counts).
+fn assert_acknowledged_in_log(name: &str, acks: &BTreeMap<u32, u64>, v: &Value) {
+    for (session, n) in acks {
+        let in_log = v["logs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|l| l["session_last"][session.to_string()].as_u64())
+            .max()
+            .unwrap_or(0);
+        assert!(
+            in_log >= *n,
+            "{name}: session {session} had {n} commits acknowledged, the log holds {in_log}"
+        );
+    }
+}
+
 /// Waits for a child to exit (at most `secs`), returning its status and stderr.
 fn wait_exit(mut child: std::process::Child, secs: u64) -> (i32, String) {
     use std::io::Read;
@@ -642,12 +660,8 @@ fn assert_kept_as_failed(dir: &Path, run_dir: &Path, needles: &[&str]) -> Value 
 
 #[test]
 fn a_full_run_directory_stops_cleanly_and_keeps_the_run() {
-    let fs = match SmallFs::mount("2m") {
-        Ok(fs) => fs,
-        Err(why) => {
-            eprintln!("note: skipped, {why}");
-            return;
-        }
+    let Some(fs) = SmallFs::mount_or_skip("2m") else {
+        return;
     };
     let disk = disk_tempdir();
     let shm = shm_tempdir();
@@ -698,25 +712,13 @@ fn a_full_run_directory_stops_cleanly_and_keeps_the_run() {
     let acks = acknowledged_per_session(disk.path(), &run_dir);
     let (code, v) = verify_json(disk.path(), &[&log]);
     assert_eq!(code, 0, "{v}");
-    for (session, n) in &acks {
-        let in_log = v["logs"][0]["session_last"][session.to_string()]
-            .as_u64()
-            .unwrap_or(0);
-        assert!(
-            in_log >= *n,
-            "session {session}: {n} acknowledged, {in_log} in the log"
-        );
-    }
+    assert_acknowledged_in_log("full run directory", &acks, &v);
 }
 
 #[test]
 fn a_log_larger_than_its_file_system_is_refused_before_the_clock_starts() {
-    let fs = match SmallFs::mount("2m") {
-        Ok(fs) => fs,
-        Err(why) => {
-            eprintln!("note: skipped, {why}");
-            return;
-        }
+    let Some(fs) = SmallFs::mount_or_skip("2m") else {
+        return;
     };
     // Log and run directory on the same full file system: the half-written log is given back,
     // so the run can still record why it failed.
@@ -756,12 +758,8 @@ fn a_log_larger_than_its_file_system_is_refused_before_the_clock_starts() {
 
 #[test]
 fn a_log_out_of_space_mid_run_stops_cleanly() {
-    let fs = match SmallFs::mount("4m") {
-        Ok(fs) => fs,
-        Err(why) => {
-            eprintln!("note: skipped, {why}");
-            return;
-        }
+    let Some(fs) = SmallFs::mount_or_skip("4m") else {
+        return;
     };
     let disk = disk_tempdir();
     let log = join(fs.path(), "redo.log");
