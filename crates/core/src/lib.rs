@@ -4,16 +4,23 @@
 //! checksummed blocks. This crate knows that format and nothing about databases, so trace readers,
 //! workloads, importers and reports all meet here.
 
+pub mod atomic;
+pub mod counters;
 pub mod error;
 pub mod event;
+pub mod fake;
+pub mod files;
 pub mod manifest;
+pub mod record;
 pub mod redact;
 pub mod run;
 pub mod stats;
 
+pub use counters::{Column, Counter, CounterSection, CounterTable, CounterValue, RunCounters};
 pub use error::{Error, Result};
 pub use event::{Event, NameId, NameTable, EVENT_WARMUP};
 pub use manifest::{
     HostInfo, Manifest, Outcome, RunnerInfo, TargetInfo, WorkloadInfo, FORMAT_VERSION,
 };
+pub use record::{Pumped, Recorder, Recording, RunClock, Sessions, StopSignal};
 pub use run::{EventReader, EventWriter, RunDir, TailState};

@@ -181,7 +181,7 @@ impl Manifest {
             clock_origin_unix_ns: now.timestamp_nanos_opt().unwrap_or(0),
             outcome: Outcome::Running,
             outcome_detail: None,
-            event_files: vec![crate::run::EVENTS_FILE.to_string()],
+            event_files: vec![crate::files::EVENTS_FILE.to_string()],
             events_written: None,
         }
     }
@@ -209,13 +209,11 @@ impl Manifest {
 
     /// Writes the manifest atomically (temporary file, then rename), so a crash never leaves half a file.
     pub fn write(&self, path: &Path) -> Result<()> {
-        let tmp = path.with_extension("json.tmp");
         let text = serde_json::to_string_pretty(self).map_err(|e| Error::Format {
             path: path.to_owned(),
             msg: format!("cannot encode manifest: {e}"),
         })?;
-        std::fs::write(&tmp, text + "\n").map_err(|e| Error::io(&tmp, e))?;
-        std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+        crate::atomic::write_atomic(path, (text + "\n").as_bytes())
     }
 }
 

@@ -12,14 +12,12 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
+use crate::counters::RunCounters;
 use crate::error::{Error, Result};
 use crate::event::{Event, NameTable};
 use crate::manifest::{Manifest, Outcome};
 
-/// File name of the event file inside a run directory.
-pub const EVENTS_FILE: &str = "events.dsev";
-/// File name of the manifest inside a run directory.
-pub const MANIFEST_FILE: &str = "manifest.json";
+pub use crate::files::{EVENTS_FILE, MANIFEST_FILE};
 
 const MAGIC: &[u8; 4] = b"DSB1";
 const KIND_NAMES: u8 = 1;
@@ -37,6 +35,8 @@ pub struct EventWriter {
     names_written: usize,
     buf: Vec<u8>,
     events_written: u64,
+    /// Bytes of complete blocks in the file.
+    len: u64,
 }
 
 impl EventWriter {
@@ -55,11 +55,13 @@ impl EventWriter {
             names_written: 1, // id 0, the empty name, is implicit
             buf: Vec::with_capacity(64 << 10),
             events_written: 0,
+            len: 0,
         })
     }
 
     /// Appends one block of events (preceded by a names block when new names appeared) with a single
-    /// `write` so a crash leaves at most one torn block at the end.
+    /// `write` so a crash leaves at most one torn block at the end. A failed write (a full disk) is
+    /// cut back to the last complete block, so the file reads cleanly.
     pub fn write_block(&mut self, events: &[Event]) -> Result<()> {
         if events.is_empty() {
             return Ok(());
@@ -87,9 +89,14 @@ impl EventWriter {
             e.encode_into(slot.try_into().expect("chunks are ENCODED_LEN long"));
         }
         self.end_block(start);
-        self.file
-            .write_all(&self.buf)
-            .map_err(|e| Error::io(&self.path, e))?;
+        if let Err(e) = self.file.write_all(&self.buf) {
+            // Part of the buffer may be in the file: cut it, and write the names again next time.
+            let _ = self.file.set_len(self.len);
+            let _ = std::io::Seek::seek(&mut self.file, std::io::SeekFrom::Start(self.len));
+            self.names_written -= new_names.len();
+            return Err(Error::io(&self.path, e));
+        }
+        self.len += self.buf.len() as u64;
         self.events_written += events.len() as u64;
         Ok(())
     }
@@ -345,6 +352,11 @@ impl RunDir {
     /// Rewrites the manifest (atomically).
     pub fn save_manifest(&self) -> Result<()> {
         self.manifest.write(&self.path.join(MANIFEST_FILE))
+    }
+
+    /// The run-level counters (none when the run has no `counters.json`).
+    pub fn counters(&self) -> Result<RunCounters> {
+        RunCounters::read(&self.path)
     }
 
     /// Opens a reader on each event file in turn.

@@ -1,0 +1,554 @@
+//! Recording a run: the one way every source (workloads, `io redo`, TPC-H jobs, trace and CSV
+//! imports) turns what it measured into a run directory.
+//!
+//! [`Recording::begin`] creates the directory and writes the first manifest (outcome `running`,
+//! command line redacted); events go in through [`Recording::write_block`] (sources that have their
+//! events at hand) or through per-session [`Recorder`]s and [`Recording::pump`] (sources whose
+//! sessions run in threads); run-level counters through [`Recording::write_counters`];
+//! [`Recording::finish`] syncs the events and records how the run ended. A run killed at any moment
+//! keeps every complete block and a manifest that says `running`, which readers report as incomplete.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+
+use crate::counters::{CounterSection, RunCounters};
+use crate::error::{Error, Result};
+use crate::event::{Event, NameId, NameTable, EVENT_WARMUP};
+use crate::manifest::{Manifest, Outcome};
+use crate::redact::redact;
+use crate::run::{EventWriter, RunDir, EVENTS_FILE};
+
+/// Events a session collects before handing them to the writer as one block.
+pub const BATCH_EVENTS: usize = 4096;
+/// A session hands over its batch at least this often, so a crash loses little.
+pub const BATCH_MAX_AGE_NS: u64 = 100_000_000;
+
+/// A file kept in the run directory while the run goes (see [`Recording::reserve_space`]).
+pub const RESERVE_FILE: &str = "space.reserve";
+/// Enough for the final manifest and counters (each rewritten through a temporary file).
+const RESERVE_BYTES: usize = 256 << 10;
+
+/// The run's clock: the CPU's invariant TSC where the kernel trusts it (a few ns a read, a third of
+/// `clock_gettime`), else the monotonic clock (quanta decides and calibrates once).
+#[derive(Clone, Debug)]
+pub struct RunClock {
+    clock: quanta::Clock,
+    origin: quanta::Instant,
+}
+
+impl RunClock {
+    /// A clock whose offset 0 is now.
+    pub fn start() -> Self {
+        let clock = quanta::Clock::new();
+        let origin = clock.now();
+        RunClock { clock, origin }
+    }
+
+    /// Nanoseconds since the origin.
+    #[inline]
+    pub fn now_ns(&self) -> u64 {
+        self.clock.now().duration_since(self.origin).as_nanos() as u64
+    }
+}
+
+/// Why a run is stopping early; shared by the sessions, the Ctrl-C handler and the writer.
+#[derive(Debug, Default)]
+pub struct StopSignal {
+    state: AtomicU8,
+    detail: Mutex<Option<String>>,
+}
+
+const RUNNING: u8 = 0;
+const INTERRUPTED: u8 = 1;
+const FAILED: u8 = 2;
+
+impl StopSignal {
+    /// A signal that has not fired.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Asks the run to stop and keep its data (Ctrl-C, SIGTERM).
+    pub fn interrupt(&self) {
+        let _ =
+            self.state
+                .compare_exchange(RUNNING, INTERRUPTED, Ordering::SeqCst, Ordering::SeqCst);
+    }
+
+    /// Stops the run as failed, with the reason (the first reason given wins).
+    pub fn fail(&self, why: String) {
+        if self
+            .state
+            .compare_exchange(RUNNING, FAILED, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            *self.detail.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+        }
+    }
+
+    /// True once the run should stop.
+    #[inline]
+    pub fn is_set(&self) -> bool {
+        self.state.load(Ordering::Relaxed) != RUNNING
+    }
+
+    /// How the run ends given this signal: complete when it never fired.
+    pub fn outcome(&self) -> (Outcome, Option<String>) {
+        match self.state.load(Ordering::SeqCst) {
+            INTERRUPTED => (Outcome::Interrupted, Some(INTERRUPTED_DETAIL.into())),
+            FAILED => (
+                Outcome::Failed,
+                self.detail
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone(),
+            ),
+            _ => (Outcome::Complete, None),
+        }
+    }
+}
+
+/// The detail recorded for a run the user stopped.
+pub const INTERRUPTED_DETAIL: &str = "stopped by the user";
+
+/// One session's recorder: reads the clock and buffers events; the thread running
+/// [`Recording::pump`] does the I/O.
+pub struct Recorder {
+    session: u32,
+    clock: RunClock,
+    warmup_end_ns: u64,
+    names: NameTable,
+    buf: Vec<Event>,
+    batch_started_ns: u64,
+    last_ns: u64,
+    tx: SyncSender<Vec<Event>>,
+    disconnected: bool,
+}
+
+impl Recorder {
+    /// Nanoseconds since the run's clock origin.
+    #[inline]
+    pub fn now(&self) -> u64 {
+        self.clock.now_ns()
+    }
+
+    /// End time of the latest recorded event (ns since the origin).
+    #[inline]
+    pub fn last_ns(&self) -> u64 {
+        self.last_ns
+    }
+
+    /// The session number.
+    pub fn session(&self) -> u32 {
+        self.session
+    }
+
+    /// Interns an event name (do it once, at setup).
+    pub fn name(&self, name: &str) -> NameId {
+        self.names.intern(name)
+    }
+
+    /// Records a successful event from `start` to `end` (ns since the origin).
+    #[inline]
+    pub fn ok(&mut self, name: NameId, start: u64, end: u64, rows: u64) {
+        self.push(name, start, end, None, 0, rows);
+    }
+
+    /// Records a failed event with its error class.
+    pub fn error(&mut self, name: NameId, start: u64, end: u64, class: &str) {
+        let outcome = self.names.intern_outcome(class).max(1);
+        self.push(name, start, end, None, outcome, 0);
+    }
+
+    /// Records an event with every field given (open-loop workloads pass the intended start).
+    #[inline]
+    pub fn push(
+        &mut self,
+        name: NameId,
+        start: u64,
+        end: u64,
+        intended_start: Option<u64>,
+        outcome: u16,
+        rows: u64,
+    ) {
+        if self.buf.is_empty() {
+            self.batch_started_ns = end;
+        }
+        self.buf.push(Event {
+            session: self.session,
+            name,
+            start_ns: start,
+            duration_ns: end.saturating_sub(start),
+            intended_start_ns: intended_start,
+            outcome,
+            flags: if start < self.warmup_end_ns {
+                EVENT_WARMUP
+            } else {
+                0
+            },
+            rows: rows.min(u32::MAX as u64) as u32,
+        });
+        self.last_ns = end;
+        if self.buf.len() >= BATCH_EVENTS || end - self.batch_started_ns >= BATCH_MAX_AGE_NS {
+            self.flush();
+        }
+    }
+
+    /// Hands the buffered events to the writer.
+    pub fn flush(&mut self) {
+        if self.buf.is_empty() || self.disconnected {
+            return;
+        }
+        let batch = std::mem::replace(&mut self.buf, Vec::with_capacity(BATCH_EVENTS));
+        if self.tx.send(batch).is_err() {
+            // The writer is gone (it failed); the run is being stopped, nothing more can be kept.
+            self.disconnected = true;
+        }
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
+/// Makes the [`Recorder`]s of a live run; cheap to clone into session threads.
+#[derive(Clone)]
+pub struct Sessions {
+    clock: RunClock,
+    names: NameTable,
+    warmup_end_ns: u64,
+    tx: SyncSender<Vec<Event>>,
+}
+
+impl Sessions {
+    /// A recorder for `session`: events starting before the warm-up end carry the warm-up flag.
+    pub fn recorder(&self, session: u32) -> Recorder {
+        Recorder {
+            session,
+            clock: self.clock.clone(),
+            warmup_end_ns: self.warmup_end_ns,
+            names: self.names.clone(),
+            buf: Vec::with_capacity(BATCH_EVENTS),
+            batch_started_ns: 0,
+            last_ns: 0,
+            tx: self.tx.clone(),
+            disconnected: false,
+        }
+    }
+
+    /// The run's clock.
+    pub fn clock(&self) -> &RunClock {
+        &self.clock
+    }
+}
+
+/// The receiving end of a live run's batches, drained by [`Recording::pump`].
+pub struct Batches(Receiver<Vec<Event>>);
+
+/// What [`Recording::pump`] reports to its caller as it goes.
+pub enum Pumped<'a> {
+    /// A batch was written (or, after a write failure, dropped): the caller may look at it.
+    Batch(&'a [Event]),
+    /// The tick interval passed: time for progress and counter snapshots.
+    Tick,
+    /// Writing failed; the message says why (and whether the file system is full). Later
+    /// batches are drained and dropped so the sessions can stop.
+    WriteFailed(&'a str),
+}
+
+/// A run being recorded. Dropping it without [`Recording::finish`] leaves the run as a killed run
+/// would be: readable, with outcome `running`.
+#[derive(Debug)]
+pub struct Recording {
+    run: RunDir,
+    writer: EventWriter,
+    names: NameTable,
+    counters: RunCounters,
+    reserve: Option<PathBuf>,
+    write_error: Option<String>,
+}
+
+impl Recording {
+    /// Creates the run directory `dir` (which must not hold a run yet), redacts the manifest's
+    /// command line, writes the manifest (outcome `running`) and an empty event file.
+    pub fn begin(dir: &Path, mut manifest: Manifest) -> Result<Recording> {
+        manifest.command_line = manifest.command_line.iter().map(|a| redact(a)).collect();
+        manifest.outcome = Outcome::Running;
+        manifest.ended_utc = None;
+        manifest.events_written = None;
+        let run = RunDir::create(dir, manifest)?;
+        let names = NameTable::new();
+        let writer = EventWriter::create(&dir.join(EVENTS_FILE), names.clone())?;
+        Ok(Recording {
+            run,
+            writer,
+            names,
+            counters: RunCounters::default(),
+            reserve: None,
+            write_error: None,
+        })
+    }
+
+    /// The run directory.
+    pub fn dir(&self) -> &Path {
+        &self.run.path
+    }
+
+    /// The names of this run's events and error classes.
+    pub fn names(&self) -> &NameTable {
+        &self.names
+    }
+
+    /// The manifest as it will be written next.
+    pub fn manifest(&self) -> &Manifest {
+        &self.run.manifest
+    }
+
+    /// Changes the manifest; written at the next [`Recording::save_manifest`] or at the end.
+    pub fn manifest_mut(&mut self) -> &mut Manifest {
+        &mut self.run.manifest
+    }
+
+    /// Rewrites the manifest now (atomically).
+    pub fn save_manifest(&self) -> Result<()> {
+        self.run.save_manifest()
+    }
+
+    /// Starts the clock: event offset 0 is now, and the manifest says so.
+    pub fn start_clock(&mut self) -> Result<RunClock> {
+        let clock = RunClock::start();
+        let now = Utc::now();
+        self.run.manifest.started_utc = now;
+        self.run.manifest.clock_origin_unix_ns = now.timestamp_nanos_opt().unwrap_or(0);
+        self.run.save_manifest()?;
+        Ok(clock)
+    }
+
+    /// Keeps a file of a few hundred KiB in the run directory until the end, so that a file system
+    /// filled by the run's events still has room for the final counters and manifest.
+    pub fn reserve_space(&mut self) -> std::io::Result<()> {
+        let path = self.run.path.join(RESERVE_FILE);
+        let result = std::fs::write(&path, vec![0xA5u8; RESERVE_BYTES])
+            .and_then(|()| std::fs::File::open(&path)?.sync_all());
+        match result {
+            Ok(()) => {
+                self.reserve = Some(path);
+                Ok(())
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&path);
+                Err(e)
+            }
+        }
+    }
+
+    /// Appends one block of events (written at once, so a crash leaves at most one torn block).
+    pub fn write_block(&mut self, events: &[Event]) -> Result<()> {
+        self.writer.write_block(events)
+    }
+
+    /// Events written so far.
+    pub fn events_written(&self) -> u64 {
+        self.writer.events_written()
+    }
+
+    /// The channel of a live run: session threads get [`Recorder`]s from the [`Sessions`], and this
+    /// thread drains the [`Batches`] with [`Recording::pump`]. `capacity` bounds the batches in
+    /// flight (a slow disk slows the sessions rather than filling memory).
+    pub fn sessions(
+        &self,
+        clock: &RunClock,
+        warmup_end_ns: u64,
+        capacity: usize,
+    ) -> (Sessions, Batches) {
+        let (tx, rx) = sync_channel(capacity);
+        (
+            Sessions {
+                clock: clock.clone(),
+                names: self.names.clone(),
+                warmup_end_ns,
+                tx,
+            },
+            Batches(rx),
+        )
+    }
+
+    /// Writes every batch the sessions hand over until all their recorders are gone, calling `f`
+    /// for each batch and every `tick`. The first write failure is reported once and returned at
+    /// the end; after it, batches are drained and dropped so the sessions never block.
+    pub fn pump(
+        &mut self,
+        batches: Batches,
+        tick: Duration,
+        mut f: impl FnMut(Pumped<'_>),
+    ) -> Option<String> {
+        let mut last_tick = Instant::now();
+        loop {
+            match batches.0.recv_timeout(tick) {
+                Ok(batch) => {
+                    if self.write_error.is_none() {
+                        if let Err(e) = self.writer.write_block(&batch) {
+                            let msg = events_message(&e);
+                            self.write_error = Some(msg.clone());
+                            f(Pumped::WriteFailed(&msg));
+                        }
+                    }
+                    f(Pumped::Batch(&batch));
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            if last_tick.elapsed() >= tick {
+                last_tick = Instant::now();
+                f(Pumped::Tick);
+            }
+        }
+        self.write_error.clone()
+    }
+
+    /// Records (or replaces) one section of run-level counters in `counters.json`, atomically.
+    /// Sources call it while the run goes (with `final_counts` false) and at the end.
+    pub fn write_counters(&mut self, section: CounterSection) -> Result<()> {
+        self.counters.put(section);
+        self.counters.write(&self.run.path)
+    }
+
+    /// Ends the run: syncs the events, frees the space reserve, and writes the manifest with the
+    /// outcome, the end time (now) and the events written.
+    pub fn finish(self, outcome: Outcome, detail: Option<String>) -> Result<RunDir> {
+        self.finish_at(outcome, detail, Some(Utc::now()))
+    }
+
+    /// [`Recording::finish`] with the end time given (imports take it from the data).
+    pub fn finish_at(
+        mut self,
+        outcome: Outcome,
+        detail: Option<String>,
+        ended: Option<DateTime<Utc>>,
+    ) -> Result<RunDir> {
+        if let Some(path) = self.reserve.take() {
+            let _ = std::fs::remove_file(path);
+        }
+        let mut sync_error = None;
+        if self.write_error.is_none() {
+            if let Err(e) = self.writer.sync() {
+                sync_error = Some(format!("cannot flush events: {e}"));
+            }
+        }
+        let (outcome, detail) = match sync_error {
+            Some(why) if outcome != Outcome::Failed => (Outcome::Failed, Some(why)),
+            _ => (outcome, detail),
+        };
+        let m = &mut self.run.manifest;
+        m.ended_utc = ended;
+        m.outcome = outcome;
+        m.outcome_detail = detail;
+        m.events_written = Some(self.writer.events_written());
+        self.run.save_manifest()?;
+        Ok(self.run)
+    }
+}
+
+/// The message for a failed event write; a full file system says so, and that what was recorded
+/// until then is kept.
+fn events_message(e: &Error) -> String {
+    let full =
+        matches!(e, Error::Io { source, .. } if source.raw_os_error() == Some(28 /* ENOSPC */));
+    if full {
+        format!(
+            "cannot write events: {e}; the file system holding the run directory is full (the \
+             events recorded until then are kept)"
+        )
+    } else {
+        format!("cannot write events: {e}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::counters::{Counter, CounterValue};
+    use crate::manifest::WorkloadInfo;
+
+    #[test]
+    fn a_threaded_recording_round_trips_and_redacts() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run");
+        let mut m = Manifest::new("workload", WorkloadInfo::default(), 3);
+        m.command_line = vec!["dbscope".into(), "postgres://u:secret@h/db".into()];
+        let mut rec = Recording::begin(&out, m).unwrap();
+        let on_disk = Manifest::read(&out.join("manifest.json")).unwrap();
+        assert_eq!(on_disk.outcome, Outcome::Running);
+        assert_eq!(on_disk.command_line[1], "postgres://u:***@h/db");
+
+        let clock = rec.start_clock().unwrap();
+        let (sessions, batches) = rec.sessions(&clock, 0, 4);
+        std::thread::scope(|s| {
+            for i in 0..3u32 {
+                let mut r = sessions.recorder(i);
+                s.spawn(move || {
+                    let name = r.name("op");
+                    for k in 0..5000u64 {
+                        r.ok(name, k, k + 1, 1);
+                    }
+                });
+            }
+            drop(sessions);
+            let mut seen = 0usize;
+            let err = rec.pump(batches, Duration::from_millis(10), |p| {
+                if let Pumped::Batch(b) = p {
+                    seen += b.len();
+                }
+            });
+            assert_eq!(err, None);
+            assert_eq!(seen, 15_000);
+        });
+        rec.write_counters(CounterSection {
+            key: "demo".into(),
+            title: "demo".into(),
+            final_counts: true,
+            counters: vec![Counter::new("n", "n", CounterValue::Int(7), "")],
+            ..CounterSection::default()
+        })
+        .unwrap();
+        let run = rec.finish(Outcome::Complete, None).unwrap();
+        let run = RunDir::open(&run.path).unwrap();
+        assert_eq!(run.manifest.events_written, Some(15_000));
+        assert_eq!(run.manifest.outcome, Outcome::Complete);
+        let mut n = 0;
+        run.for_each_block(|_, b| n += b.len()).unwrap();
+        assert_eq!(n, 15_000);
+        let c = run.counters().unwrap();
+        assert_eq!(c.sections[0].counters[0].value, CounterValue::Int(7));
+    }
+
+    #[test]
+    fn the_space_reserve_goes_at_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run");
+        let mut rec =
+            Recording::begin(&out, Manifest::new("w", WorkloadInfo::default(), 0)).unwrap();
+        rec.reserve_space().unwrap();
+        assert!(out.join(RESERVE_FILE).exists());
+        rec.finish(Outcome::Interrupted, Some(INTERRUPTED_DETAIL.into()))
+            .unwrap();
+        assert!(!out.join(RESERVE_FILE).exists());
+    }
+
+    #[test]
+    fn stop_signal_keeps_the_first_reason() {
+        let s = StopSignal::new();
+        assert_eq!(s.outcome(), (Outcome::Complete, None));
+        s.fail("disk".into());
+        s.interrupt();
+        s.fail("later".into());
+        assert_eq!(s.outcome(), (Outcome::Failed, Some("disk".into())));
+    }
+}
