@@ -3,9 +3,9 @@
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
-use dbscope_lab::io::inject::Injection;
-use dbscope_lab::io::redo::{self, Destination, RedoConfig, RedoError, SyncMode};
-use dbscope_lab::io::verify;
+use dbscope_io::inject::Injection;
+use dbscope_io::redo::{self, Destination, RedoConfig, RedoError, SyncMode};
+use dbscope_io::verify;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::io_args::{IoArgs, IoCommand, RedoArgs, RedoSub, SyncArg, VerifyArgs};

@@ -22,5 +22,5 @@ pub use event::{Event, NameId, NameTable, EVENT_WARMUP};
 pub use manifest::{
     HostInfo, Manifest, Outcome, RunnerInfo, TargetInfo, WorkloadInfo, FORMAT_VERSION,
 };
-pub use record::{Pumped, Recorder, Recording, RunClock, Sessions, StopSignal};
+pub use record::{CounterSnapshots, Pumped, Recorder, Recording, RunClock, Sessions, StopSignal};
 pub use run::{EventReader, EventWriter, RunDir, TailState};

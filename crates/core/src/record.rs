@@ -113,6 +113,15 @@ impl StopSignal {
     }
 }
 
+/// Seed for one session, derived from the run seed (SplitMix64 step), so sessions differ but the
+/// same run seed always gives the same streams.
+pub fn session_seed(seed: u64, session: u32) -> u64 {
+    let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15u64.wrapping_mul(session as u64 + 1));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
 /// The detail recorded for a run the user stopped.
 pub const INTERRUPTED_DETAIL: &str = "stopped by the user";
 
@@ -256,11 +265,26 @@ pub struct Batches(Receiver<Vec<Event>>);
 pub enum Pumped<'a> {
     /// A batch was written (or, after a write failure, dropped): the caller may look at it.
     Batch(&'a [Event]),
-    /// The tick interval passed: time for progress and counter snapshots.
-    Tick,
+    /// The tick interval passed: time for progress and counter snapshots (written through the
+    /// handle).
+    Tick(CounterSnapshots<'a>),
     /// Writing failed; the message says why (and whether the file system is full). Later
     /// batches are drained and dropped so the sessions can stop.
     WriteFailed(&'a str),
+}
+
+/// Writes counter sections while [`Recording::pump`] holds the recording.
+pub struct CounterSnapshots<'a> {
+    counters: &'a mut RunCounters,
+    dir: &'a Path,
+}
+
+impl CounterSnapshots<'_> {
+    /// Records (or replaces) one section of run-level counters, as [`Recording::write_counters`].
+    pub fn write(&mut self, section: CounterSection) -> Result<()> {
+        self.counters.put(section);
+        self.counters.write(self.dir)
+    }
 }
 
 /// A run being recorded. Dropping it without [`Recording::finish`] leaves the run as a killed run
@@ -407,7 +431,10 @@ impl Recording {
             }
             if last_tick.elapsed() >= tick {
                 last_tick = Instant::now();
-                f(Pumped::Tick);
+                f(Pumped::Tick(CounterSnapshots {
+                    counters: &mut self.counters,
+                    dir: &self.run.path,
+                }));
             }
         }
         self.write_error.clone()
@@ -418,6 +445,14 @@ impl Recording {
     pub fn write_counters(&mut self, section: CounterSection) -> Result<()> {
         self.counters.put(section);
         self.counters.write(&self.run.path)
+    }
+
+    /// Frees the space reserve (see [`Recording::reserve_space`]) so that the final counters can be
+    /// written on a full file system; [`Recording::finish`] does it too.
+    pub fn release_space(&mut self) {
+        if let Some(path) = self.reserve.take() {
+            let _ = std::fs::remove_file(path);
+        }
     }
 
     /// Ends the run: syncs the events, frees the space reserve, and writes the manifest with the
@@ -433,9 +468,7 @@ impl Recording {
         detail: Option<String>,
         ended: Option<DateTime<Utc>>,
     ) -> Result<RunDir> {
-        if let Some(path) = self.reserve.take() {
-            let _ = std::fs::remove_file(path);
-        }
+        self.release_space();
         let mut sync_error = None;
         if self.write_error.is_none() {
             if let Err(e) = self.writer.sync() {

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use dbscope_core::manifest::WorkloadInfo;
 use dbscope_core::run::{EVENTS_FILE, MANIFEST_FILE};
-use dbscope_core::{Event, EventWriter, Manifest, NameTable, Outcome, RunDir};
+use dbscope_core::{Event, Manifest, Outcome, Recording};
 
 /// Events per block written.
 const BLOCK: usize = 1 << 16;
@@ -321,10 +321,8 @@ pub fn import_csv(opts: &CsvImport) -> Result<ImportSummary, ImportError> {
     );
     manifest.command_line = opts.command_line.clone();
     let result = (|| {
-        let mut run = RunDir::create(&opts.out, manifest)?;
-        let names = NameTable::new();
-        let id = names.intern(&opts.event);
-        let mut w = EventWriter::create(&opts.out.join(EVENTS_FILE), names)?;
+        let mut w = Recording::begin(&opts.out, manifest)?;
+        let id = w.names().intern(&opts.event);
         let mut block: Vec<Event> = Vec::with_capacity(BLOCK);
         // Session clocks: a plain vector indexed by session number for the common small numbers.
         let mut clocks: Vec<u64> = Vec::new();
@@ -473,18 +471,10 @@ pub fn import_csv(opts: &CsvImport) -> Result<ImportSummary, ImportError> {
                 }
             )));
         }
-        run.manifest
-            .workload
-            .params
-            .insert("rows".into(), serde_json::json!(events));
-        run.manifest
-            .workload
-            .params
-            .insert("skipped_rows".into(), serde_json::json!(skipped));
-        run.manifest.outcome = Outcome::Complete;
-        run.manifest.ended_utc = Some(chrono::Utc::now());
-        run.manifest.events_written = Some(events);
-        run.save_manifest()?;
+        let params = &mut w.manifest_mut().workload.params;
+        params.insert("rows".into(), serde_json::json!(events));
+        params.insert("skipped_rows".into(), serde_json::json!(skipped));
+        w.finish(Outcome::Complete, None)?;
         Ok(ImportSummary {
             dir: opts.out.clone(),
             events,
@@ -507,6 +497,7 @@ pub fn import_csv(opts: &CsvImport) -> Result<ImportSummary, ImportError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dbscope_core::RunDir;
 
     fn opts(dir: &Path, text: &str) -> CsvImport {
         let file = dir.join("in.csv");

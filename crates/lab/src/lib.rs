@@ -4,8 +4,6 @@ pub mod compare;
 pub mod export;
 pub mod html;
 pub mod import;
-pub mod io;
-pub mod record;
 pub mod report;
 pub mod runner;
 pub mod target;

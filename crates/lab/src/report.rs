@@ -54,9 +54,6 @@ pub struct Report {
     pub read: ReadReport,
     /// One entry per event name, in order of first appearance in the event files.
     pub events: Vec<EventReport>,
-    /// `io redo` runs: group-commit factor, MB/s, race counters (see `crate::io::report`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub redo: Option<crate::io::report::RedoSummary>,
 }
 
 /// What the run was, from its manifest.
@@ -304,7 +301,6 @@ pub fn build(run: &RunDir, opts: &ReportOptions) -> Result<Report, Error> {
             missing_files,
         },
         events,
-        redo: crate::io::report::summarize(run),
     })
 }
 
@@ -622,9 +618,6 @@ pub fn render_text(r: &Report) -> String {
     for e in &r.events {
         out.push('\n');
         push_event(&mut out, e);
-    }
-    if let Some(redo) = &r.redo {
-        crate::io::report::push_text(&mut out, redo);
     }
     out
 }

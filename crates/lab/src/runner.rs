@@ -2,21 +2,15 @@
 //! target and records every operation into a run directory as it goes.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
-use std::sync::mpsc::{sync_channel, RecvTimeoutError};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use chrono::Utc;
-use dbscope_core::run::EVENTS_FILE;
+use dbscope_core::record::{session_seed, Pumped, Recorder, Recording, RunClock, StopSignal};
 use dbscope_core::stats::LatencyHistogram;
-use dbscope_core::{
-    Event, EventWriter, Manifest, NameTable, Outcome, RunDir, RunnerInfo, WorkloadInfo,
-};
+use dbscope_core::{Event, Manifest, NameId, Outcome, RunnerInfo, WorkloadInfo};
 
-use crate::record::{Recorder, RunClock};
 use crate::target::{Session, Target, TargetError};
-use crate::workload::{session_seed, SessionWork, Workload};
+use crate::workload::{SessionWork, Workload};
 
 /// How long a session keeps trying to reconnect after losing its connection.
 const RECONNECT_FOR: Duration = Duration::from_secs(30);
@@ -67,58 +61,6 @@ impl RunConfig {
             return Err(RunError::Config("--duration must be longer than 0".into()));
         }
         Ok(())
-    }
-}
-
-/// Why a run is stopping early.
-#[derive(Debug, Default)]
-pub struct StopSignal {
-    state: AtomicU8,
-    detail: Mutex<Option<String>>,
-}
-
-const RUNNING: u8 = 0;
-const INTERRUPTED: u8 = 1;
-const FAILED: u8 = 2;
-
-impl StopSignal {
-    /// A signal that has not fired.
-    pub fn new() -> Self {
-        Self::default()
-    }
-    /// Asks the run to stop and keep its data (Ctrl-C, SIGTERM).
-    pub fn interrupt(&self) {
-        let _ =
-            self.state
-                .compare_exchange(RUNNING, INTERRUPTED, Ordering::SeqCst, Ordering::SeqCst);
-    }
-    /// Stops the run as failed, with the reason.
-    pub fn fail(&self, why: String) {
-        if self
-            .state
-            .compare_exchange(RUNNING, FAILED, Ordering::SeqCst, Ordering::SeqCst)
-            .is_ok()
-        {
-            *self.detail.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
-        }
-    }
-    /// True once the run should stop.
-    #[inline]
-    pub fn is_set(&self) -> bool {
-        self.state.load(Ordering::Relaxed) != RUNNING
-    }
-    fn outcome(&self) -> (Outcome, Option<String>) {
-        match self.state.load(Ordering::SeqCst) {
-            INTERRUPTED => (Outcome::Interrupted, Some("stopped by the user".into())),
-            FAILED => (
-                Outcome::Failed,
-                self.detail
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .clone(),
-            ),
-            _ => (Outcome::Complete, None),
-        }
     }
 }
 
@@ -208,35 +150,26 @@ pub fn run(
     });
 
     // Connect every session before the clock starts, so connection time is not measured.
-    let names = NameTable::new();
     let mut sessions: Vec<Box<dyn Session>> = Vec::with_capacity(cfg.sessions as usize);
     for _ in 0..cfg.sessions {
         sessions.push(spec.target.connect()?);
     }
 
-    let mut rundir = RunDir::create(&spec.out, manifest)?;
-    let mut writer = EventWriter::create(&spec.out.join(EVENTS_FILE), names.clone())?;
-    let (tx, rx) = sync_channel::<Vec<Event>>(2 * cfg.sessions as usize + 8);
+    let mut rec = Recording::begin(&spec.out, manifest)?;
     let errors = AtomicU64::new(0);
     let ops = AtomicU64::new(0);
-
-    let clock = RunClock::start();
-    let now = Utc::now();
-    rundir.manifest.started_utc = now;
-    rundir.manifest.clock_origin_unix_ns = now.timestamp_nanos_opt().unwrap_or(0);
-    rundir.save_manifest()?;
-
+    let clock = rec.start_clock()?;
     let warmup_ns = cfg.warmup.as_nanos() as u64;
     let deadline_ns = cfg.duration.map(|d| warmup_ns + d.as_nanos() as u64);
     let headline = spec.workload.headline_event();
-    let headline_id = names.intern(headline);
-    let mut write_error: Option<String> = None;
+    let headline_id = rec.names().intern(headline);
+    let (recorders, batches) = rec.sessions(&clock, warmup_ns, 2 * cfg.sessions as usize + 8);
 
     std::thread::scope(|scope| {
         for (i, sess) in sessions.into_iter().enumerate() {
             let i = i as u32;
             let work = spec.workload.session(i, session_seed(cfg.seed, i));
-            let rec = Recorder::new(i, clock.clone(), warmup_ns, names.clone(), tx.clone());
+            let rec = recorders.recorder(i);
             let (errors, ops, target) = (&errors, &ops, spec.target);
             std::thread::Builder::new()
                 .name(format!("session-{i}"))
@@ -255,90 +188,113 @@ pub fn run(
                 })
                 .expect("spawning a session thread");
         }
-        drop(tx);
+        drop(recorders);
 
         // This thread writes blocks and reports progress until every session has finished.
-        let mut window = LatencyHistogram::new();
-        let mut window_started = Instant::now();
-        let mut last_p99 = None;
-        let mut headline_total = 0u64;
-        let mut last_tick = Instant::now();
-        let mut last_tick_ops = 0u64;
-        loop {
-            match rx.recv_timeout(PROGRESS_EVERY) {
-                Ok(batch) => {
-                    if write_error.is_none() {
-                        if let Err(e) = writer.write_block(&batch) {
-                            write_error = Some(e.to_string());
-                            stop.fail(format!("cannot write events: {e}"));
-                        }
-                    }
-                    for ev in batch
-                        .iter()
-                        .filter(|e| e.name == headline_id && !e.is_error())
-                    {
-                        headline_total += 1;
-                        window.record(ev.duration_ns);
-                    }
-                }
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break,
-            }
-            if last_tick.elapsed() >= PROGRESS_EVERY {
-                let elapsed = Duration::from_nanos(clock.now_ns());
-                let dt = last_tick.elapsed().as_secs_f64();
-                let rate = (headline_total - last_tick_ops) as f64 / dt;
-                last_tick = Instant::now();
-                last_tick_ops = headline_total;
-                if window_started.elapsed() >= Duration::from_secs(1) {
-                    last_p99 = (!window.is_empty()).then(|| window.percentile(99.0));
-                    window.clear();
-                    window_started = Instant::now();
-                } else if last_p99.is_none() && !window.is_empty() {
-                    last_p99 = Some(window.percentile(99.0));
-                }
+        let mut live = LiveProgress::new(headline, headline_id, &clock, warmup_ns);
+        rec.pump(batches, PROGRESS_EVERY, |p| match p {
+            Pumped::Batch(batch) => live.add(batch),
+            Pumped::WriteFailed(msg) => stop.fail(msg.to_string()),
+            Pumped::Tick(_) => {
                 let fraction = match (deadline_ns, cfg.ops_per_session) {
-                    (Some(d), _) => Some((elapsed.as_nanos() as f64 / d as f64).min(1.0)),
+                    (Some(d), _) => Some((clock.now_ns() as f64 / d as f64).min(1.0)),
                     (None, Some(n)) => {
                         Some(ops.load(Ordering::Relaxed) as f64 / (n * cfg.sessions as u64) as f64)
                     }
                     _ => None,
                 };
-                progress(&Progress {
-                    elapsed,
-                    warming_up: (elapsed.as_nanos() as u64) < warmup_ns,
-                    ops: headline_total,
-                    errors: errors.load(Ordering::Relaxed),
-                    ops_per_s: rate,
-                    p99_ns: last_p99,
-                    fraction,
-                    headline,
-                });
+                progress(&live.tick(errors.load(Ordering::Relaxed), fraction));
             }
-        }
+        });
     });
 
     let elapsed = Duration::from_nanos(clock.now_ns());
-    if write_error.is_none() {
-        if let Err(e) = writer.sync() {
-            stop.fail(format!("cannot flush events: {e}"));
-        }
-    }
     let (outcome, detail) = stop.outcome();
-    rundir.manifest.ended_utc = Some(Utc::now());
-    rundir.manifest.outcome = outcome;
-    rundir.manifest.outcome_detail = detail.clone();
-    rundir.manifest.events_written = Some(writer.events_written());
-    rundir.save_manifest()?;
+    let events = rec.events_written();
+    let run = rec.finish(outcome, detail)?;
     Ok(RunResult {
         dir: spec.out,
-        outcome,
-        detail,
-        events: writer.events_written(),
+        outcome: run.manifest.outcome,
+        detail: run.manifest.outcome_detail,
+        events,
         ops: ops.load(Ordering::Relaxed),
         errors: errors.load(Ordering::Relaxed),
         elapsed,
     })
+}
+
+/// The progress line's figures: the headline event's rate since the last tick and its p99 over
+/// about the last second.
+struct LiveProgress<'a> {
+    headline: &'static str,
+    headline_id: NameId,
+    clock: &'a RunClock,
+    warmup_ns: u64,
+    window: LatencyHistogram,
+    window_started: Instant,
+    last_p99: Option<u64>,
+    total: u64,
+    last_tick: Instant,
+    last_tick_total: u64,
+}
+
+impl<'a> LiveProgress<'a> {
+    fn new(
+        headline: &'static str,
+        headline_id: NameId,
+        clock: &'a RunClock,
+        warmup_ns: u64,
+    ) -> Self {
+        LiveProgress {
+            headline,
+            headline_id,
+            clock,
+            warmup_ns,
+            window: LatencyHistogram::new(),
+            window_started: Instant::now(),
+            last_p99: None,
+            total: 0,
+            last_tick: Instant::now(),
+            last_tick_total: 0,
+        }
+    }
+
+    /// Counts the headline events of a written batch.
+    fn add(&mut self, batch: &[Event]) {
+        for ev in batch
+            .iter()
+            .filter(|e| e.name == self.headline_id && !e.is_error())
+        {
+            self.total += 1;
+            self.window.record(ev.duration_ns);
+        }
+    }
+
+    /// The figures for one progress line.
+    fn tick(&mut self, errors: u64, fraction: Option<f64>) -> Progress {
+        let elapsed = Duration::from_nanos(self.clock.now_ns());
+        let dt = self.last_tick.elapsed().as_secs_f64();
+        let rate = (self.total - self.last_tick_total) as f64 / dt;
+        self.last_tick = Instant::now();
+        self.last_tick_total = self.total;
+        if self.window_started.elapsed() >= Duration::from_secs(1) {
+            self.last_p99 = (!self.window.is_empty()).then(|| self.window.percentile(99.0));
+            self.window.clear();
+            self.window_started = Instant::now();
+        } else if self.last_p99.is_none() && !self.window.is_empty() {
+            self.last_p99 = Some(self.window.percentile(99.0));
+        }
+        Progress {
+            elapsed,
+            warming_up: (elapsed.as_nanos() as u64) < self.warmup_ns,
+            ops: self.total,
+            errors,
+            ops_per_s: rate,
+            p99_ns: self.last_p99,
+            fraction,
+            headline: self.headline,
+        }
+    }
 }
 
 struct SessionCtx<'a> {

@@ -5,8 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use chrono::Utc;
-use dbscope_core::run::EVENTS_FILE;
-use dbscope_core::{Event, EventWriter, Manifest, NameTable, Outcome, RunDir, WorkloadInfo};
+use dbscope_core::{Event, Manifest, Outcome, Recording, RunDir, WorkloadInfo};
 
 use crate::q1::{Q1Config, Q1Output};
 
@@ -52,9 +51,8 @@ pub fn record_q1(
     manifest.command_line = command_line;
     manifest.started_utc = started;
     manifest.clock_origin_unix_ns = started.timestamp_nanos_opt().unwrap_or(0);
-    let mut run = RunDir::create(out, manifest)?;
-    let names = NameTable::new();
-    let mut writer = EventWriter::create(&out.join(EVENTS_FILE), names.clone())?;
+    let mut rec = Recording::begin(out, manifest)?;
+    let names = rec.names().clone();
     let (map, reduce, finalize, q1) = (
         names.intern("map"),
         names.intern("reduce"),
@@ -86,11 +84,6 @@ pub fn record_q1(
         events.push(ev(0, q1, *at, at + t.total, groups));
     }
     events.sort_by_key(|e| e.start_ns);
-    writer.write_block(&events)?;
-    writer.sync()?;
-    run.manifest.ended_utc = Some(Utc::now());
-    run.manifest.outcome = Outcome::Complete;
-    run.manifest.events_written = Some(writer.events_written());
-    run.save_manifest()?;
-    Ok(run)
+    rec.write_block(&events)?;
+    rec.finish(Outcome::Complete, None)
 }

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use dbscope_core::NameId;
-use dbscope_lab::record::Recorder;
+use dbscope_core::Recorder;
 use dbscope_lab::target::{Dialect, Session, Target, TargetError, TargetResult};
 use dbscope_lab::workload::{SessionWork, Workload};
 

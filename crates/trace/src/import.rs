@@ -20,7 +20,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use dbscope_core::{Event, EventWriter, Manifest, NameTable, Outcome, RunDir, WorkloadInfo};
+use dbscope_core::{Event, Manifest, NameTable, Outcome, Recording, WorkloadInfo};
 use serde_json::json;
 
 use crate::line::CallKind;
@@ -99,7 +99,7 @@ struct Writer {
     /// No record is anchored to the wall clock: place events on the raw `tim` clock.
     tim_clock: bool,
     names: NameTable,
-    events: EventWriter,
+    events: Recording,
     attrs: BufWriter<File>,
     attrs_path: PathBuf,
     buf: Vec<Event>,
@@ -297,9 +297,8 @@ pub fn import_files_chunked(
     if let Some(t) = chrono::DateTime::from_timestamp_micros(origin_us) {
         manifest.started_utc = t;
     }
-    let mut run = RunDir::create(out, manifest)?;
-    let names = NameTable::new();
-    let events_path = out.join(dbscope_core::run::EVENTS_FILE);
+    let rec = Recording::begin(out, manifest)?;
+    let names = rec.names().clone();
     let attrs_path = out.join(ATTRS_FILE);
     let attrs_file = File::create(&attrs_path).map_err(|source| ImportError::Io {
         path: attrs_path.clone(),
@@ -309,7 +308,7 @@ pub fn import_files_chunked(
         origin_us,
         tim_clock,
         names: names.clone(),
-        events: EventWriter::create(&events_path, names)?,
+        events: rec,
         attrs: BufWriter::new(attrs_file),
         attrs_path: attrs_path.clone(),
         buf: Vec::with_capacity(BLOCK),
@@ -340,7 +339,6 @@ pub fn import_files_chunked(
         path: attrs_path.clone(),
         source,
     })?;
-    w.events.sync()?;
     let spath = out.join(STATEMENTS_FILE);
     let write_statements = || -> std::io::Result<()> {
         let mut f = BufWriter::new(File::create(&spath)?);
@@ -357,14 +355,12 @@ pub fn import_files_chunked(
         path: spath.clone(),
         source,
     })?;
-    run.manifest.ended_utc = chrono::DateTime::from_timestamp_micros(w.max_end_us);
-    run.manifest.outcome = Outcome::Complete;
-    run.manifest.events_written = Some(w.written);
-    if warning_count > 0 {
-        run.manifest.outcome_detail =
-            Some(format!("{warning_count} malformed trace lines skipped"));
-    }
-    let mut params = run.manifest.workload.params.clone();
+    let written = w.written;
+    let ended = chrono::DateTime::from_timestamp_micros(w.max_end_us);
+    let mut rec = w.events;
+    let detail =
+        (warning_count > 0).then(|| format!("{warning_count} malformed trace lines skipped"));
+    let params = &mut rec.manifest_mut().workload.params;
     params.insert(
         "versions".into(),
         json!(tables
@@ -378,11 +374,10 @@ pub fn import_files_chunked(
         json!(tables.files.iter().map(|f| f.unit).collect::<Vec<_>>()),
     );
     params.insert("sessions".into(), json!(tables.sessions.len()));
-    run.manifest.workload.params = params;
-    run.save_manifest()?;
+    rec.finish_at(Outcome::Complete, detail, ended)?;
     Ok(ImportSummary {
         dir: out.to_path_buf(),
-        events: w.written,
+        events: written,
         sessions: tables.sessions.len(),
         warning_count,
         warnings: warnings.iter().take(20).map(|w| w.to_string()).collect(),
@@ -392,6 +387,7 @@ pub fn import_files_chunked(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dbscope_core::RunDir;
 
     #[test]
     fn records_before_the_first_anchor_do_not_move_the_origin() {

@@ -10,8 +10,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::{check_identifier, SessionWork, Workload};
-use crate::record::Recorder;
 use crate::target::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
+use dbscope_core::Recorder;
 
 /// Which rows sessions update.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

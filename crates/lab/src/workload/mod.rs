@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 pub use commit::{CommitWorkload, Keys};
 
-use crate::record::Recorder;
 use crate::target::{Session, Target, TargetError, TargetResult};
+use dbscope_core::Recorder;
 
 /// A workload: sets up its schema, then gives each session its stream of operations.
 pub trait Workload: Send + Sync {
@@ -48,13 +48,4 @@ pub fn check_identifier(name: &str) -> Result<(), String> {
             "table name {name:?} must be a lower-case identifier (letters, digits, '_'; at most 63)"
         ))
     }
-}
-
-/// Seed for one session, derived from the run seed (SplitMix64 step), so sessions differ but the
-/// same run seed always gives the same streams.
-pub fn session_seed(seed: u64, session: u32) -> u64 {
-    let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15u64.wrapping_mul(session as u64 + 1));
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
