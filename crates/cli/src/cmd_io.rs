@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
 use dbscope_io::inject::Injection;
-use dbscope_io::redo::{self, Destination, RedoConfig, RedoError, SyncMode};
+use dbscope_io::redo::{self, Destination, RedoConfig, SyncMode};
 use dbscope_io::verify;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -135,7 +135,7 @@ fn cmd_redo(a: RedoArgs) -> Result<u8, Exit> {
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
-    let result = result.map_err(|e: RedoError| Exit(EXIT_USAGE, e.into()))?;
+    let result = result.map_err(|e: dbscope_io::Error| Exit(EXIT_USAGE, e.into()))?;
     crate::finish_run(
         &result.dir,
         result.outcome,

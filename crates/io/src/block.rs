@@ -25,6 +25,10 @@
 //! (u32, from 1), body length (u32), reserved (u32) — and a body whose byte `i` is
 //! `(commit + i) mod 256`, so verification can check it.
 
+use std::path::Path;
+
+use crate::error::Error;
+
 /// Magic at the start of a log file.
 pub const FILE_MAGIC: &[u8; 8] = b"DSREDO01";
 /// Format version written in the file header.
@@ -75,20 +79,26 @@ impl LogLayout {
         b
     }
 
-    /// Reads a header from the first bytes of a file; the message says what is wrong.
-    pub fn decode_header(b: &[u8]) -> Result<LogLayout, String> {
+    /// Reads a header from the first bytes of the file `path`; the error says what is wrong.
+    pub fn decode_header(b: &[u8], path: &Path) -> Result<LogLayout, Error> {
+        let bad = |msg: String| Error::NotALog {
+            path: path.to_owned(),
+            msg,
+        };
         if b.len() < 28 || &b[0..8] != FILE_MAGIC {
-            return Err("no DSREDO01 header at byte 0: not a dbscope redo log".into());
+            return Err(bad(
+                "no DSREDO01 header at byte 0: not a dbscope redo log".into()
+            ));
         }
         let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
         if crc32fast::hash(&b[0..24]) != u32_at(24) {
-            return Err("the log header at byte 0 fails its checksum".into());
+            return Err(bad("the log header at byte 0 fails its checksum".into()));
         }
         let version = u32_at(8);
         if version != FILE_VERSION {
-            return Err(format!(
+            return Err(bad(format!(
                 "log format version {version}, this dbscope reads version {FILE_VERSION}"
-            ));
+            )));
         }
         let layout = LogLayout {
             block_size: u32_at(12) as usize,
@@ -96,10 +106,10 @@ impl LogLayout {
             blocks_per_group: u32_at(20),
         };
         if !BLOCK_SIZES.contains(&layout.block_size) || layout.groups < 2 {
-            return Err(format!(
+            return Err(bad(format!(
                 "the log header at byte 0 is implausible (block size {}, {} groups)",
                 layout.block_size, layout.groups
-            ));
+            )));
         }
         Ok(layout)
     }
@@ -516,12 +526,15 @@ mod tests {
             blocks_per_group: 100,
         };
         let b = l.encode_header();
-        assert_eq!(LogLayout::decode_header(&b).unwrap(), l);
+        assert_eq!(LogLayout::decode_header(&b, Path::new("t.log")).unwrap(), l);
         assert_eq!(l.file_bytes(), 1024 * 301);
         assert_eq!(l.group_start(2), 201);
-        assert!(LogLayout::decode_header(b"hello world, not a log at all")
-            .unwrap_err()
-            .contains("not a dbscope redo log"));
+        assert!(
+            LogLayout::decode_header(b"hello world, not a log at all", Path::new("t.log"))
+                .unwrap_err()
+                .to_string()
+                .contains("not a dbscope redo log")
+        );
     }
 
     #[test]

@@ -6,6 +6,8 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use crate::error::Error;
+
 /// A delay distribution.
 #[derive(Clone, Debug, PartialEq)]
 pub enum DelaySpec {
@@ -41,10 +43,10 @@ const SPEC_HELP: &str =
      or DEST:lognormal:MEDIAN:SIGMA (e.g. 2:lognormal:200us:1.5)";
 
 impl std::str::FromStr for Injection {
-    type Err = String;
+    type Err = Error;
 
-    fn from_str(s: &str) -> Result<Self, String> {
-        let bad = |why: &str| format!("--inject {s:?}: {why}; {SPEC_HELP}");
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let bad = |why: &str| Error::Config(format!("--inject {s:?}: {why}; {SPEC_HELP}"));
         let (dest, spec) = s
             .split_once(':')
             .ok_or_else(|| bad("no DEST: before the delay"))?;
@@ -62,7 +64,7 @@ impl std::str::FromStr for Injection {
                 }
                 DelaySpec::Bernoulli {
                     p,
-                    delay: parse_delay(d).map_err(|e| bad(&e))?,
+                    delay: parse_delay(d).map_err(|e| bad(&e.to_string()))?,
                 }
             }
             ["lognormal", m, sg] => {
@@ -73,13 +75,13 @@ impl std::str::FromStr for Injection {
                     return Err(bad("sigma must be between 0 and 10"));
                 }
                 DelaySpec::LogNormal {
-                    median: parse_delay(m).map_err(|e| bad(&e))?,
+                    median: parse_delay(m).map_err(|e| bad(&e.to_string()))?,
                     sigma,
                 }
             }
             [d] => DelaySpec::Bernoulli {
                 p: 1.0,
-                delay: parse_delay(d).map_err(|e| bad(&e))?,
+                delay: parse_delay(d).map_err(|e| bad(&e.to_string()))?,
             },
             _ => return Err(bad("cannot read the delay")),
         };
@@ -92,24 +94,29 @@ impl std::str::FromStr for Injection {
 }
 
 /// Parses `300ms`, `250us`, `2s`, `1.5ms`.
-pub fn parse_delay(s: &str) -> Result<Duration, String> {
+pub fn parse_delay(s: &str) -> Result<Duration, Error> {
+    let bad = |msg: String| Error::Config(msg);
     let split = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
     let v: f64 = num
         .parse()
-        .map_err(|_| format!("{s:?} is not a delay (e.g. 300ms, 250us, 2s)"))?;
+        .map_err(|_| bad(format!("{s:?} is not a delay (e.g. 300ms, 250us, 2s)")))?;
     let scale = match unit {
         "s" => 1.0,
         "ms" => 1e-3,
         "us" | "µs" => 1e-6,
         "ns" => 1e-9,
-        _ => return Err(format!("{s:?}: the delay needs a unit: ns, us, ms or s")),
+        _ => {
+            return Err(bad(format!(
+                "{s:?}: the delay needs a unit: ns, us, ms or s"
+            )))
+        }
     };
     let secs = v * scale;
     if !secs.is_finite() || !(0.0..=60.0).contains(&secs) {
-        return Err(format!("{s:?}: a delay must be between 0 and 60s"));
+        return Err(bad(format!("{s:?}: a delay must be between 0 and 60s")));
     }
     Ok(Duration::from_secs_f64(secs))
 }
@@ -191,7 +198,7 @@ mod tests {
             ":1ms",
             "d:lognormal:1ms",
         ] {
-            let e = bad.parse::<Injection>().unwrap_err();
+            let e = bad.parse::<Injection>().unwrap_err().to_string();
             assert!(e.contains("--inject") && e.contains("DEST:"), "{bad}: {e}");
         }
     }

@@ -3,8 +3,11 @@
 //! the verifier for the logs it writes.
 
 pub mod block;
+pub mod error;
 pub mod inject;
 pub mod redo;
 pub mod sector;
 mod sys;
 pub mod verify;
+
+pub use error::{Error, Result};

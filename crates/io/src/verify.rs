@@ -10,27 +10,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::block::{decode_block, parse_records, BlockHeader, BlockState, LogLayout, BLOCK_HEADER};
-
-/// Errors that stop verification: the file cannot be read or is not a log at all.
-#[derive(Debug, thiserror::Error)]
-pub enum VerifyError {
-    /// The file could not be opened or read.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: String,
-        /// What failed.
-        source: std::io::Error,
-    },
-    /// Not a dbscope redo log.
-    #[error("{path}: {msg}")]
-    NotALog {
-        /// The file.
-        path: String,
-        /// Why.
-        msg: String,
-    },
-}
+use crate::error::Error;
 
 /// One thing wrong in the log.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -83,19 +63,16 @@ struct Write {
 }
 
 /// Scans the log at `path`.
-pub fn verify(path: &Path) -> Result<VerifyReport, VerifyError> {
+pub fn verify(path: &Path) -> Result<VerifyReport, Error> {
     let p = path.display().to_string();
-    let io = |e| VerifyError::Io {
-        path: p.clone(),
+    let io = |e| Error::Io {
+        path: path.to_owned(),
         source: e,
     };
     let f = std::fs::File::open(path).map_err(io)?;
     let mut head = vec![0u8; 512];
     let n = read_full(&mut &f, &mut head).map_err(io)?;
-    let layout = LogLayout::decode_header(&head[..n]).map_err(|msg| VerifyError::NotALog {
-        path: p.clone(),
-        msg,
-    })?;
+    let layout = LogLayout::decode_header(&head[..n], path)?;
     let bs = layout.block_size;
     let mut rest_of_header = vec![0u8; bs - 512];
     read_full(&mut &f, &mut rest_of_header).map_err(io)?;
@@ -249,8 +226,8 @@ pub fn verify(path: &Path) -> Result<VerifyReport, VerifyError> {
                     stream.extend_from_slice(&b[BLOCK_HEADER..BLOCK_HEADER + h.used as usize])
                 }
                 _ => {
-                    return Err(VerifyError::Io {
-                        path: p.clone(),
+                    return Err(Error::Io {
+                        path: path.to_owned(),
                         source: std::io::Error::other("the log changed while it was verified"),
                     })
                 }

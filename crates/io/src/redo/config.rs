@@ -10,6 +10,7 @@ use super::super::block::{blocks_for, LogLayout, BLOCK_SIZES, RECORD_HEADER};
 use super::super::inject::Injection;
 use super::dest::DestInfo;
 use super::names::COUNTERS_FILE;
+use crate::error::Error;
 
 /// How each write is made durable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,9 +45,9 @@ pub struct Destination {
 }
 
 impl std::str::FromStr for Destination {
-    type Err = String;
+    type Err = Error;
     /// `PATH` or `NAME=PATH`; the default name is set by the caller from the position.
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, Error> {
         let (name, path) = match s.split_once('=') {
             Some((n, p))
                 if !n.is_empty()
@@ -58,7 +59,9 @@ impl std::str::FromStr for Destination {
             _ => (String::new(), s),
         };
         if path.is_empty() {
-            return Err(format!("--dest {s:?}: empty path; use --dest [NAME=]PATH"));
+            return Err(Error::Config(format!(
+                "--dest {s:?}: empty path; use --dest [NAME=]PATH"
+            )));
         }
         Ok(Destination {
             name,
@@ -104,21 +107,10 @@ pub struct RedoConfig {
     pub seed: u64,
 }
 
-/// Errors before the run starts (bad input); nothing is recorded.
-#[derive(Debug, thiserror::Error)]
-pub enum RedoError {
-    /// Invalid configuration or destination; the message names the option or file.
-    #[error("{0}")]
-    Config(String),
-    /// The run directory could not be written.
-    #[error("{0}")]
-    Core(#[from] dbscope_core::Error),
-}
-
 impl RedoConfig {
     /// Checks the options that do not need the file system; the message names the option.
-    pub fn validate(&self) -> Result<(), RedoError> {
-        let bad = |m: String| Err(RedoError::Config(m));
+    pub fn validate(&self) -> Result<(), Error> {
+        let bad = |m: String| Err(Error::Config(m));
         if self.dests.is_empty() {
             return bad("io redo needs at least one --dest PATH".into());
         }
@@ -200,13 +192,13 @@ impl RedoConfig {
     }
 
     /// The destination an `--inject` names (by name or 1-based index).
-    pub(super) fn dest_index(&self, dest: &str) -> Result<usize, RedoError> {
+    pub(super) fn dest_index(&self, dest: &str) -> Result<usize, Error> {
         if let Some(i) = self.dests.iter().position(|d| d.name == dest) {
             return Ok(i);
         }
         match dest.parse::<usize>() {
             Ok(i) if (1..=self.dests.len()).contains(&i) => Ok(i - 1),
-            _ => Err(RedoError::Config(format!(
+            _ => Err(Error::Config(format!(
                 "--inject {dest}:…: no destination {dest:?}; the destinations are {}",
                 self.dests
                     .iter()

@@ -11,8 +11,9 @@ use dbscope_core::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::config::{RedoConfig, RedoError};
+use super::config::RedoConfig;
 use super::names::{dest_session, COUNTERS_FILE, EV_SWITCH, EV_SYNC, EV_WRITE, SECTION_KEY};
+use crate::error::Error;
 
 /// Counters per destination, in `redo.json`.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -137,7 +138,7 @@ impl Counters {
     }
 }
 
-pub(super) fn write_counters(out: &Path, c: &RedoCounters) -> Result<(), RedoError> {
+pub(super) fn write_counters(out: &Path, c: &RedoCounters) -> Result<(), Error> {
     let text = serde_json::to_string_pretty(c).expect("counters encode") + "\n";
     Ok(dbscope_core::atomic::write_atomic(
         &out.join(COUNTERS_FILE),

@@ -8,7 +8,8 @@ use serde::Serialize;
 
 use super::super::block::{AlignedBuf, LogLayout, FILE_MAGIC};
 use super::super::sector::{self, SectorSizes, Verdict};
-use super::config::{Destination, RedoConfig, RedoError, SyncMode};
+use super::config::{Destination, RedoConfig, SyncMode};
+use crate::error::Error;
 
 /// What a destination looked like at the start.
 #[derive(Clone, Debug, Serialize)]
@@ -72,7 +73,7 @@ pub(super) fn io_message(path: &Path, what: &str, e: &std::io::Error) -> String 
 }
 
 /// Opens every destination (before the run directory exists, so bad paths leave nothing behind).
-pub(super) fn open_dest(d: &Destination, cfg: &RedoConfig) -> Result<DestFile, RedoError> {
+pub(super) fn open_dest(d: &Destination, cfg: &RedoConfig) -> Result<DestFile, Error> {
     let is_blockdev = check_path(d)?;
     let mut flags = 0;
     match cfg.sync {
@@ -87,7 +88,7 @@ pub(super) fn open_dest(d: &Destination, cfg: &RedoConfig) -> Result<DestFile, R
         .custom_flags(flags)
         .open(&d.path)
         .map_err(|e| {
-            RedoError::Config(format!(
+            Error::Config(format!(
                 "--dest {}: cannot open for writing{}: {e}",
                 d.path.display(),
                 if cfg.sync == SyncMode::DirectDsync {
@@ -106,14 +107,14 @@ pub(super) fn open_dest(d: &Destination, cfg: &RedoConfig) -> Result<DestFile, R
 
 /// Checks a destination path without touching it: its directory exists and it is not a directory.
 /// Returns true for a device (block or character), which is written in place, never created.
-pub(super) fn check_path(d: &Destination) -> Result<bool, RedoError> {
+pub(super) fn check_path(d: &Destination) -> Result<bool, Error> {
     let is_device = std::fs::metadata(&d.path)
         .map(|m| m.file_type().is_block_device() || m.file_type().is_char_device())
         .unwrap_or(false);
     if !is_device {
         if let Some(parent) = d.path.parent().filter(|p| !p.as_os_str().is_empty()) {
             if !parent.is_dir() {
-                return Err(RedoError::Config(format!(
+                return Err(Error::Config(format!(
                     "--dest {}: the directory {} does not exist",
                     d.path.display(),
                     parent.display()
@@ -121,7 +122,7 @@ pub(super) fn check_path(d: &Destination) -> Result<bool, RedoError> {
             }
         }
         if d.path.is_dir() {
-            return Err(RedoError::Config(format!(
+            return Err(Error::Config(format!(
                 "--dest {}: is a directory; give the log file's path, e.g. {}/redo.log",
                 d.path.display(),
                 d.path.display()
@@ -135,7 +136,7 @@ pub(super) fn check_path(d: &Destination) -> Result<bool, RedoError> {
 /// The log is overwritten from byte 0: refuse an existing non-empty file that is not a dbscope
 /// redo log, so a mistyped `--dest` cannot destroy someone's data. An empty file (or one cut
 /// back to nothing after a failed preallocation) and an earlier log are reused.
-pub(super) fn refuse_foreign_file(path: &Path) -> Result<(), RedoError> {
+pub(super) fn refuse_foreign_file(path: &Path) -> Result<(), Error> {
     use std::io::Read;
     let Ok(meta) = std::fs::metadata(path) else {
         return Ok(()); // does not exist yet
@@ -150,7 +151,7 @@ pub(super) fn refuse_foreign_file(path: &Path) -> Result<(), RedoError> {
     if &head[..n] == FILE_MAGIC {
         return Ok(());
     }
-    Err(RedoError::Config(format!(
+    Err(Error::Config(format!(
         "--dest {}: the file exists ({} bytes) and is not a dbscope redo log; io redo overwrites \
          its log from byte 0, so give a new path or remove the file first",
         path.display(),
@@ -160,11 +161,11 @@ pub(super) fn refuse_foreign_file(path: &Path) -> Result<(), RedoError> {
 
 /// Writes the log header at offset 0 to prove the destination takes writes before anything is
 /// recorded. A full device (ENOSPC) is left to the preallocation, which keeps the run as failed.
-pub(super) fn probe_write(f: &DestFile, layout: &LogLayout) -> Result<(), RedoError> {
+pub(super) fn probe_write(f: &DestFile, layout: &LogLayout) -> Result<(), Error> {
     let mut buf = AlignedBuf::zeroed(layout.block_size, BUF_ALIGN);
     buf.as_mut_slice().copy_from_slice(&layout.encode_header());
     match f.write_durable(buf.as_slice(), 0) {
-        Err(e) if e.raw_os_error() != Some(libc::ENOSPC) => Err(RedoError::Config(format!(
+        Err(e) if e.raw_os_error() != Some(libc::ENOSPC) => Err(Error::Config(format!(
             "--dest {}: cannot write to it: {e}",
             f.path.display()
         ))),
@@ -197,7 +198,7 @@ pub(super) fn preallocate(f: &DestFile, layout: &LogLayout) -> std::io::Result<(
 
 /// The sector-size check for every destination: their sizes and warnings, or the refusal. The
 /// CLI calls it first to show warnings before the run; [`run_redo`] calls it again.
-pub fn check_destinations(cfg: &RedoConfig) -> Result<Vec<DestInfo>, RedoError> {
+pub fn check_destinations(cfg: &RedoConfig) -> Result<Vec<DestInfo>, Error> {
     let mut infos = Vec::new();
     for d in &cfg.dests {
         check_path(d)?;
@@ -212,7 +213,7 @@ pub fn check_destinations(cfg: &RedoConfig) -> Result<Vec<DestInfo>, RedoError> 
         ) {
             Verdict::Ok => {}
             Verdict::Warn(m) => warnings.push(m),
-            Verdict::Refuse(m) => return Err(RedoError::Config(m)),
+            Verdict::Refuse(m) => return Err(Error::Config(m)),
         }
         infos.push(DestInfo {
             name: d.name.clone(),

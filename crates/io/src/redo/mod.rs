@@ -31,7 +31,8 @@ use std::time::Duration;
 use dbscope_core::record::{Pumped, Recorder, Recording, Sessions, StopSignal};
 use dbscope_core::{Manifest, Outcome, RunnerInfo, TargetInfo, WorkloadInfo};
 
-pub use config::{Destination, RedoConfig, RedoError, SyncMode};
+pub use crate::error::Error;
+pub use config::{Destination, RedoConfig, SyncMode};
 pub use counters::{DestCounters, RedoCounters};
 pub use dest::{check_destinations, DestInfo};
 pub use names::{
@@ -92,7 +93,7 @@ pub fn run_redo(
     cfg: &RedoConfig,
     stop: &StopSignal,
     progress: &mut dyn FnMut(&RedoProgress),
-) -> Result<RedoResult, RedoError> {
+) -> Result<RedoResult, Error> {
     cfg.validate()?;
     let layout = LogLayout {
         block_size: cfg.block_size,
@@ -342,7 +343,7 @@ fn finish(
     tally: &mut EventTally,
     outcome: Outcome,
     detail: Option<String>,
-) -> Result<RedoCounters, RedoError> {
+) -> Result<RedoCounters, Error> {
     rec.release_space();
     let snap = counters.snapshot(cfg, true);
     write_counters(rec.dir(), &snap)?;
