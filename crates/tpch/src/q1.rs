@@ -489,15 +489,39 @@ pub fn plan_splits(inputs: &[Input], n: usize) -> Vec<Split> {
     out
 }
 
+/// A phase's start and end, in ns from the job's start.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Span {
+    /// When the phase started.
+    pub start: u64,
+    /// When it ended.
+    pub end: u64,
+}
+
+/// One map task's timing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MapTiming {
+    /// The mapper thread that ran it, from 0.
+    pub mapper: u32,
+    /// Its split's index in the job's splits.
+    pub split: usize,
+    /// When it started, in ns from the job's start.
+    pub start: u64,
+    /// When it ended, in ns from the job's start.
+    pub end: u64,
+    /// Lines it read.
+    pub lines: u64,
+}
+
 /// Per-phase timings of a job (ns from the job's start), for the run's events.
 #[derive(Clone, Debug, Default)]
 pub struct Q1Timings {
-    /// (mapper thread, split index, start, end, lines read) per map task.
-    pub map: Vec<(u32, usize, u64, u64, u64)>,
+    /// One per map task, in split order.
+    pub map: Vec<MapTiming>,
     /// Reduce: from the first message received to the last merged.
-    pub reduce: (u64, u64),
+    pub reduce: Span,
     /// Final averages and sort.
-    pub finish: (u64, u64),
+    pub finish: Span,
     /// The whole job.
     pub total: u64,
 }
@@ -644,13 +668,13 @@ pub fn run_splits(
                         };
                         lost_reducer |= tx.send(msg).is_err();
                         lost_reducer |= tx.send(Msg::SplitDone).is_err();
-                        map_times.lock().expect("not poisoned").push((
-                            m as u32,
-                            i,
+                        map_times.lock().expect("not poisoned").push(MapTiming {
+                            mapper: m as u32,
+                            split: i,
                             start,
-                            ns(),
+                            end: ns(),
                             lines,
-                        ));
+                        });
                         if lost_reducer {
                             return;
                         }
@@ -692,7 +716,13 @@ pub fn run_splits(
             progress.merged.fetch_add(1, Ordering::Relaxed);
         }
         let end = ns();
-        (groups, (first.unwrap_or(end), end))
+        (
+            groups,
+            Span {
+                start: first.unwrap_or(end),
+                end,
+            },
+        )
     });
     if let Some((_, e)) = first_error.into_inner().expect("not poisoned") {
         return Err(e);
@@ -702,7 +732,7 @@ pub fn run_splits(
     let finish_end = ns();
     progress.done.store(true, Ordering::Relaxed);
     let mut map = map_times.into_inner().expect("not poisoned");
-    map.sort_by_key(|t| t.1);
+    map.sort_by_key(|t| t.split);
     Ok(Q1Output {
         answer,
         lines: total_lines.into_inner(),
@@ -711,7 +741,10 @@ pub fn run_splits(
         timings: Q1Timings {
             map,
             reduce,
-            finish: (finish_start, finish_end),
+            finish: Span {
+                start: finish_start,
+                end: finish_end,
+            },
             total: ns(),
         },
     })
