@@ -5,10 +5,12 @@
 pub mod answer;
 pub mod decimal;
 pub mod gen;
+pub mod lineitem;
 pub mod load;
 mod mapped;
 pub mod parquet_io;
 pub mod q1;
 pub mod record;
+pub mod reference;
 mod simd;
 pub mod workload;

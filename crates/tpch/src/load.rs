@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 use dbscope_lab::target::{Dialect, Param, Session, Target, TargetError};
 
 use crate::q1::Q1Answer;
+use crate::reference::reference_values;
+pub use crate::reference::REFERENCE_TABLE;
 
 /// Rows packed into one INSERT execution.
 pub const ROWS_PER_INSERT: usize = 1000;
-/// Table holding the map/combine/reduce Q1 answer of the loaded data.
-pub const REFERENCE_TABLE: &str = "dbscope_tpch_q1_reference";
 
 /// Column name and SQL type of each table, in TPC-H order (specification, clause 1.4).
 pub const SCHEMA: [(&str, &[(&str, &str)]); 8] = [
@@ -529,7 +529,7 @@ pub fn store_reference(
     ))?;
     let mut values = Vec::new();
     for (g, row) in answer.rows.iter().enumerate() {
-        for (c, v) in crate::workload::reference_values(row).iter().enumerate() {
+        for (c, v) in reference_values(row).iter().enumerate() {
             let v = i64::try_from(*v).map_err(|_| {
                 LoadError::Input(format!(
                     "Q1 value {v} does not fit in 64 bits (scale factor too large to store the reference)"

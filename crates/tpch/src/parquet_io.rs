@@ -17,7 +17,7 @@ use parquet::file::writer::{SerializedFileWriter, SerializedRowGroupWriter};
 use parquet::schema::parser::parse_message_type;
 use tpchgen::generators::LineItemGenerator;
 
-use crate::q1::RowValues;
+use crate::lineitem::RowValues;
 
 /// lineitem's Parquet schema, in TPC-H column order.
 pub const LINEITEM_SCHEMA: &str = "message lineitem {
@@ -372,36 +372,6 @@ mod tests {
         assert_eq!(yyyymmdd(11_016), 20000229);
         for d in [-1000, 0, 10_471, 11_016, 11_017, 20_000] {
             assert_eq!(days_since_epoch(yyyymmdd(d)), d);
-        }
-    }
-
-    #[test]
-    fn round_trip_through_parquet() {
-        let d = tempfile::tempdir().unwrap();
-        let path = d.path().join("lineitem.parquet");
-        let rows = write_lineitem(&path, 0.001, 1, 1, 1000, &AtomicU64::new(0)).unwrap();
-        let (reader, sizes) = open_lineitem(&path).unwrap();
-        assert_eq!(sizes.len() as u64, rows.div_ceil(1000));
-        let mut got = Vec::new();
-        let mut read = 0;
-        for rg in 0..sizes.len() {
-            read += scan_row_group(&reader, rg, 19981201, |r| got.push(r)).unwrap();
-        }
-        assert_eq!(read, rows);
-        // The same rows as the text format, parsed by the text mapper.
-        let mut want = Vec::new();
-        for l in LineItemGenerator::new(0.001, 1, 1).iter() {
-            let line = l.to_string();
-            if let Some(r) = crate::q1::parse_line(line.as_bytes(), 19981201).unwrap() {
-                want.push(r);
-            }
-        }
-        assert_eq!(got, want);
-        let other = d.path().join("other.parquet");
-        std::fs::write(&other, b"PAR1 not really").unwrap();
-        match open_lineitem(&other) {
-            Err(e) => assert!(e.contains("not a Parquet file"), "{e}"),
-            Ok(_) => panic!("a non-Parquet file was accepted"),
         }
     }
 }

@@ -14,6 +14,8 @@ use std::time::Instant;
 use chrono::NaiveDate;
 
 use crate::decimal::{exact_avg_f64, format_scaled, parse_cents, round_scaled};
+pub use crate::lineitem::RowValues;
+use crate::lineitem::FIELD_NAMES;
 use crate::simd::swar::{all_digits, ONES};
 use crate::simd::{masks64, newlines32};
 
@@ -25,21 +27,6 @@ const CHUNK: usize = 4 << 20;
 const ROWS_PER_MESSAGE: usize = 1024;
 /// Messages the channel to the reducer holds before mappers wait (the bound of the shuffle).
 pub const CHANNEL_CAPACITY: usize = 64;
-/// Names of lineitem's fields (0-based index), for error messages.
-const FIELD_NAMES: [&str; 11] = [
-    "l_orderkey",
-    "l_partkey",
-    "l_suppkey",
-    "l_linenumber",
-    "l_quantity",
-    "l_extendedprice",
-    "l_discount",
-    "l_tax",
-    "l_returnflag",
-    "l_linestatus",
-    "l_shipdate",
-];
-
 /// Errors of the Q1 job: every message names the file (and, for bad data, the line and field).
 #[derive(Debug, thiserror::Error)]
 pub enum Q1Error {
@@ -76,23 +63,6 @@ pub enum Q1Error {
     /// Unusable input (empty file, no lineitem files in a directory, bad option).
     #[error("{0}")]
     Input(String),
-}
-
-/// One lineitem row's values that Q1 needs, in hundredths.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RowValues {
-    /// `l_returnflag` byte.
-    pub flag: u8,
-    /// `l_linestatus` byte.
-    pub status: u8,
-    /// `l_quantity` × 100.
-    pub qty: i64,
-    /// `l_extendedprice` × 100.
-    pub price: i64,
-    /// `l_discount` × 100.
-    pub disc: i64,
-    /// `l_tax` × 100.
-    pub tax: i64,
 }
 
 /// Exact Q1 aggregates of one group: sums and counts only, so partials combine in any order.
@@ -1819,6 +1789,39 @@ mod tests {
             "1998-09-02",
         ] {
             assert!(plan.contains(phase), "{phase} in {plan}");
+        }
+    }
+
+    /// Parquet as `tpch gen` writes it reads back as the rows the text parser finds in the same data.
+    #[test]
+    fn round_trip_through_parquet() {
+        use crate::parquet_io::{open_lineitem, scan_row_group, write_lineitem};
+        use tpchgen::generators::LineItemGenerator;
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("lineitem.parquet");
+        let rows = write_lineitem(&path, 0.001, 1, 1, 1000, &AtomicU64::new(0)).unwrap();
+        let (reader, sizes) = open_lineitem(&path).unwrap();
+        assert_eq!(sizes.len() as u64, rows.div_ceil(1000));
+        let mut got = Vec::new();
+        let mut read = 0;
+        for rg in 0..sizes.len() {
+            read += scan_row_group(&reader, rg, 19981201, |r| got.push(r)).unwrap();
+        }
+        assert_eq!(read, rows);
+        // The same rows as the text format, parsed by the text mapper.
+        let mut want = Vec::new();
+        for l in LineItemGenerator::new(0.001, 1, 1).iter() {
+            let line = l.to_string();
+            if let Some(r) = crate::q1::parse_line(line.as_bytes(), 19981201).unwrap() {
+                want.push(r);
+            }
+        }
+        assert_eq!(got, want);
+        let other = d.path().join("other.parquet");
+        std::fs::write(&other, b"PAR1 not really").unwrap();
+        match open_lineitem(&other) {
+            Err(e) => assert!(e.contains("not a Parquet file"), "{e}"),
+            Ok(_) => panic!("a non-Parquet file was accepted"),
         }
     }
 }

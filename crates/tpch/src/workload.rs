@@ -14,11 +14,8 @@ use dbscope_lab::target::{Dialect, Session, Target, TargetError, TargetResult};
 use dbscope_lab::workload::{SessionWork, Workload};
 
 use crate::answer::{compare, official_q1_sf1, rounded, SF1_LINEITEM_ROWS};
-use crate::load::REFERENCE_TABLE;
 use crate::q1::{Agg, Q1Answer, Q1Row, COLUMNS};
-
-/// Scale of the averages in the encoded result (10¹²).
-const AVG_SCALE: i128 = 1_000_000_000_000;
+use crate::reference::{AVG_SCALE, REFERENCE_TABLE};
 
 /// Q1's text for a dialect, DELTA substituted (TPC-H specification 2.4.1; SQLite has no interval
 /// arithmetic, so its date is computed with `date()`).
@@ -109,26 +106,6 @@ pub fn values_from_rows(rows: &[Vec<Option<String>>]) -> Result<Vec<i128>, Strin
         }
     }
     Ok(out)
-}
-
-/// A row's ten values in the compared form (exact: averages rounded to 10⁻¹²).
-pub fn reference_values(row: &Q1Row) -> [i128; 10] {
-    let a = &row.agg;
-    let avg = |sum: i128, scale: i128| {
-        crate::decimal::div_round(sum * AVG_SCALE, scale * a.count.max(1) as i128)
-    };
-    [
-        row.returnflag as i128,
-        row.linestatus as i128,
-        a.sum_qty as i128,
-        a.sum_base_price as i128,
-        a.sum_disc_price,
-        a.sum_charge,
-        avg(a.sum_qty as i128, 100),
-        avg(a.sum_base_price as i128, 100),
-        avg(a.sum_disc as i128, 100),
-        a.count as i128,
-    ]
 }
 
 /// How closely a database's values must match the exact answer.
@@ -390,6 +367,7 @@ impl SessionWork for Q1Session {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reference::reference_values;
 
     #[test]
     fn query_text_per_dialect() {
