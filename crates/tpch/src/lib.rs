@@ -4,6 +4,7 @@
 
 pub mod answer;
 pub mod decimal;
+pub mod error;
 pub mod gen;
 pub mod lineitem;
 pub mod load;
