@@ -1,7 +1,8 @@
 //! The map/combine/reduce Q1 answer as `tpch load` stores it beside the data and the `tpch-q1`
 //! workload reads it back: the table's name and each row's ten values as exact integers.
 
-use crate::q1::Q1Row;
+use dbscope_tpch::decimal::div_round;
+use dbscope_tpch::q1::Q1Row;
 
 /// Table holding the map/combine/reduce Q1 answer of the loaded data.
 pub const REFERENCE_TABLE: &str = "dbscope_tpch_q1_reference";
@@ -12,9 +13,7 @@ pub const AVG_SCALE: i128 = 1_000_000_000_000;
 /// A row's ten values in the compared form (exact: averages rounded to 10⁻¹²).
 pub fn reference_values(row: &Q1Row) -> [i128; 10] {
     let a = &row.agg;
-    let avg = |sum: i128, scale: i128| {
-        crate::decimal::div_round(sum * AVG_SCALE, scale * a.count.max(1) as i128)
-    };
+    let avg = |sum: i128, scale: i128| div_round(sum * AVG_SCALE, scale * a.count.max(1) as i128);
     [
         row.returnflag as i128,
         row.linestatus as i128,

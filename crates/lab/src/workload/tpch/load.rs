@@ -9,11 +9,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use dbscope_lab::target::{Dialect, Param, Session, Target, TargetError};
+use dbscope_tpch::q1::Q1Answer;
 
-use crate::q1::Q1Answer;
-use crate::reference::reference_values;
-pub use crate::reference::REFERENCE_TABLE;
+use super::reference::reference_values;
+pub use super::reference::REFERENCE_TABLE;
+use crate::target::{Dialect, Param, Session, Target, TargetError};
 
 /// Rows packed into one INSERT execution.
 pub const ROWS_PER_INSERT: usize = 1000;
