@@ -7,7 +7,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::error::Q1Error;
+use crate::error::{LineitemParquetError, Q1Error};
 use crate::lineitem::{RowValues, FIELD_NAMES};
 
 use super::parse::{next_line, DateCut};
@@ -102,16 +102,18 @@ impl Sources<'_> {
 /// A bad line found while scanning, located by byte offset (turned into a line number later).
 #[derive(Debug)]
 pub(super) enum ScanError {
+    /// Reading the file failed.
     Io(std::io::Error),
+    /// The line at byte `offset` is bad in field `field` (from 0).
     Parse {
         offset: u64,
         field: usize,
         msg: String,
     },
-    Truncated {
-        offset: u64,
-    },
-    Parquet(String),
+    /// The line at byte `offset` has no newline and the file ends.
+    Truncated { offset: u64 },
+    /// The Parquet row group could not be read.
+    Parquet(LineitemParquetError),
 }
 
 impl ScanError {
@@ -133,7 +135,10 @@ impl ScanError {
                 path: path.to_owned(),
                 line: line_number(file, offset),
             },
-            ScanError::Parquet(m) => Q1Error::Input(format!("{}: {m}", path.display())),
+            ScanError::Parquet(source) => Q1Error::Parquet {
+                path: path.to_owned(),
+                source,
+            },
         }
     }
 }
@@ -367,7 +372,7 @@ mod tests {
         assert_eq!(got, want);
         let other = d.path().join("other.parquet");
         std::fs::write(&other, b"PAR1 not really").unwrap();
-        match open_lineitem(&other) {
+        match open_lineitem(&other).map_err(|e| e.to_string()) {
             Err(e) => assert!(e.contains("not a Parquet file"), "{e}"),
             Ok(_) => panic!("a non-Parquet file was accepted"),
         }

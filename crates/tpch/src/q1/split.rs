@@ -5,7 +5,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use crate::error::Q1Error;
+use crate::error::{InputError, Q1Error};
 
 /// A byte range of one input file: the map task processes the lines that *start* in it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,9 +34,7 @@ pub struct Input {
 /// `lineitem*.tbl` (sorted). Errors on missing paths, an empty file, or a directory without any.
 pub fn resolve_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, Q1Error> {
     if paths.is_empty() {
-        return Err(Q1Error::Input(
-            "no input: give lineitem.tbl files or directories made by `dbscope tpch gen`".into(),
-        ));
+        return Err(InputError::NoPaths.into());
     }
     let mut out = Vec::new();
     for p in paths {
@@ -77,17 +75,16 @@ fn lineitem_files_in(dir: &Path) -> Result<Vec<PathBuf>, Q1Error> {
         .filter(|f| f.extension().is_some_and(|e| e == "parquet"))
         .count();
     if parquet > 0 && parquet < v.len() {
-        return Err(Q1Error::Input(format!(
-            "{}: holds both lineitem .tbl and .parquet files; name the files to read",
-            dir.display()
-        )));
+        return Err(InputError::MixedFormats {
+            dir: dir.to_owned(),
+        }
+        .into());
     }
     if v.is_empty() {
-        return Err(Q1Error::Input(format!(
-            "{}: no lineitem*.tbl files in this directory (nor lineitem*.parquet); generate them with `dbscope tpch gen --out {}`",
-            dir.display(),
-            dir.display()
-        )));
+        return Err(InputError::NoLineitemFiles {
+            dir: dir.to_owned(),
+        }
+        .into());
     }
     Ok(v)
 }
@@ -102,18 +99,18 @@ fn input_of(f: PathBuf) -> Result<Input, Q1Error> {
         })?
         .len();
     if len == 0 {
-        return Err(Q1Error::Input(format!(
-            "{}: empty file: no lineitem rows",
-            f.display()
-        )));
+        return Err(InputError::EmptyFile { path: f }.into());
     }
     let mut magic = [0u8; 4];
     let is_parquet = File::open(&f)
         .and_then(|h| h.read_at(&mut magic, 0))
         .is_ok_and(|n| n == 4 && &magic == b"PAR1");
     let parquet_row_groups = if is_parquet {
-        let (_, sizes) = crate::parquet_io::open_lineitem(&f)
-            .map_err(|m| Q1Error::Input(format!("{}: {m}", f.display())))?;
+        let (_, sizes) =
+            crate::parquet_io::open_lineitem(&f).map_err(|source| Q1Error::Parquet {
+                path: f.clone(),
+                source,
+            })?;
         Some(sizes)
     } else {
         None
