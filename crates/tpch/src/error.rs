@@ -1,6 +1,7 @@
-//! The errors of dbscope-tpch, one enum per job with variants by category as DataFusion's
-//! `DataFusionError` has them — I/O on a named file, unusable input or options, data that is not
-//! what TPC-H's tools write — each message saying what is wrong and what to do.
+//! The errors of dbscope-tpch: one enum per job, variants by category (I/O, input, format).
+//!
+//! As DataFusion's `DataFusionError`: I/O on a named file, unusable input or options, data that is
+//! not what TPC-H's tools write. Each message says what is wrong and what to do.
 
 use std::fmt;
 use std::path::PathBuf;

@@ -1,5 +1,6 @@
-//! A lineitem row as Q1 reads it (the values it needs, in hundredths) and the names of lineitem's
-//! fields: the vocabulary shared by the text parsers, the Parquet reader and the aggregation.
+//! A lineitem row as Q1 reads it, and the names of lineitem's fields.
+//!
+//! The vocabulary shared by the text parsers, the Parquet reader and the aggregation.
 
 /// Names of lineitem's fields up to l_shipdate (0-based index), for error messages.
 pub const FIELD_NAMES: [&str; 11] = [

@@ -1,5 +1,7 @@
-//! Q1's aggregation state and its answer: exact sums and counts per (l_returnflag, l_linestatus)
-//! group, partials that merge in any order, and the finished rows at full or official precision.
+//! Q1's aggregation state and answer: exact sums and counts per group, and the finished rows.
+//!
+//! Groups are keyed by (l_returnflag, l_linestatus); partials merge in any order; rows print at
+//! full precision or at the official answer's.
 
 use crate::decimal::{div_round, exact_avg_f64, format_scaled, round_scaled};
 use crate::lineitem::RowValues;

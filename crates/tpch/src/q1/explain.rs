@@ -1,5 +1,6 @@
-//! `tpch q1 --explain`: the job's dataflow plan, Pig-style — what each phase does, with this run's
-//! inputs, splits, mappers, cutoff date and shuffle.
+//! `tpch q1 --explain`: the job's dataflow plan, Pig-style, phase by phase.
+//!
+//! It shows this run's inputs, splits, mappers, cutoff date and shuffle.
 
 use super::job::{Q1Config, CHANNEL_CAPACITY, ROWS_PER_MESSAGE};
 use super::parse::cutoff;

@@ -1,6 +1,8 @@
-//! Q1's job: mapper threads take splits in order, scan them and send either one partial aggregate
-//! (the combiner) or batches of rows through a bounded channel to the reducer, which merges them;
-//! then the answer is finished and sorted. Also the job's configuration, timings and progress.
+//! The Q1 job: mapper threads, the bounded shuffle, the reducer; its configuration and timings.
+//!
+//! Mappers take splits in order, scan them and send either one partial aggregate (the combiner)
+//! or batches of rows through a bounded channel to the reducer, which merges them; then the
+//! answer is finished and sorted. Progress is shared through atomics.
 
 use std::fs::File;
 use std::path::PathBuf;

@@ -1,7 +1,8 @@
-//! TPC-H Query 1 as a parallel map/combine/reduce job (seed 000's Hadoop job, by hand): byte-range
-//! splits aligned to line starts, mappers that parse fields 5–11 straight from bytes, an optional
-//! combiner (per-mapper sums and counts), a reducer that merges, divides and sorts. Decimals are
-//! scaled integers, so the answer is exact.
+//! TPC-H Query 1 as a parallel map/combine/reduce job over lineitem files, exact to the digit.
+//!
+//! Seed 000's Hadoop job, by hand: byte-range splits aligned to line starts, mappers that parse
+//! fields 5–11 straight from bytes, an optional combiner (per-mapper sums and counts), a reducer
+//! that merges, divides and sorts. Decimals are scaled integers, so the answer is exact.
 //!
 //! `split` resolves the input and cuts it into map tasks; `scan` reads one task's rows, which
 //! `parse` parses and filters; `agg` holds the exact aggregates and the answer; `job` runs the

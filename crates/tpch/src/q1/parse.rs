@@ -1,6 +1,8 @@
-//! Q1's line parsers over `.tbl` text: the fast one (one 64-byte window finds the field
-//! delimiters, decimals in one 8-byte load, the date compared as two integers) and the careful one
-//! that accepts exactly the same lines and names the field and what it expected otherwise.
+//! Q1's line parsers over `.tbl` text: a fast one, and a careful one that names what is wrong.
+//!
+//! The fast one finds the field delimiters in one 64-byte window, reads each decimal with one
+//! 8-byte load and compares the date as two integers; the careful one accepts exactly the same
+//! lines and, otherwise, names the field and what it expected.
 
 use chrono::NaiveDate;
 

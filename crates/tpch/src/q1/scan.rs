@@ -1,6 +1,7 @@
-//! Q1's map-task input: one split scanned from a memory map of the file, with `read()` into a
-//! buffer when it cannot be mapped, or as a Parquet row group; every row that passes the filter goes
-//! to the task's `emit`.
+//! One map task's scan: a split's rows from a memory map, `read()` into a buffer, or Parquet.
+//!
+//! Text is parsed in place through a memory map, or read into a buffer when it cannot be mapped;
+//! a Parquet split is a row group. Every row that passes the filter goes to the task's `emit`.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;

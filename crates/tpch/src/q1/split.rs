@@ -1,5 +1,7 @@
-//! Q1's input and its splits: files and directories resolved into lineitem files (text or
-//! Parquet), then cut into map tasks — byte ranges of text files, row groups of Parquet files.
+//! Q1's input and its splits: the lineitem files given, cut into map tasks.
+//!
+//! Files and directories resolve into lineitem files (text or Parquet); text files split into byte
+//! ranges, Parquet files into row groups.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;

@@ -1,5 +1,4 @@
-//! Test data shared by Q1's unit tests: a few real lineitem lines, and a generated file of varied
-//! ones.
+//! Test data for Q1's unit tests: real lineitem lines and a generated file of varied ones.
 
 use super::split::Input;
 

@@ -1,5 +1,7 @@
-//! The map/combine/reduce Q1 answer as `tpch load` stores it beside the data and the `tpch-q1`
-//! workload reads it back: the table's name and each row's ten values as exact integers.
+//! The Q1 reference answer stored beside loaded data: its table and its exact values.
+//!
+//! `tpch load` stores the map/combine/reduce answer; the `tpch-q1` workload reads it back and
+//! compares each row's ten values as exact integers.
 
 use dbscope_tpch::decimal::div_round;
 use dbscope_tpch::q1::Q1Row;
