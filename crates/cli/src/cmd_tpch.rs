@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use dbscope_lab::target::open_target;
+use dbscope_lab::workload::tpch::load;
 use dbscope_tpch::answer::{compare, official_q1_sf1, rounded, SF1_LINEITEM_ROWS};
 use dbscope_tpch::gen::{self, GenConfig, GenFormat, GenProgress, TABLES};
-use dbscope_tpch::load;
 use dbscope_tpch::q1::{self, Q1Config, Q1Progress, DEFAULT_DELTA};
 use indicatif::{ProgressBar, ProgressStyle};
 

@@ -140,7 +140,7 @@ fn run_with(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
             CommitWorkload::new(&a.table, keys, a.fresh, target.dialect())
                 .map_err(anyhow::Error::msg)?,
         ),
-        WorkloadName::TpchQ1 => Box::new(dbscope_tpch::workload::TpchQ1Workload::new(
+        WorkloadName::TpchQ1 => Box::new(dbscope_lab::workload::tpch::TpchQ1Workload::new(
             target.dialect(),
             dbscope_tpch::q1::DEFAULT_DELTA,
         )),

@@ -2,6 +2,7 @@
 //! in `answers/README.md`) and the digit-for-digit comparison of a computed answer with it.
 
 use crate::decimal::{format_scaled, parse_cents};
+pub use crate::error::{AnswerError, Difference, Mismatch};
 use crate::q1::{Q1Answer, COLUMNS};
 
 /// The TPC-H kit's `answers/q1.out` (SF 1, DELTA 90), byte for byte.
@@ -23,7 +24,7 @@ pub struct RoundedRow {
 
 /// Parses an answer file in the kit's format: a header line, then `|`-separated rows of ten fields
 /// (numbers with at most two decimals, padding allowed). Errors name the line.
-pub fn parse_answer(text: &str) -> Result<Vec<RoundedRow>, String> {
+pub fn parse_answer(text: &str) -> Result<Vec<RoundedRow>, AnswerError> {
     let mut rows = Vec::new();
     for (n, line) in text.lines().enumerate().skip(1) {
         if line.trim().is_empty() {
@@ -31,29 +32,24 @@ pub fn parse_answer(text: &str) -> Result<Vec<RoundedRow>, String> {
         }
         let f: Vec<&str> = line.split('|').map(str::trim).collect();
         if f.len() != 10 {
-            return Err(format!(
-                "answer line {}: expected 10 '|'-separated fields, found {}",
-                n + 1,
-                f.len()
-            ));
+            return Err(AnswerError::FieldCount {
+                line: n + 1,
+                found: f.len(),
+            });
         }
         let mut values = [0i128; 8];
         for (i, v) in values.iter_mut().enumerate() {
             let field = f[i + 2];
             *v = if i == 7 {
-                field.parse::<i128>().map_err(|_| {
-                    format!(
-                        "answer line {}: count_order {field:?} is not an integer",
-                        n + 1
-                    )
+                field.parse::<i128>().map_err(|_| AnswerError::Count {
+                    line: n + 1,
+                    value: field.to_string(),
                 })?
             } else {
-                parse_cents(field.as_bytes()).ok_or_else(|| {
-                    format!(
-                        "answer line {}: {} {field:?} is not a decimal",
-                        n + 1,
-                        COLUMNS[i + 2]
-                    )
+                parse_cents(field.as_bytes()).ok_or_else(|| AnswerError::Decimal {
+                    line: n + 1,
+                    column: COLUMNS[i + 2],
+                    value: field.to_string(),
                 })? as i128
             };
         }
@@ -97,51 +93,53 @@ fn render(row: &RoundedRow) -> String {
     s
 }
 
-/// Compares `got` with `expected` value by value. `Err` lists both answers and every difference.
-pub fn compare(got: &[RoundedRow], expected: &[RoundedRow]) -> Result<(), String> {
-    let mut diffs = Vec::new();
+/// Compares `got` with `expected` value by value. `Err` lists every difference and both answers.
+pub fn compare(got: &[RoundedRow], expected: &[RoundedRow]) -> Result<(), Mismatch> {
+    let mut differences = Vec::new();
     if got.len() != expected.len() {
-        diffs.push(format!("{} rows, expected {}", got.len(), expected.len()));
+        differences.push(Difference::Rows {
+            got: got.len(),
+            expected: expected.len(),
+        });
     }
     for (g, e) in got.iter().zip(expected) {
-        if (&g.returnflag, &g.linestatus) != (&e.returnflag, &e.linestatus) {
-            diffs.push(format!(
-                "group {}|{}, expected {}|{}",
-                g.returnflag, g.linestatus, e.returnflag, e.linestatus
-            ));
-            continue;
-        }
-        for i in 0..8 {
-            if g.values[i] != e.values[i] {
-                let f = |v: i128| {
-                    if i == 7 {
-                        v.to_string()
-                    } else {
-                        format_scaled(v, 2)
-                    }
-                };
-                diffs.push(format!(
-                    "{}|{} {}: got {}, expected {}",
-                    g.returnflag,
-                    g.linestatus,
-                    COLUMNS[i + 2],
-                    f(g.values[i]),
-                    f(e.values[i])
-                ));
-            }
-        }
+        differences.extend(row_differences(g, e));
     }
-    if diffs.is_empty() {
+    if differences.is_empty() {
         return Ok(());
     }
     let both = |rows: &[RoundedRow]| rows.iter().map(render).collect::<Vec<_>>().join("; ");
-    Err(format!(
-        "{} difference(s): {}. got: {}. expected: {}",
-        diffs.len(),
-        diffs.join(", "),
-        both(got),
-        both(expected)
-    ))
+    Err(Mismatch {
+        differences,
+        got: both(got),
+        expected: both(expected),
+    })
+}
+
+/// The differences between two rows: their groups, or else each value that differs.
+fn row_differences(g: &RoundedRow, e: &RoundedRow) -> Vec<Difference> {
+    if (&g.returnflag, &g.linestatus) != (&e.returnflag, &e.linestatus) {
+        return vec![Difference::Group {
+            got: format!("{}|{}", g.returnflag, g.linestatus),
+            expected: format!("{}|{}", e.returnflag, e.linestatus),
+        }];
+    }
+    let print = |i: usize, v: i128| {
+        if i == 7 {
+            v.to_string()
+        } else {
+            format_scaled(v, 2)
+        }
+    };
+    (0..8)
+        .filter(|&i| g.values[i] != e.values[i])
+        .map(|i| Difference::Value {
+            group: format!("{}|{}", g.returnflag, g.linestatus),
+            column: COLUMNS[i + 2],
+            got: print(i, g.values[i]),
+            expected: print(i, e.values[i]),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -193,7 +191,7 @@ mod tests {
         let official = official_q1_sf1();
         let mut got = official.clone();
         got[1].values[3] += 1;
-        let err = compare(&got, &official).unwrap_err();
+        let err = compare(&got, &official).unwrap_err().to_string();
         assert!(
             err.contains("N|F sum_charge: got 1469649223.20, expected 1469649223.19"),
             "{err}"

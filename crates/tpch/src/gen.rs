@@ -15,6 +15,8 @@ use tpchgen::generators::{
     PartSuppGenerator, RegionGenerator, SupplierGenerator,
 };
 
+pub use crate::error::{GenConfigError, GenError};
+
 /// The eight TPC-H tables.
 pub const TABLES: [&str; 8] = [
     "lineitem", "orders", "customer", "part", "partsupp", "supplier", "nation", "region",
@@ -61,22 +63,6 @@ pub struct GenConfig {
     pub row_group_rows: usize,
 }
 
-/// Errors of generation.
-#[derive(Debug, thiserror::Error)]
-pub enum GenError {
-    /// Bad option.
-    #[error("{0}")]
-    Config(String),
-    /// A file could not be written.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The error.
-        source: std::io::Error,
-    },
-}
-
 /// Progress shared with a display.
 #[derive(Debug, Default)]
 pub struct GenProgress {
@@ -103,25 +89,24 @@ pub struct GenFile {
 pub fn validate(config: &GenConfig) -> Result<(), GenError> {
     let sf = config.scale_factor;
     if sf.is_nan() || sf <= 0.0 || sf > 100_000.0 {
-        return Err(GenError::Config(format!(
-            "--sf {}: the scale factor must be greater than 0 (e.g. 0.01, 1, 10)",
-            config.scale_factor
-        )));
+        return Err(GenConfigError::ScaleFactor {
+            scale_factor: config.scale_factor,
+        }
+        .into());
     }
     if config.parts == 0 {
-        return Err(GenError::Config("--parts must be at least 1".into()));
+        return Err(GenConfigError::NoParts.into());
     }
     if config.format == GenFormat::Parquet && config.tables.iter().any(|t| t != "lineitem") {
-        return Err(GenError::Config(
-            "--format parquet writes lineitem only; add --table lineitem".into(),
-        ));
+        return Err(GenConfigError::ParquetNotLineitem.into());
     }
     for t in &config.tables {
         if !TABLES.contains(&t.as_str()) {
-            return Err(GenError::Config(format!(
-                "unknown table {t:?}: expected one of {} or all",
-                TABLES.join(", ")
-            )));
+            return Err(GenConfigError::UnknownTable {
+                table: t.clone(),
+                known: &TABLES,
+            }
+            .into());
         }
     }
     Ok(())
@@ -247,9 +232,9 @@ fn write_part(
             config.row_group_rows,
             rows_done,
         )
-        .map_err(|e| GenError::Io {
+        .map_err(|source| GenError::Parquet {
             path: path.to_owned(),
-            source: std::io::Error::other(e),
+            source,
         });
     }
     let file = File::create(path).map_err(io)?;

@@ -12,12 +12,13 @@ use parquet::column::reader::ColumnReader;
 use parquet::data_type::{ByteArray, ByteArrayType, DataType, Int32Type, Int64Type};
 use parquet::errors::ParquetError;
 use parquet::file::properties::WriterProperties;
-use parquet::file::reader::{FileReader, SerializedFileReader};
+use parquet::file::reader::{FileReader, RowGroupReader, SerializedFileReader};
 use parquet::file::writer::{SerializedFileWriter, SerializedRowGroupWriter};
 use parquet::schema::parser::parse_message_type;
 use tpchgen::generators::LineItemGenerator;
 
-use crate::q1::RowValues;
+use crate::error::{LineitemParquetError, ParquetPlace};
+use crate::lineitem::RowValues;
 
 /// lineitem's Parquet schema, in TPC-H column order.
 pub const LINEITEM_SCHEMA: &str = "message lineitem {
@@ -160,17 +161,18 @@ fn column<T: DataType>(
 }
 
 /// Runs `f`, turning a panic inside the Parquet reader (it panics on some corrupt files) into an
-/// error message, so bad input never crashes dbscope.
-fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+/// error, so bad input never crashes dbscope.
+fn guarded<T>(
+    place: ParquetPlace,
+    f: impl FnOnce() -> Result<T, LineitemParquetError>,
+) -> Result<T, LineitemParquetError> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|payload| {
-        let msg = payload
+        let panic = payload
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown failure".into());
-        Err(format!(
-            "corrupt Parquet data in {what} (the Parquet reader failed: {msg})"
-        ))
+        Err(LineitemParquetError::ReaderPanicked { place, panic })
     })
 }
 
@@ -182,13 +184,15 @@ pub fn is_parquet_panic(location: Option<&std::panic::Location<'_>>) -> bool {
 
 /// Opens a lineitem Parquet file and checks the columns Q1 reads have the types it expects.
 /// Returns the reader and the compressed size of each row group.
-pub fn open_lineitem(path: &Path) -> Result<(LineitemReader, Vec<u64>), String> {
-    guarded("the footer", || open_lineitem_unguarded(path))
+pub fn open_lineitem(path: &Path) -> Result<(LineitemReader, Vec<u64>), LineitemParquetError> {
+    guarded(ParquetPlace::Footer, || open_lineitem_unguarded(path))
 }
 
-fn open_lineitem_unguarded(path: &Path) -> Result<(LineitemReader, Vec<u64>), String> {
-    let file = File::open(path).map_err(|e| e.to_string())?;
-    let reader = SerializedFileReader::new(file).map_err(|e| format!("not a Parquet file: {e}"))?;
+fn open_lineitem_unguarded(
+    path: &Path,
+) -> Result<(LineitemReader, Vec<u64>), LineitemParquetError> {
+    let file = File::open(path).map_err(LineitemParquetError::Open)?;
+    let reader = SerializedFileReader::new(file).map_err(LineitemParquetError::NotParquet)?;
     let schema = reader.metadata().file_metadata().schema_descr();
     let expect: [(&str, PhysicalType, Option<LogicalType>); 7] = [
         ("l_quantity", PhysicalType::INT64, Some(decimal())),
@@ -200,10 +204,9 @@ fn open_lineitem_unguarded(path: &Path) -> Result<(LineitemReader, Vec<u64>), St
         ("l_shipdate", PhysicalType::INT32, Some(LogicalType::Date)),
     ];
     if schema.num_columns() < 11 {
-        return Err(format!(
-            "{} columns; lineitem has 16 (write it with `dbscope tpch gen --format parquet`)",
-            schema.num_columns()
-        ));
+        return Err(LineitemParquetError::TooFewColumns {
+            columns: schema.num_columns(),
+        });
     }
     for (i, (name, phys, logical)) in expect.iter().enumerate() {
         let col = schema.column(i + 4);
@@ -211,14 +214,15 @@ fn open_lineitem_unguarded(path: &Path) -> Result<(LineitemReader, Vec<u64>), St
             && col.physical_type() == *phys
             && (logical.is_none() || col.logical_type() == *logical);
         if !ok {
-            return Err(format!(
-                "column {} is {} {:?} {:?}; expected {name} {phys:?} {logical:?} \
-                 (write it with `dbscope tpch gen --format parquet`)",
-                i + 5,
-                col.name(),
-                col.physical_type(),
-                col.logical_type()
-            ));
+            return Err(LineitemParquetError::WrongColumn {
+                column: i + 5,
+                found: col.name().to_string(),
+                found_type: col.physical_type(),
+                found_logical: col.logical_type(),
+                expected: name,
+                expected_type: *phys,
+                expected_logical: logical.clone(),
+            });
         }
     }
     let sizes = reader
@@ -267,8 +271,8 @@ pub fn scan_row_group(
     rg: usize,
     cutoff: u32,
     emit: impl FnMut(RowValues),
-) -> Result<u64, String> {
-    guarded(&format!("row group {rg}"), || {
+) -> Result<u64, LineitemParquetError> {
+    guarded(ParquetPlace::RowGroup(rg), || {
         scan_row_group_unguarded(reader, rg, cutoff, emit)
     })
 }
@@ -278,43 +282,23 @@ fn scan_row_group_unguarded(
     rg: usize,
     cutoff: u32,
     mut emit: impl FnMut(RowValues),
-) -> Result<u64, String> {
-    let group = reader.get_row_group(rg).map_err(|e| e.to_string())?;
+) -> Result<u64, LineitemParquetError> {
+    let group = reader
+        .get_row_group(rg)
+        .map_err(LineitemParquetError::Read)?;
     let n = group.metadata().num_rows().max(0) as usize;
-    let int64 = |i: usize| -> Result<Vec<i64>, String> {
-        match group.get_column_reader(i).map_err(|e| e.to_string())? {
-            ColumnReader::Int64ColumnReader(mut r) => {
-                let mut v = Vec::with_capacity(n);
-                r.read_records(n, None, None, &mut v)
-                    .map_err(|e| e.to_string())?;
-                Ok(v)
-            }
-            _ => Err(format!("column {} is not INT64", i + 1)),
-        }
-    };
-    let (qty, price, disc, tax) = (int64(4)?, int64(5)?, int64(6)?, int64(7)?);
-    let bytes = |i: usize| -> Result<Vec<ByteArray>, String> {
-        match group.get_column_reader(i).map_err(|e| e.to_string())? {
-            ColumnReader::ByteArrayColumnReader(mut r) => {
-                let mut v = Vec::with_capacity(n);
-                r.read_records(n, None, None, &mut v)
-                    .map_err(|e| e.to_string())?;
-                Ok(v)
-            }
-            _ => Err(format!("column {} is not BYTE_ARRAY", i + 1)),
-        }
-    };
-    let (flag, status) = (bytes(8)?, bytes(9)?);
-    let ship = match group.get_column_reader(10).map_err(|e| e.to_string())? {
-        ColumnReader::Int32ColumnReader(mut r) => {
-            let mut v = Vec::with_capacity(n);
-            r.read_records(n, None, None, &mut v)
-                .map_err(|e| e.to_string())?;
-            v
-        }
-        _ => return Err("column 11 is not INT32".into()),
-    };
-    for c in [
+    let (qty, price, disc, tax) = (
+        int64_column(group.as_ref(), 4, n)?,
+        int64_column(group.as_ref(), 5, n)?,
+        int64_column(group.as_ref(), 6, n)?,
+        int64_column(group.as_ref(), 7, n)?,
+    );
+    let (flag, status) = (
+        bytes_column(group.as_ref(), 8, n)?,
+        bytes_column(group.as_ref(), 9, n)?,
+    );
+    let ship = int32_column(group.as_ref(), 10, n)?;
+    for values in [
         qty.len(),
         price.len(),
         disc.len(),
@@ -323,22 +307,25 @@ fn scan_row_group_unguarded(
         status.len(),
         ship.len(),
     ] {
-        if c != n {
-            return Err(format!(
-                "row group {rg}: a column has {c} values, the row group {n} rows"
-            ));
+        if values != n {
+            return Err(LineitemParquetError::ColumnLength {
+                row_group: rg,
+                values,
+                rows: n,
+            });
         }
     }
     // The cutoff as days since the epoch: compare integers, convert nothing per row.
     let cut_days = days_since_epoch(cutoff);
     for i in 0..n {
-        let one = |b: &ByteArray, name: &str| match b.data() {
+        let one = |b: &ByteArray, column: &'static str| match b.data() {
             [c] => Ok(*c),
-            other => Err(format!(
-                "row group {rg}, row {}: {name} {:?} is not one character",
-                i + 1,
-                String::from_utf8_lossy(other)
-            )),
+            other => Err(LineitemParquetError::NotOneCharacter {
+                row_group: rg,
+                row: i + 1,
+                column,
+                value: String::from_utf8_lossy(other).into_owned(),
+            }),
         };
         let (f, s) = (
             one(&flag[i], "l_returnflag")?,
@@ -359,6 +346,75 @@ fn scan_row_group_unguarded(
     Ok(n as u64)
 }
 
+/// The `n` values of INT64 column `i` (from 0) of a row group.
+fn int64_column(
+    group: &dyn RowGroupReader,
+    i: usize,
+    n: usize,
+) -> Result<Vec<i64>, LineitemParquetError> {
+    match group
+        .get_column_reader(i)
+        .map_err(LineitemParquetError::Read)?
+    {
+        ColumnReader::Int64ColumnReader(mut r) => {
+            let mut v = Vec::with_capacity(n);
+            r.read_records(n, None, None, &mut v)
+                .map_err(LineitemParquetError::Read)?;
+            Ok(v)
+        }
+        _ => Err(LineitemParquetError::ColumnType {
+            column: i + 1,
+            expected: "INT64",
+        }),
+    }
+}
+
+/// The `n` values of INT32 column `i` (from 0) of a row group.
+fn int32_column(
+    group: &dyn RowGroupReader,
+    i: usize,
+    n: usize,
+) -> Result<Vec<i32>, LineitemParquetError> {
+    match group
+        .get_column_reader(i)
+        .map_err(LineitemParquetError::Read)?
+    {
+        ColumnReader::Int32ColumnReader(mut r) => {
+            let mut v = Vec::with_capacity(n);
+            r.read_records(n, None, None, &mut v)
+                .map_err(LineitemParquetError::Read)?;
+            Ok(v)
+        }
+        _ => Err(LineitemParquetError::ColumnType {
+            column: i + 1,
+            expected: "INT32",
+        }),
+    }
+}
+
+/// The `n` values of BYTE_ARRAY column `i` (from 0) of a row group.
+fn bytes_column(
+    group: &dyn RowGroupReader,
+    i: usize,
+    n: usize,
+) -> Result<Vec<ByteArray>, LineitemParquetError> {
+    match group
+        .get_column_reader(i)
+        .map_err(LineitemParquetError::Read)?
+    {
+        ColumnReader::ByteArrayColumnReader(mut r) => {
+            let mut v = Vec::with_capacity(n);
+            r.read_records(n, None, None, &mut v)
+                .map_err(LineitemParquetError::Read)?;
+            Ok(v)
+        }
+        _ => Err(LineitemParquetError::ColumnType {
+            column: i + 1,
+            expected: "BYTE_ARRAY",
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -372,36 +428,6 @@ mod tests {
         assert_eq!(yyyymmdd(11_016), 20000229);
         for d in [-1000, 0, 10_471, 11_016, 11_017, 20_000] {
             assert_eq!(days_since_epoch(yyyymmdd(d)), d);
-        }
-    }
-
-    #[test]
-    fn round_trip_through_parquet() {
-        let d = tempfile::tempdir().unwrap();
-        let path = d.path().join("lineitem.parquet");
-        let rows = write_lineitem(&path, 0.001, 1, 1, 1000, &AtomicU64::new(0)).unwrap();
-        let (reader, sizes) = open_lineitem(&path).unwrap();
-        assert_eq!(sizes.len() as u64, rows.div_ceil(1000));
-        let mut got = Vec::new();
-        let mut read = 0;
-        for rg in 0..sizes.len() {
-            read += scan_row_group(&reader, rg, 19981201, |r| got.push(r)).unwrap();
-        }
-        assert_eq!(read, rows);
-        // The same rows as the text format, parsed by the text mapper.
-        let mut want = Vec::new();
-        for l in LineItemGenerator::new(0.001, 1, 1).iter() {
-            let line = l.to_string();
-            if let Some(r) = crate::q1::parse_line(line.as_bytes(), 19981201).unwrap() {
-                want.push(r);
-            }
-        }
-        assert_eq!(got, want);
-        let other = d.path().join("other.parquet");
-        std::fs::write(&other, b"PAR1 not really").unwrap();
-        match open_lineitem(&other) {
-            Err(e) => assert!(e.contains("not a Parquet file"), "{e}"),
-            Ok(_) => panic!("a non-Parquet file was accepted"),
         }
     }
 }

@@ -76,11 +76,12 @@ pub fn record_q1(
         events.extend(
             t.map
                 .iter()
-                .map(|&(m, _, s, e, lines)| ev(m + 1, map, at + s, at + e, lines)),
+                .map(|m| ev(m.mapper + 1, map, at + m.start, at + m.end, m.lines)),
         );
         let groups = output.answer.rows.len() as u64;
-        events.push(ev(0, reduce, at + t.reduce.0, at + t.reduce.1, groups));
-        events.push(ev(0, finalize, at + t.finish.0, at + t.finish.1, groups));
+        let (r, f) = (t.reduce, t.finish);
+        events.push(ev(0, reduce, at + r.start, at + r.end, groups));
+        events.push(ev(0, finalize, at + f.start, at + f.end, groups));
         events.push(ev(0, q1, *at, at + t.total, groups));
     }
     events.sort_by_key(|e| e.start_ns);

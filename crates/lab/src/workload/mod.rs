@@ -1,6 +1,7 @@
 //! What to do: built-in workloads as seeded, deterministic generators of operations.
 
 mod commit;
+pub mod tpch;
 
 use std::collections::BTreeMap;
 

@@ -9,14 +9,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use dbscope_lab::target::{Dialect, Param, Session, Target, TargetError};
+use dbscope_tpch::q1::Q1Answer;
 
-use crate::q1::Q1Answer;
+use super::reference::reference_values;
+pub use super::reference::REFERENCE_TABLE;
+use crate::target::{Dialect, Param, Session, Target, TargetError};
 
 /// Rows packed into one INSERT execution.
 pub const ROWS_PER_INSERT: usize = 1000;
-/// Table holding the map/combine/reduce Q1 answer of the loaded data.
-pub const REFERENCE_TABLE: &str = "dbscope_tpch_q1_reference";
 
 /// Column name and SQL type of each table, in TPC-H order (specification, clause 1.4).
 pub const SCHEMA: [(&str, &[(&str, &str)]); 8] = [
@@ -153,9 +153,31 @@ pub enum LoadError {
         /// Fields found.
         found: usize,
     },
-    /// Unusable input.
-    #[error("{0}")]
-    Input(String),
+    /// Input: a directory without TPC-H files.
+    #[error("{dir}: no TPC-H .tbl files (lineitem.tbl, orders.tbl, …); generate them with `dbscope tpch gen --out {dir}`")]
+    NoTables {
+        /// The directory.
+        dir: PathBuf,
+    },
+    /// Input: the null target, which holds no tables.
+    #[error("the null target holds no tables; load into sqlite:PATH or postgres://…")]
+    NullTarget,
+    /// Input: a table could not be created (it exists, most likely).
+    #[error("cannot create table {table}: {message} (add --fresh to replace existing tables)")]
+    CreateTable {
+        /// The table.
+        table: &'static str,
+        /// The database's message.
+        message: String,
+    },
+    /// A reference value beyond 64 bits (a scale factor too large to store the reference).
+    #[error(
+        "Q1 value {value} does not fit in 64 bits (scale factor too large to store the reference)"
+    )]
+    ValueTooLarge {
+        /// The value.
+        value: i128,
+    },
 }
 
 /// One file to load.
@@ -212,11 +234,9 @@ pub fn find_files(dir: &Path) -> Result<Vec<LoadFile>, LoadError> {
         }
     }
     if found.is_empty() {
-        return Err(LoadError::Input(format!(
-            "{}: no TPC-H .tbl files (lineitem.tbl, orders.tbl, …); generate them with `dbscope tpch gen --out {}`",
-            dir.display(),
-            dir.display()
-        )));
+        return Err(LoadError::NoTables {
+            dir: dir.to_owned(),
+        });
     }
     found.sort_by_key(|(i, k, _)| (*i, *k));
     Ok(found.into_iter().map(|(_, _, f)| f).collect())
@@ -276,9 +296,7 @@ pub fn load(
 ) -> Result<LoadSummary, LoadError> {
     let dialect = target.dialect();
     if dialect == Dialect::Null {
-        return Err(LoadError::Input(
-            "the null target holds no tables; load into sqlite:PATH or postgres://…".into(),
-        ));
+        return Err(LoadError::NullTarget);
     }
     let t0 = Instant::now();
     let mut tables: Vec<&'static str> = files.iter().map(|f| f.table).collect();
@@ -290,11 +308,9 @@ pub fn load(
                 sess.batch(&format!("DROP TABLE IF EXISTS {t}"))?;
             }
             sess.batch(&create_sql(t).expect("known table"))
-                .map_err(|e| {
-                    LoadError::Input(format!(
-                        "cannot create table {t}: {} (add --fresh to replace existing tables)",
-                        e.message
-                    ))
+                .map_err(|e| LoadError::CreateTable {
+                    table: t,
+                    message: e.message,
                 })?;
         }
     }
@@ -529,12 +545,8 @@ pub fn store_reference(
     ))?;
     let mut values = Vec::new();
     for (g, row) in answer.rows.iter().enumerate() {
-        for (c, v) in crate::workload::reference_values(row).iter().enumerate() {
-            let v = i64::try_from(*v).map_err(|_| {
-                LoadError::Input(format!(
-                    "Q1 value {v} does not fit in 64 bits (scale factor too large to store the reference)"
-                ))
-            })?;
+        for (c, v) in reference_values(row).iter().enumerate() {
+            let v = i64::try_from(*v).map_err(|_| LoadError::ValueTooLarge { value: *v })?;
             values.push(format!("({delta}, {g}, {c}, {v})"));
         }
     }

@@ -5,20 +5,25 @@
 //! The query is sent exactly as written and its rows come back as text ([`Session::query_rows`]);
 //! each value is turned into an integer at its column's exact scale (flags as character codes, sums
 //! at 2/2/4/6 decimals, averages × 10¹² rounded half away from zero) and compared.
+//!
+//! [`load`] creates and fills the tables and stores the reference answer; `reference` is the form
+//! that answer is stored in.
+
+pub mod load;
+mod reference;
 
 use std::collections::BTreeMap;
 
 use dbscope_core::NameId;
+use dbscope_tpch::answer::{compare, official_q1_sf1, rounded, SF1_LINEITEM_ROWS};
+use dbscope_tpch::decimal::{div_round, format_scaled};
+use dbscope_tpch::q1::{Agg, Q1Answer, Q1Row, COLUMNS, DEFAULT_DELTA};
+
+use crate::target::{Dialect, Session, Target, TargetError, TargetResult};
+use crate::workload::{SessionWork, Workload};
 use dbscope_core::Recorder;
-use dbscope_lab::target::{Dialect, Session, Target, TargetError, TargetResult};
-use dbscope_lab::workload::{SessionWork, Workload};
 
-use crate::answer::{compare, official_q1_sf1, rounded, SF1_LINEITEM_ROWS};
-use crate::load::REFERENCE_TABLE;
-use crate::q1::{Agg, Q1Answer, Q1Row, COLUMNS};
-
-/// Scale of the averages in the encoded result (10¹²).
-const AVG_SCALE: i128 = 1_000_000_000_000;
+use reference::{AVG_SCALE, REFERENCE_TABLE};
 
 /// Q1's text for a dialect, DELTA substituted (TPC-H specification 2.4.1; SQLite has no interval
 /// arithmetic, so its date is computed with `date()`).
@@ -111,26 +116,6 @@ pub fn values_from_rows(rows: &[Vec<Option<String>>]) -> Result<Vec<i128>, Strin
     Ok(out)
 }
 
-/// A row's ten values in the compared form (exact: averages rounded to 10⁻¹²).
-pub fn reference_values(row: &Q1Row) -> [i128; 10] {
-    let a = &row.agg;
-    let avg = |sum: i128, scale: i128| {
-        crate::decimal::div_round(sum * AVG_SCALE, scale * a.count.max(1) as i128)
-    };
-    [
-        row.returnflag as i128,
-        row.linestatus as i128,
-        a.sum_qty as i128,
-        a.sum_base_price as i128,
-        a.sum_disc_price,
-        a.sum_charge,
-        avg(a.sum_qty as i128, 100),
-        avg(a.sum_base_price as i128, 100),
-        avg(a.sum_disc as i128, 100),
-        a.count as i128,
-    ]
-}
-
 /// How closely a database's values must match the exact answer.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Tolerance {
@@ -166,10 +151,10 @@ pub fn check_values(got: &[i128], reference: &[[i128; 10]], tol: Tolerance) -> R
                     .enumerate()
                     .map(|(i, x)| match i {
                         0 | 1 => char::from_u32(*x as u32).unwrap_or('?').to_string(),
-                        2 | 3 => crate::decimal::format_scaled(*x, 2),
-                        4 => crate::decimal::format_scaled(*x, 4),
-                        5 => crate::decimal::format_scaled(*x, 6),
-                        6..=8 => crate::decimal::format_scaled(*x, 12),
+                        2 | 3 => format_scaled(*x, 2),
+                        4 => format_scaled(*x, 4),
+                        5 => format_scaled(*x, 6),
+                        6..=8 => format_scaled(*x, 12),
                         _ => x.to_string(),
                     })
                     .collect::<Vec<_>>()
@@ -314,13 +299,11 @@ impl Workload for TpchQ1Workload {
                 connection_lost: false,
             })?;
         let lines = s.query_i64("SELECT CAST(count(*) AS BIGINT) FROM lineitem")?;
-        if self.delta == crate::q1::DEFAULT_DELTA
-            && lines.first() == Some(&(SF1_LINEITEM_ROWS as i64))
-        {
+        if self.delta == DEFAULT_DELTA && lines.first() == Some(&(SF1_LINEITEM_ROWS as i64)) {
             // avg_disc's sum is not stored; recover it from the exact average (count × avg).
             let disc: Vec<i128> = reference
                 .iter()
-                .map(|r| crate::decimal::div_round(r[8] * r[9] * 100, AVG_SCALE))
+                .map(|r| div_round(r[8] * r[9] * 100, AVG_SCALE))
                 .collect();
             let answer = answer_from_reference(&reference, &disc);
             compare(&rounded(&answer), &official_q1_sf1()).map_err(|m| TargetError {
@@ -389,6 +372,7 @@ impl SessionWork for Q1Session {
 
 #[cfg(test)]
 mod tests {
+    use super::reference::reference_values;
     use super::*;
 
     #[test]

@@ -1,0 +1,536 @@
+//! The Q1 job: mapper threads, the bounded shuffle, the reducer; its configuration and timings.
+//!
+//! Mappers take splits in order, scan them and send either one partial aggregate (the combiner)
+//! or batches of rows through a bounded channel to the reducer, which merges them; then the
+//! answer is finished and sorted. Progress is shared through atomics.
+
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use crate::error::Q1Error;
+use crate::lineitem::RowValues;
+
+use super::agg::{Groups, Q1Answer};
+use super::parse::{cutoff, DateCut};
+use super::scan::Sources;
+use super::split::{plan_splits, resolve_inputs, Input, Split};
+
+/// Q1's default DELTA (days before 1998-12-01), the value of the official answer set.
+pub const DEFAULT_DELTA: u32 = 90;
+/// Rows per message when the combiner is off.
+pub(super) const ROWS_PER_MESSAGE: usize = 1024;
+/// Messages the channel to the reducer holds before mappers wait (the bound of the shuffle).
+pub const CHANNEL_CAPACITY: usize = 64;
+
+/// How the job runs.
+#[derive(Clone, Debug)]
+pub struct Q1Config {
+    /// Mapper threads.
+    pub mappers: usize,
+    /// Partial aggregation in the mappers (sums and counts); off sends every row to the reducer.
+    pub combiner: bool,
+    /// DELTA in days.
+    pub delta_days: u32,
+    /// Byte ranges per file per mapper (more splits balance better; 1 gives `mappers` splits).
+    pub splits_per_mapper: usize,
+    /// Parse text files in place through a memory map (default); off, or when a file cannot be
+    /// mapped, mappers `read()` their range in chunks into a buffer.
+    pub mmap: bool,
+}
+
+impl Default for Q1Config {
+    fn default() -> Self {
+        Q1Config {
+            mappers: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            combiner: true,
+            delta_days: DEFAULT_DELTA,
+            splits_per_mapper: 1,
+            mmap: true,
+        }
+    }
+}
+
+/// A phase's start and end, in ns from the job's start.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Span {
+    /// When the phase started.
+    pub start: u64,
+    /// When it ended.
+    pub end: u64,
+}
+
+/// One map task's timing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MapTiming {
+    /// The mapper thread that ran it, from 0.
+    pub mapper: u32,
+    /// Its split's index in the job's splits.
+    pub split: usize,
+    /// When it started, in ns from the job's start.
+    pub start: u64,
+    /// When it ended, in ns from the job's start.
+    pub end: u64,
+    /// Lines it read.
+    pub lines: u64,
+}
+
+/// Per-phase timings of a job (ns from the job's start), for the run's events.
+#[derive(Clone, Debug, Default)]
+pub struct Q1Timings {
+    /// One per map task, in split order.
+    pub map: Vec<MapTiming>,
+    /// Reduce: from the first message received to the last merged.
+    pub reduce: Span,
+    /// Final averages and sort.
+    pub finish: Span,
+    /// The whole job.
+    pub total: u64,
+}
+
+/// Result of a job: the answer plus counts and timings.
+#[derive(Clone, Debug)]
+pub struct Q1Output {
+    /// The answer.
+    pub answer: Q1Answer,
+    /// Lines read.
+    pub lines: u64,
+    /// Bytes of input.
+    pub bytes: u64,
+    /// Map tasks.
+    pub splits: usize,
+    /// Timings.
+    pub timings: Q1Timings,
+}
+
+/// Live progress shared with a display: bytes mapped so far and partials reduced.
+#[derive(Debug, Default)]
+pub struct Q1Progress {
+    /// Input bytes the mappers have consumed.
+    pub bytes_mapped: AtomicU64,
+    /// Total input bytes.
+    pub bytes_total: AtomicU64,
+    /// Map outputs (messages) the reducer has merged.
+    pub merged: AtomicU64,
+    /// Map tasks finished.
+    pub splits_done: AtomicU64,
+    /// Map tasks in total.
+    pub splits_total: AtomicU64,
+    /// Set when the job has finished.
+    pub done: AtomicBool,
+}
+
+impl Q1Progress {
+    /// `map 45% reduce 0%`, as Hadoop prints it: map is input bytes consumed, reduce is map
+    /// outputs merged by the reducer.
+    pub fn line(&self) -> String {
+        let pct = |a: &AtomicU64, b: &AtomicU64| {
+            let b = b.load(Ordering::Relaxed);
+            (a.load(Ordering::Relaxed).min(b) * 100)
+                .checked_div(b)
+                .unwrap_or(0)
+        };
+        format!(
+            "map {}% reduce {}%",
+            pct(&self.bytes_mapped, &self.bytes_total),
+            pct(&self.splits_done, &self.splits_total)
+        )
+    }
+}
+
+/// What a map task sends the reducer.
+enum Msg {
+    /// The task's partial aggregate (combiner on).
+    Partial(Box<Groups>),
+    /// A batch of rows (combiner off).
+    Rows(Vec<RowValues>),
+    /// The task is finished (for the reduce progress).
+    SplitDone,
+}
+
+/// Runs Q1 over files and directories: resolves them, splits each file into
+/// `mappers × splits_per_mapper` byte ranges, and runs the job.
+pub fn run(
+    paths: &[PathBuf],
+    config: &Q1Config,
+    progress: &Q1Progress,
+) -> Result<Q1Output, Q1Error> {
+    let inputs = resolve_inputs(paths)?;
+    let splits = plan_splits(
+        &inputs,
+        config.mappers.max(1) * config.splits_per_mapper.max(1),
+    );
+    run_splits(&inputs, &splits, config, progress)
+}
+
+/// Runs Q1 over `inputs` split into `splits`, with `config.mappers` threads taking splits in order.
+pub fn run_splits(
+    inputs: &[Input],
+    splits: &[Split],
+    config: &Q1Config,
+    progress: &Q1Progress,
+) -> Result<Q1Output, Q1Error> {
+    let clock = Clock(Instant::now());
+    let cut = cutoff(config.delta_days);
+    let bytes: u64 = inputs.iter().map(|f| f.len).sum();
+    progress.bytes_total.store(bytes, Ordering::Relaxed);
+    progress
+        .splits_total
+        .store(splits.len() as u64, Ordering::Relaxed);
+    let files = open_files(inputs)?;
+    let cut = DateCut::new(cut);
+    let shared = Shared::default();
+    let (tx, rx) = sync_channel::<Msg>(CHANNEL_CAPACITY);
+    let (groups, reduce) = std::thread::scope(|scope| {
+        for m in 0..config.mappers.max(1) {
+            let tx = tx.clone();
+            let mapper = Mapper {
+                id: m as u32,
+                inputs,
+                splits,
+                files: &files,
+                cut: &cut,
+                config,
+                progress,
+                shared: &shared,
+                clock: &clock,
+            };
+            scope.spawn(move || mapper.run(tx));
+        }
+        drop(tx);
+        // The reducer: this thread.
+        reduce(rx, progress, &clock)
+    });
+    if let Some((_, e)) = shared.first_error.into_inner().expect("not poisoned") {
+        return Err(e);
+    }
+    let finish_start = clock.ns();
+    let answer = groups.into_answer();
+    let finish_end = clock.ns();
+    progress.done.store(true, Ordering::Relaxed);
+    let mut map = shared.map_times.into_inner().expect("not poisoned");
+    map.sort_by_key(|t| t.split);
+    Ok(Q1Output {
+        answer,
+        lines: shared.total_lines.into_inner(),
+        bytes,
+        splits: splits.len(),
+        timings: Q1Timings {
+            map,
+            reduce,
+            finish: Span {
+                start: finish_start,
+                end: finish_end,
+            },
+            total: clock.ns(),
+        },
+    })
+}
+
+/// The job's clock: ns since it started.
+struct Clock(Instant);
+
+impl Clock {
+    /// Nanoseconds since the job started.
+    fn ns(&self) -> u64 {
+        self.0.elapsed().as_nanos() as u64
+    }
+}
+
+/// Opens every input once; the map tasks read through these handles.
+fn open_files(inputs: &[Input]) -> Result<Vec<File>, Q1Error> {
+    inputs
+        .iter()
+        .map(|f| {
+            File::open(&f.path).map_err(|e| Q1Error::Io {
+                path: f.path.clone(),
+                source: e,
+            })
+        })
+        .collect()
+}
+
+/// What the mappers share: the next split to take, whether one failed (and its error), the map
+/// tasks' timings and the lines read.
+#[derive(Default)]
+struct Shared {
+    next: AtomicU64,
+    failed: AtomicBool,
+    /// The failed split's index and its error: the earliest in input order.
+    first_error: Mutex<Option<(usize, Q1Error)>>,
+    map_times: Mutex<Vec<MapTiming>>,
+    total_lines: AtomicU64,
+}
+
+/// One mapper thread and what it reads from.
+struct Mapper<'a> {
+    id: u32,
+    inputs: &'a [Input],
+    splits: &'a [Split],
+    files: &'a [File],
+    cut: &'a DateCut,
+    config: &'a Q1Config,
+    progress: &'a Q1Progress,
+    shared: &'a Shared,
+    clock: &'a Clock,
+}
+
+impl Mapper<'_> {
+    /// Takes splits in order until none is left, a map task fails, or the reducer is gone.
+    fn run(&self, tx: SyncSender<Msg>) {
+        loop {
+            if self.shared.failed.load(Ordering::Relaxed) {
+                return;
+            }
+            let i = self.shared.next.fetch_add(1, Ordering::Relaxed) as usize;
+            let Some(split) = self.splits.get(i) else {
+                return;
+            };
+            if !self.map_task(i, split, &tx) {
+                return;
+            }
+        }
+    }
+
+    /// Runs map task `i` over `split` and sends its output; false when the mapper should stop (the
+    /// task failed, or the reducer is gone).
+    fn map_task(&self, i: usize, split: &Split, tx: &SyncSender<Msg>) -> bool {
+        let start = self.clock.ns();
+        let mut local = Groups::default();
+        let mut batch: Vec<RowValues> = Vec::new();
+        let combiner = self.config.combiner;
+        let mut lost_reducer = false;
+        let sources = Sources {
+            inputs: self.inputs,
+            files: self.files,
+            mmap: self.config.mmap,
+            cut: self.cut,
+            bytes_mapped: &self.progress.bytes_mapped,
+        };
+        // Two instances of the scan, so that the combiner's row → group step is inlined into the
+        // parsing loop rather than called through a closure that can do both.
+        let result = if combiner {
+            sources.scan(split, |row| local.add(&row))
+        } else {
+            sources.scan(split, |row| {
+                batch.push(row);
+                if batch.len() == ROWS_PER_MESSAGE {
+                    let full = std::mem::replace(&mut batch, Vec::with_capacity(ROWS_PER_MESSAGE));
+                    lost_reducer |= tx.send(Msg::Rows(full)).is_err();
+                }
+            })
+        };
+        match result {
+            Ok(lines) => {
+                self.shared.total_lines.fetch_add(lines, Ordering::Relaxed);
+                let msg = if combiner {
+                    Msg::Partial(Box::new(local))
+                } else {
+                    Msg::Rows(batch)
+                };
+                lost_reducer |= tx.send(msg).is_err();
+                lost_reducer |= tx.send(Msg::SplitDone).is_err();
+                self.shared
+                    .map_times
+                    .lock()
+                    .expect("not poisoned")
+                    .push(MapTiming {
+                        mapper: self.id,
+                        split: i,
+                        start,
+                        end: self.clock.ns(),
+                        lines,
+                    });
+                !lost_reducer
+            }
+            Err(e) => {
+                self.shared.failed.store(true, Ordering::Relaxed);
+                let e = e.into_error(&self.inputs[split.file].path, &self.files[split.file]);
+                self.keep_earliest_error(i, e);
+                false
+            }
+        }
+    }
+
+    /// Keeps the error of split `i` if it is the earliest bad line in input order so far, whichever
+    /// mapper saw it.
+    fn keep_earliest_error(&self, i: usize, e: Q1Error) {
+        let mut slot = self.shared.first_error.lock().expect("not poisoned");
+        let earlier = match slot.as_ref() {
+            Some((j, _)) => i < *j,
+            None => true,
+        };
+        if earlier {
+            *slot = Some((i, e));
+        }
+    }
+}
+
+/// The reducer: merges every map output into the groups until all mappers are done. Returns the
+/// groups and the reduce phase's span (from the first message received to the last merged).
+fn reduce(rx: Receiver<Msg>, progress: &Q1Progress, clock: &Clock) -> (Groups, Span) {
+    let mut groups = Groups::default();
+    let mut first = None;
+    for msg in rx {
+        first.get_or_insert_with(|| clock.ns());
+        match msg {
+            Msg::Partial(g) => groups.merge(&g),
+            Msg::Rows(rows) => {
+                for r in &rows {
+                    groups.add(r);
+                }
+            }
+            Msg::SplitDone => {
+                progress.splits_done.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        progress.merged.fetch_add(1, Ordering::Relaxed);
+    }
+    let end = clock.ns();
+    (
+        groups,
+        Span {
+            start: first.unwrap_or(end),
+            end,
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::q1::testdata::sample_file;
+
+    fn answer_of(
+        inputs: &[Input],
+        splits: &[Split],
+        mappers: usize,
+        combiner: bool,
+        mmap: bool,
+    ) -> Q1Output {
+        let config = Q1Config {
+            mappers,
+            combiner,
+            delta_days: DEFAULT_DELTA,
+            splits_per_mapper: 1,
+            mmap,
+        };
+        run_splits(inputs, splits, &config, &Q1Progress::default()).unwrap()
+    }
+
+    #[test]
+    fn combiner_and_mappers_do_not_change_the_answer() {
+        let (_d, inputs) = sample_file(5000);
+        let one = answer_of(&inputs, &plan_splits(&inputs, 1), 1, true, false);
+        assert_eq!(one.lines, 5000);
+        assert_eq!(one.answer.rows.len(), 4);
+        assert!(one.answer.rows_aggregated() < 5000, "the filter drops rows");
+        for mmap in [true, false] {
+            for (n, combiner) in [
+                (1, true),
+                (2, true),
+                (7, true),
+                (1, false),
+                (2, false),
+                (7, false),
+            ] {
+                let other = answer_of(&inputs, &plan_splits(&inputs, n), n, combiner, mmap);
+                assert_eq!(
+                    other.answer, one.answer,
+                    "{n} mappers, combiner {combiner}, mmap {mmap}"
+                );
+                assert_eq!(other.lines, 5000);
+                assert_eq!(other.timings.map.len(), n);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Any split of the input into byte ranges gives the same answer.
+        #[test]
+        fn any_byte_ranges_give_the_same_answer(
+            cuts in proptest::collection::vec(0u64..40_000, 0..12),
+            mappers in 1usize..4,
+            combiner: bool,
+            mmap: bool,
+        ) {
+            let (_d, inputs) = sample_file(300);
+            let len = inputs[0].len;
+            let mut points: Vec<u64> = cuts.into_iter().map(|c| c % (len + 1)).collect();
+            points.push(0);
+            points.push(len);
+            points.sort_unstable();
+            points.dedup();
+            let splits: Vec<Split> = points
+                .windows(2)
+                .map(|w| Split { file: 0, start: w[0], end: w[1] })
+                .collect();
+            let whole = answer_of(&inputs, &plan_splits(&inputs, 1), 1, true, false);
+            let split = answer_of(&inputs, &splits, mappers, combiner, mmap);
+            proptest::prop_assert_eq!(split.lines, 300);
+            proptest::prop_assert_eq!(&split.answer, &whole.answer);
+        }
+    }
+
+    #[test]
+    fn truncated_last_line_is_an_error_with_its_line_number() {
+        let (d, inputs) = sample_file(100);
+        let mut text = std::fs::read(&inputs[0].path).unwrap();
+        text.truncate(text.len() - 10);
+        let path = d.path().join("cut.tbl");
+        std::fs::write(&path, &text).unwrap();
+        for (n, mmap) in [(1, true), (3, true), (1, false), (3, false)] {
+            let config = Q1Config {
+                mappers: n,
+                mmap,
+                ..Q1Config::default()
+            };
+            let err =
+                run(std::slice::from_ref(&path), &config, &Q1Progress::default()).unwrap_err();
+            let msg = err.to_string();
+            assert!(msg.contains("cut.tbl:100: truncated last line"), "{msg}");
+        }
+    }
+
+    #[test]
+    fn malformed_field_reports_file_line_and_field() {
+        let (d, inputs) = sample_file(50);
+        let text = std::fs::read_to_string(&inputs[0].path).unwrap();
+        let mut lines: Vec<String> = text.lines().map(String::from).collect();
+        lines[36] = lines[36].replacen("1998-", "1998/", 1);
+        let path = d.path().join("bad.tbl");
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        for mmap in [true, false] {
+            let config = Q1Config {
+                mappers: 4,
+                mmap,
+                ..Q1Config::default()
+            };
+            let msg = run(std::slice::from_ref(&path), &config, &Q1Progress::default())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                msg.contains(
+                    "bad.tbl:37: field 11 (l_shipdate): expected a date YYYY-MM-DD, found \"1998/"
+                ),
+                "{msg}"
+            );
+        }
+    }
+
+    #[test]
+    fn progress_reaches_one_hundred_percent() {
+        let (_d, inputs) = sample_file(1000);
+        let p = Q1Progress::default();
+        let config = Q1Config {
+            mappers: 3,
+            ..Q1Config::default()
+        };
+        run_splits(&inputs, &plan_splits(&inputs, 5), &config, &p).unwrap();
+        assert_eq!(p.line(), "map 100% reduce 100%");
+    }
+}
