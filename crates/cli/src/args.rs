@@ -181,7 +181,7 @@ pub struct ExportArgs {
 }
 
 fn parse_set(s: &str) -> Result<(String, String), String> {
-    dbscope_lab::target::parse_setting(s)
+    dbscope_lab::db::parse_setting(s)
 }
 
 /// Parses `250ms`, `10s`, `2.5s`, `5m`, `1h`, or a bare number of seconds.

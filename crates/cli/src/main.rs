@@ -21,10 +21,10 @@ use clap::Parser;
 use dbscope_core::redact::redact;
 use dbscope_core::StopSignal;
 use dbscope_core::{Outcome, RunDir};
+use dbscope_lab::db::open_target;
 use dbscope_lab::export::{export_run, ExportFormat};
 use dbscope_lab::report::{self, ReportOptions};
 use dbscope_lab::runner::{self, Progress, RunConfig, RunError, RunSpec};
-use dbscope_lab::target::open_target;
 use dbscope_lab::workload::{CommitWorkload, Keys};
 use indicatif::{ProgressBar, ProgressStyle};
 

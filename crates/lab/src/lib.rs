@@ -1,11 +1,11 @@
 //! dbscope-lab: targets (SQLite, PostgreSQL, null), workloads, the runner, reports and exports.
 
 pub mod compare;
+pub mod db;
 pub mod export;
 pub mod html;
 pub mod import;
 pub mod report;
 pub mod runner;
-pub mod target;
 pub mod top;
 pub mod workload;

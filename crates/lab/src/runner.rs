@@ -9,7 +9,7 @@ use dbscope_core::record::{session_seed, Pumped, Recorder, Recording, RunClock, 
 use dbscope_core::stats::LatencyHistogram;
 use dbscope_core::{Event, Manifest, NameId, Outcome, RunnerInfo, WorkloadInfo};
 
-use crate::target::{Session, Target, TargetError};
+use crate::db::{Session, Target, TargetError};
 use crate::workload::{SessionWork, Workload};
 
 /// How long a session keeps trying to reconnect after losing its connection.

@@ -10,7 +10,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::{check_identifier, SessionWork, Workload};
-use crate::target::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
+use crate::db::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
 use dbscope_core::Recorder;
 
 /// Which rows sessions update.

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 pub use commit::{CommitWorkload, Keys};
 
-use crate::target::{Session, Target, TargetError, TargetResult};
+use crate::db::{Session, Target, TargetError, TargetResult};
 use dbscope_core::Recorder;
 
 /// A workload: sets up its schema, then gives each session its stream of operations.

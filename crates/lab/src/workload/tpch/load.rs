@@ -13,7 +13,7 @@ use dbscope_tpch::q1::Q1Answer;
 
 use super::reference::reference_values;
 pub use super::reference::REFERENCE_TABLE;
-use crate::target::{Dialect, Param, Session, Target, TargetError};
+use crate::db::{Dialect, Param, Session, Target, TargetError};
 
 /// Rows packed into one INSERT execution.
 pub const ROWS_PER_INSERT: usize = 1000;
