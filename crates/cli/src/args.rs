@@ -180,7 +180,7 @@ pub struct ExportArgs {
     pub output: Option<PathBuf>,
 }
 
-fn parse_set(s: &str) -> Result<(String, String), String> {
+fn parse_set(s: &str) -> Result<(String, String), dbscope_lab::db::TargetError> {
     dbscope_lab::db::parse_setting(s)
 }
 

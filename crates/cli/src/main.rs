@@ -24,7 +24,7 @@ use dbscope_core::{Outcome, RunDir};
 use dbscope_lab::db::open_target;
 use dbscope_lab::export::{export_run, ExportFormat};
 use dbscope_lab::report::{self, ReportOptions};
-use dbscope_lab::runner::{self, Progress, RunConfig, RunError, RunSpec};
+use dbscope_lab::runner::{self, Progress, RunConfig, RunSpec};
 use dbscope_lab::workload::{CommitWorkload, Keys};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -203,7 +203,7 @@ fn run_with(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
         bar.finish_and_clear();
     }
     // Errors here happen before the first operation (target, setup, run directory): bad input.
-    let result = result.map_err(|e: RunError| Exit(EXIT_USAGE, e.into()))?;
+    let result = result.map_err(|e: dbscope_lab::Error| Exit(EXIT_USAGE, e.into()))?;
 
     finish_run(
         &result.dir,

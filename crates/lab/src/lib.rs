@@ -2,6 +2,7 @@
 
 pub mod compare;
 pub mod db;
+pub mod error;
 pub mod export;
 pub mod html;
 pub mod import;
@@ -9,3 +10,5 @@ pub mod report;
 pub mod runner;
 pub mod top;
 pub mod workload;
+
+pub use error::Error;

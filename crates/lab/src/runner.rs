@@ -9,27 +9,14 @@ use dbscope_core::record::{session_seed, Pumped, Recorder, Recording, RunClock, 
 use dbscope_core::stats::LatencyHistogram;
 use dbscope_core::{Event, Manifest, NameId, Outcome, RunnerInfo, WorkloadInfo};
 
-use crate::db::{Session, Target, TargetError};
+use crate::db::{Session, Target};
+use crate::error::Error;
 use crate::workload::{SessionWork, Workload};
 
 /// How long a session keeps trying to reconnect after losing its connection.
 const RECONNECT_FOR: Duration = Duration::from_secs(30);
 /// How often progress is reported.
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
-
-/// Errors that stop a run before or while it starts.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    /// The target refused (bad URI, unreachable, wrong password, unknown setting, setup failed).
-    #[error(transparent)]
-    Target(#[from] TargetError),
-    /// The run directory could not be written.
-    #[error(transparent)]
-    Core(#[from] dbscope_core::Error),
-    /// Invalid run configuration.
-    #[error("{0}")]
-    Config(String),
-}
 
 /// How to drive the sessions.
 #[derive(Clone, Debug)]
@@ -50,15 +37,15 @@ pub struct RunConfig {
 
 impl RunConfig {
     /// Checks the configuration; the message names the offending option.
-    pub fn validate(&self) -> Result<(), RunError> {
+    pub fn validate(&self) -> Result<(), Error> {
         if self.sessions == 0 {
-            return Err(RunError::Config("--sessions must be at least 1".into()));
+            return Err(Error::Config("--sessions must be at least 1".into()));
         }
         if self.ops_per_session == Some(0) {
-            return Err(RunError::Config("--ops must be at least 1".into()));
+            return Err(Error::Config("--ops must be at least 1".into()));
         }
         if self.duration == Some(Duration::ZERO) {
-            return Err(RunError::Config("--duration must be longer than 0".into()));
+            return Err(Error::Config("--duration must be longer than 0".into()));
         }
         Ok(())
     }
@@ -124,7 +111,7 @@ pub fn run(
     spec: RunSpec<'_>,
     stop: &StopSignal,
     progress: &mut dyn FnMut(&Progress),
-) -> Result<RunResult, RunError> {
+) -> Result<RunResult, Error> {
     let cfg = &spec.config;
     cfg.validate()?;
     let target_info = spec.target.describe()?;

@@ -155,19 +155,21 @@ pub fn open_target(spec: &str, settings: &[(String, String)]) -> TargetResult<Bo
 }
 
 /// Splits `NAME=VALUE` from `--set`; the name must be a plain identifier.
-pub fn parse_setting(s: &str) -> Result<(String, String), String> {
-    let (name, value) = s
-        .split_once('=')
-        .ok_or_else(|| format!("--set {s:?}: expected NAME=VALUE, e.g. synchronous_commit=off"))?;
+pub fn parse_setting(s: &str) -> Result<(String, String), TargetError> {
+    let (name, value) = s.split_once('=').ok_or_else(|| {
+        TargetError::config(format!(
+            "--set {s:?}: expected NAME=VALUE, e.g. synchronous_commit=off"
+        ))
+    })?;
     let name = name.trim();
     if name.is_empty()
         || !name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
     {
-        return Err(format!(
+        return Err(TargetError::config(format!(
             "--set {s:?}: setting name {name:?} must be letters, digits, '_' or '.'"
-        ));
+        )));
     }
     Ok((name.to_string(), value.trim().to_string()))
 }

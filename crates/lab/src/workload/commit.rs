@@ -13,6 +13,8 @@ use super::{check_identifier, SessionWork, Workload};
 use crate::db::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
 use dbscope_core::Recorder;
 
+use crate::error::Error;
+
 /// Which rows sessions update.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Keys {
@@ -23,16 +25,16 @@ pub enum Keys {
 }
 
 impl FromStr for Keys {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
         if s == "own" {
             return Ok(Keys::Own);
         }
         match s.strip_prefix("shared:").map(str::parse::<u64>) {
             Some(Ok(n)) if n > 0 => Ok(Keys::Shared(n)),
-            _ => Err(format!(
+            _ => Err(Error::Config(format!(
                 "--keys {s:?}: expected `own` or `shared:N` with N ≥ 1 (e.g. shared:10)"
-            )),
+            ))),
         }
     }
 }
@@ -57,7 +59,7 @@ pub struct CommitWorkload {
 
 impl CommitWorkload {
     /// A commit workload on `table`; `fresh` drops and recreates the table first.
-    pub fn new(table: &str, keys: Keys, fresh: bool, dialect: Dialect) -> Result<Self, String> {
+    pub fn new(table: &str, keys: Keys, fresh: bool, dialect: Dialect) -> Result<Self, Error> {
         check_identifier(table)?;
         Ok(CommitWorkload {
             table: table.to_string(),

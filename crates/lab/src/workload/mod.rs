@@ -10,6 +10,8 @@ pub use commit::{CommitWorkload, Keys};
 use crate::db::{Session, Target, TargetError, TargetResult};
 use dbscope_core::Recorder;
 
+use crate::error::Error;
+
 /// A workload: sets up its schema, then gives each session its stream of operations.
 pub trait Workload: Send + Sync {
     /// Name, e.g. `commit`.
@@ -34,7 +36,7 @@ pub trait SessionWork: Send {
 }
 
 /// Checks a table name: plain lower-case SQL identifier, so it can be spliced into statements.
-pub fn check_identifier(name: &str) -> Result<(), String> {
+pub fn check_identifier(name: &str) -> Result<(), Error> {
     let mut chars = name.chars();
     let ok_first = chars
         .next()
@@ -45,8 +47,8 @@ pub fn check_identifier(name: &str) -> Result<(), String> {
     {
         Ok(())
     } else {
-        Err(format!(
+        Err(Error::Config(format!(
             "table name {name:?} must be a lower-case identifier (letters, digits, '_'; at most 63)"
-        ))
+        )))
     }
 }
