@@ -237,12 +237,12 @@ pub(crate) fn finish_run(
         let mut stdout = std::io::stdout().lock();
         writeln!(stdout, "{text}")?;
         let errors = errors
-            .map(|e| format!(" ({} errors)", dbscope_lab::html::svg::format_int(e)))
+            .map(|e| format!(" ({} errors)", dbscope_lab::text::thousands(e)))
             .unwrap_or_default();
         writeln!(
             stdout,
             "recorded {} events in {}{errors}; see: dbscope report {}",
-            dbscope_lab::html::svg::format_int(events),
+            dbscope_lab::text::thousands(events),
             dir.display(),
             dir.display()
         )?;

@@ -22,6 +22,8 @@ use dbscope_core::stats::{
 };
 use dbscope_core::{Error, Event, NameId, NameTable, Outcome, RunDir};
 
+use crate::text::{one_line, push_wrapped_words, thousands, trim_num};
+
 /// Quantiles compared by default.
 pub const DEFAULT_QUANTILES: [f64; 4] = [0.5, 0.9, 0.99, 0.999];
 
@@ -549,13 +551,6 @@ pub fn quantile_label(p: f64) -> String {
     format!("p{}", trim_num(p * 100.0))
 }
 
-/// A number without trailing zeros: `1`, `0.5`, `99.9`.
-fn trim_num(v: f64) -> String {
-    let s = format!("{:.6}", v);
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    s.to_string()
-}
-
 /// Three numbers formatted together as R's `format(x, digits)` would (common decimals), each with
 /// an explicit sign and no padding.
 fn signed3(v: &[f64; 3], digits: usize) -> [String; 3] {
@@ -663,26 +658,6 @@ pub fn render_json(c: &Comparison) -> String {
     });
     s.push('\n');
     s
-}
-
-/// An integer with thousands separators.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
-
-/// Replaces control characters so a value stays on its line.
-fn one_line(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
 }
 
 /// The comparison as text for a terminal.
@@ -821,33 +796,7 @@ fn push_event(out: &mut String, e: &EventComparison, c: &Comparison) {
             format_r(&[ob.rate * 100.0], 3).join("").trim()
         ));
     }
-    push_wrapped(out, "  verdict ", &e.verdict.text);
-}
-
-/// `first` then the words of `text`, wrapped under 108 columns with continuation lines indented as
-/// wide as `first`.
-fn push_wrapped(out: &mut String, first: &str, text: &str) {
-    const MAX: usize = 108;
-    let indent = first.chars().count();
-    let mut line = first.to_string();
-    let mut len = indent;
-    for w in one_line(text).split_whitespace() {
-        let n = w.chars().count();
-        if len > indent && len + 1 + n > MAX {
-            out.push_str(&line);
-            out.push('\n');
-            line = " ".repeat(indent);
-            len = indent;
-        }
-        if len > indent {
-            line.push(' ');
-            len += 1;
-        }
-        line.push_str(w);
-        len += n;
-    }
-    out.push_str(&line);
-    out.push('\n');
+    push_wrapped_words(out, "  verdict ", &e.verdict.text);
 }
 
 #[cfg(test)]

@@ -9,5 +9,6 @@ pub mod record;
 pub mod report;
 pub mod runner;
 pub mod target;
+pub mod text;
 pub mod top;
 pub mod workload;

@@ -24,8 +24,11 @@ use dbscope_core::{
     Error, Event, HostInfo, NameId, NameTable, Outcome, RunDir, RunnerInfo, TailState,
 };
 
-/// Longest line the text report aims for (terminal output is kept under 110 characters).
-const MAX_LINE: usize = 108;
+use crate::text::{
+    one_line, plural, push_prose, push_wrapped, sig3, span, thousands, thousands_f1,
+    truncate_middle,
+};
+
 /// Width of the label column of the header lines (`run`, `workload`, ...).
 const LABEL: usize = 10;
 
@@ -752,148 +755,11 @@ fn push_items(out: &mut String, label: &str, items: &[String]) {
     push_wrapped(out, &format!("{label:<LABEL$}"), items, "  ");
 }
 
-/// `first` then the items joined by `sep`, wrapped to [`MAX_LINE`] with continuation lines indented
-/// as wide as `first`; an item too long for a line is shortened in the middle.
-fn push_wrapped(out: &mut String, first: &str, items: &[String], sep: &str) {
-    let indent = first.chars().count();
-    let room = MAX_LINE.saturating_sub(indent).max(20);
-    let mut line = first.to_string();
-    let mut len = indent;
-    let mut empty = true;
-    for item in items {
-        let item = truncate_middle(item, room);
-        let n = item.chars().count();
-        if !empty && len + sep.len() + n > MAX_LINE {
-            out.push_str(line.trim_end());
-            out.push('\n');
-            line = " ".repeat(indent);
-            len = indent;
-            empty = true;
-        }
-        if !empty {
-            line.push_str(sep);
-            len += sep.len();
-        }
-        line.push_str(&item);
-        len += n;
-        empty = false;
-    }
-    out.push_str(line.trim_end());
-    out.push('\n');
-}
-
-/// A sentence word-wrapped to [`MAX_LINE`], continuation lines indented by four spaces.
-fn push_prose(out: &mut String, text: &str) {
-    let words: Vec<String> = one_line(text)
-        .split_whitespace()
-        .map(String::from)
-        .collect();
-    let (first, rest) = match words.split_first() {
-        Some((f, r)) => (f.clone(), r),
-        None => return,
-    };
-    let mut line = first;
-    for w in rest {
-        if line.chars().count() + 1 + w.chars().count() > MAX_LINE {
-            out.push_str(&line);
-            out.push('\n');
-            line = format!("    {w}");
-        } else {
-            line.push(' ');
-            line.push_str(w);
-        }
-    }
-    out.push_str(&line);
-    out.push('\n');
-}
-
-/// Replaces control characters (newlines, tabs) so a value stays on its line.
-fn one_line(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
-}
-
-/// Shortens `s` to at most `max` characters by replacing its middle with `…`.
-fn truncate_middle(s: &str, max: usize) -> String {
-    let n = s.chars().count();
-    if n <= max || max < 3 {
-        return s.to_string();
-    }
-    let keep = max - 1;
-    let head = keep / 2;
-    let tail = keep - head;
-    let start: String = s.chars().take(head).collect();
-    let end: String = s.chars().skip(n - tail).collect();
-    format!("{start}…{end}")
-}
-
 /// A workload parameter as the user would type it: strings without quotes.
 fn param_value(v: &serde_json::Value) -> String {
     match v {
         serde_json::Value::String(s) => s.clone(),
         other => other.to_string(),
-    }
-}
-
-/// An integer with thousands separators: `41230` is `41,230`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut groups: Vec<&str> = digits
-        .as_bytes()
-        .rchunks(3)
-        .map(|g| std::str::from_utf8(g).unwrap_or("?"))
-        .collect();
-    groups.reverse();
-    groups.join(",")
-}
-
-/// A count and a noun, plural unless the count is 1: `1 error`, `1,200 errors`.
-fn plural(n: u64, noun: &str) -> String {
-    let s = if n == 1 { "" } else { "s" };
-    format!("{} {noun}{s}", thousands(n))
-}
-
-/// A span of seconds in a readable unit: `2.000 s`, `12.500 ms`, `5.000 µs`.
-fn span(s: f64) -> String {
-    if s >= 1.0 || s == 0.0 {
-        format!("{s:.3} s")
-    } else if s >= 1e-3 {
-        format!("{:.3} ms", s * 1e3)
-    } else {
-        format!("{:.3} µs", s * 1e6)
-    }
-}
-
-/// A non-negative number with one decimal and thousands separators: `4123.04` is `4,123.0`.
-fn thousands_f1(v: f64) -> String {
-    if !v.is_finite() || v < 0.0 {
-        return format!("{v:.1}");
-    }
-    let s = format!("{v:.1}");
-    match s.split_once('.') {
-        Some((int, frac)) => match int.parse::<u64>() {
-            Ok(i) => format!("{}.{frac}", thousands(i)),
-            Err(_) => s,
-        },
-        None => s,
-    }
-}
-
-/// A value known to 3 significant digits (an HDR percentile), without false precision:
-/// `34.1`, `210`, `1,020`, `0.512`.
-fn sig3(v: f64) -> String {
-    if !v.is_finite() || v < 0.0 {
-        return format!("{v}");
-    }
-    if v >= 100.0 {
-        thousands(v.round() as u64)
-    } else if v >= 10.0 {
-        format!("{v:.1}")
-    } else if v >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
     }
 }
 
@@ -1373,27 +1239,5 @@ mod tests {
         // Both files' events start at 1 s; the latest ends 2 µs later.
         assert_eq!(r.measured.span_s, Some(2e-6));
         assert!(close(a.throughput_per_s.unwrap(), 1.5e6));
-    }
-
-    #[test]
-    fn number_formats() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(41_230), "41,230");
-        assert_eq!(thousands(1_234_567), "1,234,567");
-        assert_eq!(thousands_f1(4123.04), "4,123.0");
-        assert_eq!(thousands_f1(0.0), "0.0");
-        assert_eq!(sig3(34.123), "34.1");
-        assert_eq!(sig3(210.2), "210");
-        assert_eq!(sig3(1020.4), "1,020");
-        assert_eq!(sig3(0.5123), "0.512");
-        assert_eq!(sig3(5.126), "5.13");
-        assert_eq!(truncate_middle("abcdefghij", 5), "ab…ij");
-        assert_eq!(truncate_middle("abc", 5), "abc");
-        assert_eq!(plural(1, "error"), "1 error");
-        assert_eq!(plural(1200, "error"), "1,200 errors");
-        assert_eq!(span(2.0), "2.000 s");
-        assert_eq!(span(0.0125), "12.500 ms");
-        assert_eq!(span(5e-6), "5.000 µs");
     }
 }

@@ -13,6 +13,8 @@ use serde::Serialize;
 
 use dbscope_core::{Error, Event, NameId, NameTable, RunDir};
 
+use crate::text::one_line;
+
 /// One of the slowest events.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TopEvent {
@@ -187,12 +189,7 @@ pub fn render_text(t: &TopEvents) -> String {
         }
     ));
     for e in &t.events {
-        let name: String = e
-            .name
-            .chars()
-            .map(|c| if c.is_control() { ' ' } else { c })
-            .take(40)
-            .collect();
+        let name: String = one_line(&e.name).chars().take(40).collect();
         let src = match (&e.source, sources) {
             (Some(s), _) => format!("  {s}"),
             (None, true) => "  -".to_string(),

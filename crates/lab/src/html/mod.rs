@@ -11,8 +11,9 @@ use std::fmt::Write;
 use dbscope_core::RunDir;
 
 use crate::report::{self, Report, ReportOptions};
+use crate::text::{format_num, format_us, round_sig3};
 use data::{EventSeries, RunSeries};
-use svg::{escape, format_num, format_us, Axis, Plot, Scale, Series, Style};
+use svg::{escape, Axis, Plot, Scale, Series, Style};
 
 /// Options of the HTML report.
 #[derive(Clone, Debug)]
@@ -181,7 +182,7 @@ pub fn render_compare(
             for v in dbscope_core::stats::format_r(&dbscope_core::stats::zapsmall(&six), 4) {
                 let _ = write!(body, "<td>{}</td>", escape(v.trim()));
             }
-            let _ = write!(body, "<td>{}</td></tr>", format_sig3(sm.sd));
+            let _ = write!(body, "<td>{}</td></tr>", round_sig3(sm.sd));
         }
     }
     body.push_str("</tbody></table></section>");
@@ -526,26 +527,6 @@ fn thin_top(top: &[u64]) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// Three significant digits with thousands separators: `0.123`, `12.3`, `1,650`, `16,100`.
-fn format_sig3(v: f64) -> String {
-    if !v.is_finite() {
-        return "—".into();
-    }
-    if v.abs() >= 100.0 {
-        let digits = v.abs().log10().floor() as i32 + 1;
-        let unit = 10f64.powi(digits - 3);
-        return format_num((v / unit).round() * unit);
-    }
-    let decimals = if v.abs() >= 10.0 {
-        1
-    } else if v.abs() >= 1.0 {
-        2
-    } else {
-        3
-    };
-    format!("{v:.decimals$}")
-}
-
 fn format_nines(n: f64) -> String {
     if n <= 0.0 {
         return "p0".into();
@@ -742,7 +723,7 @@ fn summary_table(rep: &Report) -> String {
                     let _ = write!(s, "<td>{}</td>", escape(v.trim()));
                 }
                 for v in [p.p90, p.p99, p.p99_9, p.p99_99] {
-                    let _ = write!(s, "<td>{}</td>", format_sig3(v));
+                    let _ = write!(s, "<td>{}</td>", round_sig3(v));
                 }
             }
             _ => s.push_str("<td colspan=\"10\">no successful events</td>"),
@@ -884,11 +865,6 @@ mod tests {
 
     #[test]
     fn helpers() {
-        assert_eq!(format_sig3(16105.0), "16,100");
-        assert_eq!(format_sig3(1647.3), "1,650");
-        assert_eq!(format_sig3(262.91), "263");
-        assert_eq!(format_sig3(12.34), "12.3");
-        assert_eq!(format_sig3(0.1234), "0.123");
         assert_eq!(format_nines(0.0), "p0");
         assert_eq!(format_nines(2.0), "p99");
         assert_eq!(format_nines(5.0), "p99.999");
