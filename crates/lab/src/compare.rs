@@ -5,7 +5,8 @@
 //!
 //! [`compare`] reads both runs once and reduces them to a [`Comparison`]; [`render_text`] and
 //! [`render_json`] print it (the JSON is the serialization of [`Comparison`]). All latencies are in
-//! microseconds; every difference is B − A.
+//! microseconds; every difference is B − A. Run-level counter sections that both runs have are
+//! compared side by side after the events (see [`crate::counters`]).
 //!
 //! The verdict calls a change only when a 95% interval lies wholly outside the noise band (±1% of
 //! A's value by default): for the mean the Welch interval of the difference, for a quantile the
@@ -22,6 +23,7 @@ use dbscope_core::stats::{
 };
 use dbscope_core::{Error, Event, NameId, NameTable, Outcome, RunDir};
 
+use crate::counters::{compare_sections, push_comparison_text, SectionComparison};
 use crate::text::{one_line, push_wrapped_words, thousands, trim_num};
 
 /// Quantiles compared by default.
@@ -100,6 +102,10 @@ pub struct Comparison {
     pub events: Vec<EventComparison>,
     /// Event names left out, and why.
     pub skipped: Vec<Skipped>,
+    /// Run-level counter sections both runs have (same key): their numeric counters side by side
+    /// (left out of the JSON when there are none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub counters: Vec<SectionComparison>,
 }
 
 /// One of the two runs.
@@ -383,6 +389,7 @@ pub fn compare(a: &RunDir, b: &RunDir, opts: &CompareOptions) -> Result<Comparis
         incomplete: l.incomplete.clone(),
         events_read: l.events_read,
     };
+    let counters = compare_sections(&a.counters()?.sections, &b.counters()?.sections);
     Ok(Comparison {
         a: side(a, &la),
         b: side(b, &lb),
@@ -390,6 +397,7 @@ pub fn compare(a: &RunDir, b: &RunDir, opts: &CompareOptions) -> Result<Comparis
         manifest_diff: manifest_diff(a, b),
         events,
         skipped,
+        counters,
     })
 }
 
@@ -706,6 +714,9 @@ pub fn render_text(c: &Comparison) -> String {
     for s in &c.skipped {
         out.push_str(&format!("\n{}: skipped: {}\n", one_line(&s.name), s.reason));
     }
+    for s in &c.counters {
+        push_comparison_text(&mut out, s);
+    }
     out
 }
 
@@ -1008,5 +1019,48 @@ commit   n  A 5   B 5
             e.contains("B (") && e.contains("did not record an end"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn counter_sections_in_both_runs_are_compared() {
+        let dir = tempfile::tempdir().unwrap();
+        let evs: Vec<(&str, u64)> = lat(50, 1_000, 900).into_iter().map(|d| ("q", d)).collect();
+        let ra = write_run(&dir.path().join("a"), "x", &evs);
+        let rb = write_run(&dir.path().join("b"), "x", &evs);
+        let c = compare(&ra, &rb, &CompareOptions::default()).unwrap();
+        assert!(c.counters.is_empty());
+        let json: serde_json::Value = serde_json::from_str(&render_json(&c)).unwrap();
+        assert!(json.get("counters").is_none(), "no sections, no member");
+        let s = crate::counters::tests::section;
+        dbscope_core::RunCounters {
+            sections: vec![s(1200, 3.0, true)],
+        }
+        .write(&ra.path)
+        .unwrap();
+        dbscope_core::RunCounters {
+            sections: vec![s(1500, 4.5, true)],
+        }
+        .write(&rb.path)
+        .unwrap();
+        let c = compare(&ra, &rb, &CompareOptions::default()).unwrap();
+        assert_eq!(c.counters.len(), 1);
+        let text = render_text(&c);
+        assert!(
+            text.ends_with("   commits per write      3.00      4.50   +1.50   +50.0%\n   rate (MB/s)         1,234.5   1,234.5    +0.0    +0.0%\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n\nredo log writer   A against B\n"),
+            "{text}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&render_json(&c)).unwrap();
+        assert_eq!(json["counters"][0]["key"], "redo");
+        assert_eq!(json["counters"][0]["counters"][0]["diff"], 300);
+        assert_eq!(json["counters"][0]["counters"][1]["pct"], 50.0);
+        std::fs::write(rb.path.join("counters.json"), "[").unwrap();
+        let e = compare(&ra, &rb, &CompareOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not valid counters"), "{e}");
     }
 }

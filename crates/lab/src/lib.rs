@@ -1,6 +1,7 @@
 //! dbscope-lab: targets (SQLite, PostgreSQL, null), workloads, the runner, reports and exports.
 
 pub mod compare;
+pub mod counters;
 pub mod export;
 pub mod html;
 pub mod import;

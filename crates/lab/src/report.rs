@@ -3,7 +3,9 @@
 //!
 //! [`build`] streams the run's event blocks once, keeping the successful durations of each event name
 //! (8 bytes per event), and reduces them to a [`Report`]; [`render_text`] and [`render_json`] print it.
-//! The JSON output is the serialization of [`Report`], so its field names are the struct's.
+//! The JSON output is the serialization of [`Report`], so its field names are the struct's; the
+//! run-level counters of `counters.json` follow the events, each section printed the same way
+//! whichever source wrote it (see [`crate::counters`]).
 //!
 //! Definitions used throughout:
 //! - the *measured set* is every event that is not a warm-up event (or every event with
@@ -21,7 +23,8 @@ use serde::Serialize;
 
 use dbscope_core::stats::{format_r, r_summary_lines, LatencyHistogram, Summary};
 use dbscope_core::{
-    Error, Event, HostInfo, NameId, NameTable, Outcome, RunDir, RunnerInfo, TailState,
+    CounterSection, Error, Event, HostInfo, NameId, NameTable, Outcome, RunDir, RunnerInfo,
+    TailState,
 };
 
 use crate::text::{
@@ -57,9 +60,21 @@ pub struct Report {
     pub read: ReadReport,
     /// One entry per event name, in order of first appearance in the event files.
     pub events: Vec<EventReport>,
-    /// `io redo` runs: group-commit factor, MB/s, race counters (see `crate::io::report`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub redo: Option<crate::io::report::RedoSummary>,
+    /// Run-level counters (`counters.json`), section by section in the order their sources wrote
+    /// them. In JSON each section is its [`CounterSection::to_json`] object at the top level under
+    /// its key, or under `counters_<key>` when the key is one of the report's own fields (see
+    /// [`crate::counters::json_key`]).
+    #[serde(flatten, serialize_with = "sections_json")]
+    pub counters: Vec<CounterSection>,
+}
+
+/// Serializes the counter sections as a map of JSON key to section object (flattened into the
+/// report).
+fn sections_json<S: serde::Serializer>(
+    sections: &[CounterSection],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_map(crate::counters::sections_json(sections))
 }
 
 /// What the run was, from its manifest.
@@ -250,7 +265,20 @@ pub fn build(run: &RunDir, opts: &ReportOptions) -> Result<Report, Error> {
     let mut acc = Accumulator::new(opts.include_warmup);
     let (_, tail) = readable.for_each_block(|names, events| acc.add_block(names, events))?;
 
-    let incomplete = incompleteness(run, &tail, &missing_files);
+    let mut incomplete = incompleteness(run, &tail, &missing_files);
+    // Counters the run cannot give are reported like missing data, not as an error: the events
+    // may still be worth reading.
+    let counters = match run.counters() {
+        Ok(c) => c.sections,
+        Err(e) => {
+            let why = format!("its run-level counters cannot be read ({e})");
+            incomplete = Some(match incomplete {
+                Some(w) => format!("{w}; {why}"),
+                None => why,
+            });
+            Vec::new()
+        }
+    };
     let span_ns = match (acc.first_start, acc.last_end) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a)),
         _ => None,
@@ -307,7 +335,7 @@ pub fn build(run: &RunDir, opts: &ReportOptions) -> Result<Report, Error> {
             missing_files,
         },
         events,
-        redo: crate::io::report::summarize(run),
+        counters,
     })
 }
 
@@ -626,8 +654,8 @@ pub fn render_text(r: &Report) -> String {
         out.push('\n');
         push_event(&mut out, e);
     }
-    if let Some(redo) = &r.redo {
-        crate::io::report::push_text(&mut out, redo);
+    for section in &r.counters {
+        crate::counters::push_text(&mut out, section);
     }
     out
 }
@@ -1239,5 +1267,57 @@ mod tests {
         // Both files' events start at 1 s; the latest ends 2 µs later.
         assert_eq!(r.measured.span_s, Some(2e-6));
         assert!(close(a.throughput_per_s.unwrap(), 1.5e6));
+    }
+
+    #[test]
+    fn counter_sections_print_after_the_events_whoever_wrote_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = dbscope_core::fake::FakeRun::new(&dir.path().join("run"));
+        let c = f.name("commit");
+        f.block(&[dbscope_core::fake::FakeRun::event(c, 0, S, 20_000)]);
+        f.counters(crate::counters::tests::section(1200, 3.0, false));
+        let mut clash = crate::counters::tests::section(7, 1.0, true);
+        clash.key = "events".into();
+        clash.title = "a section named like a report field".into();
+        f.counters(clash);
+        let run = f.finish();
+        let r = build(&run, &ReportOptions::default()).unwrap();
+        assert_eq!(r.incomplete, None);
+        let v: serde_json::Value = serde_json::from_str(&render_json(&r)).unwrap();
+        assert_eq!(v["redo"]["commits_per_write"], 3.0);
+        assert_eq!(v["redo"]["final_counts"], false);
+        assert_eq!(v["redo"]["destinations"][0]["writes"], 1200);
+        assert_eq!(v["counters_events"]["commits"], 7);
+        assert_eq!(v["events"][0]["name"], "commit");
+        let text = render_text(&r);
+        let events = text.find("commit   n = 1").unwrap();
+        let redo = text.find("\n\nredo log writer\n").unwrap();
+        assert!(events < redo, "{text}");
+        assert!(
+            text.contains("   commits 1,200   commits per write 3.00   "),
+            "{text}"
+        );
+        assert!(
+            text.contains("   name        writes   p99 (µs)\n"),
+            "{text}"
+        );
+        assert!(text.contains("   counters are a snapshot taken while the run was going\n"));
+        assert!(text.ends_with("a section named like a report field\n   commits 7   commits per write 1.00   sync fdatasync   outlier -   rate 1,234.5 MB/s\n   per destination\n   name        writes   p99 (µs)\n   fast         1,200       45.2\n   slow-disk        7          -\n   FL_PREVENTED_OUTLIERS counts races the fast log won\n"), "{text}");
+        for line in text.lines() {
+            assert!(line.chars().count() < 110, "too long: {line}");
+        }
+    }
+
+    #[test]
+    fn unreadable_counters_make_the_report_incomplete_not_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = write_standard(dir.path(), Outcome::Complete);
+        std::fs::write(dir.path().join("counters.json"), "{").unwrap();
+        let r = build(&run, &ReportOptions::default()).unwrap();
+        let why = r.incomplete.clone().unwrap();
+        assert!(why.contains("run-level counters cannot be read"), "{why}");
+        assert!(why.contains("not valid counters"), "{why}");
+        assert_eq!(event(&r, "commit").count, 10);
+        assert!(r.counters.is_empty());
     }
 }

@@ -1,15 +1,18 @@
 //! The self-contained HTML report: tables and SVG plots (log-scale latency distributions, percentile
 //! curves, the top-N largest events, throughput and p99 over time) in one file with inline CSS, no
 //! scripts and no network, readable in light and dark mode and printable. Every string that comes
-//! from a run (SQL text, event names, paths, settings) is escaped.
+//! from a run (SQL text, event names, paths, settings, counters) is escaped. Run-level counter
+//! sections follow the summary table: one table of counters and one per counter table.
 
 pub mod data;
 pub mod svg;
 
 use std::fmt::Write;
 
-use dbscope_core::RunDir;
+use dbscope_core::{CounterSection, RunDir};
 
+use crate::compare::Comparison;
+use crate::counters::{self, SectionComparison};
 use crate::report::{self, Report, ReportOptions};
 use crate::text::{format_num, format_us, round_sig3};
 use data::{EventSeries, RunSeries};
@@ -70,6 +73,9 @@ pub fn render_run(run: &RunDir, opts: &HtmlOptions) -> dbscope_core::Result<Html
     body.push_str(&run_table(&rep));
     body.push_str(&settings_table(&rep));
     body.push_str(&summary_table(&rep));
+    for section in &rep.counters {
+        body.push_str(&counters_section(section));
+    }
     let label = run
         .path
         .file_name()
@@ -108,7 +114,7 @@ pub fn render_run(run: &RunDir, opts: &HtmlOptions) -> dbscope_core::Result<Html
 pub fn render_compare(
     a: &RunDir,
     b: &RunDir,
-    cmp: &crate::compare::Comparison,
+    cmp: &Comparison,
     opts: &HtmlOptions,
 ) -> dbscope_core::Result<HtmlPage> {
     let sa = data::collect(a, opts.include_warmup, opts.top_n)?;
@@ -186,6 +192,9 @@ pub fn render_compare(
         }
     }
     body.push_str("</tbody></table></section>");
+    for section in &cmp.counters {
+        body.push_str(&counters_comparison(section));
+    }
     let inputs = [
         Labelled {
             label: "A".into(),
@@ -734,6 +743,90 @@ fn summary_table(rep: &Report) -> String {
     s
 }
 
+/// A run-level counter section: its counters as a two-column table, each of its tables, its notes.
+fn counters_section(sec: &CounterSection) -> String {
+    let title = if sec.title.is_empty() {
+        &sec.key
+    } else {
+        &sec.title
+    };
+    let mut s = format!("<section><h2>{}</h2>", escape(title));
+    if !sec.counters.is_empty() {
+        s.push_str("<table class=\"kv\">");
+        for c in &sec.counters {
+            row(
+                &mut s,
+                &counters::heading(&c.label, &c.unit),
+                &counters::value_text(&c.value, c.decimals),
+            );
+        }
+        s.push_str("</table>");
+    }
+    for t in &sec.tables {
+        if !t.title.is_empty() {
+            let _ = write!(s, "<h3>{}</h3>", escape(&t.title));
+        }
+        s.push_str("<table class=\"num\"><thead><tr>");
+        for c in &t.columns {
+            let _ = write!(
+                s,
+                "<th>{}</th>",
+                escape(&counters::heading(&c.label, &c.unit))
+            );
+        }
+        s.push_str("</tr></thead><tbody>");
+        for r in &t.rows {
+            s.push_str("<tr>");
+            for (i, c) in t.columns.iter().enumerate() {
+                let v = r.get(i).cloned().unwrap_or_default();
+                let _ = write!(
+                    s,
+                    "<td>{}</td>",
+                    escape(&counters::value_text(&v, c.decimals))
+                );
+            }
+            s.push_str("</tr>");
+        }
+        s.push_str("</tbody></table>");
+    }
+    for n in &sec.notes {
+        let _ = write!(s, "<p>{}</p>", escape(n));
+    }
+    if !sec.final_counts {
+        let _ = write!(s, "<p>{}.</p>", escape(counters::SNAPSHOT_NOTE));
+    }
+    s.push_str("</section>");
+    s
+}
+
+/// A counter section both compared runs have: A, B, B − A and the change per numeric counter.
+fn counters_comparison(c: &SectionComparison) -> String {
+    let mut s = format!(
+        "<section><h2>{}: A against B</h2><table class=\"num\"><thead><tr><th>counter</th><th>A</th>\
+         <th>B</th><th>B − A</th><th>change</th></tr></thead><tbody>",
+        escape(&c.title)
+    );
+    for k in &c.counters {
+        let _ = write!(
+            s,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&counters::heading(&k.label, &k.unit)),
+            escape(&counters::value_text(&k.a, k.decimals)),
+            escape(&counters::value_text(&k.b, k.decimals)),
+            escape(&counters::signed_text(&k.diff, k.decimals)),
+            escape(&counters::pct_text(k.pct))
+        );
+    }
+    s.push_str("</tbody></table>");
+    for (side, fin) in ["A", "B"].iter().zip(c.final_counts) {
+        if !fin {
+            let _ = write!(s, "<p>{side}: {}.</p>", escape(counters::SNAPSHOT_NOTE));
+        }
+    }
+    s.push_str("</section>");
+    s
+}
+
 /// Wraps an inline SVG as a standalone document with its own style sheet.
 fn standalone_svg(svg: &str) -> String {
     let end = svg.find('>').map(|i| i + 1).unwrap_or(0);
@@ -874,5 +967,53 @@ mod tests {
         assert_eq!(nice_max(7.3), 8.0);
         assert_eq!(file_stem("log file sync"), "log-file-sync");
         assert_eq!(file_stem("\"><img>"), "img");
+    }
+
+    #[test]
+    fn counter_sections_become_tables() {
+        use dbscope_core::fake::FakeRun;
+        let dir = tempfile::tempdir().unwrap();
+        let fake = |name: &str, commits: i64| {
+            let mut f = FakeRun::new(&dir.path().join(name));
+            let c = f.name("commit");
+            let evs: Vec<Event> = (0..5)
+                .map(|i| FakeRun::event(c, 0, i * 1_000_000, 20_000 + i * 1_000))
+                .collect();
+            f.block(&evs);
+            let mut sec = crate::counters::tests::section(commits, 3.0, name == "a");
+            sec.title = "redo <log> writer".into();
+            f.counters(sec);
+            f.finish()
+        };
+        let (a, b) = (fake("a", 1200), fake("b", 1500));
+        let page = render_run(&a, &HtmlOptions::default()).unwrap();
+        let html = &page.html;
+        let at = html
+            .find("<h2>redo &lt;log&gt; writer</h2>")
+            .expect("section title");
+        assert!(
+            at > html.find("<h2>Summary (µs)</h2>").unwrap(),
+            "after the summary"
+        );
+        assert!(html.contains("<tr><th>commits per write</th><td>3.00</td></tr>"));
+        assert!(html.contains("<tr><th>rate (MB/s)</th><td>1,234.5</td></tr>"));
+        assert!(html.contains("<h3>per destination</h3><table class=\"num\"><thead><tr><th>name</th><th>writes</th><th>p99 (µs)</th></tr></thead><tbody><tr><td>fast</td><td>1,200</td><td>45.2</td></tr>"));
+        assert!(!html.contains("snapshot"), "A's counters are final");
+        let page = render_run(&b, &HtmlOptions::default()).unwrap();
+        assert!(page
+            .html
+            .contains("<p>counters are a snapshot taken while the run was going.</p>"));
+
+        let cmp = crate::compare::compare(&a, &b, &Default::default()).unwrap();
+        let page = render_compare(&a, &b, &cmp, &HtmlOptions::default()).unwrap();
+        let html = &page.html;
+        assert!(
+            html.contains("<h2>redo &lt;log&gt; writer: A against B</h2>"),
+            "{html}"
+        );
+        assert!(html.contains(
+            "<tr><td>commits</td><td>1,200</td><td>1,500</td><td>+300</td><td>+25.0%</td></tr>"
+        ));
+        assert!(html.contains("<p>B: counters are a snapshot"));
     }
 }
