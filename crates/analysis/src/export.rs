@@ -1205,7 +1205,7 @@ mod tests {
         no_stray_files(dir.path(), &[]);
     }
 
-    /// Peak memory stays bounded for a long run: `cargo test -p dbscope-lab --release --lib
+    /// Peak memory stays bounded for a long run: `cargo test -p dbscope-analysis --release --lib
     /// export::tests::four_million_events -- --ignored --nocapture`.
     #[test]
     #[ignore = "slow: writes and exports 4 M events"]

@@ -5,10 +5,10 @@
 use std::path::Path;
 use std::process::Command;
 
+use dbscope_analysis::export::{export_run, ExportFormat, ROW_GROUP_ROWS};
 use dbscope_core::{
     Event, EventWriter, Manifest, NameTable, Outcome, RunDir, WorkloadInfo, EVENT_WARMUP,
 };
-use dbscope_lab::export::{export_run, ExportFormat, ROW_GROUP_ROWS};
 use serde_json::Value;
 
 const INSTALL: &str = "pip install duckdb pandas pyarrow";
@@ -178,7 +178,7 @@ fn duckdb_and_pandas_read_both_exports() {
         );
         assert_eq!(
             got[source]["columns"],
-            serde_json::json!(dbscope_lab::export::COLUMNS),
+            serde_json::json!(dbscope_analysis::export::COLUMNS),
             "{source}"
         );
         let types = &got[source]["types"];
