@@ -813,11 +813,17 @@ fn push_event(out: &mut String, e: &EventComparison, c: &Comparison) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dbscope_core::fake::FakeRun;
     use dbscope_core::manifest::{TargetInfo, WorkloadInfo};
-    use dbscope_core::{EventWriter, Manifest};
+    use dbscope_core::Manifest;
     use std::path::Path;
 
     fn write_run(dir: &Path, sync: &str, events: &[(&str, u64)]) -> RunDir {
+        fake_run(dir, sync, events).finish()
+    }
+
+    /// A run of `events` (name, duration) one µs apart, its target asked for `synchronous=sync`.
+    fn fake_run(dir: &Path, sync: &str, events: &[(&str, u64)]) -> FakeRun {
         let mut m = Manifest::new("workload", WorkloadInfo::default(), 1);
         m.target = Some(TargetInfo {
             kind: "sqlite".into(),
@@ -826,21 +832,14 @@ mod tests {
         });
         m.outcome = Outcome::Complete;
         m.events_written = Some(events.len() as u64);
-        let run = RunDir::create(dir, m).unwrap();
-        let names = NameTable::new();
-        let mut w = EventWriter::create(&dir.join("events.dsev"), names.clone()).unwrap();
+        let mut f = FakeRun::with_manifest(dir, m);
         let evs: Vec<Event> = events
             .iter()
             .enumerate()
-            .map(|(i, (n, d))| Event {
-                name: names.intern(n),
-                start_ns: i as u64 * 1000,
-                duration_ns: *d,
-                ..Event::default()
-            })
+            .map(|(i, (n, d))| FakeRun::event(f.name(n), 0, i as u64 * 1000, *d))
             .collect();
-        w.write_block(&evs).unwrap();
-        run
+        f.block(&evs);
+        f
     }
 
     fn lat(n: usize, base: u64, spread: u64) -> Vec<u64> {
@@ -1032,16 +1031,11 @@ commit   n  A 5   B 5
         let json: serde_json::Value = serde_json::from_str(&render_json(&c)).unwrap();
         assert!(json.get("counters").is_none(), "no sections, no member");
         let s = crate::counters::tests::section;
-        dbscope_core::RunCounters {
-            sections: vec![s(1200, 3.0, true)],
-        }
-        .write(&ra.path)
-        .unwrap();
-        dbscope_core::RunCounters {
-            sections: vec![s(1500, 4.5, true)],
-        }
-        .write(&rb.path)
-        .unwrap();
+        let mut fa = fake_run(&dir.path().join("ca"), "x", &evs);
+        fa.counters(s(1200, 3.0, true));
+        let mut fb = fake_run(&dir.path().join("cb"), "x", &evs);
+        fb.counters(s(1500, 4.5, true));
+        let (ra, rb) = (fa.finish(), fb.finish());
         let c = compare(&ra, &rb, &CompareOptions::default()).unwrap();
         assert_eq!(c.counters.len(), 1);
         let text = render_text(&c);

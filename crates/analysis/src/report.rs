@@ -794,8 +794,9 @@ fn param_value(v: &serde_json::Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dbscope_core::fake::FakeRun;
     use dbscope_core::manifest::{TargetInfo, WorkloadInfo};
-    use dbscope_core::{EventWriter, Manifest, EVENT_WARMUP};
+    use dbscope_core::{Manifest, EVENT_WARMUP};
     use std::path::Path;
 
     const S: u64 = 1_000_000_000;
@@ -878,14 +879,12 @@ mod tests {
     fn write_standard(dir: &Path, outcome: Outcome) -> RunDir {
         let mut m = manifest(outcome);
         m.events_written = (outcome != Outcome::Running).then_some(1017);
-        let run = RunDir::create(dir, m).unwrap();
-        let names = NameTable::new();
-        let mut w = EventWriter::create(&dir.join("events.dsev"), names.clone()).unwrap();
-        w.write_block(&[
+        let mut w = FakeRun::with_manifest(dir, m);
+        let names = w.names().clone();
+        w.block(&[
             warm(ev(&names, "commit", S / 10, 15_000)),
             warm(err(&names, "commit", "pg:40P01", S / 5)),
-        ])
-        .unwrap();
+        ]);
         let mut block: Vec<Event> = COMMIT_US
             .iter()
             .enumerate()
@@ -894,7 +893,7 @@ mod tests {
         block.push(err(&names, "commit", "pg:40P01", S + S / 2));
         block.push(err(&names, "commit", "connection", S + S / 2));
         block.push(err(&names, "commit", "pg:40P01", S + S / 2));
-        w.write_block(&block).unwrap();
+        w.block(&block);
         let scan: Vec<Event> = (1..=1000u64)
             .map(|i| {
                 let start = if i == 1000 {
@@ -905,14 +904,12 @@ mod tests {
                 ev(&names, "scan", start, i * 1000)
             })
             .collect();
-        w.write_block(&scan).unwrap();
-        w.write_block(&[
+        w.block(&scan);
+        w.block(&[
             err(&names, "lock_wait", "timeout", 2 * S),
             err(&names, "lock_wait", "timeout", 2 * S),
-        ])
-        .unwrap();
-        w.sync().unwrap();
-        run
+        ]);
+        w.finish()
     }
 
     fn event<'a>(r: &'a Report, name: &str) -> &'a EventReport {
@@ -1180,11 +1177,10 @@ mod tests {
         let mut m = manifest(Outcome::Complete);
         m.target = None;
         m.runner = None;
-        let run = RunDir::create(dir.path(), m).unwrap();
-        let names = NameTable::new();
-        let mut w = EventWriter::create(&dir.path().join("events.dsev"), names.clone()).unwrap();
-        w.write_block(&[err(&names, "connect", "connection", 7)])
-            .unwrap();
+        let mut w = FakeRun::with_manifest(dir.path(), m);
+        let names = w.names().clone();
+        w.block(&[err(&names, "connect", "connection", 7)]);
+        let run = w.finish();
         let r = build(&run, &ReportOptions::default()).unwrap();
         assert_eq!(r.events.len(), 1);
         let e = &r.events[0];
@@ -1205,8 +1201,7 @@ mod tests {
 
         // No events at all: an empty event file.
         let dir = tempfile::tempdir().unwrap();
-        let run = RunDir::create(dir.path(), manifest(Outcome::Complete)).unwrap();
-        EventWriter::create(&dir.path().join("events.dsev"), NameTable::new()).unwrap();
+        let run = FakeRun::with_manifest(dir.path(), manifest(Outcome::Complete)).finish();
         let r = build(&run, &ReportOptions::default()).unwrap();
         assert!(r.events.is_empty());
         assert_eq!(r.incomplete, None);
@@ -1224,7 +1219,8 @@ mod tests {
     #[test]
     fn missing_event_file_is_incomplete_not_an_error() {
         let dir = tempfile::tempdir().unwrap();
-        let run = RunDir::create(dir.path(), manifest(Outcome::Complete)).unwrap();
+        let run = FakeRun::with_manifest(dir.path(), manifest(Outcome::Complete)).finish();
+        std::fs::remove_file(dir.path().join("events.dsev")).unwrap();
         let r = build(&run, &ReportOptions::default()).unwrap();
         assert_eq!(r.read.missing_files, ["events.dsev"]);
         let text = render_text(&r);
@@ -1238,23 +1234,18 @@ mod tests {
     fn names_resolve_per_event_file() {
         // Each event file interns its own names: id 1 is `a` in one file and `b` in the other.
         let dir = tempfile::tempdir().unwrap();
-        let mut m = manifest(Outcome::Complete);
-        m.event_files = vec!["one.dsev".into(), "two.dsev".into()];
-        let run = RunDir::create(dir.path(), m).unwrap();
-        for (file, first, second) in [("one.dsev", "a", "b"), ("two.dsev", "b", "a")] {
-            let names = NameTable::new();
-            let mut w = EventWriter::create(&dir.path().join(file), names.clone()).unwrap();
-            let x = names.intern(first);
-            let y = names.intern(second);
-            let e = |name, d| Event {
-                name,
-                start_ns: S,
-                duration_ns: d,
-                ..Event::default()
-            };
+        let mut w = FakeRun::with_manifest(dir.path(), manifest(Outcome::Complete));
+        for (file, first, second) in [("events.dsev", "a", "b"), ("two.dsev", "b", "a")] {
+            if file != "events.dsev" {
+                w.next_file(file);
+            }
+            let x = w.name(first);
+            let y = w.name(second);
+            let e = |name, d| FakeRun::event(name, 0, S, d);
             let d = if first == "a" { 1_000 } else { 2_000 };
-            w.write_block(&[e(x, d), e(x, d), e(y, 3_000 - d)]).unwrap();
+            w.block(&[e(x, d), e(x, d), e(y, 3_000 - d)]);
         }
+        let run = w.finish();
         let r = build(&run, &ReportOptions::default()).unwrap();
         let a = event(&r, "a");
         let b = event(&r, "b");
@@ -1272,9 +1263,9 @@ mod tests {
     #[test]
     fn counter_sections_print_after_the_events_whoever_wrote_them() {
         let dir = tempfile::tempdir().unwrap();
-        let mut f = dbscope_core::fake::FakeRun::new(&dir.path().join("run"));
+        let mut f = FakeRun::new(&dir.path().join("run"));
         let c = f.name("commit");
-        f.block(&[dbscope_core::fake::FakeRun::event(c, 0, S, 20_000)]);
+        f.block(&[FakeRun::event(c, 0, S, 20_000)]);
         f.counters(crate::counters::tests::section(1200, 3.0, false));
         let mut clash = crate::counters::tests::section(7, 1.0, true);
         clash.key = "events".into();

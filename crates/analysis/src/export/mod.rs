@@ -344,9 +344,8 @@ mod tests {
     use ::parquet::basic::{Compression, LogicalType, TimeUnit};
     use ::parquet::file::reader::{FileReader, SerializedFileReader};
     use ::parquet::record::Field;
-    use dbscope_core::{
-        Event, EventWriter, Manifest, NameTable, Outcome, WorkloadInfo, EVENT_WARMUP,
-    };
+    use dbscope_core::fake::FakeRun;
+    use dbscope_core::{Event, Manifest, NameTable, Outcome, WorkloadInfo, EVENT_WARMUP};
     use std::fs::File;
 
     const ORIGIN: i64 = 1_796_233_530_123_456_789; // 2026-12-02T17:45:30.123456789Z
@@ -404,21 +403,25 @@ mod tests {
         (ev, expected)
     }
 
-    /// Writes a run of `blocks` blocks of `per_block` events, handing each expected row to `keep`.
-    fn write_run_with(
+    /// The manifest of the test runs: clock origin [`ORIGIN`], this outcome.
+    fn manifest(outcome: Outcome) -> Manifest {
+        let mut m = Manifest::new("workload", WorkloadInfo::default(), 1);
+        m.clock_origin_unix_ns = ORIGIN;
+        m.outcome = outcome;
+        m
+    }
+
+    /// A run in `dir/run` of `blocks` blocks of `per_block` events, handing each expected row to
+    /// `keep`; more can be added before it is finished.
+    fn fake_run(
         dir: &Path,
         blocks: u64,
         per_block: u64,
         outcome: Outcome,
         mut keep: impl FnMut(Expected),
-    ) -> RunDir {
-        let mut m = Manifest::new("workload", WorkloadInfo::default(), 1);
-        m.clock_origin_unix_ns = ORIGIN;
-        m.outcome = outcome;
-        let run = RunDir::create(&dir.join("run"), m).unwrap();
-        let names = NameTable::new();
-        let path = run.path.join(&run.manifest.event_files[0]);
-        let mut w = EventWriter::create(&path, names.clone()).unwrap();
+    ) -> FakeRun {
+        let mut w = FakeRun::with_manifest(&dir.join("run"), manifest(outcome));
+        let names = w.names().clone();
         let mut evs = Vec::new();
         for b in 0..blocks {
             evs.clear();
@@ -427,9 +430,20 @@ mod tests {
                 evs.push(ev);
                 keep(expected);
             }
-            w.write_block(&evs).unwrap();
+            w.block(&evs);
         }
-        run
+        w
+    }
+
+    /// Writes a run of `blocks` blocks of `per_block` events, handing each expected row to `keep`.
+    fn write_run_with(
+        dir: &Path,
+        blocks: u64,
+        per_block: u64,
+        outcome: Outcome,
+        keep: impl FnMut(Expected),
+    ) -> RunDir {
+        fake_run(dir, blocks, per_block, outcome, keep).finish()
     }
 
     /// [`write_run_with`], returning the expected rows.
@@ -660,22 +674,17 @@ mod tests {
     #[test]
     fn name_ids_are_per_event_file() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut run, mut expected) = write_run(dir.path(), 2, 10, Outcome::Complete);
+        let mut expected = Vec::new();
+        let mut w = fake_run(dir.path(), 2, 10, Outcome::Complete, |e| expected.push(e));
         // A second file whose table gives the same names other ids (and adds one).
-        let names = NameTable::new();
-        let second = "events-2.dsev";
-        let mut w = EventWriter::create(&run.path.join(second), names.clone()).unwrap();
+        w.next_file("events-2.dsev");
         let mut evs = Vec::new();
         for (i, name) in ["commit", "vacuum", TRICKY].into_iter().enumerate() {
             let ev = Event {
                 session: 9,
-                name: names.intern(name),
+                name: w.name(name),
                 start_ns: 10 + i as u64,
-                outcome: if i == 1 {
-                    names.intern_outcome("pg:40P01")
-                } else {
-                    0
-                },
+                outcome: if i == 1 { w.outcome("pg:40P01") } else { 0 },
                 ..Event::default()
             };
             evs.push(ev);
@@ -691,11 +700,8 @@ mod tests {
                 warmup: false,
             });
         }
-        w.write_block(&evs).unwrap();
-        drop(w);
-        run.manifest.event_files.push(second.to_string());
-        run.save_manifest().unwrap();
-        let run = RunDir::open(&run.path).unwrap();
+        w.block(&evs);
+        let run = RunDir::open(&w.finish().path).unwrap();
         let csv_out = dir.path().join("two.csv");
         assert_eq!(
             export_run(&run, ExportFormat::Csv, &csv_out).unwrap().rows,
@@ -733,15 +739,14 @@ mod tests {
     #[test]
     fn failures_leave_no_file() {
         let dir = tempfile::tempdir().unwrap();
-        let (run, _) = write_run(dir.path(), 1, 10, Outcome::Complete);
         // A session that does not fit INT32: only a damaged file has one.
-        let mut w = EventWriter::create(&run.path.join("events.dsev"), NameTable::new()).unwrap();
+        let mut w = FakeRun::with_manifest(&dir.path().join("run"), manifest(Outcome::Complete));
         let bad = Event {
             session: u32::MAX,
             ..Event::default()
         };
-        w.write_block(&[Event::default(), bad]).unwrap();
-        drop(w);
+        w.block(&[Event::default(), bad]);
+        let run = w.finish();
         for format in [ExportFormat::Csv, ExportFormat::Parquet] {
             let out = dir.path().join(format!("bad.{}", format.extension()));
             let err = export_run(&run, format, &out).unwrap_err().to_string();

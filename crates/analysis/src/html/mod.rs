@@ -885,7 +885,8 @@ footer{color:var(--muted);font-size:.85rem;margin-top:2rem}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dbscope_core::{Event, EventWriter, HostInfo, Manifest, NameTable, Outcome, WorkloadInfo};
+    use dbscope_core::fake::FakeRun;
+    use dbscope_core::{Event, HostInfo, Manifest, Outcome, WorkloadInfo};
 
     /// A run with fixed facts and hand-made events, so its report is the same on every machine.
     fn fixed_run(dir: &std::path::Path) -> RunDir {
@@ -916,10 +917,8 @@ mod tests {
             max_errors: 10,
             mode: "closed".into(),
         });
-        let run = RunDir::create(dir, m).unwrap();
-        let names = NameTable::new();
-        let (u, c) = (names.intern("update"), names.intern("<commit>"));
-        let mut w = EventWriter::create(&dir.join("events.dsev"), names).unwrap();
+        let mut w = FakeRun::with_manifest(dir, m);
+        let (u, c) = (w.name("update"), w.name("<commit>"));
         let evs: Vec<Event> = (0..120u64)
             .map(|i| Event {
                 session: (i % 2) as u32,
@@ -934,8 +933,8 @@ mod tests {
                 ..Event::default()
             })
             .collect();
-        w.write_block(&evs).unwrap();
-        run
+        w.block(&evs);
+        w.finish()
     }
 
     #[test]
@@ -971,7 +970,6 @@ mod tests {
 
     #[test]
     fn counter_sections_become_tables() {
-        use dbscope_core::fake::FakeRun;
         let dir = tempfile::tempdir().unwrap();
         let fake = |name: &str, commits: i64| {
             let mut f = FakeRun::new(&dir.path().join(name));
