@@ -1044,7 +1044,7 @@ commit   n  A 5   B 5
             "{text}"
         );
         assert!(
-            text.contains("\n\nredo log writer   A against B\n"),
+            text.contains("\n\nredo log writer   B against A\n"),
             "{text}"
         );
         let json: serde_json::Value = serde_json::from_str(&render_json(&c)).unwrap();

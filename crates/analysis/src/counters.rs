@@ -53,7 +53,12 @@ pub fn value_text(v: &CounterValue, decimals: Option<u8>) -> String {
         CounterValue::None => "-".into(),
         CounterValue::Int(i) => thousands_i(*i),
         CounterValue::Float(f) => {
-            thousands_fixed(*f, decimals.unwrap_or(DEFAULT_DECIMALS) as usize)
+            let d = decimals.unwrap_or(DEFAULT_DECIMALS) as usize;
+            if *f < 0.0 {
+                format!("-{}", thousands_fixed(-f, d))
+            } else {
+                thousands_fixed(*f, d)
+            }
         }
         CounterValue::Bool(b) => if *b { "yes" } else { "no" }.into(),
         CounterValue::Text(t) => one_line(t),
@@ -311,7 +316,7 @@ pub fn pct_text(pct: Option<f64>) -> String {
 /// counter with A, B, B − A and the change in percent.
 pub fn push_comparison_text(out: &mut String, c: &SectionComparison) {
     out.push('\n');
-    out.push_str(&format!("{}   A against B\n", one_line(&c.title)));
+    out.push_str(&format!("{}   B against A\n", one_line(&c.title)));
     let mut rows: Vec<[String; 5]> = vec![[
         "counter".into(),
         "A".into(),
@@ -466,7 +471,7 @@ redo log writer
         let mut out = String::new();
         push_comparison_text(&mut out, &c[0]);
         let want = "
-redo log writer   A against B
+redo log writer   B against A
    counter                   A         B   B − A   change
    commits               1,200     1,500    +300   +25.0%
    commits per write      3.00      4.50   +1.50   +50.0%
@@ -486,6 +491,9 @@ redo log writer   A against B
         push_comparison_text(&mut out, &c[0]);
         assert!(out.ends_with("   A's counters are a snapshot taken while the run was going\n"));
         assert_eq!(signed_text(&CounterValue::Float(-2.0), Some(1)), "−2.0");
+        assert_eq!(value_text(&CounterValue::Float(-1234.5), None), "-1,234.50");
+        assert_eq!(value_text(&CounterValue::Int(-1234), None), "-1,234");
+        assert_eq!(value_text(&CounterValue::Bool(true), None), "yes");
         assert_eq!(pct_text(Some(-12.34)), "−12.3%");
     }
 }

@@ -802,7 +802,7 @@ fn counters_section(sec: &CounterSection) -> String {
 /// A counter section both compared runs have: A, B, B − A and the change per numeric counter.
 fn counters_comparison(c: &SectionComparison) -> String {
     let mut s = format!(
-        "<section><h2>{}: A against B</h2><table class=\"num\"><thead><tr><th>counter</th><th>A</th>\
+        "<section><h2>{}: B against A</h2><table class=\"num\"><thead><tr><th>counter</th><th>A</th>\
          <th>B</th><th>B − A</th><th>change</th></tr></thead><tbody>",
         escape(&c.title)
     );
@@ -1006,7 +1006,7 @@ mod tests {
         let page = render_compare(&a, &b, &cmp, &HtmlOptions::default()).unwrap();
         let html = &page.html;
         assert!(
-            html.contains("<h2>redo &lt;log&gt; writer: A against B</h2>"),
+            html.contains("<h2>redo &lt;log&gt; writer: B against A</h2>"),
             "{html}"
         );
         assert!(html.contains(
