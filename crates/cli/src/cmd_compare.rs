@@ -2,9 +2,9 @@
 
 use std::io::Write;
 
+use dbscope_analysis::compare::{self, CompareOptions};
 use dbscope_core::stats::BootstrapOptions;
 use dbscope_core::RunDir;
-use dbscope_lab::compare::{self, CompareOptions};
 use dbscope_lab::import::{import_csv, CsvImport, Unit};
 
 use crate::compare_args::{CompareArgs, ImportArgs, ImportCsvArgs, ImportSource, UnitArg};
@@ -39,11 +39,11 @@ pub fn cmd_compare(a: CompareArgs) -> Result<u8, Exit> {
     };
     let c = compare::compare(&ra, &rb, &opts)?;
     if a.html.is_some() || a.svg.is_some() {
-        let page = dbscope_lab::html::render_compare(
+        let page = dbscope_analysis::html::render_compare(
             &ra,
             &rb,
             &c,
-            &dbscope_lab::html::HtmlOptions {
+            &dbscope_analysis::html::HtmlOptions {
                 include_warmup: a.include_warmup,
                 ..Default::default()
             },
@@ -114,7 +114,7 @@ pub fn with_top(
     let Some(n) = top else {
         return Ok(text);
     };
-    let t = dbscope_lab::top::top_events(run, n, include_warmup)?;
+    let t = dbscope_analysis::top::top_events(run, n, include_warmup)?;
     if json {
         let mut v: serde_json::Value = serde_json::from_str(&text)?;
         if let Some(obj) = v.as_object_mut() {
@@ -129,7 +129,7 @@ pub fn with_top(
             s.push('\n');
         }
         s.push('\n');
-        s.push_str(&dbscope_lab::top::render_text(&t));
+        s.push_str(&dbscope_analysis::top::render_text(&t));
         Ok(s)
     }
 }

@@ -18,12 +18,12 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
+use dbscope_analysis::export::{export_run, ExportFormat};
+use dbscope_analysis::report::{self, ReportOptions};
 use dbscope_core::redact::redact;
 use dbscope_core::StopSignal;
 use dbscope_core::{Outcome, RunDir};
 use dbscope_lab::db::open_target;
-use dbscope_lab::export::{export_run, ExportFormat};
-use dbscope_lab::report::{self, ReportOptions};
 use dbscope_lab::runner::{self, Progress, RunConfig, RunSpec};
 use dbscope_lab::workload::{CommitWorkload, Keys};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -238,12 +238,12 @@ pub(crate) fn finish_run(
         let mut stdout = std::io::stdout().lock();
         writeln!(stdout, "{text}")?;
         let errors = errors
-            .map(|e| format!(" ({} errors)", dbscope_lab::html::svg::format_int(e)))
+            .map(|e| format!(" ({} errors)", dbscope_analysis::text::thousands(e)))
             .unwrap_or_default();
         writeln!(
             stdout,
             "recorded {} events in {}{errors}; see: dbscope report {}",
-            dbscope_lab::html::svg::format_int(events),
+            dbscope_analysis::text::thousands(events),
             dir.display(),
             dir.display()
         )?;
@@ -344,9 +344,9 @@ fn write_html_report(
     html: Option<&Path>,
     svg_dir: Option<&Path>,
 ) -> Result<(), Exit> {
-    let page = dbscope_lab::html::render_run(
+    let page = dbscope_analysis::html::render_run(
         run,
-        &dbscope_lab::html::HtmlOptions {
+        &dbscope_analysis::html::HtmlOptions {
             include_warmup,
             ..Default::default()
         },
@@ -356,7 +356,7 @@ fn write_html_report(
 
 /// Writes a rendered HTML page and/or its plots as SVG files; says where on stderr.
 pub(crate) fn write_page(
-    page: &dbscope_lab::html::HtmlPage,
+    page: &dbscope_analysis::html::HtmlPage,
     html: Option<&Path>,
     svg_dir: Option<&Path>,
 ) -> Result<(), Exit> {

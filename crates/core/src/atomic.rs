@@ -25,11 +25,13 @@ impl AtomicFile {
             .file_name()
             .map(|n| format!(".{}.", n.to_string_lossy()))
             .unwrap_or_else(|| ".dbscope.".into());
-        let tmp = tempfile::Builder::new()
-            .prefix(&name)
-            .suffix(".tmp")
-            .tempfile_in(dir)
-            .map_err(|e| Error::io(path, e))?;
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(&name).suffix(".tmp");
+        // As `File::create` would: 0666 less the umask, not tempfile's private 0600, since the
+        // files written this way (manifests, exports) are read by other users and tools.
+        #[cfg(unix)]
+        builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+        let tmp = builder.tempfile_in(dir).map_err(|e| Error::io(path, e))?;
         Ok(AtomicFile {
             tmp,
             path: path.to_owned(),
@@ -96,5 +98,18 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
         let err = write_atomic(&dir.path().join("no/such/dir/x"), b"x").unwrap_err();
         assert!(err.to_string().contains("no/such/dir/x"), "{err}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn permissions_are_those_of_file_create() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("plain");
+        std::fs::File::create(&plain).unwrap();
+        let atomic = dir.path().join("atomic");
+        write_atomic(&atomic, b"x").unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&atomic), mode(&plain));
     }
 }

@@ -85,6 +85,16 @@ impl FakeRun {
         self
     }
 
+    /// Starts another event file, `file`, listed in the manifest after the others: later names,
+    /// outcomes and blocks go to it, with its own name table (ids are per event file).
+    pub fn next_file(&mut self, file: &str) -> &mut Self {
+        self.names = NameTable::new();
+        self.writer = EventWriter::create(&self.run.path.join(file), self.names.clone())
+            .expect("creating another event file");
+        self.run.manifest.event_files.push(file.to_string());
+        self
+    }
+
     /// Adds a section of run-level counters.
     pub fn counters(&mut self, section: CounterSection) -> &mut Self {
         self.counters.put(section);
@@ -127,5 +137,23 @@ mod tests {
         let (names, tail) = run.for_each_block(|_, b| got.extend_from_slice(b)).unwrap();
         assert_eq!(tail.events, 2);
         assert_eq!(names.name(got[1].outcome as u32), "pg:40P01");
+    }
+
+    #[test]
+    fn a_second_event_file_has_its_own_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = FakeRun::new(&dir.path().join("r"));
+        let a = f.name("a");
+        f.block(&[FakeRun::event(a, 0, 0, 1)]);
+        f.next_file("two.dsev");
+        let b = f.name("b");
+        assert_eq!(a, b, "ids start again in the new file");
+        f.block(&[FakeRun::event(b, 0, 0, 2)]);
+        let run = RunDir::open(&f.finish().path).unwrap();
+        assert_eq!(run.manifest.event_files, ["events.dsev", "two.dsev"]);
+        let mut got = Vec::new();
+        run.for_each_block(|names, b| got.extend(b.iter().map(|e| names.name(e.name))))
+            .unwrap();
+        assert_eq!(got, ["a", "b"]);
     }
 }

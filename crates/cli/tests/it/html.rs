@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use dbscope_core::{Event, EventWriter, Manifest, NameTable, RunDir, WorkloadInfo, EVENT_WARMUP};
+use dbscope_core::fake::FakeRun;
+use dbscope_core::{Event, Manifest, WorkloadInfo, EVENT_WARMUP};
 
 use crate::cli::*;
 
@@ -68,11 +69,9 @@ fn hostile_run(dir: &Path) -> PathBuf {
     );
     m.command_line = vec!["dbscope".into(), SCRIPT_ATTACK.into(), IMG_ATTACK.into()];
     m.outcome = dbscope_core::Outcome::Complete;
-    let run = RunDir::create(&path, m).unwrap();
-    let names = NameTable::new();
-    let a = names.intern(IMG_ATTACK);
-    let b = names.intern(SCRIPT_ATTACK);
-    let mut w = EventWriter::create(&path.join("events.dsev"), names).unwrap();
+    let mut w = FakeRun::with_manifest(&path, m);
+    let a = w.name(IMG_ATTACK);
+    let b = w.name(SCRIPT_ATTACK);
     let evs: Vec<Event> = (0..5000u64)
         .map(|i| Event {
             session: (i % 2) as u32,
@@ -83,8 +82,8 @@ fn hostile_run(dir: &Path) -> PathBuf {
             ..Event::default()
         })
         .collect();
-    w.write_block(&evs).unwrap();
-    run.save_manifest().unwrap();
+    w.block(&evs);
+    w.finish();
     path
 }
 

@@ -3,6 +3,8 @@
 
 use std::fmt::Write;
 
+use crate::text::truncate_middle;
+
 /// Axis scale.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scale {
@@ -165,7 +167,7 @@ pub fn render(plot: &Plot) -> String {
     let _ = write!(
         s,
         r#"<text class="title" x="{LEFT}" y="18">{}</text>"#,
-        escape(&truncate(&plot.title, 80))
+        escape(&truncate_middle(&plot.title, 80))
     );
     let (x0, y0) = (LEFT, H - BOTTOM);
     let (x1, y1) = (W - RIGHT, TOP);
@@ -252,7 +254,7 @@ pub fn render(plot: &Plot) -> String {
     // Legend: its own row between the title and the plot area, right-aligned.
     let mut lx = x1 - 8.0;
     for series in plot.series.iter().rev() {
-        let name = truncate(&series.name, 60);
+        let name = truncate_middle(&series.name, 60);
         let label = escape(&name);
         let width = 26.0 + 6.6 * name.chars().count() as f64;
         lx -= width;
@@ -271,78 +273,10 @@ pub fn render(plot: &Plot) -> String {
     s
 }
 
-/// Shortens text to at most `max` characters, with an ellipsis in the middle.
-pub fn truncate(s: &str, max: usize) -> String {
-    let n = s.chars().count();
-    if n <= max {
-        return s.to_string();
-    }
-    let keep = max.saturating_sub(1);
-    let head: String = s.chars().take(keep / 2).collect();
-    let tail: String = s.chars().skip(n - (keep - keep / 2)).collect();
-    format!("{head}…{tail}")
-}
-
-/// Formats a duration given in µs with a unit: `1 µs`, `250 µs`, `10 ms`, `1.5 s`.
-pub fn format_us(us: f64) -> String {
-    let (v, unit) = if us >= 1e6 {
-        (us / 1e6, "s")
-    } else if us >= 1e3 {
-        (us / 1e3, "ms")
-    } else if us >= 1.0 || us == 0.0 {
-        (us, "µs")
-    } else {
-        (us * 1e3, "ns")
-    };
-    let num = if v >= 100.0 || v == v.trunc() {
-        format!("{v:.0}")
-    } else if v >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    };
-    let num = if num.contains('.') {
-        num.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        num
-    };
-    format!("{num} {unit}")
-}
-
-/// Formats an integer with thousands separators: `8,000,000`.
-pub fn format_int(v: u64) -> String {
-    let digits = v.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// Formats a plain number compactly: `0`, `2.5`, `1,000`, `12,345`, `3.4M`.
-pub fn format_num(v: f64) -> String {
-    let a = v.abs();
-    if a >= 1e6 {
-        format!("{:.1}M", v / 1e6).replace(".0M", "M")
-    } else if a >= 1000.0 {
-        let i = v.round() as i64;
-        format!("{},{:03}", i / 1000, (i % 1000).abs())
-    } else if v == v.trunc() {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.2}")
-            .trim_end_matches('0')
-            .trim_end_matches('.')
-            .to_string()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::text::{format_num, format_us};
 
     fn plot() -> Plot {
         Plot {
@@ -392,13 +326,6 @@ mod tests {
         let p = plot();
         assert_eq!(p.x.ticks(), vec![1.0, 10.0, 100.0, 1000.0, 10000.0]);
         assert_eq!(p.y.ticks(), vec![0.0, 20.0, 40.0, 60.0, 80.0, 100.0]);
-        assert_eq!(format_us(0.5), "500 ns");
-        assert_eq!(format_us(1500.0), "1.5 ms");
-        assert_eq!(format_us(2_000_000.0), "2 s");
-        assert_eq!(format_num(1234.0), "1,234");
-        assert_eq!(format_int(8_000_000), "8,000,000");
-        assert_eq!(format_int(999), "999");
-        assert_eq!(format_num(2_500_000.0), "2.5M");
         assert_eq!(
             escape("<script>alert(1)</script>"),
             "&lt;script&gt;alert(1)&lt;/script&gt;"

@@ -227,17 +227,16 @@ fn percentile_curve(h: &LatencyHistogram) -> Vec<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dbscope_core::{Event, EventWriter, Manifest, NameTable, WorkloadInfo, EVENT_WARMUP};
+    use dbscope_core::fake::FakeRun;
+    use dbscope_core::{Event, Manifest, WorkloadInfo, EVENT_WARMUP};
 
     /// A run in `dir` whose events (name id 1) are all called "commit".
     fn run_with(dir: &std::path::Path, evs: &[Event]) -> RunDir {
-        let run =
-            RunDir::create(dir, Manifest::new("workload", WorkloadInfo::default(), 1)).unwrap();
-        let names = NameTable::new();
-        assert_eq!(names.intern("commit"), 1);
-        let mut w = EventWriter::create(&dir.join("events.dsev"), names).unwrap();
-        w.write_block(evs).unwrap();
-        run
+        let mut f =
+            FakeRun::with_manifest(dir, Manifest::new("workload", WorkloadInfo::default(), 1));
+        assert_eq!(f.name("commit"), 1);
+        f.block(evs);
+        f.finish()
     }
 
     #[test]

@@ -13,6 +13,8 @@ use serde::Serialize;
 
 use dbscope_core::{Error, Event, NameId, NameTable, RunDir};
 
+use crate::text::one_line;
+
 /// One of the slowest events.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TopEvent {
@@ -187,12 +189,7 @@ pub fn render_text(t: &TopEvents) -> String {
         }
     ));
     for e in &t.events {
-        let name: String = e
-            .name
-            .chars()
-            .map(|c| if c.is_control() { ' ' } else { c })
-            .take(40)
-            .collect();
+        let name: String = one_line(&e.name).chars().take(40).collect();
         let src = match (&e.source, sources) {
             (Some(s), _) => format!("  {s}"),
             (None, true) => "  -".to_string(),
@@ -216,27 +213,20 @@ pub fn render_text(t: &TopEvents) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dbscope_core::fake::FakeRun;
     use dbscope_core::manifest::WorkloadInfo;
-    use dbscope_core::{EventWriter, Manifest, EVENT_WARMUP};
+    use dbscope_core::{Manifest, EVENT_WARMUP};
 
     #[test]
     fn slowest_first_with_where() {
         let dir = tempfile::tempdir().unwrap();
         let mut m = Manifest::new("workload", WorkloadInfo::default(), 1);
         m.clock_origin_unix_ns = 1_700_000_000_000_000_000;
-        let run = RunDir::create(dir.path(), m).unwrap();
-        let names = NameTable::new();
-        let mut w = EventWriter::create(&dir.path().join("events.dsev"), names.clone()).unwrap();
-        let c = names.intern("commit");
-        let u = names.intern("update");
-        let ev = |name, session, start_ns, duration_ns| Event {
-            name,
-            session,
-            start_ns,
-            duration_ns,
-            ..Event::default()
-        };
-        w.write_block(&[
+        let mut w = FakeRun::with_manifest(dir.path(), m);
+        let c = w.name("commit");
+        let u = w.name("update");
+        let ev = FakeRun::event;
+        w.block(&[
             Event {
                 flags: EVENT_WARMUP,
                 ..ev(c, 0, 0, 99_000_000)
@@ -248,9 +238,9 @@ mod tests {
                 outcome: 1,
                 ..ev(c, 0, 4_000, 50_000_000)
             },
-        ])
-        .unwrap();
-        w.write_block(&[ev(c, 4, 1_500_000_000, 600_000)]).unwrap();
+        ]);
+        w.block(&[ev(c, 4, 1_500_000_000, 600_000)]);
+        let run = w.finish();
         // As `trace import` writes it: one object per event, in order (index 2 is the `update`).
         let attrs: String = (0..6)
             .map(|i| format!("{{\"i\":{i},\"file\":\"x.trc\",\"line\":{}}}\n", 100 + i))

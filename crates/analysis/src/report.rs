@@ -3,7 +3,9 @@
 //!
 //! [`build`] streams the run's event blocks once, keeping the successful durations of each event name
 //! (8 bytes per event), and reduces them to a [`Report`]; [`render_text`] and [`render_json`] print it.
-//! The JSON output is the serialization of [`Report`], so its field names are the struct's.
+//! The JSON output is the serialization of [`Report`], so its field names are the struct's; the
+//! run-level counters of `counters.json` follow the events, each section printed the same way
+//! whichever source wrote it (see [`crate::counters`]).
 //!
 //! Definitions used throughout:
 //! - the *measured set* is every event that is not a warm-up event (or every event with
@@ -21,11 +23,15 @@ use serde::Serialize;
 
 use dbscope_core::stats::{format_r, r_summary_lines, LatencyHistogram, Summary};
 use dbscope_core::{
-    Error, Event, HostInfo, NameId, NameTable, Outcome, RunDir, RunnerInfo, TailState,
+    CounterSection, Error, Event, HostInfo, NameId, NameTable, Outcome, RunDir, RunnerInfo,
+    TailState,
 };
 
-/// Longest line the text report aims for (terminal output is kept under 110 characters).
-const MAX_LINE: usize = 108;
+use crate::text::{
+    one_line, plural, push_prose, push_wrapped, sig3, span, thousands, thousands_f1,
+    truncate_middle,
+};
+
 /// Width of the label column of the header lines (`run`, `workload`, ...).
 const LABEL: usize = 10;
 
@@ -54,6 +60,21 @@ pub struct Report {
     pub read: ReadReport,
     /// One entry per event name, in order of first appearance in the event files.
     pub events: Vec<EventReport>,
+    /// Run-level counters (`counters.json`), section by section in the order their sources wrote
+    /// them. In JSON each section is its [`CounterSection::to_json`] object at the top level under
+    /// its key, or under `counters_<key>` when the key is one of the report's own fields (see
+    /// [`crate::counters::json_key`]).
+    #[serde(flatten, serialize_with = "sections_json")]
+    pub counters: Vec<CounterSection>,
+}
+
+/// Serializes the counter sections as a map of JSON key to section object (flattened into the
+/// report).
+fn sections_json<S: serde::Serializer>(
+    sections: &[CounterSection],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_map(crate::counters::sections_json(sections))
 }
 
 /// What the run was, from its manifest.
@@ -244,7 +265,20 @@ pub fn build(run: &RunDir, opts: &ReportOptions) -> Result<Report, Error> {
     let mut acc = Accumulator::new(opts.include_warmup);
     let (_, tail) = readable.for_each_block(|names, events| acc.add_block(names, events))?;
 
-    let incomplete = incompleteness(run, &tail, &missing_files);
+    let mut incomplete = incompleteness(run, &tail, &missing_files);
+    // Counters the run cannot give are reported like missing data, not as an error: the events
+    // may still be worth reading.
+    let counters = match run.counters() {
+        Ok(c) => c.sections,
+        Err(e) => {
+            let why = format!("its run-level counters cannot be read ({e})");
+            incomplete = Some(match incomplete {
+                Some(w) => format!("{w}; {why}"),
+                None => why,
+            });
+            Vec::new()
+        }
+    };
     let span_ns = match (acc.first_start, acc.last_end) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a)),
         _ => None,
@@ -301,6 +335,7 @@ pub fn build(run: &RunDir, opts: &ReportOptions) -> Result<Report, Error> {
             missing_files,
         },
         events,
+        counters,
     })
 }
 
@@ -619,6 +654,9 @@ pub fn render_text(r: &Report) -> String {
         out.push('\n');
         push_event(&mut out, e);
     }
+    for section in &r.counters {
+        crate::counters::push_text(&mut out, section);
+    }
     out
 }
 
@@ -745,82 +783,6 @@ fn push_items(out: &mut String, label: &str, items: &[String]) {
     push_wrapped(out, &format!("{label:<LABEL$}"), items, "  ");
 }
 
-/// `first` then the items joined by `sep`, wrapped to [`MAX_LINE`] with continuation lines indented
-/// as wide as `first`; an item too long for a line is shortened in the middle.
-fn push_wrapped(out: &mut String, first: &str, items: &[String], sep: &str) {
-    let indent = first.chars().count();
-    let room = MAX_LINE.saturating_sub(indent).max(20);
-    let mut line = first.to_string();
-    let mut len = indent;
-    let mut empty = true;
-    for item in items {
-        let item = truncate_middle(item, room);
-        let n = item.chars().count();
-        if !empty && len + sep.len() + n > MAX_LINE {
-            out.push_str(line.trim_end());
-            out.push('\n');
-            line = " ".repeat(indent);
-            len = indent;
-            empty = true;
-        }
-        if !empty {
-            line.push_str(sep);
-            len += sep.len();
-        }
-        line.push_str(&item);
-        len += n;
-        empty = false;
-    }
-    out.push_str(line.trim_end());
-    out.push('\n');
-}
-
-/// A sentence word-wrapped to [`MAX_LINE`], continuation lines indented by four spaces.
-fn push_prose(out: &mut String, text: &str) {
-    let words: Vec<String> = one_line(text)
-        .split_whitespace()
-        .map(String::from)
-        .collect();
-    let (first, rest) = match words.split_first() {
-        Some((f, r)) => (f.clone(), r),
-        None => return,
-    };
-    let mut line = first;
-    for w in rest {
-        if line.chars().count() + 1 + w.chars().count() > MAX_LINE {
-            out.push_str(&line);
-            out.push('\n');
-            line = format!("    {w}");
-        } else {
-            line.push(' ');
-            line.push_str(w);
-        }
-    }
-    out.push_str(&line);
-    out.push('\n');
-}
-
-/// Replaces control characters (newlines, tabs) so a value stays on its line.
-fn one_line(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
-}
-
-/// Shortens `s` to at most `max` characters by replacing its middle with `…`.
-fn truncate_middle(s: &str, max: usize) -> String {
-    let n = s.chars().count();
-    if n <= max || max < 3 {
-        return s.to_string();
-    }
-    let keep = max - 1;
-    let head = keep / 2;
-    let tail = keep - head;
-    let start: String = s.chars().take(head).collect();
-    let end: String = s.chars().skip(n - tail).collect();
-    format!("{start}…{end}")
-}
-
 /// A workload parameter as the user would type it: strings without quotes.
 fn param_value(v: &serde_json::Value) -> String {
     match v {
@@ -829,72 +791,12 @@ fn param_value(v: &serde_json::Value) -> String {
     }
 }
 
-/// An integer with thousands separators: `41230` is `41,230`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut groups: Vec<&str> = digits
-        .as_bytes()
-        .rchunks(3)
-        .map(|g| std::str::from_utf8(g).unwrap_or("?"))
-        .collect();
-    groups.reverse();
-    groups.join(",")
-}
-
-/// A count and a noun, plural unless the count is 1: `1 error`, `1,200 errors`.
-fn plural(n: u64, noun: &str) -> String {
-    let s = if n == 1 { "" } else { "s" };
-    format!("{} {noun}{s}", thousands(n))
-}
-
-/// A span of seconds in a readable unit: `2.000 s`, `12.500 ms`, `5.000 µs`.
-fn span(s: f64) -> String {
-    if s >= 1.0 || s == 0.0 {
-        format!("{s:.3} s")
-    } else if s >= 1e-3 {
-        format!("{:.3} ms", s * 1e3)
-    } else {
-        format!("{:.3} µs", s * 1e6)
-    }
-}
-
-/// A non-negative number with one decimal and thousands separators: `4123.04` is `4,123.0`.
-fn thousands_f1(v: f64) -> String {
-    if !v.is_finite() || v < 0.0 {
-        return format!("{v:.1}");
-    }
-    let s = format!("{v:.1}");
-    match s.split_once('.') {
-        Some((int, frac)) => match int.parse::<u64>() {
-            Ok(i) => format!("{}.{frac}", thousands(i)),
-            Err(_) => s,
-        },
-        None => s,
-    }
-}
-
-/// A value known to 3 significant digits (an HDR percentile), without false precision:
-/// `34.1`, `210`, `1,020`, `0.512`.
-fn sig3(v: f64) -> String {
-    if !v.is_finite() || v < 0.0 {
-        return format!("{v}");
-    }
-    if v >= 100.0 {
-        thousands(v.round() as u64)
-    } else if v >= 10.0 {
-        format!("{v:.1}")
-    } else if v >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dbscope_core::fake::FakeRun;
     use dbscope_core::manifest::{TargetInfo, WorkloadInfo};
-    use dbscope_core::{EventWriter, Manifest, EVENT_WARMUP};
+    use dbscope_core::{Manifest, EVENT_WARMUP};
     use std::path::Path;
 
     const S: u64 = 1_000_000_000;
@@ -977,14 +879,12 @@ mod tests {
     fn write_standard(dir: &Path, outcome: Outcome) -> RunDir {
         let mut m = manifest(outcome);
         m.events_written = (outcome != Outcome::Running).then_some(1017);
-        let run = RunDir::create(dir, m).unwrap();
-        let names = NameTable::new();
-        let mut w = EventWriter::create(&dir.join("events.dsev"), names.clone()).unwrap();
-        w.write_block(&[
+        let mut w = FakeRun::with_manifest(dir, m);
+        let names = w.names().clone();
+        w.block(&[
             warm(ev(&names, "commit", S / 10, 15_000)),
             warm(err(&names, "commit", "pg:40P01", S / 5)),
-        ])
-        .unwrap();
+        ]);
         let mut block: Vec<Event> = COMMIT_US
             .iter()
             .enumerate()
@@ -993,7 +893,7 @@ mod tests {
         block.push(err(&names, "commit", "pg:40P01", S + S / 2));
         block.push(err(&names, "commit", "connection", S + S / 2));
         block.push(err(&names, "commit", "pg:40P01", S + S / 2));
-        w.write_block(&block).unwrap();
+        w.block(&block);
         let scan: Vec<Event> = (1..=1000u64)
             .map(|i| {
                 let start = if i == 1000 {
@@ -1004,14 +904,12 @@ mod tests {
                 ev(&names, "scan", start, i * 1000)
             })
             .collect();
-        w.write_block(&scan).unwrap();
-        w.write_block(&[
+        w.block(&scan);
+        w.block(&[
             err(&names, "lock_wait", "timeout", 2 * S),
             err(&names, "lock_wait", "timeout", 2 * S),
-        ])
-        .unwrap();
-        w.sync().unwrap();
-        run
+        ]);
+        w.finish()
     }
 
     fn event<'a>(r: &'a Report, name: &str) -> &'a EventReport {
@@ -1279,11 +1177,10 @@ mod tests {
         let mut m = manifest(Outcome::Complete);
         m.target = None;
         m.runner = None;
-        let run = RunDir::create(dir.path(), m).unwrap();
-        let names = NameTable::new();
-        let mut w = EventWriter::create(&dir.path().join("events.dsev"), names.clone()).unwrap();
-        w.write_block(&[err(&names, "connect", "connection", 7)])
-            .unwrap();
+        let mut w = FakeRun::with_manifest(dir.path(), m);
+        let names = w.names().clone();
+        w.block(&[err(&names, "connect", "connection", 7)]);
+        let run = w.finish();
         let r = build(&run, &ReportOptions::default()).unwrap();
         assert_eq!(r.events.len(), 1);
         let e = &r.events[0];
@@ -1304,8 +1201,7 @@ mod tests {
 
         // No events at all: an empty event file.
         let dir = tempfile::tempdir().unwrap();
-        let run = RunDir::create(dir.path(), manifest(Outcome::Complete)).unwrap();
-        EventWriter::create(&dir.path().join("events.dsev"), NameTable::new()).unwrap();
+        let run = FakeRun::with_manifest(dir.path(), manifest(Outcome::Complete)).finish();
         let r = build(&run, &ReportOptions::default()).unwrap();
         assert!(r.events.is_empty());
         assert_eq!(r.incomplete, None);
@@ -1323,7 +1219,8 @@ mod tests {
     #[test]
     fn missing_event_file_is_incomplete_not_an_error() {
         let dir = tempfile::tempdir().unwrap();
-        let run = RunDir::create(dir.path(), manifest(Outcome::Complete)).unwrap();
+        let run = FakeRun::with_manifest(dir.path(), manifest(Outcome::Complete)).finish();
+        std::fs::remove_file(dir.path().join("events.dsev")).unwrap();
         let r = build(&run, &ReportOptions::default()).unwrap();
         assert_eq!(r.read.missing_files, ["events.dsev"]);
         let text = render_text(&r);
@@ -1337,23 +1234,18 @@ mod tests {
     fn names_resolve_per_event_file() {
         // Each event file interns its own names: id 1 is `a` in one file and `b` in the other.
         let dir = tempfile::tempdir().unwrap();
-        let mut m = manifest(Outcome::Complete);
-        m.event_files = vec!["one.dsev".into(), "two.dsev".into()];
-        let run = RunDir::create(dir.path(), m).unwrap();
-        for (file, first, second) in [("one.dsev", "a", "b"), ("two.dsev", "b", "a")] {
-            let names = NameTable::new();
-            let mut w = EventWriter::create(&dir.path().join(file), names.clone()).unwrap();
-            let x = names.intern(first);
-            let y = names.intern(second);
-            let e = |name, d| Event {
-                name,
-                start_ns: S,
-                duration_ns: d,
-                ..Event::default()
-            };
+        let mut w = FakeRun::with_manifest(dir.path(), manifest(Outcome::Complete));
+        for (file, first, second) in [("events.dsev", "a", "b"), ("two.dsev", "b", "a")] {
+            if file != "events.dsev" {
+                w.next_file(file);
+            }
+            let x = w.name(first);
+            let y = w.name(second);
+            let e = |name, d| FakeRun::event(name, 0, S, d);
             let d = if first == "a" { 1_000 } else { 2_000 };
-            w.write_block(&[e(x, d), e(x, d), e(y, 3_000 - d)]).unwrap();
+            w.block(&[e(x, d), e(x, d), e(y, 3_000 - d)]);
         }
+        let run = w.finish();
         let r = build(&run, &ReportOptions::default()).unwrap();
         let a = event(&r, "a");
         let b = event(&r, "b");
@@ -1369,24 +1261,54 @@ mod tests {
     }
 
     #[test]
-    fn number_formats() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(41_230), "41,230");
-        assert_eq!(thousands(1_234_567), "1,234,567");
-        assert_eq!(thousands_f1(4123.04), "4,123.0");
-        assert_eq!(thousands_f1(0.0), "0.0");
-        assert_eq!(sig3(34.123), "34.1");
-        assert_eq!(sig3(210.2), "210");
-        assert_eq!(sig3(1020.4), "1,020");
-        assert_eq!(sig3(0.5123), "0.512");
-        assert_eq!(sig3(5.126), "5.13");
-        assert_eq!(truncate_middle("abcdefghij", 5), "ab…ij");
-        assert_eq!(truncate_middle("abc", 5), "abc");
-        assert_eq!(plural(1, "error"), "1 error");
-        assert_eq!(plural(1200, "error"), "1,200 errors");
-        assert_eq!(span(2.0), "2.000 s");
-        assert_eq!(span(0.0125), "12.500 ms");
-        assert_eq!(span(5e-6), "5.000 µs");
+    fn counter_sections_print_after_the_events_whoever_wrote_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = FakeRun::new(&dir.path().join("run"));
+        let c = f.name("commit");
+        f.block(&[FakeRun::event(c, 0, S, 20_000)]);
+        f.counters(crate::counters::tests::section(1200, 3.0, false));
+        let mut clash = crate::counters::tests::section(7, 1.0, true);
+        clash.key = "events".into();
+        clash.title = "a section named like a report field".into();
+        f.counters(clash);
+        let run = f.finish();
+        let r = build(&run, &ReportOptions::default()).unwrap();
+        assert_eq!(r.incomplete, None);
+        let v: serde_json::Value = serde_json::from_str(&render_json(&r)).unwrap();
+        assert_eq!(v["redo"]["commits_per_write"], 3.0);
+        assert_eq!(v["redo"]["final_counts"], false);
+        assert_eq!(v["redo"]["destinations"][0]["writes"], 1200);
+        assert_eq!(v["counters_events"]["commits"], 7);
+        assert_eq!(v["events"][0]["name"], "commit");
+        let text = render_text(&r);
+        let events = text.find("commit   n = 1").unwrap();
+        let redo = text.find("\n\nredo log writer\n").unwrap();
+        assert!(events < redo, "{text}");
+        assert!(
+            text.contains("   commits 1,200   commits per write 3.00   "),
+            "{text}"
+        );
+        assert!(
+            text.contains("   name        writes   p99 (µs)\n"),
+            "{text}"
+        );
+        assert!(text.contains("   counters are a snapshot taken while the run was going\n"));
+        assert!(text.ends_with("a section named like a report field\n   commits 7   commits per write 1.00   sync fdatasync   outlier -   rate 1,234.5 MB/s\n   per destination\n   name        writes   p99 (µs)\n   fast         1,200       45.2\n   slow-disk        7          -\n   FL_PREVENTED_OUTLIERS counts races the fast log won\n"), "{text}");
+        for line in text.lines() {
+            assert!(line.chars().count() < 110, "too long: {line}");
+        }
+    }
+
+    #[test]
+    fn unreadable_counters_make_the_report_incomplete_not_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = write_standard(dir.path(), Outcome::Complete);
+        std::fs::write(dir.path().join("counters.json"), "{").unwrap();
+        let r = build(&run, &ReportOptions::default()).unwrap();
+        let why = r.incomplete.clone().unwrap();
+        assert!(why.contains("run-level counters cannot be read"), "{why}");
+        assert!(why.contains("not valid counters"), "{why}");
+        assert_eq!(event(&r, "commit").count, 10);
+        assert!(r.counters.is_empty());
     }
 }

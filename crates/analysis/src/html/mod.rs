@@ -1,18 +1,22 @@
 //! The self-contained HTML report: tables and SVG plots (log-scale latency distributions, percentile
 //! curves, the top-N largest events, throughput and p99 over time) in one file with inline CSS, no
 //! scripts and no network, readable in light and dark mode and printable. Every string that comes
-//! from a run (SQL text, event names, paths, settings) is escaped.
+//! from a run (SQL text, event names, paths, settings, counters) is escaped. Run-level counter
+//! sections follow the summary table: one table of counters and one per counter table.
 
 pub mod data;
 pub mod svg;
 
 use std::fmt::Write;
 
-use dbscope_core::RunDir;
+use dbscope_core::{CounterSection, RunDir};
 
+use crate::compare::Comparison;
+use crate::counters::{self, SectionComparison};
 use crate::report::{self, Report, ReportOptions};
+use crate::text::{format_num, format_us, round_sig3};
 use data::{EventSeries, RunSeries};
-use svg::{escape, format_num, format_us, Axis, Plot, Scale, Series, Style};
+use svg::{escape, Axis, Plot, Scale, Series, Style};
 
 /// Options of the HTML report.
 #[derive(Clone, Debug)]
@@ -69,6 +73,9 @@ pub fn render_run(run: &RunDir, opts: &HtmlOptions) -> dbscope_core::Result<Html
     body.push_str(&run_table(&rep));
     body.push_str(&settings_table(&rep));
     body.push_str(&summary_table(&rep));
+    for section in &rep.counters {
+        body.push_str(&counters_section(section));
+    }
     let label = run
         .path
         .file_name()
@@ -107,7 +114,7 @@ pub fn render_run(run: &RunDir, opts: &HtmlOptions) -> dbscope_core::Result<Html
 pub fn render_compare(
     a: &RunDir,
     b: &RunDir,
-    cmp: &crate::compare::Comparison,
+    cmp: &Comparison,
     opts: &HtmlOptions,
 ) -> dbscope_core::Result<HtmlPage> {
     let sa = data::collect(a, opts.include_warmup, opts.top_n)?;
@@ -181,10 +188,13 @@ pub fn render_compare(
             for v in dbscope_core::stats::format_r(&dbscope_core::stats::zapsmall(&six), 4) {
                 let _ = write!(body, "<td>{}</td>", escape(v.trim()));
             }
-            let _ = write!(body, "<td>{}</td></tr>", format_sig3(sm.sd));
+            let _ = write!(body, "<td>{}</td></tr>", round_sig3(sm.sd));
         }
     }
     body.push_str("</tbody></table></section>");
+    for section in &cmp.counters {
+        body.push_str(&counters_comparison(section));
+    }
     let inputs = [
         Labelled {
             label: "A".into(),
@@ -526,26 +536,6 @@ fn thin_top(top: &[u64]) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// Three significant digits with thousands separators: `0.123`, `12.3`, `1,650`, `16,100`.
-fn format_sig3(v: f64) -> String {
-    if !v.is_finite() {
-        return "—".into();
-    }
-    if v.abs() >= 100.0 {
-        let digits = v.abs().log10().floor() as i32 + 1;
-        let unit = 10f64.powi(digits - 3);
-        return format_num((v / unit).round() * unit);
-    }
-    let decimals = if v.abs() >= 10.0 {
-        1
-    } else if v.abs() >= 1.0 {
-        2
-    } else {
-        3
-    };
-    format!("{v:.decimals$}")
-}
-
 fn format_nines(n: f64) -> String {
     if n <= 0.0 {
         return "p0".into();
@@ -742,7 +732,7 @@ fn summary_table(rep: &Report) -> String {
                     let _ = write!(s, "<td>{}</td>", escape(v.trim()));
                 }
                 for v in [p.p90, p.p99, p.p99_9, p.p99_99] {
-                    let _ = write!(s, "<td>{}</td>", format_sig3(v));
+                    let _ = write!(s, "<td>{}</td>", round_sig3(v));
                 }
             }
             _ => s.push_str("<td colspan=\"10\">no successful events</td>"),
@@ -750,6 +740,90 @@ fn summary_table(rep: &Report) -> String {
         s.push_str("</tr>");
     }
     s.push_str("</tbody></table></section>");
+    s
+}
+
+/// A run-level counter section: its counters as a two-column table, each of its tables, its notes.
+fn counters_section(sec: &CounterSection) -> String {
+    let title = if sec.title.is_empty() {
+        &sec.key
+    } else {
+        &sec.title
+    };
+    let mut s = format!("<section><h2>{}</h2>", escape(title));
+    if !sec.counters.is_empty() {
+        s.push_str("<table class=\"kv\">");
+        for c in &sec.counters {
+            row(
+                &mut s,
+                &counters::heading(&c.label, &c.unit),
+                &counters::value_text(&c.value, c.decimals),
+            );
+        }
+        s.push_str("</table>");
+    }
+    for t in &sec.tables {
+        if !t.title.is_empty() {
+            let _ = write!(s, "<h3>{}</h3>", escape(&t.title));
+        }
+        s.push_str("<table class=\"num\"><thead><tr>");
+        for c in &t.columns {
+            let _ = write!(
+                s,
+                "<th>{}</th>",
+                escape(&counters::heading(&c.label, &c.unit))
+            );
+        }
+        s.push_str("</tr></thead><tbody>");
+        for r in &t.rows {
+            s.push_str("<tr>");
+            for (i, c) in t.columns.iter().enumerate() {
+                let v = r.get(i).cloned().unwrap_or_default();
+                let _ = write!(
+                    s,
+                    "<td>{}</td>",
+                    escape(&counters::value_text(&v, c.decimals))
+                );
+            }
+            s.push_str("</tr>");
+        }
+        s.push_str("</tbody></table>");
+    }
+    for n in &sec.notes {
+        let _ = write!(s, "<p>{}</p>", escape(n));
+    }
+    if !sec.final_counts {
+        let _ = write!(s, "<p>{}.</p>", escape(counters::SNAPSHOT_NOTE));
+    }
+    s.push_str("</section>");
+    s
+}
+
+/// A counter section both compared runs have: A, B, B − A and the change per numeric counter.
+fn counters_comparison(c: &SectionComparison) -> String {
+    let mut s = format!(
+        "<section><h2>{}: B against A</h2><table class=\"num\"><thead><tr><th>counter</th><th>A</th>\
+         <th>B</th><th>B − A</th><th>change</th></tr></thead><tbody>",
+        escape(&c.title)
+    );
+    for k in &c.counters {
+        let _ = write!(
+            s,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&counters::heading(&k.label, &k.unit)),
+            escape(&counters::value_text(&k.a, k.decimals)),
+            escape(&counters::value_text(&k.b, k.decimals)),
+            escape(&counters::signed_text(&k.diff, k.decimals)),
+            escape(&counters::pct_text(k.pct))
+        );
+    }
+    s.push_str("</tbody></table>");
+    for (side, fin) in ["A", "B"].iter().zip(c.final_counts) {
+        if !fin {
+            let _ = write!(s, "<p>{side}: {}.</p>", escape(counters::SNAPSHOT_NOTE));
+        }
+    }
+    s.push_str("</section>");
     s
 }
 
@@ -811,7 +885,8 @@ footer{color:var(--muted);font-size:.85rem;margin-top:2rem}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dbscope_core::{Event, EventWriter, HostInfo, Manifest, NameTable, Outcome, WorkloadInfo};
+    use dbscope_core::fake::FakeRun;
+    use dbscope_core::{Event, HostInfo, Manifest, Outcome, WorkloadInfo};
 
     /// A run with fixed facts and hand-made events, so its report is the same on every machine.
     fn fixed_run(dir: &std::path::Path) -> RunDir {
@@ -842,10 +917,8 @@ mod tests {
             max_errors: 10,
             mode: "closed".into(),
         });
-        let run = RunDir::create(dir, m).unwrap();
-        let names = NameTable::new();
-        let (u, c) = (names.intern("update"), names.intern("<commit>"));
-        let mut w = EventWriter::create(&dir.join("events.dsev"), names).unwrap();
+        let mut w = FakeRun::with_manifest(dir, m);
+        let (u, c) = (w.name("update"), w.name("<commit>"));
         let evs: Vec<Event> = (0..120u64)
             .map(|i| Event {
                 session: (i % 2) as u32,
@@ -860,8 +933,8 @@ mod tests {
                 ..Event::default()
             })
             .collect();
-        w.write_block(&evs).unwrap();
-        run
+        w.block(&evs);
+        w.finish()
     }
 
     #[test]
@@ -884,11 +957,6 @@ mod tests {
 
     #[test]
     fn helpers() {
-        assert_eq!(format_sig3(16105.0), "16,100");
-        assert_eq!(format_sig3(1647.3), "1,650");
-        assert_eq!(format_sig3(262.91), "263");
-        assert_eq!(format_sig3(12.34), "12.3");
-        assert_eq!(format_sig3(0.1234), "0.123");
         assert_eq!(format_nines(0.0), "p0");
         assert_eq!(format_nines(2.0), "p99");
         assert_eq!(format_nines(5.0), "p99.999");
@@ -898,5 +966,52 @@ mod tests {
         assert_eq!(nice_max(7.3), 8.0);
         assert_eq!(file_stem("log file sync"), "log-file-sync");
         assert_eq!(file_stem("\"><img>"), "img");
+    }
+
+    #[test]
+    fn counter_sections_become_tables() {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = |name: &str, commits: i64| {
+            let mut f = FakeRun::new(&dir.path().join(name));
+            let c = f.name("commit");
+            let evs: Vec<Event> = (0..5)
+                .map(|i| FakeRun::event(c, 0, i * 1_000_000, 20_000 + i * 1_000))
+                .collect();
+            f.block(&evs);
+            let mut sec = crate::counters::tests::section(commits, 3.0, name == "a");
+            sec.title = "redo <log> writer".into();
+            f.counters(sec);
+            f.finish()
+        };
+        let (a, b) = (fake("a", 1200), fake("b", 1500));
+        let page = render_run(&a, &HtmlOptions::default()).unwrap();
+        let html = &page.html;
+        let at = html
+            .find("<h2>redo &lt;log&gt; writer</h2>")
+            .expect("section title");
+        assert!(
+            at > html.find("<h2>Summary (µs)</h2>").unwrap(),
+            "after the summary"
+        );
+        assert!(html.contains("<tr><th>commits per write</th><td>3.00</td></tr>"));
+        assert!(html.contains("<tr><th>rate (MB/s)</th><td>1,234.5</td></tr>"));
+        assert!(html.contains("<h3>per destination</h3><table class=\"num\"><thead><tr><th>name</th><th>writes</th><th>p99 (µs)</th></tr></thead><tbody><tr><td>fast</td><td>1,200</td><td>45.2</td></tr>"));
+        assert!(!html.contains("snapshot"), "A's counters are final");
+        let page = render_run(&b, &HtmlOptions::default()).unwrap();
+        assert!(page
+            .html
+            .contains("<p>counters are a snapshot taken while the run was going.</p>"));
+
+        let cmp = crate::compare::compare(&a, &b, &Default::default()).unwrap();
+        let page = render_compare(&a, &b, &cmp, &HtmlOptions::default()).unwrap();
+        let html = &page.html;
+        assert!(
+            html.contains("<h2>redo &lt;log&gt; writer: B against A</h2>"),
+            "{html}"
+        );
+        assert!(html.contains(
+            "<tr><td>commits</td><td>1,200</td><td>1,500</td><td>+300</td><td>+25.0%</td></tr>"
+        ));
+        assert!(html.contains("<p>B: counters are a snapshot"));
     }
 }

@@ -5,7 +5,8 @@
 //!
 //! [`compare`] reads both runs once and reduces them to a [`Comparison`]; [`render_text`] and
 //! [`render_json`] print it (the JSON is the serialization of [`Comparison`]). All latencies are in
-//! microseconds; every difference is B − A.
+//! microseconds; every difference is B − A. Run-level counter sections that both runs have are
+//! compared side by side after the events (see [`crate::counters`]).
 //!
 //! The verdict calls a change only when a 95% interval lies wholly outside the noise band (±1% of
 //! A's value by default): for the mean the Welch interval of the difference, for a quantile the
@@ -21,6 +22,9 @@ use dbscope_core::stats::{
     Sample, WelchTest,
 };
 use dbscope_core::{Error, Event, NameId, NameTable, Outcome, RunDir};
+
+use crate::counters::{compare_sections, push_comparison_text, SectionComparison};
+use crate::text::{one_line, push_wrapped_words, thousands, trim_num};
 
 /// Quantiles compared by default.
 pub const DEFAULT_QUANTILES: [f64; 4] = [0.5, 0.9, 0.99, 0.999];
@@ -98,6 +102,10 @@ pub struct Comparison {
     pub events: Vec<EventComparison>,
     /// Event names left out, and why.
     pub skipped: Vec<Skipped>,
+    /// Run-level counter sections both runs have (same key): their numeric counters side by side
+    /// (left out of the JSON when there are none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub counters: Vec<SectionComparison>,
 }
 
 /// One of the two runs.
@@ -381,6 +389,7 @@ pub fn compare(a: &RunDir, b: &RunDir, opts: &CompareOptions) -> Result<Comparis
         incomplete: l.incomplete.clone(),
         events_read: l.events_read,
     };
+    let counters = compare_sections(&a.counters()?.sections, &b.counters()?.sections);
     Ok(Comparison {
         a: side(a, &la),
         b: side(b, &lb),
@@ -388,6 +397,7 @@ pub fn compare(a: &RunDir, b: &RunDir, opts: &CompareOptions) -> Result<Comparis
         manifest_diff: manifest_diff(a, b),
         events,
         skipped,
+        counters,
     })
 }
 
@@ -549,13 +559,6 @@ pub fn quantile_label(p: f64) -> String {
     format!("p{}", trim_num(p * 100.0))
 }
 
-/// A number without trailing zeros: `1`, `0.5`, `99.9`.
-fn trim_num(v: f64) -> String {
-    let s = format!("{:.6}", v);
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    s.to_string()
-}
-
 /// Three numbers formatted together as R's `format(x, digits)` would (common decimals), each with
 /// an explicit sign and no padding.
 fn signed3(v: &[f64; 3], digits: usize) -> [String; 3] {
@@ -665,26 +668,6 @@ pub fn render_json(c: &Comparison) -> String {
     s
 }
 
-/// An integer with thousands separators.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
-
-/// Replaces control characters so a value stays on its line.
-fn one_line(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
-}
-
 /// The comparison as text for a terminal.
 pub fn render_text(c: &Comparison) -> String {
     let mut out = String::new();
@@ -730,6 +713,9 @@ pub fn render_text(c: &Comparison) -> String {
     }
     for s in &c.skipped {
         out.push_str(&format!("\n{}: skipped: {}\n", one_line(&s.name), s.reason));
+    }
+    for s in &c.counters {
+        push_comparison_text(&mut out, s);
     }
     out
 }
@@ -821,43 +807,23 @@ fn push_event(out: &mut String, e: &EventComparison, c: &Comparison) {
             format_r(&[ob.rate * 100.0], 3).join("").trim()
         ));
     }
-    push_wrapped(out, "  verdict ", &e.verdict.text);
-}
-
-/// `first` then the words of `text`, wrapped under 108 columns with continuation lines indented as
-/// wide as `first`.
-fn push_wrapped(out: &mut String, first: &str, text: &str) {
-    const MAX: usize = 108;
-    let indent = first.chars().count();
-    let mut line = first.to_string();
-    let mut len = indent;
-    for w in one_line(text).split_whitespace() {
-        let n = w.chars().count();
-        if len > indent && len + 1 + n > MAX {
-            out.push_str(&line);
-            out.push('\n');
-            line = " ".repeat(indent);
-            len = indent;
-        }
-        if len > indent {
-            line.push(' ');
-            len += 1;
-        }
-        line.push_str(w);
-        len += n;
-    }
-    out.push_str(&line);
-    out.push('\n');
+    push_wrapped_words(out, "  verdict ", &e.verdict.text);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dbscope_core::fake::FakeRun;
     use dbscope_core::manifest::{TargetInfo, WorkloadInfo};
-    use dbscope_core::{EventWriter, Manifest};
+    use dbscope_core::Manifest;
     use std::path::Path;
 
     fn write_run(dir: &Path, sync: &str, events: &[(&str, u64)]) -> RunDir {
+        fake_run(dir, sync, events).finish()
+    }
+
+    /// A run of `events` (name, duration) one µs apart, its target asked for `synchronous=sync`.
+    fn fake_run(dir: &Path, sync: &str, events: &[(&str, u64)]) -> FakeRun {
         let mut m = Manifest::new("workload", WorkloadInfo::default(), 1);
         m.target = Some(TargetInfo {
             kind: "sqlite".into(),
@@ -866,21 +832,14 @@ mod tests {
         });
         m.outcome = Outcome::Complete;
         m.events_written = Some(events.len() as u64);
-        let run = RunDir::create(dir, m).unwrap();
-        let names = NameTable::new();
-        let mut w = EventWriter::create(&dir.join("events.dsev"), names.clone()).unwrap();
+        let mut f = FakeRun::with_manifest(dir, m);
         let evs: Vec<Event> = events
             .iter()
             .enumerate()
-            .map(|(i, (n, d))| Event {
-                name: names.intern(n),
-                start_ns: i as u64 * 1000,
-                duration_ns: *d,
-                ..Event::default()
-            })
+            .map(|(i, (n, d))| FakeRun::event(f.name(n), 0, i as u64 * 1000, *d))
             .collect();
-        w.write_block(&evs).unwrap();
-        run
+        f.block(&evs);
+        f
     }
 
     fn lat(n: usize, base: u64, spread: u64) -> Vec<u64> {
@@ -1059,5 +1018,43 @@ commit   n  A 5   B 5
             e.contains("B (") && e.contains("did not record an end"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn counter_sections_in_both_runs_are_compared() {
+        let dir = tempfile::tempdir().unwrap();
+        let evs: Vec<(&str, u64)> = lat(50, 1_000, 900).into_iter().map(|d| ("q", d)).collect();
+        let ra = write_run(&dir.path().join("a"), "x", &evs);
+        let rb = write_run(&dir.path().join("b"), "x", &evs);
+        let c = compare(&ra, &rb, &CompareOptions::default()).unwrap();
+        assert!(c.counters.is_empty());
+        let json: serde_json::Value = serde_json::from_str(&render_json(&c)).unwrap();
+        assert!(json.get("counters").is_none(), "no sections, no member");
+        let s = crate::counters::tests::section;
+        let mut fa = fake_run(&dir.path().join("ca"), "x", &evs);
+        fa.counters(s(1200, 3.0, true));
+        let mut fb = fake_run(&dir.path().join("cb"), "x", &evs);
+        fb.counters(s(1500, 4.5, true));
+        let (ra, rb) = (fa.finish(), fb.finish());
+        let c = compare(&ra, &rb, &CompareOptions::default()).unwrap();
+        assert_eq!(c.counters.len(), 1);
+        let text = render_text(&c);
+        assert!(
+            text.ends_with("   commits per write      3.00      4.50   +1.50   +50.0%\n   rate (MB/s)         1,234.5   1,234.5    +0.0    +0.0%\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n\nredo log writer   B against A\n"),
+            "{text}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&render_json(&c)).unwrap();
+        assert_eq!(json["counters"][0]["key"], "redo");
+        assert_eq!(json["counters"][0]["counters"][0]["diff"], 300);
+        assert_eq!(json["counters"][0]["counters"][1]["pct"], 50.0);
+        std::fs::write(rb.path.join("counters.json"), "[").unwrap();
+        let e = compare(&ra, &rb, &CompareOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not valid counters"), "{e}");
     }
 }

@@ -20,60 +20,31 @@
 //! the destination and renamed into place at the end: a failed export never leaves a partial file.
 //! Runs that were killed, or whose event file ends in a torn block, are exported up to the last
 //! complete block and reported as incomplete in [`ExportSummary::incomplete`].
+//!
+//! As in hyperfine's exporters, the formats only turn rows into bytes for any `io::Write`
+//! (`csv.rs`, `parquet.rs`, over the row model of `row.rs`); this module owns the output file: it
+//! checks the path, writes through [`AtomicFile`], syncs it and renames it into place.
 
-use std::collections::HashMap;
-use std::fmt::{self, Write as _};
-use std::fs::File;
+mod csv;
+mod parquet;
+mod row;
+
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::Arc;
 
-use dbscope_core::{Event, NameId, NameTable, RunDir};
-use parquet::basic::Compression;
-use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DataType, Int32Type, Int64Type};
-use parquet::errors::ParquetError;
-use parquet::file::metadata::KeyValue;
-use parquet::file::properties::WriterProperties;
-use parquet::file::writer::{SerializedFileWriter, SerializedRowGroupWriter};
-use parquet::schema::parser::parse_message_type;
-use parquet::schema::types::ColumnPath;
+use dbscope_core::atomic::AtomicFile;
+use dbscope_core::RunDir;
 
-/// The exported columns, in order; CSV header and Parquet schema use exactly these names.
-pub const COLUMNS: [&str; 9] = [
-    "session",
-    "event",
-    "start_utc",
-    "start_ns",
-    "duration_ns",
-    "intended_start_ns",
-    "outcome",
-    "rows",
-    "warmup",
-];
+use self::csv::CsvWriter;
+use self::parquet::ParquetWriter;
+use self::row::{Row, StringPool};
 
-/// Rows per Parquet row group: the writer buffers this many rows before flushing them to the file.
-pub const ROW_GROUP_ROWS: usize = 256 * 1024;
-
-/// The Parquet schema of an export (same columns as [`COLUMNS`]).
-const PARQUET_SCHEMA: &str = "
-message dbscope_events {
-  required int32 session;
-  required binary event (STRING);
-  required int64 start_utc (TIMESTAMP(NANOS,true));
-  required int64 start_ns;
-  required int64 duration_ns;
-  optional int64 intended_start_ns;
-  required binary outcome (STRING);
-  required int64 rows;
-  required boolean warmup;
-}
-";
+pub use self::parquet::ROW_GROUP_ROWS;
+pub use self::row::COLUMNS;
 
 /// `incomplete` reason for a run whose manifest still says `running`.
 const NOT_ENDED: &str = "the run did not record an end (killed or still running)";
-
-/// String values are handed to the Parquet writer in chunks of this many rows.
-const STRING_CHUNK: usize = 8192;
 
 /// Output format of an export.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -163,7 +134,7 @@ pub enum ExportError {
         /// The output file.
         path: PathBuf,
         /// The underlying error.
-        source: ParquetError,
+        source: ::parquet::errors::ParquetError,
     },
     /// The CSV writer failed.
     #[error("{path}: cannot write CSV: {source}; check that the directory is writable and has free space")]
@@ -171,7 +142,7 @@ pub enum ExportError {
         /// The output file.
         path: PathBuf,
         /// The underlying error.
-        source: csv::Error,
+        source: ::csv::Error,
     },
     /// An event holds a value that does not fit its column (only a damaged event file can).
     #[error("{path}: event {index}: {msg}; the event file is probably damaged")]
@@ -207,16 +178,19 @@ fn export_with(
 ) -> Result<ExportSummary, ExportError> {
     let readers = run.event_readers()?;
     refuse_run_file(run, out)?;
-    let tmp = TempOutput::create(out)?;
-    let file = tmp.file()?;
+    let file = create_output(out)?;
     let mut sink = match format {
-        ExportFormat::Csv => Sink::Csv(Box::new(CsvSink::new(file, out)?)),
-        ExportFormat::Parquet => Sink::Parquet(Box::new(ParquetSink::new(
-            file,
-            out,
-            run,
-            row_group_rows.max(1),
-        )?)),
+        ExportFormat::Csv => Sink::Csv(Box::new(
+            CsvWriter::new(file).map_err(|source| csv_error(out, source))?,
+        )),
+        ExportFormat::Parquet => Sink::Parquet(Box::new(
+            ParquetWriter::new(
+                file,
+                serde_json::to_string(&run.manifest).ok(),
+                row_group_rows.max(1),
+            )
+            .map_err(|source| parquet_error(out, source))?,
+        )),
     };
 
     let origin = run.manifest.clock_origin_unix_ns;
@@ -240,7 +214,7 @@ fn export_with(
                         msg,
                     }
                 })?;
-                sink.push(&row, &strings)?;
+                sink.push(&row, &strings, out)?;
                 index += 1;
             }
         }
@@ -255,8 +229,8 @@ fn export_with(
         }
     }
     let incomplete = (!problems.is_empty()).then(|| problems.join("; "));
-    let file = sink.finish(&strings, incomplete.as_deref())?;
-    tmp.commit(file)?;
+    let file = sink.finish(&strings, incomplete.as_deref(), out)?;
+    commit_output(file, out)?;
     Ok(ExportSummary {
         rows,
         path: out.to_owned(),
@@ -283,476 +257,83 @@ fn refuse_run_file(run: &RunDir, out: &Path) -> Result<(), ExportError> {
     Ok(())
 }
 
-/// One event as column values; strings are indices into a [`StringPool`].
-#[derive(Clone, Copy, Debug)]
-struct Row {
-    session: i32,
-    event: u32,
-    start_utc_ns: i64,
-    start_ns: i64,
-    duration_ns: i64,
-    intended_start_ns: Option<i64>,
-    outcome: u32,
-    rows: i64,
-    warmup: bool,
-}
-
-impl Row {
-    /// Converts an event; the error says which value does not fit its column.
-    fn new(
-        ev: &Event,
-        origin_unix_ns: i64,
-        names: &NameTable,
-        strings: &mut StringPool,
-    ) -> Result<Row, String> {
-        let signed = |what: &str, v: u64| {
-            i64::try_from(v).map_err(|_| format!("{what} {v} does not fit a signed 64-bit column"))
-        };
-        let session = i32::try_from(ev.session)
-            .map_err(|_| format!("session {} does not fit a signed 32-bit column", ev.session))?;
-        let start_ns = signed("start_ns", ev.start_ns)?;
-        let start_utc_ns = origin_unix_ns.checked_add(start_ns).ok_or_else(|| {
-            format!("start_ns {start_ns} past the clock origin {origin_unix_ns} is not a representable time")
-        })?;
-        let intended_start_ns = match ev.intended_start_ns {
-            Some(v) => Some(signed("intended_start_ns", v)?),
-            None => None,
-        };
-        let outcome = if ev.outcome == 0 {
-            StringPool::OK
-        } else {
-            strings.resolve(names, NameId::from(ev.outcome))
-        };
-        Ok(Row {
-            session,
-            event: strings.resolve(names, ev.name),
-            start_utc_ns,
-            start_ns,
-            duration_ns: signed("duration_ns", ev.duration_ns)?,
-            intended_start_ns,
-            outcome,
-            rows: i64::from(ev.rows),
-            warmup: ev.is_warmup(),
-        })
-    }
-}
-
-/// The distinct strings of an export (event names and outcomes), each stored once.
-///
-/// Name ids are per event file, so the id-to-string map is reset for each file while the pool itself
-/// (what buffered rows point into) lives for the whole export.
-#[derive(Debug)]
-struct StringPool {
-    values: Vec<ByteArray>,
-    by_text: HashMap<String, u32>,
-    by_id: HashMap<NameId, u32>,
-}
-
-impl Default for StringPool {
-    fn default() -> Self {
-        let mut pool = StringPool {
-            values: Vec::new(),
-            by_text: HashMap::new(),
-            by_id: HashMap::new(),
-        };
-        pool.intern("ok".to_string());
-        pool
-    }
-}
-
-impl StringPool {
-    /// Index of `ok`, the outcome of a successful event.
-    const OK: u32 = 0;
-
-    /// Forgets the id mapping of the previous event file.
-    fn begin_file(&mut self) {
-        self.by_id.clear();
-    }
-
-    /// The pool index of the name with this id in the current file's table.
-    fn resolve(&mut self, names: &NameTable, id: NameId) -> u32 {
-        if let Some(&i) = self.by_id.get(&id) {
-            return i;
-        }
-        let i = self.intern(names.name(id));
-        // An id the table does not know yet prints as "#id"; do not pin that in case it appears later.
-        if (id as usize) < names.len() {
-            self.by_id.insert(id, i);
-        }
-        i
-    }
-
-    fn intern(&mut self, text: String) -> u32 {
-        if let Some(&i) = self.by_text.get(&text) {
-            return i;
-        }
-        let i = self.values.len() as u32;
-        self.values.push(ByteArray::from(text.as_bytes().to_vec()));
-        self.by_text.insert(text, i);
-        i
-    }
-
-    fn get(&self, i: u32) -> &ByteArray {
-        &self.values[i as usize]
-    }
-}
-
-/// Where rows go.
-enum Sink {
-    Csv(Box<CsvSink>),
-    Parquet(Box<ParquetSink>),
-}
-
-impl Sink {
-    fn push(&mut self, row: &Row, strings: &StringPool) -> Result<(), ExportError> {
-        match self {
-            Sink::Csv(s) => s.push(row, strings),
-            Sink::Parquet(s) => s.push(row, strings),
-        }
-    }
-
-    /// Writes what is buffered (and the Parquet footer) and returns the file for syncing.
-    fn finish(self, strings: &StringPool, incomplete: Option<&str>) -> Result<File, ExportError> {
-        match self {
-            Sink::Csv(s) => s.finish(),
-            Sink::Parquet(s) => s.finish(strings, incomplete),
-        }
-    }
-}
-
-struct CsvSink {
-    writer: csv::Writer<File>,
-    record: csv::ByteRecord,
-    scratch: String,
-    out: PathBuf,
-}
-
-impl CsvSink {
-    /// Starts the file with the header line.
-    fn new(file: File, out: &Path) -> Result<Self, ExportError> {
-        let mut sink = CsvSink {
-            writer: csv::WriterBuilder::new()
-                .has_headers(false)
-                .from_writer(file),
-            record: csv::ByteRecord::new(),
-            scratch: String::new(),
-            out: out.to_owned(),
-        };
-        sink.writer.write_record(COLUMNS).map_err(|e| sink.err(e))?;
-        Ok(sink)
-    }
-
-    fn err(&self, source: csv::Error) -> ExportError {
-        ExportError::Csv {
-            path: self.out.clone(),
-            source,
-        }
-    }
-
-    fn push(&mut self, row: &Row, strings: &StringPool) -> Result<(), ExportError> {
-        self.record.clear();
-        let ts = chrono::DateTime::from_timestamp_nanos(row.start_utc_ns);
-        let (rec, s) = (&mut self.record, &mut self.scratch);
-        push_display(rec, s, row.session);
-        rec.push_field(strings.get(row.event).data());
-        push_display(rec, s, ts.format("%Y-%m-%dT%H:%M:%S%.9fZ"));
-        push_display(rec, s, row.start_ns);
-        push_display(rec, s, row.duration_ns);
-        match row.intended_start_ns {
-            Some(v) => push_display(rec, s, v),
-            None => rec.push_field(b""),
-        }
-        rec.push_field(strings.get(row.outcome).data());
-        push_display(rec, s, row.rows);
-        rec.push_field(if row.warmup { b"true" } else { b"false" });
-        self.writer
-            .write_byte_record(&self.record)
-            .map_err(|e| self.err(e))
-    }
-
-    fn finish(self) -> Result<File, ExportError> {
-        let out = self.out;
-        self.writer.into_inner().map_err(|e| ExportError::Io {
-            path: out,
-            source: e.into_error(),
-        })
-    }
-}
-
-/// Appends the text of `v` as a field, reusing `scratch`.
-fn push_display(rec: &mut csv::ByteRecord, scratch: &mut String, v: impl fmt::Display) {
-    scratch.clear();
-    // Formatting into a String cannot fail.
-    let _ = write!(scratch, "{v}");
-    rec.push_field(scratch.as_bytes());
-}
-
-/// Column buffers of one Parquet row group.
-#[derive(Default)]
-struct Columns {
-    session: Vec<i32>,
-    event: Vec<u32>,
-    start_utc: Vec<i64>,
-    start_ns: Vec<i64>,
-    duration_ns: Vec<i64>,
-    /// Values of the non-null intended starts only, as Parquet wants them.
-    intended: Vec<i64>,
-    /// Definition level per row: 1 when there is an intended start, 0 for null.
-    intended_def: Vec<i16>,
-    outcome: Vec<u32>,
-    rows: Vec<i64>,
-    warmup: Vec<bool>,
-}
-
-impl Columns {
-    fn with_capacity(n: usize) -> Self {
-        Columns {
-            session: Vec::with_capacity(n),
-            event: Vec::with_capacity(n),
-            start_utc: Vec::with_capacity(n),
-            start_ns: Vec::with_capacity(n),
-            duration_ns: Vec::with_capacity(n),
-            intended: Vec::with_capacity(n),
-            intended_def: Vec::with_capacity(n),
-            outcome: Vec::with_capacity(n),
-            rows: Vec::with_capacity(n),
-            warmup: Vec::with_capacity(n),
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.session.len()
-    }
-
-    fn push(&mut self, r: &Row) {
-        self.session.push(r.session);
-        self.event.push(r.event);
-        self.start_utc.push(r.start_utc_ns);
-        self.start_ns.push(r.start_ns);
-        self.duration_ns.push(r.duration_ns);
-        match r.intended_start_ns {
-            Some(v) => {
-                self.intended.push(v);
-                self.intended_def.push(1);
-            }
-            None => self.intended_def.push(0),
-        }
-        self.outcome.push(r.outcome);
-        self.rows.push(r.rows);
-        self.warmup.push(r.warmup);
-    }
-
-    fn clear(&mut self) {
-        self.session.clear();
-        self.event.clear();
-        self.start_utc.clear();
-        self.start_ns.clear();
-        self.duration_ns.clear();
-        self.intended.clear();
-        self.intended_def.clear();
-        self.outcome.clear();
-        self.rows.clear();
-        self.warmup.clear();
-    }
-}
-
-struct ParquetSink {
-    writer: SerializedFileWriter<File>,
-    columns: Columns,
-    row_group_rows: usize,
-    out: PathBuf,
-}
-
-impl ParquetSink {
-    fn new(
-        file: File,
-        out: &Path,
-        run: &RunDir,
-        row_group_rows: usize,
-    ) -> Result<Self, ExportError> {
-        let err = |source| ExportError::Parquet {
+/// The output under a temporary name next to it, after checking that `out` names a file; removed
+/// if dropped before [`commit_output`].
+fn create_output(out: &Path) -> Result<AtomicFile, ExportError> {
+    if out.file_name().is_none() || out.as_os_str().to_string_lossy().ends_with('/') {
+        return Err(ExportError::Output {
             path: out.to_owned(),
-            source,
-        };
-        let schema = Arc::new(parse_message_type(PARQUET_SCHEMA).map_err(err)?);
-        let mut metadata = vec![KeyValue::new(
-            "dbscope.version".to_string(),
-            env!("CARGO_PKG_VERSION").to_string(),
-        )];
-        if let Ok(json) = serde_json::to_string(&run.manifest) {
-            metadata.push(KeyValue::new("dbscope.manifest".to_string(), json));
-        }
-        let props = WriterProperties::builder()
-            .set_compression(Compression::SNAPPY)
-            .set_dictionary_enabled(false)
-            .set_column_dictionary_enabled(ColumnPath::from("event"), true)
-            .set_column_dictionary_enabled(ColumnPath::from("outcome"), true)
-            .set_column_dictionary_enabled(ColumnPath::from("session"), true)
-            .set_max_row_group_size(row_group_rows)
-            .set_key_value_metadata(Some(metadata))
-            .build();
-        let writer = SerializedFileWriter::new(file, schema, Arc::new(props)).map_err(err)?;
-        Ok(ParquetSink {
-            writer,
-            columns: Columns::with_capacity(row_group_rows.min(ROW_GROUP_ROWS)),
-            row_group_rows,
-            out: out.to_owned(),
-        })
+            msg: "not a file name; give the path of the file to write, e.g. run.parquet".into(),
+        });
     }
-
-    fn err(&self, source: ParquetError) -> ExportError {
-        ExportError::Parquet {
-            path: self.out.clone(),
-            source,
-        }
+    if out.is_dir() {
+        return Err(ExportError::Output {
+            path: out.to_owned(),
+            msg: "is a directory; give the path of the file to write, e.g. run.parquet".into(),
+        });
     }
-
-    fn push(&mut self, row: &Row, strings: &StringPool) -> Result<(), ExportError> {
-        self.columns.push(row);
-        if self.columns.len() >= self.row_group_rows {
-            self.flush(strings).map_err(|e| self.err(e))?;
-        }
-        Ok(())
-    }
-
-    /// Writes the buffered rows as one row group.
-    fn flush(&mut self, strings: &StringPool) -> Result<(), ParquetError> {
-        if self.columns.len() == 0 {
-            return Ok(());
-        }
-        let c = &self.columns;
-        let mut rg = self.writer.next_row_group()?;
-        write_column::<Int32Type>(&mut rg, &c.session, None)?;
-        write_strings(&mut rg, &c.event, strings)?;
-        write_column::<Int64Type>(&mut rg, &c.start_utc, None)?;
-        write_column::<Int64Type>(&mut rg, &c.start_ns, None)?;
-        write_column::<Int64Type>(&mut rg, &c.duration_ns, None)?;
-        write_column::<Int64Type>(&mut rg, &c.intended, Some(&c.intended_def))?;
-        write_strings(&mut rg, &c.outcome, strings)?;
-        write_column::<Int64Type>(&mut rg, &c.rows, None)?;
-        write_column::<BoolType>(&mut rg, &c.warmup, None)?;
-        rg.close()?;
-        self.columns.clear();
-        Ok(())
-    }
-
-    fn finish(
-        mut self: Box<Self>,
-        strings: &StringPool,
-        incomplete: Option<&str>,
-    ) -> Result<File, ExportError> {
-        self.flush(strings).map_err(|e| self.err(e))?;
-        if let Some(reason) = incomplete {
-            self.writer.append_key_value_metadata(KeyValue::new(
-                "dbscope.incomplete".to_string(),
-                reason.to_string(),
-            ));
-        }
-        let out = self.out;
-        self.writer
-            .into_inner()
-            .map_err(|source| ExportError::Parquet { path: out, source })
-    }
-}
-
-/// Writes the next column of a row group; `def` gives definition levels for an optional column.
-fn write_column<T: DataType>(
-    rg: &mut SerializedRowGroupWriter<'_, File>,
-    values: &[T::T],
-    def: Option<&[i16]>,
-) -> Result<(), ParquetError> {
-    let mut col = next_column(rg)?;
-    col.typed::<T>().write_batch(values, def, None)?;
-    col.close()
-}
-
-/// Writes the next column of a row group from string-pool indices.
-fn write_strings(
-    rg: &mut SerializedRowGroupWriter<'_, File>,
-    ids: &[u32],
-    strings: &StringPool,
-) -> Result<(), ParquetError> {
-    let mut col = next_column(rg)?;
-    let writer = col.typed::<ByteArrayType>();
-    let mut chunk = Vec::with_capacity(STRING_CHUNK.min(ids.len()));
-    for part in ids.chunks(STRING_CHUNK) {
-        chunk.clear();
-        chunk.extend(part.iter().map(|&i| strings.get(i).clone()));
-        writer.write_batch(&chunk, None, None)?;
-    }
-    col.close()
-}
-
-fn next_column<'a>(
-    rg: &'a mut SerializedRowGroupWriter<'_, File>,
-) -> Result<parquet::file::writer::SerializedColumnWriter<'a>, ParquetError> {
-    rg.next_column()?.ok_or_else(|| {
-        ParquetError::General("the export schema has fewer columns than rows".into())
+    AtomicFile::create(out).map_err(|e| match e {
+        dbscope_core::Error::Io { source, .. } => io_error(out, source),
+        other => ExportError::Run(other),
     })
 }
 
-/// The output under a temporary name next to it; removed on drop unless committed.
-struct TempOutput {
-    tmp: PathBuf,
-    out: PathBuf,
-    committed: bool,
+/// Syncs the written file and renames it to the output path.
+fn commit_output(mut file: AtomicFile, out: &Path) -> Result<(), ExportError> {
+    file.file().sync_all().map_err(|e| io_error(out, e))?;
+    file.commit().map_err(|e| match e {
+        dbscope_core::Error::Io { source, .. } => io_error(out, source),
+        other => ExportError::Run(other),
+    })
 }
 
-impl TempOutput {
-    fn create(out: &Path) -> Result<Self, ExportError> {
-        let name = match out.file_name() {
-            Some(n) if !out.as_os_str().to_string_lossy().ends_with('/') => n,
-            _ => {
-                return Err(ExportError::Output {
-                    path: out.to_owned(),
-                    msg: "not a file name; give the path of the file to write, e.g. run.parquet"
-                        .into(),
-                })
-            }
-        };
-        if out.is_dir() {
-            return Err(ExportError::Output {
-                path: out.to_owned(),
-                msg: "is a directory; give the path of the file to write, e.g. run.parquet".into(),
-            });
-        }
-        let mut tmp_name = std::ffi::OsString::from(".");
-        tmp_name.push(name);
-        tmp_name.push(format!(".{}.tmp", std::process::id()));
-        Ok(TempOutput {
-            tmp: out.with_file_name(tmp_name),
-            out: out.to_owned(),
-            committed: false,
-        })
-    }
-
-    fn io(&self, source: std::io::Error) -> ExportError {
-        ExportError::Io {
-            path: self.out.clone(),
-            source,
-        }
-    }
-
-    /// Creates (or truncates) the temporary file.
-    fn file(&self) -> Result<File, ExportError> {
-        File::create(&self.tmp).map_err(|e| self.io(e))
-    }
-
-    /// Syncs the written file and renames it to the output path.
-    fn commit(mut self, file: File) -> Result<(), ExportError> {
-        file.sync_all().map_err(|e| self.io(e))?;
-        drop(file);
-        std::fs::rename(&self.tmp, &self.out).map_err(|e| self.io(e))?;
-        self.committed = true;
-        Ok(())
+fn io_error(out: &Path, source: std::io::Error) -> ExportError {
+    ExportError::Io {
+        path: out.to_owned(),
+        source,
     }
 }
 
-impl Drop for TempOutput {
-    fn drop(&mut self) {
-        if !self.committed {
-            // Best effort: the file may not have been created.
-            let _ = std::fs::remove_file(&self.tmp);
+fn csv_error(out: &Path, source: ::csv::Error) -> ExportError {
+    ExportError::Csv {
+        path: out.to_owned(),
+        source,
+    }
+}
+
+fn parquet_error(out: &Path, source: ::parquet::errors::ParquetError) -> ExportError {
+    ExportError::Parquet {
+        path: out.to_owned(),
+        source,
+    }
+}
+
+/// Where rows go: the writer of the chosen format, over the temporary output file.
+enum Sink {
+    Csv(Box<CsvWriter<AtomicFile>>),
+    Parquet(Box<ParquetWriter<AtomicFile>>),
+}
+
+impl Sink {
+    fn push(&mut self, row: &Row, strings: &StringPool, out: &Path) -> Result<(), ExportError> {
+        match self {
+            Sink::Csv(w) => w.push(row, strings).map_err(|e| csv_error(out, e)),
+            Sink::Parquet(w) => w.push(row, strings).map_err(|e| parquet_error(out, e)),
+        }
+    }
+
+    /// Writes what is buffered (and the Parquet footer) and returns the file for committing.
+    fn finish(
+        self,
+        strings: &StringPool,
+        incomplete: Option<&str>,
+        out: &Path,
+    ) -> Result<AtomicFile, ExportError> {
+        match self {
+            Sink::Csv(w) => w.finish().map_err(|e| io_error(out, e)),
+            Sink::Parquet(w) => w
+                .finish(strings, incomplete)
+                .map_err(|e| parquet_error(out, e)),
         }
     }
 }
@@ -760,10 +341,12 @@ impl Drop for TempOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dbscope_core::{EventWriter, Manifest, Outcome, WorkloadInfo, EVENT_WARMUP};
-    use parquet::basic::{LogicalType, TimeUnit};
-    use parquet::file::reader::{FileReader, SerializedFileReader};
-    use parquet::record::Field;
+    use ::parquet::basic::{Compression, LogicalType, TimeUnit};
+    use ::parquet::file::reader::{FileReader, SerializedFileReader};
+    use ::parquet::record::Field;
+    use dbscope_core::fake::FakeRun;
+    use dbscope_core::{Event, Manifest, NameTable, Outcome, WorkloadInfo, EVENT_WARMUP};
+    use std::fs::File;
 
     const ORIGIN: i64 = 1_796_233_530_123_456_789; // 2026-12-02T17:45:30.123456789Z
 
@@ -820,21 +403,25 @@ mod tests {
         (ev, expected)
     }
 
-    /// Writes a run of `blocks` blocks of `per_block` events, handing each expected row to `keep`.
-    fn write_run_with(
+    /// The manifest of the test runs: clock origin [`ORIGIN`], this outcome.
+    fn manifest(outcome: Outcome) -> Manifest {
+        let mut m = Manifest::new("workload", WorkloadInfo::default(), 1);
+        m.clock_origin_unix_ns = ORIGIN;
+        m.outcome = outcome;
+        m
+    }
+
+    /// A run in `dir/run` of `blocks` blocks of `per_block` events, handing each expected row to
+    /// `keep`; more can be added before it is finished.
+    fn fake_run(
         dir: &Path,
         blocks: u64,
         per_block: u64,
         outcome: Outcome,
         mut keep: impl FnMut(Expected),
-    ) -> RunDir {
-        let mut m = Manifest::new("workload", WorkloadInfo::default(), 1);
-        m.clock_origin_unix_ns = ORIGIN;
-        m.outcome = outcome;
-        let run = RunDir::create(&dir.join("run"), m).unwrap();
-        let names = NameTable::new();
-        let path = run.path.join(&run.manifest.event_files[0]);
-        let mut w = EventWriter::create(&path, names.clone()).unwrap();
+    ) -> FakeRun {
+        let mut w = FakeRun::with_manifest(&dir.join("run"), manifest(outcome));
+        let names = w.names().clone();
         let mut evs = Vec::new();
         for b in 0..blocks {
             evs.clear();
@@ -843,9 +430,20 @@ mod tests {
                 evs.push(ev);
                 keep(expected);
             }
-            w.write_block(&evs).unwrap();
+            w.block(&evs);
         }
-        run
+        w
+    }
+
+    /// Writes a run of `blocks` blocks of `per_block` events, handing each expected row to `keep`.
+    fn write_run_with(
+        dir: &Path,
+        blocks: u64,
+        per_block: u64,
+        outcome: Outcome,
+        keep: impl FnMut(Expected),
+    ) -> RunDir {
+        fake_run(dir, blocks, per_block, outcome, keep).finish()
     }
 
     /// [`write_run_with`], returning the expected rows.
@@ -861,10 +459,10 @@ mod tests {
     }
 
     fn read_csv(path: &Path) -> Vec<Expected> {
-        let mut r = csv::Reader::from_path(path).unwrap();
+        let mut r = ::csv::Reader::from_path(path).unwrap();
         assert_eq!(
             r.headers().unwrap(),
-            &csv::StringRecord::from(COLUMNS.to_vec())
+            &::csv::StringRecord::from(COLUMNS.to_vec())
         );
         r.records()
             .map(|rec| {
@@ -1076,22 +674,17 @@ mod tests {
     #[test]
     fn name_ids_are_per_event_file() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut run, mut expected) = write_run(dir.path(), 2, 10, Outcome::Complete);
+        let mut expected = Vec::new();
+        let mut w = fake_run(dir.path(), 2, 10, Outcome::Complete, |e| expected.push(e));
         // A second file whose table gives the same names other ids (and adds one).
-        let names = NameTable::new();
-        let second = "events-2.dsev";
-        let mut w = EventWriter::create(&run.path.join(second), names.clone()).unwrap();
+        w.next_file("events-2.dsev");
         let mut evs = Vec::new();
         for (i, name) in ["commit", "vacuum", TRICKY].into_iter().enumerate() {
             let ev = Event {
                 session: 9,
-                name: names.intern(name),
+                name: w.name(name),
                 start_ns: 10 + i as u64,
-                outcome: if i == 1 {
-                    names.intern_outcome("pg:40P01")
-                } else {
-                    0
-                },
+                outcome: if i == 1 { w.outcome("pg:40P01") } else { 0 },
                 ..Event::default()
             };
             evs.push(ev);
@@ -1107,11 +700,8 @@ mod tests {
                 warmup: false,
             });
         }
-        w.write_block(&evs).unwrap();
-        drop(w);
-        run.manifest.event_files.push(second.to_string());
-        run.save_manifest().unwrap();
-        let run = RunDir::open(&run.path).unwrap();
+        w.block(&evs);
+        let run = RunDir::open(&w.finish().path).unwrap();
         let csv_out = dir.path().join("two.csv");
         assert_eq!(
             export_run(&run, ExportFormat::Csv, &csv_out).unwrap().rows,
@@ -1149,15 +739,14 @@ mod tests {
     #[test]
     fn failures_leave_no_file() {
         let dir = tempfile::tempdir().unwrap();
-        let (run, _) = write_run(dir.path(), 1, 10, Outcome::Complete);
         // A session that does not fit INT32: only a damaged file has one.
-        let mut w = EventWriter::create(&run.path.join("events.dsev"), NameTable::new()).unwrap();
+        let mut w = FakeRun::with_manifest(&dir.path().join("run"), manifest(Outcome::Complete));
         let bad = Event {
             session: u32::MAX,
             ..Event::default()
         };
-        w.write_block(&[Event::default(), bad]).unwrap();
-        drop(w);
+        w.block(&[Event::default(), bad]);
+        let run = w.finish();
         for format in [ExportFormat::Csv, ExportFormat::Parquet] {
             let out = dir.path().join(format!("bad.{}", format.extension()));
             let err = export_run(&run, format, &out).unwrap_err().to_string();
@@ -1205,7 +794,23 @@ mod tests {
         no_stray_files(dir.path(), &[]);
     }
 
-    /// Peak memory stays bounded for a long run: `cargo test -p dbscope-lab --release --lib
+    #[cfg(unix)]
+    #[test]
+    fn output_has_the_permissions_of_any_new_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (run, _) = write_run(dir.path(), 1, 3, Outcome::Complete);
+        let plain = dir.path().join("plain");
+        File::create(&plain).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        for format in [ExportFormat::Csv, ExportFormat::Parquet] {
+            let out = dir.path().join(format!("x.{}", format.extension()));
+            export_run(&run, format, &out).unwrap();
+            assert_eq!(mode(&out), mode(&plain), "{format}");
+        }
+    }
+
+    /// Peak memory stays bounded for a long run: `cargo test -p dbscope-analysis --release --lib
     /// export::tests::four_million_events -- --ignored --nocapture`.
     #[test]
     #[ignore = "slow: writes and exports 4 M events"]

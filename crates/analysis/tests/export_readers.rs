@@ -5,10 +5,9 @@
 use std::path::Path;
 use std::process::Command;
 
-use dbscope_core::{
-    Event, EventWriter, Manifest, NameTable, Outcome, RunDir, WorkloadInfo, EVENT_WARMUP,
-};
-use dbscope_lab::export::{export_run, ExportFormat, ROW_GROUP_ROWS};
+use dbscope_analysis::export::{export_run, ExportFormat, ROW_GROUP_ROWS};
+use dbscope_core::fake::FakeRun;
+use dbscope_core::{Event, Manifest, Outcome, RunDir, WorkloadInfo, EVENT_WARMUP};
 use serde_json::Value;
 
 const INSTALL: &str = "pip install duckdb pandas pyarrow";
@@ -75,10 +74,7 @@ fn write_run(dir: &Path, blocks: u64, per_block: u64) -> (RunDir, Totals) {
     let mut m = Manifest::new("workload", WorkloadInfo::default(), 7);
     m.clock_origin_unix_ns = ORIGIN;
     m.outcome = Outcome::Complete;
-    let run = RunDir::create(&dir.join("run"), m).unwrap();
-    let names = NameTable::new();
-    let mut w =
-        EventWriter::create(&run.path.join(&run.manifest.event_files[0]), names.clone()).unwrap();
+    let mut w = FakeRun::with_manifest(&dir.join("run"), m);
     let mut t = Totals {
         min_start_ns: u64::MAX,
         ..Totals::default()
@@ -95,12 +91,12 @@ fn write_run(dir: &Path, blocks: u64, per_block: u64) -> (RunDir, Totals) {
             };
             let ev = Event {
                 session: (i % 8) as u32,
-                name: names.intern(name),
+                name: w.name(name),
                 start_ns: 5_000 + i * 997,
                 duration_ns: 100 + (i * 31) % 5_000,
                 intended_start_ns: i.is_multiple_of(4).then_some(i * 990),
                 outcome: if i % 13 == 5 {
-                    names.intern_outcome("pg:40P01")
+                    w.outcome("pg:40P01")
                 } else {
                     0
                 },
@@ -116,9 +112,9 @@ fn write_run(dir: &Path, blocks: u64, per_block: u64) -> (RunDir, Totals) {
             t.min_start_ns = t.min_start_ns.min(ev.start_ns);
             evs.push(ev);
         }
-        w.write_block(&evs).unwrap();
+        w.block(&evs);
     }
-    (run, t)
+    (w.finish(), t)
 }
 
 fn python_readers(csv: &Path, parquet: &Path) -> Value {
@@ -178,7 +174,7 @@ fn duckdb_and_pandas_read_both_exports() {
         );
         assert_eq!(
             got[source]["columns"],
-            serde_json::json!(dbscope_lab::export::COLUMNS),
+            serde_json::json!(dbscope_analysis::export::COLUMNS),
             "{source}"
         );
         let types = &got[source]["types"];

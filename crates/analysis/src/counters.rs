@@ -1,0 +1,499 @@
+//! Run-level counters for people and programs: every section of `counters.json` printed the same
+//! way whoever wrote it (text and JSON of one run; run B against run A for `compare`).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use dbscope_core::{Column, CounterSection, CounterTable, CounterValue};
+
+use crate::text::{
+    one_line, push_wrapped, push_wrapped_words, thousands_fixed, thousands_i, truncate_middle,
+};
+
+/// Top-level fields of the report's JSON that a section must not replace (`top` is added by
+/// `dbscope report --top`); a section with one of these keys goes under `counters_<key>`.
+pub const RESERVED_KEYS: [&str; 7] = [
+    "run",
+    "incomplete",
+    "settings",
+    "measured",
+    "read",
+    "events",
+    "top",
+];
+
+/// Decimals of a measurement when its source gave none.
+const DEFAULT_DECIMALS: u8 = 2;
+
+/// Longest cell of a counter table, in characters (longer ones are shortened in the middle).
+const MAX_CELL: usize = 40;
+
+/// The key a section has in a report's JSON: its own, or `counters_<key>` when that is taken.
+pub fn json_key(key: &str) -> String {
+    if RESERVED_KEYS.contains(&key) {
+        format!("counters_{key}")
+    } else {
+        key.to_string()
+    }
+}
+
+/// Every section as its [`CounterSection::to_json`] object under its [`json_key`].
+pub fn sections_json(sections: &[CounterSection]) -> BTreeMap<String, serde_json::Value> {
+    sections
+        .iter()
+        .map(|s| (json_key(&s.key), s.to_json()))
+        .collect()
+}
+
+/// A value as text: counts with thousands separators, measurements with `decimals` (default 2),
+/// `-` when not known.
+pub fn value_text(v: &CounterValue, decimals: Option<u8>) -> String {
+    match v {
+        CounterValue::None => "-".into(),
+        CounterValue::Int(i) => thousands_i(*i),
+        CounterValue::Float(f) => {
+            let d = decimals.unwrap_or(DEFAULT_DECIMALS) as usize;
+            if *f < 0.0 {
+                format!("-{}", thousands_fixed(-f, d))
+            } else {
+                thousands_fixed(*f, d)
+            }
+        }
+        CounterValue::Bool(b) => if *b { "yes" } else { "no" }.into(),
+        CounterValue::Text(t) => one_line(t),
+    }
+}
+
+/// `label (unit)`, or the label alone for plain counts.
+pub fn heading(label: &str, unit: &str) -> String {
+    if unit.is_empty() {
+        one_line(label)
+    } else {
+        format!("{} ({})", one_line(label), one_line(unit))
+    }
+}
+
+/// The line printed under a section whose counters are not final.
+pub const SNAPSHOT_NOTE: &str = "counters are a snapshot taken while the run was going";
+
+/// Appends a section as text: a blank line, its title, its counters as `label value unit`
+/// wrapped, each table as aligned columns under a heading line, its notes, and a line saying
+/// when the counters are a snapshot.
+pub fn push_text(out: &mut String, s: &CounterSection) {
+    out.push('\n');
+    let title = if s.title.is_empty() { &s.key } else { &s.title };
+    out.push_str(&one_line(title));
+    out.push('\n');
+    let items: Vec<String> = s
+        .counters
+        .iter()
+        .map(|c| {
+            let v = value_text(&c.value, c.decimals);
+            if c.unit.is_empty() || c.value == CounterValue::None {
+                format!("{} {v}", one_line(&c.label))
+            } else {
+                format!("{} {v} {}", one_line(&c.label), one_line(&c.unit))
+            }
+        })
+        .collect();
+    if !items.is_empty() {
+        push_wrapped(out, "   ", &items, "   ");
+    }
+    for t in &s.tables {
+        push_table(out, t);
+    }
+    for n in &s.notes {
+        push_wrapped_words(out, "   ", n);
+    }
+    if !s.final_counts {
+        out.push_str(&format!("   {SNAPSHOT_NOTE}\n"));
+    }
+}
+
+/// True when a column holds numbers (and nothing but numbers or unknowns): it is right-aligned.
+fn numeric(rows: &[Vec<CounterValue>], i: usize) -> bool {
+    let mut any = false;
+    for r in rows {
+        match r.get(i) {
+            Some(CounterValue::Int(_)) | Some(CounterValue::Float(_)) => any = true,
+            Some(CounterValue::None) | None => {}
+            Some(_) => return false,
+        }
+    }
+    any
+}
+
+/// Appends a table: its title, a heading line, then one aligned line per row.
+fn push_table(out: &mut String, t: &CounterTable) {
+    if !t.title.is_empty() {
+        out.push_str(&format!("   {}\n", one_line(&t.title)));
+    }
+    let cell = |s: String| truncate_middle(&s, MAX_CELL);
+    let lines: Vec<Vec<String>> = std::iter::once(
+        t.columns
+            .iter()
+            .map(|c: &Column| cell(heading(&c.label, &c.unit)))
+            .collect(),
+    )
+    .chain(t.rows.iter().map(|r| {
+        t.columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                cell(value_text(
+                    r.get(i).unwrap_or(&CounterValue::None),
+                    c.decimals,
+                ))
+            })
+            .collect()
+    }))
+    .collect();
+    let widths: Vec<usize> = (0..t.columns.len())
+        .map(|i| {
+            lines
+                .iter()
+                .map(|l| l[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let right: Vec<bool> = (0..t.columns.len()).map(|i| numeric(&t.rows, i)).collect();
+    for l in &lines {
+        let cells: Vec<String> = l
+            .iter()
+            .zip(&widths)
+            .zip(&right)
+            .map(|((c, &w), &r)| {
+                if r {
+                    format!("{c:>w$}")
+                } else {
+                    format!("{c:<w$}")
+                }
+            })
+            .collect();
+        let line = format!("   {}", cells.join("   "));
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+}
+
+/// The numeric counters of one section that both runs have, side by side.
+#[derive(Clone, Debug, Serialize)]
+pub struct SectionComparison {
+    /// The section's key.
+    pub key: String,
+    /// Its title (A's).
+    pub title: String,
+    /// Whether A's and B's counters are final (false: a snapshot taken while the run was going).
+    pub final_counts: [bool; 2],
+    /// One entry per numeric counter, in A's order, then B's.
+    pub counters: Vec<CounterChange>,
+}
+
+/// One counter in A and in B.
+#[derive(Clone, Debug, Serialize)]
+pub struct CounterChange {
+    /// Key for machines.
+    pub key: String,
+    /// Label for people.
+    pub label: String,
+    /// Unit, empty for plain counts.
+    pub unit: String,
+    /// Decimals to print it with (the source's, default 2).
+    #[serde(skip)]
+    pub decimals: Option<u8>,
+    /// A's value (`null`: A does not have it).
+    pub a: CounterValue,
+    /// B's value (`null`: B does not have it).
+    pub b: CounterValue,
+    /// B − A, when both are numbers (a whole number when both are).
+    pub diff: CounterValue,
+    /// 100 · (B − A) / |A|, when both are numbers and A is not 0.
+    pub pct: Option<f64>,
+}
+
+fn number(v: &CounterValue) -> Option<f64> {
+    match v {
+        CounterValue::Int(i) => Some(*i as f64),
+        CounterValue::Float(f) => Some(*f),
+        _ => None,
+    }
+}
+
+/// The sections both runs have (same key), in A's order, with their numeric counters side by side.
+pub fn compare_sections(a: &[CounterSection], b: &[CounterSection]) -> Vec<SectionComparison> {
+    let mut out = Vec::new();
+    for sa in a {
+        let Some(sb) = b.iter().find(|s| s.key == sa.key) else {
+            continue;
+        };
+        let mut counters = Vec::new();
+        let mut keys: Vec<&str> = sa.counters.iter().map(|c| c.key.as_str()).collect();
+        for c in &sb.counters {
+            if !keys.contains(&c.key.as_str()) {
+                keys.push(&c.key);
+            }
+        }
+        for key in keys {
+            let ca = sa.counters.iter().find(|c| c.key == key);
+            let cb = sb.counters.iter().find(|c| c.key == key);
+            let value =
+                |c: Option<&dbscope_core::Counter>| c.map(|c| c.value.clone()).unwrap_or_default();
+            let (va, vb) = (value(ca), value(cb));
+            let (na, nb) = (number(&va), number(&vb));
+            if na.is_none() && nb.is_none() {
+                continue;
+            }
+            let diff = match (&va, &vb) {
+                (CounterValue::Int(x), CounterValue::Int(y)) => y
+                    .checked_sub(*x)
+                    .map_or(CounterValue::None, CounterValue::Int),
+                _ => CounterValue::float(na.zip(nb).map(|(x, y)| y - x)),
+            };
+            let pct = na
+                .zip(nb)
+                .filter(|(x, _)| *x != 0.0)
+                .map(|(x, y)| 100.0 * (y - x) / x.abs());
+            let Some(first) = ca.or(cb) else { continue };
+            counters.push(CounterChange {
+                key: key.to_string(),
+                label: first.label.clone(),
+                unit: first.unit.clone(),
+                decimals: first.decimals,
+                a: va,
+                b: vb,
+                diff,
+                pct,
+            });
+        }
+        if counters.is_empty() {
+            continue;
+        }
+        out.push(SectionComparison {
+            key: sa.key.clone(),
+            title: if sa.title.is_empty() {
+                sa.key.clone()
+            } else {
+                sa.title.clone()
+            },
+            final_counts: [sa.final_counts, sb.final_counts],
+            counters,
+        });
+    }
+    out
+}
+
+/// B − A with an explicit sign (`+3.00`, `−1,200`), or `-` when not known.
+pub fn signed_text(v: &CounterValue, decimals: Option<u8>) -> String {
+    let t = match v {
+        CounterValue::Int(i) => thousands_i(i.abs()),
+        CounterValue::Float(f) => value_text(&CounterValue::Float(f.abs()), decimals),
+        _ => return "-".into(),
+    };
+    let negative = match v {
+        CounterValue::Int(i) => *i < 0,
+        CounterValue::Float(f) => *f < 0.0,
+        _ => false,
+    };
+    if negative {
+        format!("−{t}")
+    } else {
+        format!("+{t}")
+    }
+}
+
+/// A percentage change with an explicit sign and one decimal (`+50.0%`), or `-`.
+pub fn pct_text(pct: Option<f64>) -> String {
+    match pct {
+        Some(p) if p < 0.0 => format!("−{}%", thousands_fixed(-p, 1)),
+        Some(p) => format!("+{}%", thousands_fixed(p, 1)),
+        None => "-".into(),
+    }
+}
+
+/// Appends a section comparison as text: a blank line, the title, then one aligned line per
+/// counter with A, B, B − A and the change in percent.
+pub fn push_comparison_text(out: &mut String, c: &SectionComparison) {
+    out.push('\n');
+    out.push_str(&format!("{}   B against A\n", one_line(&c.title)));
+    let mut rows: Vec<[String; 5]> = vec![[
+        "counter".into(),
+        "A".into(),
+        "B".into(),
+        "B − A".into(),
+        "change".into(),
+    ]];
+    for k in &c.counters {
+        rows.push([
+            truncate_middle(&heading(&k.label, &k.unit), MAX_CELL),
+            value_text(&k.a, k.decimals),
+            value_text(&k.b, k.decimals),
+            signed_text(&k.diff, k.decimals),
+            pct_text(k.pct),
+        ]);
+    }
+    let w: Vec<usize> = (0..5)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    for r in &rows {
+        out.push_str(&format!(
+            "   {:<w0$}   {:>w1$}   {:>w2$}   {:>w3$}   {:>w4$}\n",
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            r[4],
+            w0 = w[0],
+            w1 = w[1],
+            w2 = w[2],
+            w3 = w[3],
+            w4 = w[4]
+        ));
+    }
+    match c.final_counts {
+        [true, true] => {}
+        [false, true] => out.push_str(&format!("   A's {SNAPSHOT_NOTE}\n")),
+        [true, false] => out.push_str(&format!("   B's {SNAPSHOT_NOTE}\n")),
+        [false, false] => out.push_str(&format!("   both runs' {SNAPSHOT_NOTE}\n")),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use dbscope_core::Counter;
+
+    /// A section as a redo log writer might write it.
+    pub(crate) fn section(commits: i64, rate: f64, final_counts: bool) -> CounterSection {
+        CounterSection {
+            key: "redo".into(),
+            title: "redo log writer".into(),
+            final_counts,
+            counters: vec![
+                Counter::new("commits", "commits", CounterValue::Int(commits), ""),
+                Counter::new(
+                    "commits_per_write",
+                    "commits per write",
+                    CounterValue::Float(rate),
+                    "",
+                ),
+                Counter::new("sync", "sync", CounterValue::Text("fdatasync".into()), ""),
+                Counter::new("outlier_ms", "outlier", CounterValue::None, "ms"),
+                Counter::new("mb", "rate", CounterValue::Float(1234.5), "MB/s").decimals(1),
+            ],
+            tables: vec![CounterTable {
+                key: "destinations".into(),
+                title: "per destination".into(),
+                columns: vec![
+                    Column::new("name", "name", ""),
+                    Column::new("writes", "writes", ""),
+                    Column::new("p99", "p99", "µs").decimals(1),
+                ],
+                rows: vec![
+                    vec![
+                        CounterValue::Text("fast".into()),
+                        CounterValue::Int(1200),
+                        CounterValue::Float(45.25),
+                    ],
+                    vec![
+                        CounterValue::Text("slow-disk".into()),
+                        CounterValue::Int(7),
+                        CounterValue::None,
+                    ],
+                ],
+            }],
+            notes: vec!["FL_PREVENTED_OUTLIERS counts races the fast log won".into()],
+        }
+    }
+
+    #[test]
+    fn a_section_prints_as_text() {
+        let mut out = String::new();
+        push_text(&mut out, &section(1200, 3.0, false));
+        let want = "
+redo log writer
+   commits 1,200   commits per write 3.00   sync fdatasync   outlier -   rate 1,234.5 MB/s
+   per destination
+   name        writes   p99 (µs)
+   fast         1,200       45.2
+   slow-disk        7          -
+   FL_PREVENTED_OUTLIERS counts races the fast log won
+   counters are a snapshot taken while the run was going
+";
+        assert_eq!(out, want);
+        let mut fin = String::new();
+        push_text(&mut fin, &section(1, 1.0, true));
+        assert!(!fin.contains("snapshot"), "{fin}");
+    }
+
+    #[test]
+    fn json_keys_avoid_the_reports_own_fields() {
+        let mut s = section(5, 2.5, true);
+        let mut events = s.clone();
+        events.key = "events".into();
+        let j = sections_json(&[s.clone(), events]);
+        assert_eq!(j["redo"]["commits_per_write"], 2.5);
+        assert_eq!(j["redo"]["destinations"][0]["writes"], 1200);
+        assert_eq!(j["counters_events"]["commits"], 5);
+        assert!(!j.contains_key("events"));
+        s.key = "top".into();
+        assert_eq!(json_key(&s.key), "counters_top");
+    }
+
+    #[test]
+    fn sections_in_both_runs_compare_side_by_side() {
+        let a = section(1200, 3.0, true);
+        let mut b = section(1500, 4.5, true);
+        b.counters
+            .push(Counter::new("races", "races", CounterValue::Int(9), ""));
+        let mut other = section(1, 1.0, true);
+        other.key = "os".into();
+        let c = compare_sections(&[a.clone(), other], &[b]);
+        assert_eq!(c.len(), 1, "only sections both runs have");
+        let keys: Vec<&str> = c[0].counters.iter().map(|k| k.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            ["commits", "commits_per_write", "mb", "races"],
+            "numbers only, A's order then B's"
+        );
+        let commits = &c[0].counters[0];
+        assert_eq!(commits.diff, CounterValue::Int(300));
+        assert_eq!(commits.pct, Some(25.0));
+        let rate = &c[0].counters[1];
+        assert_eq!(rate.diff, CounterValue::Float(1.5));
+        assert_eq!(rate.pct, Some(50.0));
+        let races = &c[0].counters[3];
+        assert_eq!(
+            (&races.a, &races.diff, races.pct),
+            (&CounterValue::None, &CounterValue::None, None)
+        );
+        let mut out = String::new();
+        push_comparison_text(&mut out, &c[0]);
+        let want = "
+redo log writer   B against A
+   counter                   A         B   B − A   change
+   commits               1,200     1,500    +300   +25.0%
+   commits per write      3.00      4.50   +1.50   +50.0%
+   rate (MB/s)         1,234.5   1,234.5    +0.0    +0.0%
+   races                     -         9       -        -
+";
+        assert_eq!(out, want);
+        let j = serde_json::to_value(&c[0]).unwrap();
+        assert_eq!(j["counters"][0]["a"], 1200);
+        assert_eq!(j["counters"][0]["diff"], 300);
+        assert_eq!(j["counters"][1]["pct"], 50.0);
+        assert!(j["counters"][3]["a"].is_null());
+        let mut snap = a.clone();
+        snap.final_counts = false;
+        let c = compare_sections(&[snap], &[a]);
+        let mut out = String::new();
+        push_comparison_text(&mut out, &c[0]);
+        assert!(out.ends_with("   A's counters are a snapshot taken while the run was going\n"));
+        assert_eq!(signed_text(&CounterValue::Float(-2.0), Some(1)), "−2.0");
+        assert_eq!(value_text(&CounterValue::Float(-1234.5), None), "-1,234.50");
+        assert_eq!(value_text(&CounterValue::Int(-1234), None), "-1,234");
+        assert_eq!(value_text(&CounterValue::Bool(true), None), "yes");
+        assert_eq!(pct_text(Some(-12.34)), "−12.3%");
+    }
+}

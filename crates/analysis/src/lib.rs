@@ -1,0 +1,13 @@
+//! dbscope-analysis: the consumers of runs — reports (text, JSON, HTML with SVG plots), `compare A B`,
+//! the N slowest events, and CSV/Parquet exports.
+//!
+//! It reads runs only through `dbscope-core` (the run format, run-level counters, statistics) and
+//! knows nothing of the sources that wrote them (workloads, the redo writer, trace imports).
+
+pub mod compare;
+pub mod counters;
+pub mod export;
+pub mod html;
+pub mod report;
+pub mod text;
+pub mod top;

@@ -1,0 +1,319 @@
+//! Text for people: numbers with thousands separators and just enough digits, values kept on one
+//! line, and lines wrapped under [`MAX_LINE`] columns; one place for what every report prints.
+
+/// Longest line the text outputs aim for (terminal output is kept under 110 characters).
+pub const MAX_LINE: usize = 108;
+
+/// An integer with thousands separators: `41230` is `41,230`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A signed integer with thousands separators: `-1,200`.
+pub fn thousands_i(n: i64) -> String {
+    let sign = if n < 0 { "-" } else { "" };
+    format!("{sign}{}", thousands(n.unsigned_abs()))
+}
+
+/// A non-negative number with `decimals` decimals and thousands separators: `4123.04` with 2 is
+/// `4,123.04`. Negative and non-finite values are printed plainly.
+pub fn thousands_fixed(v: f64, decimals: usize) -> String {
+    let s = format!("{v:.decimals$}");
+    if !v.is_finite() || v < 0.0 {
+        return s;
+    }
+    let (int, frac) = match s.split_once('.') {
+        Some((int, frac)) => (int, Some(frac)),
+        None => (s.as_str(), None),
+    };
+    match (int.parse::<u64>(), frac) {
+        (Ok(i), Some(frac)) => format!("{}.{frac}", thousands(i)),
+        (Ok(i), None) => thousands(i),
+        (Err(_), _) => s,
+    }
+}
+
+/// A non-negative number with one decimal and thousands separators: `4123.04` is `4,123.0`.
+pub fn thousands_f1(v: f64) -> String {
+    thousands_fixed(v, 1)
+}
+
+/// A value known to 3 significant digits (an HDR percentile), without false precision: 3
+/// significant digits below 100 (`34.1`, `5.13`, `0.512`), whole numbers from 100 (`210`, `1,020`).
+pub fn sig3(v: f64) -> String {
+    if !v.is_finite() || v < 0.0 {
+        return format!("{v}");
+    }
+    if v >= 100.0 {
+        thousands(v.round() as u64)
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else if v >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// A value rounded to 3 significant digits at any size, with thousands separators: `0.123`,
+/// `12.3`, `1,650`, `16,100`; `—` when not finite.
+pub fn round_sig3(v: f64) -> String {
+    if !v.is_finite() {
+        return "—".into();
+    }
+    if v.abs() >= 100.0 {
+        let digits = v.abs().log10().floor() as i32 + 1;
+        let unit = 10f64.powi(digits - 3);
+        return format_num((v / unit).round() * unit);
+    }
+    let decimals = if v.abs() >= 10.0 {
+        1
+    } else if v.abs() >= 1.0 {
+        2
+    } else {
+        3
+    };
+    format!("{v:.decimals$}")
+}
+
+/// A plain number compactly (plot ticks): `0`, `2.5`, `1,000`, `12,345`, `3.4M`.
+pub fn format_num(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e6 {
+        format!("{:.1}M", v / 1e6).replace(".0M", "M")
+    } else if a >= 1000.0 {
+        let i = v.round() as i64;
+        format!("{},{:03}", i / 1000, (i % 1000).abs())
+    } else if v == v.trunc() {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
+    }
+}
+
+/// A duration given in µs with a unit (plot ticks): `1 µs`, `250 µs`, `10 ms`, `1.5 s`.
+pub fn format_us(us: f64) -> String {
+    let (v, unit) = if us >= 1e6 {
+        (us / 1e6, "s")
+    } else if us >= 1e3 {
+        (us / 1e3, "ms")
+    } else if us >= 1.0 || us == 0.0 {
+        (us, "µs")
+    } else {
+        (us * 1e3, "ns")
+    };
+    let num = if v >= 100.0 || v == v.trunc() {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    };
+    let num = if num.contains('.') {
+        num.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        num
+    };
+    format!("{num} {unit}")
+}
+
+/// A number without trailing zeros (6 decimals at most): `1`, `0.5`, `99.9`.
+pub fn trim_num(v: f64) -> String {
+    let s = format!("{:.6}", v);
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    s.to_string()
+}
+
+/// A count and a noun, plural unless the count is 1: `1 error`, `1,200 errors`.
+pub fn plural(n: u64, noun: &str) -> String {
+    let s = if n == 1 { "" } else { "s" };
+    format!("{} {noun}{s}", thousands(n))
+}
+
+/// A span of seconds in a readable unit: `2.000 s`, `12.500 ms`, `5.000 µs`.
+pub fn span(s: f64) -> String {
+    if s >= 1.0 || s == 0.0 {
+        format!("{s:.3} s")
+    } else if s >= 1e-3 {
+        format!("{:.3} ms", s * 1e3)
+    } else {
+        format!("{:.3} µs", s * 1e6)
+    }
+}
+
+/// Replaces control characters (newlines, tabs) so a value stays on its line.
+pub fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// Shortens `s` to at most `max` characters by replacing its middle with `…`.
+pub fn truncate_middle(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max || max < 3 {
+        return s.to_string();
+    }
+    let keep = max - 1;
+    let head = keep / 2;
+    let tail = keep - head;
+    let start: String = s.chars().take(head).collect();
+    let end: String = s.chars().skip(n - tail).collect();
+    format!("{start}…{end}")
+}
+
+/// `first` then the items joined by `sep`, wrapped to [`MAX_LINE`] with continuation lines indented
+/// as wide as `first`; an item too long for a line is shortened in the middle.
+pub fn push_wrapped(out: &mut String, first: &str, items: &[String], sep: &str) {
+    wrap(out, first, items.iter().map(String::as_str), sep, true);
+}
+
+/// `first` then the words of `text`, wrapped to [`MAX_LINE`] with continuation lines indented as
+/// wide as `first`; words are never shortened.
+pub fn push_wrapped_words(out: &mut String, first: &str, text: &str) {
+    let text = one_line(text);
+    wrap(out, first, text.split_whitespace(), " ", false);
+}
+
+fn wrap<'a>(
+    out: &mut String,
+    first: &str,
+    items: impl Iterator<Item = &'a str>,
+    sep: &str,
+    shorten: bool,
+) {
+    let indent = first.chars().count();
+    let room = MAX_LINE.saturating_sub(indent).max(20);
+    let mut line = first.to_string();
+    let mut len = indent;
+    let mut empty = true;
+    for item in items {
+        let item = if shorten {
+            truncate_middle(item, room)
+        } else {
+            item.to_string()
+        };
+        let n = item.chars().count();
+        if !empty && len + sep.len() + n > MAX_LINE {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = " ".repeat(indent);
+            len = indent;
+            empty = true;
+        }
+        if !empty {
+            line.push_str(sep);
+            len += sep.len();
+        }
+        line.push_str(&item);
+        len += n;
+        empty = false;
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+}
+
+/// A sentence word-wrapped to [`MAX_LINE`], continuation lines indented by four spaces.
+pub fn push_prose(out: &mut String, text: &str) {
+    let words: Vec<String> = one_line(text)
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    let (first, rest) = match words.split_first() {
+        Some((f, r)) => (f.clone(), r),
+        None => return,
+    };
+    let mut line = first;
+    for w in rest {
+        if line.chars().count() + 1 + w.chars().count() > MAX_LINE {
+            out.push_str(&line);
+            out.push('\n');
+            line = format!("    {w}");
+        } else {
+            line.push(' ');
+            line.push_str(w);
+        }
+    }
+    out.push_str(&line);
+    out.push('\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_formats() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(41_230), "41,230");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(thousands(8_000_000), "8,000,000");
+        assert_eq!(thousands_i(-1_234), "-1,234");
+        assert_eq!(thousands_f1(4123.04), "4,123.0");
+        assert_eq!(thousands_f1(0.0), "0.0");
+        assert_eq!(thousands_fixed(1234.5, 0), "1,234");
+        assert_eq!(thousands_fixed(-1234.5, 2), "-1234.50");
+        assert_eq!(sig3(34.123), "34.1");
+        assert_eq!(sig3(210.2), "210");
+        assert_eq!(sig3(1020.4), "1,020");
+        assert_eq!(sig3(0.5123), "0.512");
+        assert_eq!(sig3(5.126), "5.13");
+        assert_eq!(round_sig3(16105.0), "16,100");
+        assert_eq!(round_sig3(1647.3), "1,650");
+        assert_eq!(round_sig3(262.91), "263");
+        assert_eq!(round_sig3(12.34), "12.3");
+        assert_eq!(round_sig3(0.1234), "0.123");
+        assert_eq!(format_num(1234.0), "1,234");
+        assert_eq!(format_num(2_500_000.0), "2.5M");
+        assert_eq!(format_us(0.5), "500 ns");
+        assert_eq!(format_us(1500.0), "1.5 ms");
+        assert_eq!(format_us(2_000_000.0), "2 s");
+        assert_eq!(trim_num(99.9), "99.9");
+        assert_eq!(trim_num(1.0), "1");
+        assert_eq!(truncate_middle("abcdefghij", 5), "ab…ij");
+        assert_eq!(truncate_middle("abc", 5), "abc");
+        assert_eq!(plural(1, "error"), "1 error");
+        assert_eq!(plural(1200, "error"), "1,200 errors");
+        assert_eq!(span(2.0), "2.000 s");
+        assert_eq!(span(0.0125), "12.500 ms");
+        assert_eq!(span(5e-6), "5.000 µs");
+    }
+
+    #[test]
+    fn wrapping() {
+        let items: Vec<String> = (0..30).map(|i| format!("item{i}")).collect();
+        let mut out = String::new();
+        push_wrapped(&mut out, "label     ", &items, "  ");
+        assert!(out.lines().count() > 1, "{out}");
+        for line in out.lines().skip(1) {
+            assert!(line.starts_with("          item"), "{out}");
+        }
+        assert!(out.lines().all(|l| l.chars().count() <= MAX_LINE), "{out}");
+        let mut words = String::new();
+        push_wrapped_words(&mut words, "  verdict ", &"word\t".repeat(40));
+        assert!(words.starts_with("  verdict word word"), "{words}");
+        assert!(words
+            .lines()
+            .skip(1)
+            .all(|l| l.starts_with("          word")));
+        let mut prose = String::new();
+        push_prose(&mut prose, &"long ".repeat(40));
+        assert!(
+            prose.lines().nth(1).unwrap().starts_with("    long"),
+            "{prose}"
+        );
+        assert_eq!(one_line("a\nb\tc"), "a b c");
+    }
+}
