@@ -7,8 +7,9 @@ use dbscope_core::stats::BootstrapOptions;
 use dbscope_core::RunDir;
 use dbscope_lab::import::{import_csv, CsvImport, Unit};
 
+use crate::common::{print_examples, redacted_command_line, write_page};
 use crate::compare_args::{CompareArgs, ImportArgs, ImportCsvArgs, ImportSource, UnitArg};
-use crate::Exit;
+use crate::exit::Exit;
 
 /// Opens a run directory, or imports a 10046 trace file into a temporary run.
 fn open(path: &std::path::Path) -> Result<(RunDir, Option<crate::cmd_trace::TempRun>), Exit> {
@@ -48,7 +49,7 @@ pub fn cmd_compare(a: CompareArgs) -> Result<u8, Exit> {
                 ..Default::default()
             },
         )?;
-        crate::write_page(&page, a.html.as_deref(), a.svg.as_deref())?;
+        write_page(&page, a.html.as_deref(), a.svg.as_deref())?;
     }
     let text = if a.json {
         compare::render_json(&c)
@@ -84,9 +85,9 @@ fn cmd_import_csv(a: ImportCsvArgs) -> Result<u8, Exit> {
         lenient: a.lenient,
         delimiter: a.delimiter,
         out: a.out.clone(),
-        command_line: crate::redacted_command_line(),
+        command_line: redacted_command_line(),
     })?;
-    crate::print_examples("skipped", &s.skipped_examples, s.skipped, "bad rows");
+    print_examples("skipped", &s.skipped_examples, s.skipped, "bad rows");
     println!(
         "imported {} events ({:?}) from {} into {}{}",
         s.events,

@@ -1,15 +1,16 @@
 //! `dbscope io …`: turns the io arguments into library calls (`io redo`, `io redo verify`).
 
-use std::io::{IsTerminal, Write};
-use std::sync::Arc;
+use std::io::Write;
 
 use dbscope_io::inject::Injection;
 use dbscope_io::redo::{self, Destination, RedoConfig, SyncMode};
 use dbscope_io::verify;
-use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::common::{
+    default_run_dir, finish_run, redacted_command_line, run_progress_bar, stop_on_ctrl_c,
+};
+use crate::exit::{Exit, EXIT_FAILED, EXIT_USAGE};
 use crate::io_args::{IoArgs, IoCommand, RedoArgs, RedoSub, SyncArg, VerifyArgs};
-use crate::{Exit, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE};
 
 /// Runs `dbscope io …`.
 pub fn cmd_io(a: IoArgs) -> Result<u8, Exit> {
@@ -92,27 +93,11 @@ fn cmd_redo(a: RedoArgs) -> Result<u8, Exit> {
     }
     let out = match &a.out {
         Some(p) => p.clone(),
-        None => crate::default_run_dir("io-redo")?,
+        None => default_run_dir("io-redo")?,
     };
 
-    let stop = Arc::clone(crate::stop_signal());
-    let handler_stop = Arc::clone(&stop);
-    let _ = ctrlc::set_handler(move || {
-        if handler_stop.is_set() {
-            std::process::exit(EXIT_INTERRUPTED as i32);
-        }
-        handler_stop.interrupt();
-    });
-
-    let bar = (!a.quiet && std::io::stderr().is_terminal()).then(|| {
-        let bar = ProgressBar::new(1000);
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} {elapsed_precise} [{bar:30}] {msg}")
-                .expect("valid template")
-                .progress_chars("=> "),
-        );
-        bar
-    });
+    let stop = stop_on_ctrl_c();
+    let bar = run_progress_bar(a.quiet);
     let mut last_commits = 0u64;
     let mut last_at = std::time::Instant::now();
     let mut on_progress = |p: &redo::RedoProgress| {
@@ -130,13 +115,13 @@ fn cmd_redo(a: RedoArgs) -> Result<u8, Exit> {
             ));
         }
     };
-    let command_line = crate::redacted_command_line();
+    let command_line = redacted_command_line();
     let result = redo::run_redo(&out, command_line, &cfg, &stop, &mut on_progress);
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
     let result = result.map_err(|e: dbscope_io::Error| Exit(EXIT_USAGE, e.into()))?;
-    crate::finish_run(
+    finish_run(
         &result.dir,
         result.outcome,
         result.detail.as_deref(),

@@ -11,12 +11,13 @@ use dbscope_lab::workload::tpch::load;
 use dbscope_tpch::answer::{compare, official_q1_sf1, rounded, SF1_LINEITEM_ROWS};
 use dbscope_tpch::gen::{self, GenConfig, GenFormat, GenProgress, TABLES};
 use dbscope_tpch::q1::{self, Q1Config, Q1Progress, DEFAULT_DELTA};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 
+use crate::common::{default_run_dir, progress_bar as bar, redacted_command_line};
+use crate::exit::Exit;
 use crate::tpch_args::{
     GenArgs, GenFormatArg, LoadArgs, Q1Args, TableChoice, TpchArgs, TpchCommand,
 };
-use crate::Exit;
 
 /// Runs a `tpch` subcommand.
 pub fn cmd_tpch(a: TpchArgs) -> Result<u8, Exit> {
@@ -29,19 +30,6 @@ pub fn cmd_tpch(a: TpchArgs) -> Result<u8, Exit> {
 
 fn cpus() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
-}
-
-/// A progress bar on stderr when it is a terminal; `None` otherwise or when quiet.
-fn bar(quiet: bool, len: u64, template: &str) -> Option<ProgressBar> {
-    (!quiet && std::io::stderr().is_terminal()).then(|| {
-        let bar = ProgressBar::new(len.max(1));
-        bar.set_style(
-            ProgressStyle::with_template(template)
-                .expect("valid template")
-                .progress_chars("=> "),
-        );
-        bar
-    })
 }
 
 /// Runs `work` while a thread refreshes `bar` from `position` every 100 ms.
@@ -247,9 +235,9 @@ fn cmd_q1(a: Q1Args) -> Result<u8, Exit> {
     if !a.no_record {
         let dir = match &a.out {
             Some(p) => p.clone(),
-            None => crate::default_run_dir("tpch-q1")?,
+            None => default_run_dir("tpch-q1")?,
         };
-        let command_line = crate::redacted_command_line();
+        let command_line = redacted_command_line();
         let names: Vec<String> = inputs
             .iter()
             .map(|f| f.path.display().to_string())

@@ -8,8 +8,9 @@ use dbscope_core::RunDir;
 use dbscope_trace::import::import_files;
 use dbscope_trace::profile::{profile_files, render_text, ProfileOptions};
 
+use crate::common::{print_examples, redacted_command_line};
+use crate::exit::Exit;
 use crate::trace_args::{TraceArgs, TraceCommand, TraceImportArgs, TraceProfileArgs};
-use crate::Exit;
 
 /// Runs `dbscope trace …`.
 pub fn cmd_trace(a: TraceArgs) -> Result<u8, Exit> {
@@ -81,9 +82,9 @@ fn cmd_profile(a: TraceProfileArgs) -> Result<u8, Exit> {
 
 fn cmd_import(a: TraceImportArgs) -> Result<u8, Exit> {
     let paths: Vec<&Path> = a.files.iter().map(|p| p.as_path()).collect();
-    let command_line = crate::redacted_command_line();
+    let command_line = redacted_command_line();
     let s = import_files(&paths, &a.out, command_line, a.strict)?;
-    crate::print_examples("warning", &s.warnings, s.warning_count, "malformed lines");
+    print_examples("warning", &s.warnings, s.warning_count, "malformed lines");
     println!(
         "imported {} events from {} sessions into {}; see: dbscope report {}",
         s.events,
@@ -137,7 +138,7 @@ pub fn temp_run_from_trace(path: &Path) -> Result<TempRun, Exit> {
         chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0)
     ));
     let out = base.join("run");
-    let command_line = crate::redacted_command_line();
+    let command_line = redacted_command_line();
     let made = import_files(&[path], &out, command_line, false)
         .map_err(Exit::from)
         .and_then(|s| Ok((s, RunDir::open(&out)?)));

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand, ValueEnum};
 
-use crate::args::parse_duration;
+use crate::parse::parse_duration;
 
 /// `dbscope io`: storage I/O tests.
 #[derive(Debug, Args)]

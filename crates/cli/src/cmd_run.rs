@@ -1,0 +1,121 @@
+//! `dbscope run WORKLOAD`: a workload against a target, recorded as a run.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context;
+use dbscope_lab::db::open_target;
+use dbscope_lab::runner::{self, Progress, RunConfig, RunSpec};
+use dbscope_lab::workload::{CommitWorkload, Keys};
+
+use crate::args::{RunArgs, WorkloadName};
+use crate::common::{
+    default_run_dir, finish_run, format_us, redacted_command_line, run_progress_bar, stop_on_ctrl_c,
+};
+use crate::exit::{Exit, EXIT_USAGE};
+
+pub fn cmd_run(a: RunArgs) -> Result<u8, Exit> {
+    let out = match &a.out {
+        Some(p) => p.clone(),
+        None => default_run_dir(match a.workload {
+            WorkloadName::Commit => "commit",
+            WorkloadName::TpchQ1 => "tpch-q1",
+        })?,
+    };
+    let created_out = !out.exists();
+    let spec = match (&a.target, std::env::var("DATABASE_URL")) {
+        (Some(t), _) => t.clone(),
+        (None, Ok(url)) if !url.is_empty() => url,
+        _ => format!("sqlite:{}", out.join("dbscope.sqlite").display()),
+    };
+    if spec.starts_with("sqlite:") && a.target.is_none() {
+        std::fs::create_dir_all(&out)
+            .with_context(|| format!("cannot create run directory {}", out.display()))?;
+    }
+    let result = run_with(&a, &spec, &out);
+    if result.is_err() && created_out {
+        // Nothing was recorded (the run never started): leave no empty run directory behind.
+        if !out.join(dbscope_core::run::MANIFEST_FILE).exists() {
+            let _ = std::fs::remove_dir_all(&out);
+        }
+    }
+    result
+}
+
+fn run_with(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
+    let duration = match (a.ops, a.duration) {
+        (None, None) => Some(Duration::from_secs(10)),
+        (_, d) => d,
+    };
+    let config = RunConfig {
+        sessions: a.sessions,
+        ops_per_session: a.ops,
+        duration,
+        warmup: a.warmup,
+        seed: a.seed,
+        max_errors: a.max_errors,
+    };
+    config.validate()?;
+    let target = open_target(spec, &a.settings)?;
+    let keys: Keys = a.keys.parse().map_err(anyhow::Error::msg)?;
+    let workload: Box<dyn dbscope_lab::workload::Workload> = match a.workload {
+        WorkloadName::Commit => Box::new(
+            CommitWorkload::new(&a.table, keys, a.fresh, target.dialect())
+                .map_err(anyhow::Error::msg)?,
+        ),
+        WorkloadName::TpchQ1 => Box::new(dbscope_lab::workload::tpch::TpchQ1Workload::new(
+            target.dialect(),
+            dbscope_tpch::q1::DEFAULT_DELTA,
+        )),
+    };
+
+    let stop = stop_on_ctrl_c();
+    let bar = run_progress_bar(a.quiet);
+    let mut on_progress = |p: &Progress| {
+        if let Some(bar) = &bar {
+            if let Some(f) = p.fraction {
+                bar.set_position((f * 1000.0) as u64);
+            }
+            let p99 = p
+                .p99_ns
+                .map(|ns| format_us(ns as f64 / 1000.0))
+                .unwrap_or_else(|| "-".into());
+            bar.set_message(format!(
+                "{}{} {}  {:.0}/s  p99 {} µs  errors {}",
+                if p.warming_up { "warm-up  " } else { "" },
+                p.headline,
+                p.ops,
+                p.ops_per_s,
+                p99,
+                p.errors
+            ));
+        }
+    };
+
+    let command_line = redacted_command_line();
+    let result = runner::run(
+        RunSpec {
+            out: out.to_path_buf(),
+            command_line,
+            target: target.as_ref(),
+            workload: workload.as_ref(),
+            config,
+        },
+        &stop,
+        &mut on_progress,
+    );
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    // Errors here happen before the first operation (target, setup, run directory): bad input.
+    let result = result.map_err(|e: dbscope_lab::Error| Exit(EXIT_USAGE, e.into()))?;
+
+    finish_run(
+        &result.dir,
+        result.outcome,
+        result.detail.as_deref(),
+        result.events,
+        Some(result.errors),
+        a.quiet,
+    )
+}
