@@ -5,5 +5,5 @@
 pub const MANIFEST_FILE: &str = "manifest.json";
 /// The event file: checksummed blocks of timed events.
 pub const EVENTS_FILE: &str = "events.dsev";
-/// Run-level counters (see [`crate::counters`]).
+/// Run-level counters (the `counters` module).
 pub const COUNTERS_FILE: &str = "counters.json";

@@ -4,12 +4,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
-use super::super::block::{blocks_for, LogLayout, BLOCK_SIZES, RECORD_HEADER};
+use super::super::block::{blocks_for, BLOCK_SIZES, RECORD_HEADER};
 use super::super::inject::Injection;
-use super::dest::DestInfo;
-use super::names::COUNTERS_FILE;
 use crate::error::Error;
 
 /// How each write is made durable.
@@ -209,46 +206,4 @@ impl RedoConfig {
             ))),
         }
     }
-}
-
-pub(super) fn params(
-    cfg: &RedoConfig,
-    layout: &LogLayout,
-    infos: &[DestInfo],
-) -> std::collections::BTreeMap<String, serde_json::Value> {
-    let mut p = std::collections::BTreeMap::new();
-    p.insert("destinations".into(), json!(infos));
-    p.insert("block_size".into(), json!(cfg.block_size));
-    p.insert("sync".into(), json!(cfg.sync.as_str()));
-    p.insert("group_commit".into(), json!(cfg.group_commit));
-    p.insert("record_bytes_min".into(), json!(cfg.record_bytes.0));
-    p.insert("record_bytes_max".into(), json!(cfg.record_bytes.1));
-    p.insert("rate_per_session".into(), json!(cfg.rate_per_session));
-    p.insert("log_size".into(), json!(layout.file_bytes()));
-    p.insert("groups".into(), json!(cfg.groups));
-    p.insert("blocks_per_group".into(), json!(layout.blocks_per_group));
-    p.insert("outlier_ms".into(), json!(cfg.outlier.as_secs_f64() * 1e3));
-    p.insert(
-        "inject".into(),
-        json!(cfg
-            .injections
-            .iter()
-            .map(|i| i.text.clone())
-            .collect::<Vec<_>>()),
-    );
-    p.insert(
-        "sector_size_override".into(),
-        json!(cfg.sector_size_override),
-    );
-    p.insert("counters_file".into(), json!(COUNTERS_FILE));
-    p.insert(
-        "sessions_layout".into(),
-        json!(format!(
-            "sessions 0..{} commit; {} is the log writer; {}.. are the destinations in order",
-            cfg.sessions,
-            cfg.sessions,
-            cfg.sessions + 1
-        )),
-    );
-    p
 }

@@ -30,6 +30,7 @@ use std::time::Duration;
 
 use dbscope_core::record::{Pumped, Recorder, Recording, Sessions, StopSignal};
 use dbscope_core::{Manifest, Outcome, RunnerInfo, TargetInfo, WorkloadInfo};
+use serde_json::json;
 
 pub use crate::error::Error;
 pub use config::{Destination, RedoConfig, SyncMode};
@@ -268,7 +269,7 @@ fn manifest(
         "workload",
         WorkloadInfo {
             name: WORKLOAD_NAME.into(),
-            params: config::params(cfg, layout, infos),
+            params: params(cfg, layout, infos),
         },
         cfg.seed,
     );
@@ -298,6 +299,49 @@ fn manifest(
         },
     });
     manifest
+}
+
+/// The manifest parameters of a redo run: the configuration and the destinations as found.
+fn params(
+    cfg: &RedoConfig,
+    layout: &LogLayout,
+    infos: &[DestInfo],
+) -> std::collections::BTreeMap<String, serde_json::Value> {
+    let mut p = std::collections::BTreeMap::new();
+    p.insert("destinations".into(), json!(infos));
+    p.insert("block_size".into(), json!(cfg.block_size));
+    p.insert("sync".into(), json!(cfg.sync.as_str()));
+    p.insert("group_commit".into(), json!(cfg.group_commit));
+    p.insert("record_bytes_min".into(), json!(cfg.record_bytes.0));
+    p.insert("record_bytes_max".into(), json!(cfg.record_bytes.1));
+    p.insert("rate_per_session".into(), json!(cfg.rate_per_session));
+    p.insert("log_size".into(), json!(layout.file_bytes()));
+    p.insert("groups".into(), json!(cfg.groups));
+    p.insert("blocks_per_group".into(), json!(layout.blocks_per_group));
+    p.insert("outlier_ms".into(), json!(cfg.outlier.as_secs_f64() * 1e3));
+    p.insert(
+        "inject".into(),
+        json!(cfg
+            .injections
+            .iter()
+            .map(|i| i.text.clone())
+            .collect::<Vec<_>>()),
+    );
+    p.insert(
+        "sector_size_override".into(),
+        json!(cfg.sector_size_override),
+    );
+    p.insert("counters_file".into(), json!(COUNTERS_FILE));
+    p.insert(
+        "sessions_layout".into(),
+        json!(format!(
+            "sessions 0..{} commit; {} is the log writer; {}.. are the destinations in order",
+            cfg.sessions,
+            cfg.sessions,
+            cfg.sessions + 1
+        )),
+    );
+    p
 }
 
 /// Who writes the log: the committers themselves through one shared direct writer (no group
