@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use dbscope_core::redact::redact;
 use dbscope_core::TargetInfo;
-use postgres::config::Host;
-use postgres::Config;
+use tokio_postgres::config::Host;
+use tokio_postgres::Config;
 
 use super::pgwire::{endpoint, WireConn, WireError};
 use super::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};

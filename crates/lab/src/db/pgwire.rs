@@ -3,7 +3,7 @@
 //! round trip in its reactor (epoll, wake-ups); a load generator must not.
 //!
 //! Messages are encoded and parsed by `postgres-protocol` (the codec under tokio-postgres, with
-//! SCRAM-SHA-256 and MD5); connection strings are parsed by `postgres::Config`. Parameters go as
+//! SCRAM-SHA-256 and MD5); connection strings are parsed by `tokio_postgres::Config`. Parameters go as
 //! text and results come back as text, so no type mapping is needed for the workloads' statements.
 
 use std::io::{self, Read, Write};
@@ -13,13 +13,13 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use fallible_iterator::FallibleIterator;
-use postgres::config::Host;
-use postgres::Config;
 use postgres_protocol::authentication::md5_hash;
 use postgres_protocol::authentication::sasl::{ChannelBinding, ScramSha256, SCRAM_SHA_256};
 use postgres_protocol::message::backend::{ErrorResponseBody, Message};
 use postgres_protocol::message::frontend;
 use postgres_protocol::IsNull;
+use tokio_postgres::config::Host;
+use tokio_postgres::Config;
 
 /// A failure of the connection or of a statement.
 #[derive(Debug)]
