@@ -17,9 +17,11 @@ use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::{mpsc, Condvar, Mutex};
 
+use rustc_hash::FxHashMap;
+
 use crate::input::{Lines, MAX_LINE};
 use crate::line::{classify, Call, CallKind, Record};
-use crate::reader::{parse_timestamp, FxMap};
+use crate::reader::parse_timestamp;
 
 /// Default chunk size: big enough that handing chunks around costs nothing, small enough that a few
 /// per worker in flight stay a few tens of MiB.
@@ -501,7 +503,7 @@ fn line_span(data: &[u8], s: usize, e: usize) -> (usize, usize, bool) {
 
 /// The chunk-local index of a name (a sub-slice of `data`), added on first sight.
 fn intern<'d>(
-    names: &mut FxMap<&'d [u8], u32>,
+    names: &mut FxHashMap<&'d [u8], u32>,
     out: &mut Vec<(u32, u32)>,
     data: &'d [u8],
     n: &'d [u8],
@@ -551,7 +553,7 @@ fn classify_lines(
     out_names: &mut Vec<Span>,
     spans: impl Iterator<Item = (usize, usize, bool)>,
 ) -> u64 {
-    let mut names: FxMap<&[u8], u32> = FxMap::default();
+    let mut names: FxHashMap<&[u8], u32> = FxHashMap::default();
     let mut intern = |n, out: &mut Vec<(u32, u32)>| intern(&mut names, out, data, n);
     let mut li = 0u32;
     // The item of the run of other lines that the next other line joins, if any.

@@ -10,12 +10,13 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::path::Path;
 
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use crate::line::CallKind;
 use crate::reader::{
-    AccountedCall, AccountedWait, FileInfo, FxMap, Options, PlanLine, Reader, Sink, Tables,
-    TraceError, TraceReadError, Warning,
+    AccountedCall, AccountedWait, FileInfo, Options, PlanLine, Reader, Sink, Tables, TraceError,
+    TraceReadError, Warning,
 };
 
 /// Upper bounds (µs, exclusive) of the skew buckets: powers of ten from 1 µs to 1000 s, as mrskew.
@@ -237,11 +238,11 @@ struct Collector {
     /// Per wait name id (the hot path; merged into `events` at the end).
     waits: Vec<EventAcc>,
     /// Per (call kind, LOB name id).
-    cpu: FxMap<(CallKind, u32), EventAcc>,
+    cpu: FxHashMap<(CallKind, u32), EventAcc>,
     unaccounted: EventAcc,
-    stmts: FxMap<Option<u32>, StmtAcc>,
-    edges: FxMap<(Option<u32>, Option<u32>), (u64, u64)>,
-    roots: FxMap<Option<u32>, (u64, u64)>,
+    stmts: FxHashMap<Option<u32>, StmtAcc>,
+    edges: FxHashMap<(Option<u32>, Option<u32>), (u64, u64)>,
+    roots: FxHashMap<Option<u32>, (u64, u64)>,
     top: BinaryHeap<Reverse<TopKey>>,
     r: i64,
     unaccounted_in_calls: i64,

@@ -18,12 +18,12 @@
 //! Times are normalised to microseconds (centisecond traces from releases before 9i are multiplied
 //! by 10,000); `tim` values are anchored to the `***` timestamp lines to give wall-clock times.
 
-use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::VecDeque;
 use std::io::Read;
 use std::path::Path;
 
 use chrono::{DateTime, NaiveDateTime};
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use crate::chunked::{self, Chunk, Kind};
@@ -67,41 +67,6 @@ const MAX_WARNINGS_KEPT: usize = 1000;
 const MAX_TIM_US: u64 = 1 << 56;
 /// Largest duration kept, µs (about 12.7 days).
 const MAX_DURATION_US: u64 = 1 << 40;
-
-/// A small fast hasher for the reader's maps (keys are trace-controlled but maps are bounded by the
-/// distinct names, statements and cursors; speed matters more than flood resistance here).
-#[derive(Default, Clone, Copy)]
-pub struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut b = [0u8; 8];
-            b[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(b));
-        }
-    }
-    #[inline]
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    #[inline]
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(v as u64);
-    }
-    #[inline]
-    fn write_usize(&mut self, v: usize) {
-        self.write_u64(v as u64);
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-/// A HashMap with [`FxHasher`].
-pub type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// The time unit a trace was written in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -193,11 +158,11 @@ pub struct Tables {
     pub files: Vec<FileInfo>,
     /// Sessions.
     pub sessions: Vec<SessionInfo>,
-    name_index: FxMap<Vec<u8>, u32>,
+    name_index: FxHashMap<Vec<u8>, u32>,
     /// Statements by sqlid, else by hash value, else by text (three separate key spaces).
-    by_sqlid: FxMap<String, u32>,
-    by_hv: FxMap<u64, u32>,
-    by_text: FxMap<String, u32>,
+    by_sqlid: FxHashMap<String, u32>,
+    by_hv: FxHashMap<u64, u32>,
+    by_text: FxHashMap<String, u32>,
 }
 
 impl Tables {
@@ -437,7 +402,7 @@ struct PendingWait {
 struct Session {
     index: u32,
     offset_us: Option<i64>,
-    cursors: FxMap<u64, u32>,
+    cursors: FxHashMap<u64, u32>,
     waits: VecDeque<PendingWait>,
     calls: VecDeque<AccountedCall>,
 }
@@ -471,7 +436,7 @@ pub struct Reader<'s, S: Sink> {
     // Per file:
     /// Sessions of the current file, and where to find them by `sid`.
     sessions: Vec<Session>,
-    session_keys: FxMap<String, usize>,
+    session_keys: FxHashMap<String, usize>,
     /// The current session's `sid`, and its slot once it has one (set by `cur()`).
     current: String,
     current_slot: Option<usize>,
@@ -497,7 +462,7 @@ impl<'s, S: Sink> Reader<'s, S> {
             warnings: Vec::new(),
             warning_count: 0,
             sessions: Vec::new(),
-            session_keys: FxMap::default(),
+            session_keys: FxHashMap::default(),
             current: String::new(),
             current_slot: None,
             cur_i: 0,
