@@ -21,7 +21,7 @@ use rustc_hash::FxHashMap;
 
 use crate::input::{Lines, MAX_LINE};
 use crate::line::{classify, Call, CallKind, Record};
-use crate::reader::parse_timestamp;
+use crate::timestamp::parse_timestamp;
 
 /// Default chunk size: big enough that handing chunks around costs nothing, small enough that a few
 /// per worker in flight stay a few tens of MiB.

@@ -13,11 +13,13 @@ use std::path::Path;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
+use crate::error::TraceReadError;
 use crate::line::CallKind;
-use crate::reader::{
-    AccountedCall, AccountedWait, FileInfo, Options, PlanLine, Reader, Sink, Tables, TraceError,
-    TraceReadError, Warning,
+use crate::model::{
+    AccountedCall, AccountedWait, FileInfo, PlanLine, Tables, TraceError, Unit, Warning,
 };
+use crate::reader::{Options, Reader};
+use crate::sink::Sink;
 
 /// Upper bounds (µs, exclusive) of the skew buckets: powers of ten from 1 µs to 1000 s, as mrskew.
 pub const SKEW_BOUNDS_US: [u64; 10] = [
@@ -651,8 +653,8 @@ pub fn render_text(p: &Profile, statements_shown: usize) -> String {
             f.path,
             f.version.as_deref().unwrap_or("version unknown"),
             match f.unit {
-                crate::reader::Unit::Microseconds => "microseconds",
-                crate::reader::Unit::Centiseconds => "centiseconds, converted to µs",
+                Unit::Microseconds => "microseconds",
+                Unit::Centiseconds => "centiseconds, converted to µs",
             },
             if f.unit_source == "header" {
                 "from the header"

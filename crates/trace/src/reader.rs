@@ -22,13 +22,18 @@ use std::collections::VecDeque;
 use std::io::Read;
 use std::path::Path;
 
-use chrono::{DateTime, NaiveDateTime};
 use rustc_hash::FxHashMap;
-use serde::Serialize;
 
 use crate::chunked::{self, Chunk, Kind};
+use crate::error::TraceReadError;
 use crate::input::{self, Lines};
 use crate::line::{Call, CallKind, Detached, Parsing, Record};
+use crate::model::{
+    AccountedCall, AccountedWait, FileInfo, Origin, PlanLine, SessionInfo, Statement, Tables,
+    TraceError, Unit, Warning,
+};
+use crate::sink::Sink;
+use crate::timestamp::parse_timestamp;
 
 /// Bytes of lines handed from the reading thread to the accounting thread at a time.
 const BATCH_BYTES: usize = 1 << 20;
@@ -68,291 +73,6 @@ const MAX_TIM_US: u64 = 1 << 56;
 /// Largest duration kept, µs (about 12.7 days).
 const MAX_DURATION_US: u64 = 1 << 40;
 
-/// The time unit a trace was written in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Unit {
-    /// Microseconds (Oracle 9i and later).
-    Microseconds,
-    /// Centiseconds (before 9i); converted to microseconds on reading.
-    Centiseconds,
-}
-
-/// What was learnt about one input file.
-#[derive(Clone, Debug, Serialize)]
-pub struct FileInfo {
-    /// The path as given.
-    pub path: String,
-    /// Oracle version from the header (`Version` line, else the `Release` of the banner), if any.
-    pub version: Option<String>,
-    /// The unit of its times, and how it was decided.
-    pub unit: Unit,
-    /// Why that unit: `header` (the release in the banner) or `default` (no banner found).
-    pub unit_source: &'static str,
-    /// Lines read.
-    pub lines: u64,
-    /// Bytes read (after decompression).
-    pub bytes: u64,
-    /// Lines that are neither records nor part of one (header, free text, other events' dumps).
-    pub skipped_lines: u64,
-    /// Malformed lines (each also a warning).
-    pub malformed_lines: u64,
-}
-
-/// A session: one `*** SESSION ID:(sid.serial)` of one file (or the part before any).
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct SessionInfo {
-    /// Index of its file in [`Tables::files`].
-    pub file: u32,
-    /// `sid.serial`, or empty before any SESSION ID line.
-    pub sid: String,
-    /// Last `MODULE NAME`.
-    pub module: String,
-    /// Last `ACTION NAME`.
-    pub action: String,
-    /// Last `SERVICE NAME`.
-    pub service: String,
-}
-
-/// A SQL statement (distinct by sqlid, else hash value, else cursor for cursors never parsed in the file).
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Statement {
-    /// SQL id, when the trace gives one.
-    pub sqlid: String,
-    /// Hash value.
-    pub hv: Option<u64>,
-    /// Depth it was parsed at.
-    pub dep: u32,
-    /// The start of its text (whitespace collapsed).
-    pub text: String,
-    /// Its execution plan: the first STAT line of each row source id seen for it (at most
-    /// 500 lines).
-    pub plan: Vec<PlanLine>,
-}
-
-/// One row source of an execution plan (a STAT line).
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct PlanLine {
-    /// Row source id.
-    pub id: u32,
-    /// Parent id.
-    pub pid: u32,
-    /// Position under the parent.
-    pub pos: u32,
-    /// Rows produced (in the execution that wrote the STAT lines).
-    pub cnt: u64,
-    /// Object id.
-    pub obj: i64,
-    /// The operation and its statistics, as written.
-    pub op: String,
-}
-
-/// Names and statements referred to by index in accounted records.
-#[derive(Clone, Debug, Default)]
-pub struct Tables {
-    /// Wait event names and LOB call names.
-    pub names: Vec<String>,
-    /// Statements.
-    pub statements: Vec<Statement>,
-    /// Input files.
-    pub files: Vec<FileInfo>,
-    /// Sessions.
-    pub sessions: Vec<SessionInfo>,
-    name_index: FxHashMap<Vec<u8>, u32>,
-    /// Statements by sqlid, else by hash value, else by text (three separate key spaces).
-    by_sqlid: FxHashMap<String, u32>,
-    by_hv: FxHashMap<u64, u32>,
-    by_text: FxHashMap<String, u32>,
-}
-
-impl Tables {
-    fn name(&mut self, n: &[u8]) -> u32 {
-        if let Some(&i) = self.name_index.get(n) {
-            return i;
-        }
-        let i = self.names.len() as u32;
-        self.names.push(String::from_utf8_lossy(n).into_owned());
-        self.name_index.insert(n.to_vec(), i);
-        i
-    }
-
-    /// The statement a `PARSING IN CURSOR` line names, when it is known already and its identity
-    /// does not depend on its text (it has a sqlid or a hash value).
-    fn known_statement(&self, sqlid: &str, hv: Option<u64>) -> Option<u32> {
-        if !sqlid.is_empty() {
-            self.by_sqlid.get(sqlid).copied()
-        } else {
-            hv.and_then(|hv| self.by_hv.get(&hv).copied())
-        }
-    }
-
-    /// The index of a statement (by sqlid, else hash value, else text), added when new.
-    fn statement(&mut self, stmt: Statement) -> u32 {
-        let i = self.statements.len() as u32;
-        let slot = if !stmt.sqlid.is_empty() {
-            self.by_sqlid.entry(stmt.sqlid.clone())
-        } else if let Some(hv) = stmt.hv {
-            match self.by_hv.entry(hv) {
-                std::collections::hash_map::Entry::Occupied(e) => return *e.get(),
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert(i);
-                    self.statements.push(stmt);
-                    return i;
-                }
-            }
-        } else {
-            self.by_text.entry(stmt.text.clone())
-        };
-        match slot {
-            std::collections::hash_map::Entry::Occupied(e) => *e.get(),
-            std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(i);
-                self.statements.push(stmt);
-                i
-            }
-        }
-    }
-}
-
-/// Where a record came from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Origin {
-    /// Index in [`Tables::files`].
-    pub file: u32,
-    /// Line number, from 1.
-    pub line: u64,
-    /// Index in [`Tables::sessions`].
-    pub session: u32,
-}
-
-/// A db call with its accounting.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct AccountedCall {
-    /// Where it was.
-    pub at: Origin,
-    /// PARSE, EXEC, …
-    pub kind: Option<CallKind>,
-    /// For LOB calls, the name index of the keyword (`LOBWRITE`).
-    pub lob: Option<u32>,
-    /// Cursor.
-    pub cursor: u64,
-    /// Statement, when the cursor's is known.
-    pub stmt: Option<u32>,
-    /// Depth.
-    pub dep: u32,
-    /// CPU µs (including children).
-    pub c: u64,
-    /// Elapsed µs (including children).
-    pub e: u64,
-    /// Physical reads.
-    pub p: u64,
-    /// Consistent reads.
-    pub cr: u64,
-    /// Current reads.
-    pub cu: u64,
-    /// Rows.
-    pub r: u64,
-    /// Library cache misses.
-    pub mis: u64,
-    /// End, µs on the trace's `tim` clock.
-    pub tim: Option<u64>,
-    /// End, wall clock µs since the Unix epoch (when anchored).
-    pub wall_end_us: Option<i64>,
-    /// True when no parent call is in the file (depth 0, or orphaned).
-    pub root: bool,
-    /// Statement of the parent call, for recursive calls that have one.
-    pub parent_stmt: Option<u32>,
-    /// Σ e of its children.
-    pub children_e: u64,
-    /// Σ c of its children.
-    pub children_c: u64,
-    /// Σ ela of the waits inside it (not inside its children).
-    pub waits_ela: u64,
-}
-
-impl AccountedCall {
-    /// Its own CPU, children excluded (may be negative through rounding in the trace).
-    pub fn self_c(&self) -> i64 {
-        self.c as i64 - self.children_c as i64
-    }
-
-    /// Unaccounted-for time inside the call: self e − self c − own waits.
-    pub fn unaccounted(&self) -> i64 {
-        self.e as i64 - self.children_e as i64 - self.self_c() - self.waits_ela as i64
-    }
-}
-
-/// A wait with its accounting.
-#[derive(Clone, Debug, Default)]
-pub struct AccountedWait {
-    /// Where it was.
-    pub at: Origin,
-    /// Event name index.
-    pub name: u32,
-    /// Cursor.
-    pub cursor: u64,
-    /// Statement of the cursor, when known.
-    pub stmt: Option<u32>,
-    /// Elapsed µs.
-    pub ela: u64,
-    /// `obj#`.
-    pub obj: Option<i64>,
-    /// End, µs on the `tim` clock.
-    pub tim: Option<u64>,
-    /// End, wall clock µs since the Unix epoch (when anchored).
-    pub wall_end_us: Option<i64>,
-    /// True when it happened inside a db call; false for between-call waits (part of R on their own).
-    pub in_call: bool,
-    /// The parameters, `name=value` joined by spaces (only with [`Options::keep_params`]).
-    pub params: String,
-}
-
-/// A db error (`ERROR #c:err=` or `PARSE ERROR`).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct TraceError {
-    /// Where it was.
-    pub at: Origin,
-    /// Cursor.
-    pub cursor: u64,
-    /// Statement, when known.
-    pub stmt: Option<u32>,
-    /// ORA- number.
-    pub err: u64,
-    /// True for `PARSE ERROR`.
-    pub parse: bool,
-    /// `tim` µs.
-    pub tim: Option<u64>,
-    /// Wall clock µs.
-    pub wall_us: Option<i64>,
-}
-
-/// A warning about the input, with its place.
-#[derive(Clone, Debug, Serialize)]
-pub struct Warning {
-    /// File path.
-    pub file: String,
-    /// Line number.
-    pub line: u64,
-    /// What was wrong.
-    pub msg: String,
-}
-
-impl std::fmt::Display for Warning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}: {}", self.file, self.line, self.msg)
-    }
-}
-
-/// Receives accounted records, in the order they are resolved.
-pub trait Sink {
-    /// A db call, once its parent (if any) is known.
-    fn call(&mut self, t: &Tables, c: &AccountedCall);
-    /// A wait, once it is known whether a call contains it.
-    fn wait(&mut self, t: &Tables, w: &AccountedWait);
-    /// A db error.
-    fn error(&mut self, _t: &Tables, _e: &TraceError) {}
-}
-
 /// Reader options.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -375,22 +95,6 @@ impl Default for Options {
             chunk_bytes: chunked::DEFAULT_CHUNK,
         }
     }
-}
-
-/// Reading errors: the file cannot be read, or `--strict` met a malformed line.
-#[derive(Debug, thiserror::Error)]
-pub enum TraceReadError {
-    /// The file could not be opened or read.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: String,
-        /// The error.
-        source: std::io::Error,
-    },
-    /// A malformed line under `--strict`.
-    #[error("{0} (--strict)")]
-    Strict(Warning),
 }
 
 #[derive(Clone, Debug)]
@@ -1235,10 +939,7 @@ impl<'s, S: Sink> Reader<'s, S> {
             // Looked up again only when names were added.
             self.idle = (
                 self.tables.names.len(),
-                self.tables
-                    .name_index
-                    .get(&b"SQL*Net message from client"[..])
-                    .copied(),
+                self.tables.find_name(b"SQL*Net message from client"),
             );
         }
         let inside = waits_inside(&sess.waits, &call, self.idle.1);
@@ -1280,34 +981,6 @@ impl<'s, S: Sink> Reader<'s, S> {
             self.sink.call(&self.tables, &c);
         }
     }
-}
-
-/// The common case of the old `***` timestamp, `YYYY-MM-DD` and `HH:MM:SS.f…` (1 to 9 digits),
-/// read without chrono's format parser (these lines are frequent); `None` for anything else, which
-/// the format parser then reads (with the same result where this one gives one).
-fn old_timestamp_plain(date: &str, time: &str) -> Option<i64> {
-    let (d, t) = (date.as_bytes(), time.as_bytes());
-    if d.len() != 10 || d[4] != b'-' || d[7] != b'-' || t.len() < 10 || t.len() > 18 {
-        return None;
-    }
-    if t[2] != b':' || t[5] != b':' || t[8] != b'.' {
-        return None;
-    }
-    let num = |s: &[u8]| -> Option<u32> {
-        s.iter().try_fold(0u32, |v, &b| {
-            b.is_ascii_digit().then(|| v * 10 + (b - b'0') as u32)
-        })
-    };
-    let (y, mo, dd) = (num(&d[..4])?, num(&d[5..7])?, num(&d[8..])?);
-    let (h, mi, sec) = (num(&t[..2])?, num(&t[3..5])?, num(&t[6..8])?);
-    let frac = &t[9..];
-    let nanos = num(frac)? * 10u32.pow(9 - frac.len() as u32);
-    if sec > 59 {
-        return None;
-    }
-    let dt =
-        chrono::NaiveDate::from_ymd_opt(y as i32, mo, dd)?.and_hms_nano_opt(h, mi, sec, nanos)?;
-    Some(dt.and_utc().timestamp_micros())
 }
 
 /// Appends the words of a line of SQL text to a statement's excerpt (whitespace collapsed, at most
@@ -1353,26 +1026,6 @@ fn waits_inside(waits: &VecDeque<PendingWait>, call: &AccountedCall, idle: Optio
     n
 }
 
-/// Parses the timestamp of a `***` line into Unix µs: ISO 8601 with offset
-/// (`2024-03-26T18:58:52.935374-07:00`) or the old form (`2012-11-30 23:21:45.691`, read as UTC).
-pub fn parse_timestamp(ts: &[u8]) -> Option<i64> {
-    let s = std::str::from_utf8(ts).ok()?.trim();
-    let first = s.split(' ').next()?;
-    if first.contains('T') {
-        let dt = DateTime::parse_from_rfc3339(first).ok()?;
-        return Some(dt.timestamp_micros());
-    }
-    let mut parts = s.split(' ');
-    let date = parts.next()?;
-    let time = parts.next()?;
-    if let Some(us) = old_timestamp_plain(date, time) {
-        return Some(us);
-    }
-    let naive =
-        NaiveDateTime::parse_from_str(&format!("{date} {time}"), "%Y-%m-%d %H:%M:%S%.f").ok()?;
-    Some(naive.and_utc().timestamp_micros())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1404,57 +1057,6 @@ mod tests {
             (r.tables, r.warnings)
         };
         (rec, tables, warnings)
-    }
-
-    #[test]
-    fn timestamps_both_forms() {
-        assert_eq!(
-            parse_timestamp(b"2024-03-26T18:58:52.935374-07:00 (PDB1(3))"),
-            Some(1_711_504_732_935_374)
-        );
-        assert_eq!(
-            parse_timestamp(b"2012-11-30 23:21:45.691"),
-            Some(1_354_317_705_691_000)
-        );
-        assert_eq!(parse_timestamp(b"yesterday"), None);
-    }
-
-    proptest::proptest! {
-        /// The quick reading of old-style timestamps agrees with chrono's format parser.
-        #[test]
-        fn old_timestamps_read_as_chrono_reads_them(
-            ts in "[0-9]{4}-(0[0-9]|1[0-3])-([0-2][0-9]|3[0-2]) ([01][0-9]|2[0-4]):[0-6][0-9]:[0-6][0-9](\\.[0-9]{0,10})?"
-        ) {
-            let mut parts = ts.split(' ');
-            let (date, time) = (parts.next().unwrap(), parts.next().unwrap());
-            if let Some(us) = old_timestamp_plain(date, time) {
-                let chrono = NaiveDateTime::parse_from_str(&format!("{date} {time}"), "%Y-%m-%d %H:%M:%S%.f")
-                    .map(|n| n.and_utc().timestamp_micros());
-                proptest::prop_assert_eq!(chrono, Ok(us));
-            }
-        }
-    }
-
-    #[test]
-    fn old_timestamps_common_and_odd() {
-        for ts in [
-            "2012-11-30 23:21:45.691",
-            "2000-02-29 00:00:00.000001",
-            "2012-11-30 23:21:45.123456789",
-        ] {
-            let mut parts = ts.split(' ');
-            let (date, time) = (parts.next().unwrap(), parts.next().unwrap());
-            let want = NaiveDateTime::parse_from_str(ts, "%Y-%m-%d %H:%M:%S%.f").unwrap();
-            assert_eq!(
-                old_timestamp_plain(date, time),
-                Some(want.and_utc().timestamp_micros()),
-                "{ts}"
-            );
-        }
-        // Not dates, or not this form: left to chrono.
-        assert_eq!(old_timestamp_plain("2012-02-30", "23:21:45.691"), None);
-        assert_eq!(old_timestamp_plain("2012-11-30", "23:21:45"), None);
-        assert_eq!(old_timestamp_plain("2012-11-30", "23:21:60.5"), None);
     }
 
     #[test]
