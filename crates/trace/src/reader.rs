@@ -24,38 +24,17 @@ use std::path::Path;
 
 use rustc_hash::FxHashMap;
 
-use crate::chunked::{self, Chunk, Kind};
+use crate::chunk::{self, Chunk, Kind};
 use crate::error::TraceReadError;
-use crate::input::{self, Lines};
-use crate::line::{Call, CallKind, Detached, Parsing, Record};
+use crate::input;
+use crate::line::{classify, Call, CallKind, Parsing, Record};
 use crate::model::{
     AccountedCall, AccountedWait, FileInfo, Origin, PlanLine, SessionInfo, Statement, Tables,
     TraceError, Unit, Warning,
 };
+use crate::pipeline::{self, Input};
 use crate::sink::Sink;
 use crate::timestamp::parse_timestamp;
-
-/// Bytes of lines handed from the reading thread to the accounting thread at a time.
-const BATCH_BYTES: usize = 1 << 20;
-
-/// A batch of lines: their bytes back to back, where each ends, and whether it was cut.
-#[derive(Default)]
-struct Batch {
-    data: Vec<u8>,
-    ends: Vec<usize>,
-    cut: Vec<bool>,
-    /// Each line classified on the reading thread.
-    recs: Vec<Detached>,
-}
-
-impl Batch {
-    fn clear(&mut self) {
-        self.data.clear();
-        self.ends.clear();
-        self.cut.clear();
-        self.recs.clear();
-    }
-}
 
 /// Pending waits kept per session while no db call claims them; beyond this, the oldest are counted as
 /// between-call waits (bounded memory on traces with millions of waits and no call).
@@ -80,9 +59,10 @@ pub struct Options {
     pub strict: bool,
     /// Keep wait parameters as text (for import).
     pub keep_params: bool,
-    /// Plain (not compressed) files are read in chunks of this many bytes, classified on all
-    /// cores (see "How it runs in parallel" in docs/trace.md); 0 reads them as a stream on two
-    /// threads, as gzip files always are. The result is the same either way.
+    /// Inputs are cut into chunks of this many bytes, classified on all cores (see "How it runs
+    /// in parallel" in docs/trace.md): plain files by the workers in parallel, streams (gzip
+    /// files, pipes) in order. 0 reads plain files as a stream too, in chunks of the default
+    /// size. The result is the same either way.
     pub chunk_bytes: usize,
 }
 
@@ -92,7 +72,7 @@ impl Default for Options {
         Options {
             strict: false,
             keep_params: false,
-            chunk_bytes: chunked::DEFAULT_CHUNK,
+            chunk_bytes: pipeline::DEFAULT_CHUNK,
         }
     }
 }
@@ -181,22 +161,46 @@ impl<'s, S: Sink> Reader<'s, S> {
         }
     }
 
-    /// Reads a file (plain or gzip): a plain file in parallel chunks (unless
-    /// [`Options::chunk_bytes`] is 0), a gzip file as a stream.
+    /// Reads a file (plain or gzip): a plain file in chunks that workers cut in parallel (unless
+    /// [`Options::chunk_bytes`] is 0), a gzip file (or a pipe) as a stream cut in order.
     pub fn read_path(&mut self, path: &Path) -> Result<(), TraceReadError> {
         let shown = path.display().to_string();
         let io_err = |source| TraceReadError::Io {
             path: shown.clone(),
             source,
         };
-        if self.opts.chunk_bytes > 0 {
-            let len = input::plain_len(path).map_err(io_err)?;
-            if let Some(len) = len {
-                return self.read_chunked(&shown, path, len);
-            }
-        }
-        let input = input::open(path).map_err(io_err)?;
-        self.read(&shown, input)
+        let len = match self.opts.chunk_bytes {
+            0 => None,
+            _ => input::plain_len(path).map_err(io_err)?,
+        };
+        let input = match len {
+            Some(len) => Input::File { path, len },
+            None => Input::Stream(input::open(path).map_err(io_err)?),
+        };
+        self.read_input(&shown, input)
+    }
+
+    /// Reads one trace from any reader (as a stream); `name` is used in warnings.
+    pub fn read(&mut self, name: &str, input: impl Read + Send) -> Result<(), TraceReadError> {
+        self.read_input(name, Input::Stream(input))
+    }
+
+    /// Reads one trace: its chunks classified on all cores, accounted for in file order here.
+    fn read_input<R: Read + Send>(
+        &mut self,
+        name: &str,
+        input: Input<'_, R>,
+    ) -> Result<(), TraceReadError> {
+        self.begin_file(name);
+        let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let chunk = match self.opts.chunk_bytes {
+            0 => pipeline::DEFAULT_CHUNK,
+            c => c,
+        };
+        let (lines, bytes) = pipeline::for_each_chunk(input, name, chunk, workers, |c, first| {
+            self.account_chunk(c, first)
+        })?;
+        self.end_file(lines, bytes)
     }
 
     /// Starts a file: its [`FileInfo`] and fresh per-file state.
@@ -220,25 +224,6 @@ impl<'s, S: Sink> Reader<'s, S> {
         self.mode = Mode::Normal;
         self.header_done = false;
         self.switch_session(String::new());
-    }
-
-    /// Reads a plain file of `len` bytes in chunks classified in parallel, accounting for them in
-    /// file order here.
-    fn read_chunked(&mut self, name: &str, path: &Path, len: u64) -> Result<(), TraceReadError> {
-        self.begin_file(name);
-        let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let lines = chunked::for_each_chunk(
-            path,
-            len,
-            self.opts.chunk_bytes,
-            workers,
-            |c, first| self.account_chunk(c, first),
-            |source| TraceReadError::Io {
-                path: name.to_string(),
-                source,
-            },
-        )?;
-        self.end_file(lines, len)
     }
 
     /// Accounts for the records of one chunk whose first line is number `first`.
@@ -271,8 +256,8 @@ impl<'s, S: Sink> Reader<'s, S> {
                     name,
                 } if normal && !self.opts.keep_params => {
                     self.header_done = true;
-                    let obj = (obj != chunked::NO_OBJ).then_some(obj);
-                    let tim = chunked::opt(tim);
+                    let obj = (obj != chunk::NO_OBJ).then_some(obj);
+                    let tim = chunk::opt(tim);
                     let name = names[name as usize];
                     self.push_wait(name, cursor, ela as u64, obj, tim, String::new(), no);
                 }
@@ -289,7 +274,7 @@ impl<'s, S: Sink> Reader<'s, S> {
                         r: f.r as u64,
                         dep: f.dep,
                         plh: None,
-                        tim: chunked::opt(f.tim),
+                        tim: chunk::opt(f.tim),
                         lob: &[],
                     };
                     let lob = (kind == CallKind::Lob).then(|| names[f.lob as usize]);
@@ -299,7 +284,7 @@ impl<'s, S: Sink> Reader<'s, S> {
                     Mode::Normal => {
                         self.tables.files[self.file as usize].skipped_lines += n as u64;
                         if !self.header_done {
-                            for l in chunked::run_lines(c.bytes(it)) {
+                            for l in chunk::run_lines(c.bytes(it)) {
                                 self.header_line(l);
                             }
                         }
@@ -307,7 +292,7 @@ impl<'s, S: Sink> Reader<'s, S> {
                     Mode::SqlText {
                         stmt, known: None, ..
                     } => {
-                        for l in chunked::run_lines(c.bytes(it)) {
+                        for l in chunk::run_lines(c.bytes(it)) {
                             if stmt.text.len() >= SQL_EXCERPT {
                                 break;
                             }
@@ -327,8 +312,8 @@ impl<'s, S: Sink> Reader<'s, S> {
                         cursor,
                         dep,
                         oct: 0,
-                        tim: chunked::opt(tim),
-                        hv: chunked::opt(hv),
+                        tim: chunk::opt(tim),
+                        hv: chunk::opt(hv),
                         sqlid: c.short(&sqlid),
                     });
                     self.process(c.bytes(it), rec, no)?;
@@ -372,10 +357,9 @@ impl<'s, S: Sink> Reader<'s, S> {
                 }
                 Kind::Plain(rec) => self.process(c.bytes(it), rec.record(), no)?,
                 _ => {
-                    // Exactly as the streaming reader reads a line.
+                    // Everything else (rare) is classified again from its line.
                     let line = c.bytes(it);
-                    let rec = Detached::classify(line).attach(line, self.opts.keep_params);
-                    self.process(line, rec, no)?;
+                    self.process(line, classify(line), no)?;
                 }
             }
             if it.cut {
@@ -386,72 +370,6 @@ impl<'s, S: Sink> Reader<'s, S> {
             }
         }
         Ok(())
-    }
-
-    /// Reads one trace from any reader; `name` is used in warnings.
-    pub fn read(&mut self, name: &str, input: impl Read + Send) -> Result<(), TraceReadError> {
-        self.begin_file(name);
-        // Two stages on two threads: reading, decompressing, splitting and classifying lines into
-        // batches on one (lines are independent), accounting on this one (the state machine is
-        // sequential: cursor and session state cross every batch border). Batches are recycled
-        // through `back`.
-        let (lines, bytes) = std::thread::scope(|scope| {
-            let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Batch, std::io::Error>>(4);
-            let (back, recycled) = std::sync::mpsc::channel::<Batch>();
-            let producer = scope.spawn(move || {
-                let mut lines = Lines::new(input);
-                loop {
-                    let mut b = recycled.try_recv().unwrap_or_default();
-                    b.clear();
-                    let mut done = false;
-                    while b.data.len() < BATCH_BYTES {
-                        match lines.next_line() {
-                            Ok(Some(l)) => {
-                                b.recs.push(Detached::classify(l));
-                                b.data.extend_from_slice(l);
-                                b.ends.push(b.data.len());
-                                b.cut.push(lines.cut);
-                            }
-                            Ok(None) => {
-                                done = true;
-                                break;
-                            }
-                            Err(e) => {
-                                let _ = tx.send(Err(e));
-                                return (lines.line_no, lines.bytes);
-                            }
-                        }
-                    }
-                    // A closed channel means the consumer stopped (--strict): stop too.
-                    if (!b.ends.is_empty() && tx.send(Ok(b)).is_err()) || done {
-                        return (lines.line_no, lines.bytes);
-                    }
-                }
-            });
-            let mut no = 0u64;
-            for batch in rx {
-                let b = batch.map_err(|source| TraceReadError::Io {
-                    path: name.to_string(),
-                    source,
-                })?;
-                let mut start = 0;
-                for (i, &end) in b.ends.iter().enumerate() {
-                    no += 1;
-                    let line = &b.data[start..end];
-                    self.process(line, b.recs[i].attach(line, self.opts.keep_params), no)?;
-                    if b.cut[i] {
-                        self.warn(
-                            no,
-                            "line longer than 1 MiB; the rest of it was skipped".into(),
-                        )?;
-                    }
-                    start = end;
-                }
-                let _ = back.send(b);
-            }
-            Ok(producer.join().expect("the line reader does not panic"))
-        })?;
-        self.end_file(lines, bytes)
     }
 
     /// Ends a file: its counts, a statement left open, whatever is still pending.

@@ -1,40 +1,12 @@
-//! Parallel reading of a plain trace file: the file is cut into chunks at line starts, worker threads
-//! read, split and classify the chunks' lines, and the chunks come back in file order, in bounded
-//! memory, for the sequential accounting in [`crate::reader`].
-//!
-//! Chunk borders: chunk `i` nominally covers bytes `[i·C, (i+1)·C)`; it really starts after the first
-//! newline at or after `i·C − 1` (so at a line start) and ends where the next non-empty chunk starts.
-//! A chunk whose window holds no newline at all (inside a line longer than `C`) is empty, and the
-//! chunk where that long line starts runs on to the next newline. Every worker finds both of its
-//! borders on its own, so the only shared state is the chunk counter.
-//!
-//! What crosses chunk borders (cursor and session state, pending waits and calls, SQL text between
-//! `PARSING IN CURSOR` and `END OF STMT`, BINDS blocks, the header) is all in the accounting, which
-//! sees the chunks' records in file order; the workers only do what each line allows on its own.
-
-use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom};
-use std::path::Path;
-use std::sync::{mpsc, Condvar, Mutex};
+//! A chunk of whole lines of a trace and its lines classified into compact items: the form in
+//! which classified lines reach the accounting, whoever cut the chunk (a worker from a plain file,
+//! or the reader of a stream).
 
 use rustc_hash::FxHashMap;
 
-use crate::input::{Lines, MAX_LINE};
+use crate::input::MAX_LINE;
 use crate::line::{classify, Call, CallKind, Record};
 use crate::timestamp::parse_timestamp;
-
-/// Default chunk size: big enough that handing chunks around costs nothing, small enough that a few
-/// per worker in flight stay a few tens of MiB.
-pub const DEFAULT_CHUNK: usize = 1 << 20;
-/// Chunks in flight (being classified, or waiting for the accounting) per worker thread.
-const IN_FLIGHT_PER_WORKER: usize = 3;
-/// A chunk larger than this many chunk sizes (it holds a line that long) is read line by line
-/// through [`Lines`], which keeps the first [`MAX_LINE`] bytes of each line, rather than whole.
-const DIRECT_CHUNKS: u64 = 4;
-/// Largest chunk size taken (larger ones are cut to this).
-const MAX_CHUNK: usize = 256 << 20;
-/// How far ahead of a window start a border search reads at a time.
-const PROBE: usize = 4096;
 
 /// The fields of a db call line that the accounting reads (times in the trace's unit), packed:
 /// items are written by one thread and read by another, so their size is memory traffic. Lines
@@ -200,9 +172,11 @@ pub(crate) struct Item {
 // Items are the traffic between the threads: keep them small.
 const _: () = assert!(std::mem::size_of::<Item>() <= 80);
 
-/// A chunk of a file, its lines classified.
+/// A chunk of whole lines of a trace, its lines classified.
 #[derive(Default)]
 pub(crate) struct Chunk {
+    /// The bytes of its lines (the last may lack its newline; a line longer than [`MAX_LINE`] may
+    /// hold only its first `MAX_LINE + 1` bytes).
     pub data: Vec<u8>,
     /// Lines that are not blank, in order.
     pub items: Vec<Item>,
@@ -214,6 +188,18 @@ pub(crate) struct Chunk {
 }
 
 impl Chunk {
+    /// Splits [`Chunk::data`] into lines (the last one may lack its newline) and classifies them.
+    pub fn classify(&mut self) {
+        self.items.clear();
+        self.names.clear();
+        let spans = LineSpans {
+            data: &self.data,
+            newlines: memchr::memchr_iter(b'\n', &self.data),
+            start: 0,
+        };
+        self.lines = classify_lines(&self.data, &mut self.items, &mut self.names, spans);
+    }
+
     /// The bytes of an item.
     pub fn bytes(&self, it: &Item) -> &[u8] {
         &self.data[it.at as usize..(it.at + it.len) as usize]
@@ -248,223 +234,6 @@ fn strip_cr(l: &[u8]) -> &[u8] {
     l.strip_suffix(b"\r").unwrap_or(l)
 }
 
-struct State {
-    /// Next chunk to hand to a worker.
-    next: usize,
-    /// Chunks accounted for so far (all before this index).
-    done: usize,
-    /// The accounting stopped (an error): workers stop too.
-    abort: bool,
-    /// Chunks whose buffers can be reused.
-    pool: Vec<Chunk>,
-}
-
-/// Reads `path` (`len` bytes, not compressed) in chunks of `chunk` bytes on `workers` threads and
-/// calls `each` on every chunk in file order, with the number of the chunk's first line (from 1).
-/// Returns the number of lines.
-pub(crate) fn for_each_chunk<E>(
-    path: &Path,
-    len: u64,
-    chunk: usize,
-    workers: usize,
-    mut each: impl FnMut(&Chunk, u64) -> Result<(), E>,
-    io_err: impl Fn(io::Error) -> E,
-) -> Result<u64, E> {
-    // Offsets in a chunk are u32: a chunk holds at most DIRECT_CHUNKS chunk sizes.
-    let chunk = chunk.clamp(1, MAX_CHUNK) as u64;
-    let n = len.div_ceil(chunk) as usize;
-    let workers = workers.clamp(1, n.max(1));
-    let in_flight = workers * IN_FLIGHT_PER_WORKER;
-    let state = Mutex::new(State {
-        next: 0,
-        done: 0,
-        abort: false,
-        pool: Vec::new(),
-    });
-    let cv = Condvar::new();
-    let (tx, rx) = mpsc::channel::<(usize, io::Result<Chunk>)>();
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            let tx = tx.clone();
-            let (state, cv) = (&state, &cv);
-            scope.spawn(move || {
-                let mut file = match File::open(path) {
-                    Ok(f) => f,
-                    Err(e) => {
-                        let _ = tx.send((usize::MAX, Err(e)));
-                        return;
-                    }
-                };
-                loop {
-                    let (i, mut c) = {
-                        let mut s = state.lock().expect("no worker panics holding it");
-                        loop {
-                            if s.abort || s.next >= n {
-                                return;
-                            }
-                            if s.next < s.done + in_flight {
-                                break;
-                            }
-                            s = cv.wait(s).expect("no worker panics holding it");
-                        }
-                        s.next += 1;
-                        (s.next - 1, s.pool.pop().unwrap_or_default())
-                    };
-                    // A panic here (a bug) must not leave the accounting waiting for this chunk.
-                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        fill(&mut file, len, chunk, i as u64, &mut c)
-                    }))
-                    .unwrap_or_else(|_| Err(io::Error::other("a chunk reader failed (a bug)")))
-                    .map(|_| c);
-                    let failed = r.is_err();
-                    if tx.send((i, r)).is_err() || failed {
-                        return;
-                    }
-                }
-            });
-        }
-        drop(tx);
-        // The accounting, in file order: chunks that arrive early wait in `early`.
-        let mut early: Vec<Option<Chunk>> = Vec::new();
-        let mut line = 1u64;
-        let stop = |s: &Mutex<State>| {
-            s.lock().expect("no worker panics holding it").abort = true;
-            cv.notify_all();
-        };
-        for i in 0..n {
-            let c = loop {
-                if let Some(c) = early.get_mut(i % in_flight).and_then(|c| c.take()) {
-                    break c;
-                }
-                match rx.recv() {
-                    Ok((j, Ok(c))) if j == i => break c,
-                    Ok((j, Ok(c))) => {
-                        let k = j % in_flight;
-                        if early.len() <= k {
-                            early.resize_with(k + 1, || None);
-                        }
-                        early[k] = Some(c);
-                    }
-                    Ok((_, Err(e))) => {
-                        stop(&state);
-                        return Err(io_err(e));
-                    }
-                    Err(_) => {
-                        stop(&state);
-                        return Err(io_err(io::Error::other("a chunk reader stopped")));
-                    }
-                }
-            };
-            if let Err(e) = each(&c, line) {
-                stop(&state);
-                return Err(e);
-            }
-            line += c.lines;
-            let mut s = state.lock().expect("no worker panics holding it");
-            s.done = i + 1;
-            s.pool.push(c);
-            drop(s);
-            cv.notify_all();
-        }
-        Ok(line - 1)
-    })
-}
-
-/// The first newline at or after `from`, reading forward (at most up to `limit`).
-fn newline_from(
-    file: &mut File,
-    from: u64,
-    limit: u64,
-    buf: &mut Vec<u8>,
-) -> io::Result<Option<u64>> {
-    let mut at = from;
-    while at < limit {
-        let want = PROBE.min((limit - at) as usize);
-        buf.resize(want, 0);
-        file.seek(SeekFrom::Start(at))?;
-        file.read_exact(&mut buf[..want])?;
-        if let Some(i) = memchr::memchr(b'\n', &buf[..want]) {
-            return Ok(Some(at + i as u64));
-        }
-        at += want as u64;
-    }
-    Ok(None)
-}
-
-/// Where chunk `i` starts: after the first newline in its window `[i·C − 1, (i+1)·C − 1)`, or
-/// `None` when the window has none (the chunk is empty).
-fn border(
-    file: &mut File,
-    len: u64,
-    chunk: u64,
-    i: u64,
-    buf: &mut Vec<u8>,
-) -> io::Result<Option<u64>> {
-    if i == 0 {
-        return Ok(Some(0));
-    }
-    let from = i * chunk - 1;
-    if from >= len {
-        return Ok(Some(len));
-    }
-    let limit = ((i + 1) * chunk - 1).min(len);
-    Ok(newline_from(file, from, limit, buf)?.map(|nl| nl + 1))
-}
-
-/// Reads and classifies chunk `i` into `c`.
-fn fill(file: &mut File, len: u64, chunk: u64, i: u64, c: &mut Chunk) -> io::Result<()> {
-    c.items.clear();
-    c.names.clear();
-    c.lines = 0;
-    let mut probe = Vec::new();
-    let Some(start) = border(file, len, chunk, i, &mut probe)? else {
-        c.data.clear();
-        return Ok(());
-    };
-    // The end: the start of the next chunk that has one.
-    let mut k = i + 1;
-    let end = loop {
-        if let Some(b) = border(file, len, chunk, k, &mut probe)? {
-            break b;
-        }
-        k += 1;
-    };
-    if start >= end {
-        c.data.clear();
-        return Ok(());
-    }
-    file.seek(SeekFrom::Start(start))?;
-    if end - start <= DIRECT_CHUNKS * chunk {
-        // Resized without clearing: a reused buffer is only zeroed where it grows.
-        c.data.resize((end - start) as usize, 0);
-        file.read_exact(&mut c.data)?;
-        classify_chunk(c);
-    } else {
-        // A line far longer than a chunk: stream it (its first MAX_LINE bytes are kept).
-        c.data.clear();
-        let mut lines = Lines::new(Read::by_ref(file).take(end - start));
-        let mut spans = Vec::new();
-        while let Some(l) = lines.next_line()? {
-            let at = c.data.len();
-            c.data.extend_from_slice(l);
-            c.data.push(b'\n');
-            spans.push((at, l.len(), lines.cut));
-        }
-        c.lines = classify_lines(&c.data, &mut c.items, &mut c.names, spans.into_iter());
-    }
-    Ok(())
-}
-
-/// Splits `c.data` into lines (the last one may lack its newline) and classifies them.
-fn classify_chunk(c: &mut Chunk) {
-    let spans = LineSpans {
-        data: &c.data,
-        newlines: memchr::memchr_iter(b'\n', &c.data),
-        start: 0,
-    };
-    c.lines = classify_lines(&c.data, &mut c.items, &mut c.names, spans);
-}
-
 /// The lines of a chunk, found one at a time (as `(start, kept length, cut)`), so that each is
 /// classified while it is still in cache.
 struct LineSpans<'d> {
@@ -490,8 +259,8 @@ impl Iterator for LineSpans<'_> {
     }
 }
 
-/// A line `data[s..e]` (without its newline): where it is, its kept length and whether it was cut,
-/// as [`Lines`] does it.
+/// A line `data[s..e]` (without its newline): where it is, its kept length and whether it was cut
+/// (a cut line keeps [`MAX_LINE`] bytes, `\r` included; others lose a final `\r`).
 #[inline]
 fn line_span(data: &[u8], s: usize, e: usize) -> (usize, usize, bool) {
     if e - s > MAX_LINE {
