@@ -1,4 +1,4 @@
-//! Trace input: files opened plain or gzip (detected by their magic bytes), and a [`Cutter`] that
+//! Trace input: files opened plain or gzip (detected by their magic bytes), and a `Cutter` that
 //! cuts any byte stream into pieces of whole lines in bounded memory (lines past [`MAX_LINE`] are
 //! cut, a missing final newline is fine).
 
