@@ -93,7 +93,7 @@ pub(crate) fn for_each_chunk<R: Read + Send>(
     mut each: impl FnMut(&Chunk, u64) -> Result<()>,
 ) -> Result<(u64, u64)> {
     let chunk = chunk.clamp(1, MAX_CHUNK);
-    let (source, mut total) = match input {
+    let (source, total) = match input {
         Input::File { path, len } => {
             let n = len.div_ceil(chunk as u64) as usize;
             (Source::File { path, len }, Some(n))
@@ -118,63 +118,93 @@ pub(crate) fn for_each_chunk<R: Read + Send>(
             scope.spawn(move || work(source, chunk as u64, shared, cv, in_flight, tx));
         }
         drop(tx);
-        let stop = |e: TraceReadError| {
+        let mut order = InOrder {
+            rx,
+            early: (0..in_flight).map(|_| None).collect(),
+            total,
+            next: 0,
+        };
+        let r = account(&mut order, &shared, &cv, name, &mut each);
+        if r.is_err() {
+            // The workers stop too.
             lock(&shared).abort = true;
             cv.notify_all();
-            Err(e)
-        };
-        let bug = |what| TraceReadError::Internal {
-            path: name.to_string(),
-            what,
-        };
-        // The accounting, in file order: chunks that arrive early wait in `early`.
-        let mut early: Vec<Option<io::Result<Chunk>>> = (0..in_flight).map(|_| None).collect();
-        let mut line = 1u64;
-        let mut i = 0;
-        loop {
-            let got = loop {
-                if total == Some(i) {
-                    break None;
-                }
-                if let Some(c) = early[i % in_flight].take() {
-                    break Some(c);
-                }
-                match rx.recv() {
-                    Ok(Msg::Chunk(j, c)) if j == i => break Some(c),
-                    Ok(Msg::Chunk(j, c)) => early[j % in_flight] = Some(c),
-                    Ok(Msg::End(n)) => total = Some(n),
-                    Ok(Msg::Panic) => return stop(bug("a chunk reader failed (a bug)")),
-                    Err(_) => return stop(bug("a chunk reader stopped")),
-                }
-            };
-            let c = match got {
-                None => break,
-                Some(Ok(c)) => c,
-                Some(Err(source)) => {
-                    return stop(TraceReadError::Io {
-                        path: name.to_string(),
-                        source,
-                    })
-                }
-            };
-            if let Err(e) = each(&c, line) {
-                return stop(e);
-            }
-            line += c.lines;
-            i += 1;
-            let mut s = lock(&shared);
-            s.done = i;
-            s.pool.push(c);
-            drop(s);
-            cv.notify_all();
         }
-        Ok(line - 1)
+        r
     })?;
     let bytes = match source {
         Source::File { len, .. } => len,
-        Source::Stream(cutter) => cutter.into_inner().map_or(0, |c| c.bytes),
+        Source::Stream(cutter) => {
+            cutter
+                .into_inner()
+                .unwrap_or_else(PoisonError::into_inner)
+                .bytes
+        }
     };
     Ok((lines, bytes))
+}
+
+/// Chunks received from the workers, handed out in file order.
+struct InOrder {
+    rx: mpsc::Receiver<Msg>,
+    /// Chunks that arrived before their turn, at their index modulo the number in flight.
+    early: Vec<Option<io::Result<Chunk>>>,
+    /// The number of chunks, once known.
+    total: Option<usize>,
+    /// The index of the next chunk.
+    next: usize,
+}
+
+impl InOrder {
+    /// The next chunk in file order (or the error reading it), `None` after the last; `Err` when
+    /// a worker failed (a bug).
+    fn next(&mut self) -> std::result::Result<Option<io::Result<Chunk>>, &'static str> {
+        let slots = self.early.len();
+        loop {
+            if self.total == Some(self.next) {
+                return Ok(None);
+            }
+            if let Some(c) = self.early[self.next % slots].take() {
+                self.next += 1;
+                return Ok(Some(c));
+            }
+            match self.rx.recv() {
+                Ok(Msg::Chunk(i, c)) => self.early[i % slots] = Some(c),
+                Ok(Msg::End(n)) => self.total = Some(n),
+                Ok(Msg::Panic) => return Err("a chunk reader failed (a bug)"),
+                Err(_) => return Err("a chunk reader stopped"),
+            }
+        }
+    }
+}
+
+/// The accounting side: every chunk to `each` in file order, with the number of its first line,
+/// its buffer then back to the pool. Returns the number of lines.
+fn account(
+    order: &mut InOrder,
+    shared: &Mutex<Shared>,
+    cv: &Condvar,
+    name: &str,
+    each: &mut impl FnMut(&Chunk, u64) -> Result<()>,
+) -> Result<u64> {
+    let mut line = 1u64;
+    while let Some(got) = order.next().map_err(|what| TraceReadError::Internal {
+        path: name.to_string(),
+        what,
+    })? {
+        let c = got.map_err(|source| TraceReadError::Io {
+            path: name.to_string(),
+            source,
+        })?;
+        each(&c, line)?;
+        line += c.lines;
+        let mut s = lock(shared);
+        s.done = order.next;
+        s.pool.push(c);
+        drop(s);
+        cv.notify_all();
+    }
+    Ok(line - 1)
 }
 
 /// Locks a mutex; a poisoned one is taken as it is (a worker that panicked is reported as such).

@@ -219,4 +219,42 @@ mod tests {
         sorted.sort();
         assert_eq!(sorted, [0, 1000, 10_000_000]);
     }
+
+    /// Reads `data`, then fails.
+    struct Failing<'d>(&'d [u8]);
+
+    impl Read for Failing<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.0.is_empty() {
+                return Err(std::io::Error::other("the disk is on fire"));
+            }
+            let n = buf.len().min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    /// A stream that fails is an error naming the input; what comes before it in the stream is
+    /// accounted for first, so an earlier malformed line under --strict is the error reported.
+    #[test]
+    fn errors_come_in_file_order() {
+        let text = "WAIT #0: nam='x' ela= 1 p1=0 obj#=-1 tim=5000\n\
+                    EXEC #1:c=1,e=x,p=0,cr=0,cu=0,mis=0,r=0,dep=0,og=1,plh=0,tim=1\n\
+                    WAIT #0: nam='x' ela= 1 p1=0 obj#=-1 tim=6000\n";
+        for (strict, want) in [
+            (false, "t.trc: the disk is on fire"),
+            (true, "t.trc:2: a db call field is not a number (--strict)"),
+        ] {
+            let mut rec = Rec::default();
+            let opts = Options {
+                strict,
+                chunk_bytes: 16,
+                ..Options::default()
+            };
+            let mut r = Reader::new(&mut rec, opts);
+            let err = r.read("t.trc", Failing(text.as_bytes())).unwrap_err();
+            assert_eq!(err.to_string(), want);
+        }
+    }
 }
