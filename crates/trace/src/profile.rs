@@ -51,7 +51,7 @@ pub struct ProfileOptions {
     pub top: usize,
     /// Malformed lines are errors.
     pub strict: bool,
-    /// Chunk size for reading plain files in parallel; 0 reads them as a stream
+    /// Chunk size (streams are cut into chunks of this size too); 0 reads plain files as a stream
     /// ([`Options::chunk_bytes`]).
     pub chunk_bytes: usize,
 }
