@@ -67,9 +67,10 @@ fn read_some(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
 
 /// Cuts a byte stream into pieces of whole lines, in bounded memory. A piece ends at the last
 /// newline read once it holds `size` bytes (so it holds at least one line, and a line is never
-/// split between pieces); the last piece may end without a newline. Of a line longer than
-/// [`MAX_LINE`], only the first `MAX_LINE + 1` bytes are kept (enough for the classifier to see
-/// that it is too long); the rest, up to its newline, is read and dropped.
+/// split between pieces); the last piece may end without a newline. A line longer than
+/// [`MAX_LINE`] that does not end within the read that brought its first `MAX_LINE + 1` bytes
+/// keeps only those (enough for the classifier to cut it as any other); the rest, up to its
+/// newline, is read and dropped. So a piece holds at most about `size` + 2 MiB.
 pub(crate) struct Cutter<R> {
     input: BufReader<R>,
     size: usize,
