@@ -1,6 +1,6 @@
 //! Profiles trace files with the library alone and prints R and the time taken: a quick way to
 //! measure the reader without building the CLI. Usage: [CHUNK=bytes] trace_profile FILE…
-//! (`CHUNK` sets the chunk size of the parallel reader; 0 reads as a stream.)
+//! (`CHUNK` sets the chunk size; 0 reads plain files as a stream, as gzip files and pipes are.)
 
 use std::path::Path;
 use std::time::Instant;

@@ -23,10 +23,11 @@ use std::path::{Path, PathBuf};
 use dbscope_core::{Event, Manifest, NameTable, Outcome, Recording, WorkloadInfo};
 use serde_json::json;
 
+use crate::error::TraceReadError;
 use crate::line::CallKind;
-use crate::reader::{
-    AccountedCall, AccountedWait, Options, Reader, Sink, Tables, TraceError, TraceReadError,
-};
+use crate::model::{AccountedCall, AccountedWait, Tables, TraceError};
+use crate::reader::{Options, Reader};
+use crate::sink::Sink;
 
 /// Name of the side file with per-event attributes.
 pub const ATTRS_FILE: &str = "trace-attrs.jsonl";

@@ -1,14 +1,21 @@
-//! Reading trace files as numbered lines in bounded memory: plain or gzip (detected by its magic
-//! bytes), any line length (lines past [`MAX_LINE`] are cut and flagged), a missing final newline.
+//! Trace input: files opened plain or gzip (detected by their magic bytes), and a `Cutter` that
+//! cuts any byte stream into pieces of whole lines in bounded memory (lines past [`MAX_LINE`] are
+//! cut, a missing final newline is fine).
 
 use std::fs::File;
 use std::io::{self, BufReader, Read};
 use std::path::Path;
 
 /// Longest line kept; the rest of a longer line is skipped (and the line flagged as cut). A line is
-/// cut exactly when it has more than this many bytes before its newline, however it was buffered
-/// (the parallel reader of plain files cuts the same lines).
+/// cut exactly when it has more than this many bytes before its newline, however it was read
+/// (from a plain file at chunk borders, or from a stream).
 pub const MAX_LINE: usize = 1 << 20;
+
+/// Largest single read from a stream.
+const MAX_READ: usize = 1 << 20;
+/// Reads from a stream shorter than this go through a buffer of this size (small pieces then do
+/// not cost a read, or a decompression call, each); longer ones go straight into the piece.
+const READ_BUFFER: usize = 64 << 10;
 
 /// Opens a trace file, decompressing it on the fly when it is gzip (`.gz` or not: the content decides).
 pub fn open(path: &Path) -> io::Result<Box<dyn Read + Send>> {
@@ -40,172 +47,193 @@ pub fn plain_len(path: &Path) -> io::Result<Option<u64>> {
 fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     let mut got = 0;
     while got < buf.len() {
-        match r.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+        match read_some(r, &mut buf[got..])? {
+            0 => break,
+            n => got += n,
         }
     }
     Ok(got)
 }
 
-/// Splits a byte stream into lines (without `\n` or `\r\n`), reusing one buffer.
-pub struct Lines<R> {
-    input: R,
-    buf: Vec<u8>,
-    start: usize,
-    end: usize,
-    eof: bool,
+/// One `read`, retried when interrupted.
+fn read_some(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        match r.read(buf) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            other => return other,
+        }
+    }
+}
+
+/// Cuts a byte stream into pieces of whole lines, in bounded memory. A piece ends at the last
+/// newline read once it holds `size` bytes (so it holds at least one line, and a line is never
+/// split between pieces); the last piece may end without a newline. A line longer than
+/// [`MAX_LINE`] that does not end within the read that brought its first `MAX_LINE + 1` bytes
+/// keeps only those (enough for the classifier to cut it as any other); the rest, up to its
+/// newline, is read and dropped. So a piece holds at most about `size` + 2 MiB.
+pub(crate) struct Cutter<R> {
+    input: BufReader<R>,
+    size: usize,
+    /// The start of the line the last piece stopped inside: the start of the next piece.
+    carry: Vec<u8>,
+    /// Dropping the rest of a line longer than `MAX_LINE + 1` bytes.
     skipping: bool,
-    long: Vec<u8>,
-    /// Number of the line last returned, from 1.
-    pub line_no: u64,
-    /// Bytes consumed so far.
+    /// The input has ended (or failed).
+    eof: bool,
+    /// Bytes read from the input.
     pub bytes: u64,
-    /// True when the line last returned was longer than [`MAX_LINE`] and was cut.
-    pub cut: bool,
+    /// Pieces handed out (a piece whose reading failed included).
+    pub pieces: usize,
 }
 
-impl<R: Read> Lines<R> {
-    /// Wraps a reader.
-    pub fn new(input: R) -> Self {
-        Lines {
-            input,
-            buf: vec![0; 1 << 18],
-            start: 0,
-            end: 0,
-            eof: false,
+impl<R: Read> Cutter<R> {
+    /// Cuts `input` into pieces of about `size` bytes (at least 1).
+    pub fn new(input: R, size: usize) -> Self {
+        Cutter {
+            input: BufReader::with_capacity(READ_BUFFER, input),
+            size: size.max(1),
+            carry: Vec::new(),
             skipping: false,
-            long: Vec::new(),
-            line_no: 0,
+            eof: false,
             bytes: 0,
-            cut: false,
+            pieces: 0,
         }
     }
 
-    /// The next line, or `None` at the end of the input.
-    pub fn next_line(&mut self) -> io::Result<Option<&[u8]>> {
-        self.cut = false;
-        let mut scanned = self.start;
-        loop {
-            if self.skipping {
-                // The rest of a cut line: drop it up to its newline.
-                if let Some(i) = memchr::memchr(b'\n', &self.buf[self.start..self.end]) {
-                    self.bytes += (i + 1) as u64;
-                    self.start += i + 1;
-                    scanned = self.start;
-                    self.skipping = false;
-                    continue;
-                }
-                self.bytes += (self.end - self.start) as u64;
-                self.start = 0;
-                self.end = 0;
-                scanned = 0;
-                if self.eof {
-                    return Ok(None);
-                }
-            } else if let Some(i) = memchr::memchr(b'\n', &self.buf[scanned..self.end]) {
-                let nl = scanned + i;
-                let (s, e) = (self.start, nl);
-                self.start = nl + 1;
-                self.bytes += (e + 1 - s) as u64;
-                self.line_no += 1;
-                if e - s > MAX_LINE {
-                    self.cut = true;
-                    return Ok(Some(&self.buf[s..s + MAX_LINE]));
-                }
-                return Ok(Some(strip_cr(&self.buf[s..e])));
+    /// Fills `data` with the next piece; `false` (with `data` empty) at the end of the input. After
+    /// an error the input counts as ended.
+    pub fn next_piece(&mut self, data: &mut Vec<u8>) -> io::Result<bool> {
+        let r = self.fill(data);
+        if r.is_err() {
+            self.eof = true;
+            self.pieces += 1;
+            data.clear();
+        }
+        r
+    }
+
+    fn fill(&mut self, data: &mut Vec<u8>) -> io::Result<bool> {
+        // `data` is a reused buffer: bytes past `filled` are stale and overwritten before they are
+        // read, so that it is only zeroed where it grows.
+        let mut filled = self.carry.len();
+        if data.len() < filled {
+            data.resize(filled, 0);
+        }
+        data[..filled].copy_from_slice(&self.carry);
+        self.carry.clear();
+        // Where the line being read starts (0 until a newline is read: the carry holds none).
+        let mut line_start = 0;
+        while !self.eof && (filled < self.size || line_start == 0) {
+            let room = if filled < self.size {
+                self.size - filled
             } else {
-                scanned = self.end;
-                if self.eof {
-                    if self.start == self.end {
-                        return Ok(None);
-                    }
-                    // A last line without a newline (a truncated file).
-                    let (s, e) = (self.start, self.end);
-                    self.start = self.end;
-                    self.bytes += (e - s) as u64;
-                    self.line_no += 1;
-                    if e - s > MAX_LINE {
-                        self.cut = true;
-                        return Ok(Some(&self.buf[s..s + MAX_LINE]));
-                    }
-                    return Ok(Some(strip_cr(&self.buf[s..e])));
-                }
-                if self.end - self.start > MAX_LINE {
-                    // Too long: keep MAX_LINE bytes, drop the rest up to the next newline.
-                    self.long.clear();
-                    self.long
-                        .extend_from_slice(&self.buf[self.start..self.start + MAX_LINE]);
-                    self.bytes += (self.end - self.start) as u64;
-                    self.start = 0;
-                    self.end = 0;
-                    self.skipping = true;
-                    self.line_no += 1;
-                    self.cut = true;
-                    return Ok(Some(&self.long));
-                }
-                if self.end == self.buf.len() {
-                    if self.start > 0 {
-                        self.buf.copy_within(self.start..self.end, 0);
-                        self.end -= self.start;
-                        scanned -= self.start;
-                        self.start = 0;
-                    } else {
-                        let n = (self.buf.len() * 2).min(MAX_LINE + (1 << 16));
-                        self.buf.resize(n, 0);
-                    }
-                }
+                self.size
+            };
+            let end = filled + room.min(MAX_READ);
+            if data.len() < end {
+                data.resize(end, 0);
             }
-            match self.input.read(&mut self.buf[self.end..]) {
-                Ok(0) => self.eof = true,
-                Ok(n) => self.end += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+            let n = read_some(&mut self.input, &mut data[filled..end])?;
+            self.bytes += n as u64;
+            if n == 0 {
+                self.eof = true;
+                break;
+            }
+            let mut new = filled..filled + n;
+            if self.skipping {
+                // The rest of a line that is too long: dropped up to its newline.
+                let Some(nl) = memchr::memchr(b'\n', &data[new.clone()]) else {
+                    continue;
+                };
+                data.copy_within(filled + nl..filled + n, filled);
+                new = filled..filled + n - nl;
+                self.skipping = false;
+            }
+            filled = new.end;
+            if let Some(nl) = memchr::memrchr(b'\n', &data[new.clone()]) {
+                line_start = new.start + nl + 1;
+            }
+            if filled - line_start > MAX_LINE + 1 {
+                filled = line_start + MAX_LINE + 1;
+                self.skipping = true;
             }
         }
+        if !self.eof {
+            self.carry.extend_from_slice(&data[line_start..filled]);
+            filled = line_start;
+        }
+        data.truncate(filled);
+        if filled == 0 {
+            return Ok(false);
+        }
+        self.pieces += 1;
+        Ok(true)
     }
-}
-
-fn strip_cr(l: &[u8]) -> &[u8] {
-    l.strip_suffix(b"\r").unwrap_or(l)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn all(data: &[u8]) -> (Vec<Vec<u8>>, Vec<bool>, u64) {
-        let mut l = Lines::new(data);
-        let (mut out, mut cut) = (Vec::new(), Vec::new());
-        while let Some(x) = l.next_line().unwrap() {
-            out.push(x.to_vec());
-            cut.push(l.cut);
+    /// The lines of `data` as the classifier sees them once cut into pieces of `size` bytes: kept
+    /// bytes (without `\n` or `\r\n`) and whether the line was cut; and the bytes read.
+    fn lines(data: &[u8], size: usize) -> (Vec<(Vec<u8>, bool)>, u64) {
+        let mut cutter = Cutter::new(data, size);
+        let mut piece = Vec::new();
+        let mut out = Vec::new();
+        while cutter.next_piece(&mut piece).unwrap() {
+            assert!(!piece.is_empty());
+            let body = piece.strip_suffix(b"\n").unwrap_or(&piece);
+            for l in body.split(|&b| b == b'\n') {
+                if l.len() > MAX_LINE {
+                    out.push((l[..MAX_LINE].to_vec(), true));
+                } else {
+                    out.push((l.strip_suffix(b"\r").unwrap_or(l).to_vec(), false));
+                }
+            }
         }
-        (out, cut, l.bytes)
+        (out, cutter.bytes)
     }
 
     #[test]
-    fn lines_crlf_and_missing_newline() {
-        let (v, _, bytes) = all(b"a\r\nbb\n\nlast");
-        assert_eq!(
-            v,
-            vec![b"a".to_vec(), b"bb".to_vec(), vec![], b"last".to_vec()]
-        );
-        assert_eq!(bytes, 11);
+    fn crlf_and_a_missing_last_newline() {
+        for size in [1, 2, 3, 5, 100] {
+            let (v, bytes) = lines(b"a\r\nbb\n\nlast", size);
+            let want: Vec<(Vec<u8>, bool)> = [&b"a"[..], b"bb", b"", b"last"]
+                .iter()
+                .map(|l| (l.to_vec(), false))
+                .collect();
+            assert_eq!(v, want, "pieces of {size}");
+            assert_eq!(bytes, 11);
+        }
+        assert_eq!(lines(b"", 7), (vec![], 0));
+        assert_eq!(lines(b"x\n", 7), (vec![(b"x".to_vec(), false)], 2));
     }
 
     #[test]
     fn a_huge_line_is_cut_and_the_next_one_kept() {
-        let mut data = vec![b'x'; MAX_LINE * 3 + 17];
-        data.extend_from_slice(b"\nnext\n");
-        let (v, cut, bytes) = all(&data);
-        assert_eq!(v.len(), 2);
-        assert_eq!(v[0].len(), MAX_LINE);
-        assert_eq!(cut, vec![true, false]);
-        assert_eq!(v[1], b"next");
-        assert_eq!(bytes, data.len() as u64);
+        for (size, tail) in [(1 << 20, &b"\nnext\n"[..]), (4096, b"\r\nnext"), (7, b"\n")] {
+            let mut data = vec![b'x'; MAX_LINE * 3 + 17];
+            data.extend_from_slice(tail);
+            let (v, bytes) = lines(&data, size);
+            assert_eq!(v[0], (vec![b'x'; MAX_LINE], true), "pieces of {size}");
+            let rest: Vec<&[u8]> = v[1..].iter().map(|(l, _)| &l[..]).collect();
+            let want: &[&[u8]] = if tail.len() > 2 { &[b"next"] } else { &[] };
+            assert_eq!(rest, want, "pieces of {size}");
+            assert_eq!(bytes, data.len() as u64);
+        }
+    }
+
+    proptest::proptest! {
+        /// Pieces of any size hold the same lines as the whole input split at once.
+        #[test]
+        fn pieces_hold_the_lines_of_the_whole(
+            data in proptest::collection::vec(proptest::sample::select(&b"ab\r\n"[..]), 0..300),
+            size in 1usize..40,
+        ) {
+            let whole = lines(&data, usize::MAX);
+            proptest::prop_assert_eq!(lines(&data, size), whole);
+        }
     }
 
     #[test]
@@ -217,14 +245,9 @@ mod tests {
             flate2::write::GzEncoder::new(File::create(&p).unwrap(), flate2::Compression::fast());
         gz.write_all(b"one\ntwo\n").unwrap();
         gz.finish().unwrap();
-        let (v, _, _) = {
-            let mut l = Lines::new(open(&p).unwrap());
-            let mut out = Vec::new();
-            while let Some(x) = l.next_line().unwrap() {
-                out.push(x.to_vec());
-            }
-            (out, (), ())
-        };
-        assert_eq!(v, vec![b"one".to_vec(), b"two".to_vec()]);
+        assert_eq!(plain_len(&p).unwrap(), None);
+        let mut text = String::new();
+        open(&p).unwrap().read_to_string(&mut text).unwrap();
+        assert_eq!(text, "one\ntwo\n");
     }
 }

@@ -8,15 +8,19 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::fmt::{self, Write};
 use std::path::Path;
 
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 
+use crate::error::TraceReadError;
 use crate::line::CallKind;
-use crate::reader::{
-    AccountedCall, AccountedWait, FileInfo, FxMap, Options, PlanLine, Reader, Sink, Tables,
-    TraceError, TraceReadError, Warning,
+use crate::model::{
+    AccountedCall, AccountedWait, FileInfo, PlanLine, Tables, TraceError, Unit, Warning,
 };
+use crate::reader::{Options, Reader};
+use crate::sink::Sink;
 
 /// Upper bounds (µs, exclusive) of the skew buckets: powers of ten from 1 µs to 1000 s, as mrskew.
 pub const SKEW_BOUNDS_US: [u64; 10] = [
@@ -47,7 +51,7 @@ pub struct ProfileOptions {
     pub top: usize,
     /// Malformed lines are errors.
     pub strict: bool,
-    /// Chunk size for reading plain files in parallel; 0 reads them as a stream
+    /// Chunk size (streams are cut into chunks of this size too); 0 reads plain files as a stream
     /// ([`Options::chunk_bytes`]).
     pub chunk_bytes: usize,
 }
@@ -237,11 +241,11 @@ struct Collector {
     /// Per wait name id (the hot path; merged into `events` at the end).
     waits: Vec<EventAcc>,
     /// Per (call kind, LOB name id).
-    cpu: FxMap<(CallKind, u32), EventAcc>,
+    cpu: FxHashMap<(CallKind, u32), EventAcc>,
     unaccounted: EventAcc,
-    stmts: FxMap<Option<u32>, StmtAcc>,
-    edges: FxMap<(Option<u32>, Option<u32>), (u64, u64)>,
-    roots: FxMap<Option<u32>, (u64, u64)>,
+    stmts: FxHashMap<Option<u32>, StmtAcc>,
+    edges: FxHashMap<(Option<u32>, Option<u32>), (u64, u64)>,
+    roots: FxHashMap<Option<u32>, (u64, u64)>,
     top: BinaryHeap<Reverse<TopKey>>,
     r: i64,
     unaccounted_in_calls: i64,
@@ -437,7 +441,39 @@ fn profile_with(
 }
 
 impl Collector {
+    /// The profile of what was collected: event rows, statements, call tree, slowest waits.
     fn finish(mut self, t: &Tables, warnings: Vec<Warning>, warning_count: u64) -> Profile {
+        self.merge_events(t);
+        let rows_total: i64 = self.events.values().map(|e| e.total).sum();
+        let wall_span: i64 = self
+            .span
+            .iter()
+            .flatten()
+            .map(|(s, e)| (e - s) as i64)
+            .sum();
+        let r = self.r;
+        Profile {
+            files: t.files.clone(),
+            sessions: t.sessions.len(),
+            r_us: r,
+            rows_total_us: rows_total,
+            wall_span_us: wall_span,
+            unaccounted_between_calls_us: wall_span - r,
+            unaccounted_in_calls_us: self.unaccounted_in_calls,
+            events: self.event_rows(),
+            statements: self.statement_rows(t),
+            tree: self.call_tree(t),
+            top_waits: self.top_waits(t),
+            errors: std::mem::take(&mut self.errors),
+            warning_count,
+            warnings: warnings.into_iter().take(20).collect(),
+            filters: self.filters(),
+        }
+    }
+
+    /// Moves the waits (by name), the CPU of calls (by kind) and the unaccounted-for time into
+    /// `events`, by row name.
+    fn merge_events(&mut self, t: &Tables) {
         for (i, acc) in std::mem::take(&mut self.waits).into_iter().enumerate() {
             if acc.calls > 0 {
                 self.events.insert(t.names[i].clone(), acc);
@@ -455,7 +491,10 @@ impl Collector {
             self.events
                 .insert("unaccounted-for within db calls".to_string(), un);
         }
-        let rows_total: i64 = self.events.values().map(|e| e.total).sum();
+    }
+
+    /// The event rows shown (waits limited to `--event`), largest first.
+    fn event_rows(&self) -> Vec<EventRow> {
         let r = self.r;
         let mut events: Vec<EventRow> = self
             .events
@@ -492,7 +531,12 @@ impl Collector {
             })
             .collect();
         events.sort_by(|a, b| b.total_us.cmp(&a.total_us).then(a.name.cmp(&b.name)));
-        let mut statements: Vec<(Option<u32>, StatementRow)> = self
+        events
+    }
+
+    /// One row per statement, by e descending.
+    fn statement_rows(&self, t: &Tables) -> Vec<StatementRow> {
+        let mut statements: Vec<StatementRow> = self
             .stmts
             .iter()
             .map(|(k, a)| {
@@ -509,27 +553,29 @@ impl Collector {
                         Vec::new(),
                     ),
                 };
-                (
-                    *k,
-                    StatementRow {
-                        sqlid,
-                        hv,
-                        dep,
-                        text,
-                        calls: a.calls,
-                        e_us: a.e,
-                        c_us: a.c,
-                        waits_us: a.waits,
-                        rows: a.rows,
-                        p: a.p,
-                        lio: a.lio,
-                        errors: a.errors,
-                        plan,
-                    },
-                )
+                StatementRow {
+                    sqlid,
+                    hv,
+                    dep,
+                    text,
+                    calls: a.calls,
+                    e_us: a.e,
+                    c_us: a.c,
+                    waits_us: a.waits,
+                    rows: a.rows,
+                    p: a.p,
+                    lio: a.lio,
+                    errors: a.errors,
+                    plan,
+                }
             })
             .collect();
-        statements.sort_by(|a, b| b.1.e_us.cmp(&a.1.e_us).then(a.1.sqlid.cmp(&b.1.sqlid)));
+        statements.sort_by(|a, b| b.e_us.cmp(&a.e_us).then(a.sqlid.cmp(&b.sqlid)));
+        statements
+    }
+
+    /// The call tree from the root calls' statements down, largest first.
+    fn call_tree(&self, t: &Tables) -> Vec<TreeNode> {
         let mut tree: Vec<TreeNode> = self
             .roots
             .iter()
@@ -544,10 +590,17 @@ impl Collector {
             })
             .collect();
         tree.sort_by_key(|n| Reverse(n.e_us));
-        let mut top: Vec<_> = self.top.into_iter().map(|Reverse(x)| x).collect();
-        top.sort_by(|a, b| b.cmp(a));
-        let top_waits = top
+        tree
+    }
+
+    /// The slowest waits, slowest first.
+    fn top_waits(&mut self, t: &Tables) -> Vec<TopWait> {
+        let mut top: Vec<_> = std::mem::take(&mut self.top)
             .into_iter()
+            .map(|Reverse(x)| x)
+            .collect();
+        top.sort_by(|a, b| b.cmp(a));
+        top.into_iter()
             .map(|(ela, file, line, name, stmt, wall)| TopWait {
                 name: t.names[name as usize].clone(),
                 ela_us: ela,
@@ -557,13 +610,11 @@ impl Collector {
                     .unwrap_or_default(),
                 wall_end: wall.and_then(format_wall),
             })
-            .collect();
-        let wall_span: i64 = self
-            .span
-            .iter()
-            .flatten()
-            .map(|(s, e)| (e - s) as i64)
-            .sum();
+            .collect()
+    }
+
+    /// The filters applied, as shown.
+    fn filters(&self) -> Vec<String> {
         let mut filters = Vec::new();
         if let Some(s) = self.opts.since_us {
             filters.push(format!("since {}", format_wall(s).unwrap_or_default()));
@@ -577,23 +628,7 @@ impl Collector {
         for e in &self.opts.events {
             filters.push(format!("event '{e}'"));
         }
-        Profile {
-            files: t.files.clone(),
-            sessions: t.sessions.len(),
-            r_us: r,
-            rows_total_us: rows_total,
-            wall_span_us: wall_span,
-            unaccounted_between_calls_us: wall_span - r,
-            unaccounted_in_calls_us: self.unaccounted_in_calls,
-            events,
-            statements: statements.into_iter().map(|(_, s)| s).collect(),
-            tree,
-            top_waits,
-            errors: self.errors,
-            warning_count,
-            warnings: warnings.into_iter().take(20).collect(),
-            filters,
-        }
+        filters
     }
 
     fn children_of(
@@ -641,17 +676,35 @@ fn secs(us: i64) -> String {
 
 /// Renders the profile as text.
 pub fn render_text(p: &Profile, statements_shown: usize) -> String {
-    use std::fmt::Write;
     let mut o = String::new();
+    // Writing to a String does not fail.
+    let _ = text_sections(&mut o, p, statements_shown);
+    o
+}
+
+/// The sections of the text profile, one after the other.
+fn text_sections(o: &mut String, p: &Profile, statements_shown: usize) -> fmt::Result {
+    text_summary(o, p)?;
+    text_events(o, p)?;
+    text_statements(o, p, statements_shown)?;
+    text_call_tree(o, p)?;
+    text_skew(o, p)?;
+    text_slowest_waits(o, p)?;
+    text_errors(o, p)?;
+    text_warnings(o, p)
+}
+
+/// The files read, the filters, R and the wall span.
+fn text_summary(o: &mut String, p: &Profile) -> fmt::Result {
     for f in &p.files {
-        let _ = writeln!(
+        writeln!(
             o,
             "file {}: Oracle {}, times in {} ({}), {} lines, {} bytes, {} skipped, {} malformed",
             f.path,
             f.version.as_deref().unwrap_or("version unknown"),
             match f.unit {
-                crate::reader::Unit::Microseconds => "microseconds",
-                crate::reader::Unit::Centiseconds => "centiseconds, converted to µs",
+                Unit::Microseconds => "microseconds",
+                Unit::Centiseconds => "centiseconds, converted to µs",
             },
             if f.unit_source == "header" {
                 "from the header"
@@ -662,12 +715,12 @@ pub fn render_text(p: &Profile, statements_shown: usize) -> String {
             f.bytes,
             f.skipped_lines,
             f.malformed_lines
-        );
+        )?;
     }
     if !p.filters.is_empty() {
-        let _ = writeln!(o, "filters: {}", p.filters.join(", "));
+        writeln!(o, "filters: {}", p.filters.join(", "))?;
     }
-    let _ = writeln!(
+    writeln!(
         o,
         "sessions {}  R = {} s  (wall span {} s; unaccounted-for between calls {} s, within calls {} s)",
         p.sessions,
@@ -675,15 +728,20 @@ pub fn render_text(p: &Profile, statements_shown: usize) -> String {
         secs(p.wall_span_us),
         secs(p.unaccounted_between_calls_us),
         secs(p.unaccounted_in_calls_us)
-    );
-    let _ = writeln!(o);
-    let _ = writeln!(
+    )?;
+    writeln!(o)?;
+    Ok(())
+}
+
+/// The event profile.
+fn text_events(o: &mut String, p: &Profile) -> fmt::Result {
+    writeln!(
         o,
         "{:<44} {:>9} {:>14} {:>7} {:>12} {:>10} {:>12}",
         "response time by event", "calls", "total s", "% R", "mean µs", "min µs", "max µs"
-    );
+    )?;
     for e in &p.events {
-        let _ = writeln!(
+        writeln!(
             o,
             "{:<44} {:>9} {:>14} {:>6.1}% {:>12.1} {:>10} {:>12}",
             truncate(&e.name, 44),
@@ -693,9 +751,9 @@ pub fn render_text(p: &Profile, statements_shown: usize) -> String {
             e.mean_us,
             e.min_us,
             e.max_us
-        );
+        )?;
     }
-    let _ = writeln!(
+    writeln!(
         o,
         "{:<44} {:>9} {:>14} {:>6.1}%",
         "total",
@@ -706,21 +764,26 @@ pub fn render_text(p: &Profile, statements_shown: usize) -> String {
         } else {
             0.0
         }
-    );
-    let _ = writeln!(o);
-    let _ = writeln!(
+    )?;
+    writeln!(o)?;
+    Ok(())
+}
+
+/// The statements, the first `shown` of them.
+fn text_statements(o: &mut String, p: &Profile, shown: usize) -> fmt::Result {
+    writeln!(
         o,
         "{:<15} {:>3} {:>7} {:>12} {:>12} {:>12}  text",
         "by statement", "dep", "calls", "e s", "c s", "waits s"
-    );
-    for s in p.statements.iter().take(statements_shown) {
+    )?;
+    for s in p.statements.iter().take(shown) {
         let id = if !s.sqlid.is_empty() {
             s.sqlid.clone()
         } else {
             s.hv.map(|h| format!("hv {h}"))
                 .unwrap_or_else(|| "-".into())
         };
-        let _ = writeln!(
+        writeln!(
             o,
             "{:<15} {:>3} {:>7} {:>12} {:>12} {:>12}  {}",
             id,
@@ -730,19 +793,24 @@ pub fn render_text(p: &Profile, statements_shown: usize) -> String {
             secs(s.c_us as i64),
             secs(s.waits_us as i64),
             truncate(&s.text, 60)
-        );
+        )?;
     }
-    if p.statements.len() > statements_shown {
-        let _ = writeln!(
+    if p.statements.len() > shown {
+        writeln!(
             o,
             "… {} more statements (--json lists all)",
-            p.statements.len() - statements_shown
-        );
+            p.statements.len() - shown
+        )?;
     }
-    let _ = writeln!(o);
-    let _ = writeln!(o, "call tree (e s, calls):");
-    fn walk(o: &mut String, n: &TreeNode, depth: usize) {
-        let _ = writeln!(
+    writeln!(o)?;
+    Ok(())
+}
+
+/// The recursive call tree.
+fn text_call_tree(o: &mut String, p: &Profile) -> fmt::Result {
+    writeln!(o, "call tree (e s, calls):")?;
+    fn walk(o: &mut String, n: &TreeNode, depth: usize) -> fmt::Result {
+        writeln!(
             o,
             "{:indent$}{} s  {}×  {}",
             "",
@@ -750,39 +818,50 @@ pub fn render_text(p: &Profile, statements_shown: usize) -> String {
             n.calls,
             truncate(&n.statement, 70),
             indent = 2 + depth * 2
-        );
+        )?;
         for c in &n.children {
-            walk(o, c, depth + 1);
+            walk(o, c, depth + 1)?;
         }
+        Ok(())
     }
     for n in &p.tree {
-        walk(&mut o, n, 0);
+        walk(o, n, 0)?;
     }
-    let _ = writeln!(o);
+    writeln!(o)?;
+    Ok(())
+}
+
+/// The skew histogram of each wait event.
+fn text_skew(o: &mut String, p: &Profile) -> fmt::Result {
     let labels = [
         "<1µs", "1µs", "10µs", "100µs", "1ms", "10ms", "100ms", "1s", "10s", "100s", "≥1000s",
     ];
-    let _ = writeln!(
+    writeln!(
         o,
         "skew (waits per duration bucket, from each bucket's lower bound):"
-    );
-    let _ = write!(o, "{:<36}", "event");
+    )?;
+    write!(o, "{:<36}", "event")?;
     for l in &labels {
-        let _ = write!(o, " {l:>7}");
+        write!(o, " {l:>7}")?;
     }
-    let _ = writeln!(o);
+    writeln!(o)?;
     for e in p.events.iter().filter(|e| e.kind == "wait") {
-        let _ = write!(o, "{:<36}", truncate(&e.name, 36));
+        write!(o, "{:<36}", truncate(&e.name, 36))?;
         for n in &e.skew_counts {
-            let _ = write!(o, " {n:>7}");
+            write!(o, " {n:>7}")?;
         }
-        let _ = writeln!(o);
+        writeln!(o)?;
     }
+    Ok(())
+}
+
+/// The slowest waits.
+fn text_slowest_waits(o: &mut String, p: &Profile) -> fmt::Result {
     if !p.top_waits.is_empty() {
-        let _ = writeln!(o);
-        let _ = writeln!(o, "slowest waits:");
+        writeln!(o)?;
+        writeln!(o, "slowest waits:")?;
         for w in &p.top_waits {
-            let _ = writeln!(
+            writeln!(
                 o,
                 "{:>12} µs  {:<36} {}  {}{}",
                 w.ela_us,
@@ -793,23 +872,33 @@ pub fn render_text(p: &Profile, statements_shown: usize) -> String {
                     .as_deref()
                     .map(|s| format!("  {s}"))
                     .unwrap_or_default()
-            );
+            )?;
         }
     }
+    Ok(())
+}
+
+/// The db errors, by ORA- number.
+fn text_errors(o: &mut String, p: &Profile) -> fmt::Result {
     if !p.errors.is_empty() {
-        let _ = writeln!(o);
+        writeln!(o)?;
         for (k, n) in &p.errors {
-            let _ = writeln!(o, "error {k}: {n}");
+            writeln!(o, "error {k}: {n}")?;
         }
     }
+    Ok(())
+}
+
+/// The warnings.
+fn text_warnings(o: &mut String, p: &Profile) -> fmt::Result {
     if p.warning_count > 0 {
-        let _ = writeln!(o);
-        let _ = writeln!(o, "{} warnings (malformed lines):", p.warning_count);
+        writeln!(o)?;
+        writeln!(o, "{} warnings (malformed lines):", p.warning_count)?;
         for w in &p.warnings {
-            let _ = writeln!(o, "  {w}");
+            writeln!(o, "  {w}")?;
         }
     }
-    o
+    Ok(())
 }
 
 fn stmt_label(t: &Tables, s: Option<u32>) -> String {

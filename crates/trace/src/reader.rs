@@ -1,392 +1,16 @@
-//! The 10046 reader: a streaming state machine over classified lines that keeps per-session cursor
-//! state and does Method R response-time accounting, handing each accounted db call and wait to a
-//! [`Sink`].
-//!
-//! Accounting rules (Millsap & Holt, *Optimizing Oracle Performance*, ch. 5–6):
-//! - a db call line is written when the call ends; WAIT lines written before it that fall within its
-//!   interval `[tim − e, tim]` happened inside it (a wait is inside when it ended after the call began;
-//!   without wait `tim=`, as before 11g, the latest waits are taken while their `ela` fits in the call's
-//!   `e`, never `SQL*Net message from client`);
-//! - calls of depth `d + 1` written before a call of depth `d` are its recursive children: the parent's
-//!   `c` and `e` include theirs;
-//! - waits inside no call at depth 0 are *between calls* (think time, network);
-//! - `R = Σ e(root calls) + Σ ela(between-call waits)`, where root calls are depth-0 calls and calls
-//!   whose parent is not in the file (trace started or ended mid-call);
-//! - per call, *unaccounted-for* = self `e` − self `c` − Σ own waits (self = minus the children's), and
-//!   may be negative (CPU accounting granularity); for the file, wall span − R.
-//!
-//! Times are normalised to microseconds (centisecond traces from releases before 9i are multiplied
-//! by 10,000); `tim` values are anchored to the `***` timestamp lines to give wall-clock times.
+//! The 10046 reader: traces read one after the other (plain or gzip files, or any byte stream),
+//! each cut into chunks, classified on all cores and accounted for in file order (see
+//! `crate::state`), into one set of [`Tables`] and one [`Sink`].
 
-use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::io::Read;
 use std::path::Path;
 
-use chrono::{DateTime, NaiveDateTime};
-use serde::Serialize;
-
-use crate::chunked::{self, Chunk, Kind};
-use crate::input::{self, Lines};
-use crate::line::{Call, CallKind, Detached, Parsing, Record};
-
-/// Bytes of lines handed from the reading thread to the accounting thread at a time.
-const BATCH_BYTES: usize = 1 << 20;
-
-/// A batch of lines: their bytes back to back, where each ends, and whether it was cut.
-#[derive(Default)]
-struct Batch {
-    data: Vec<u8>,
-    ends: Vec<usize>,
-    cut: Vec<bool>,
-    /// Each line classified on the reading thread.
-    recs: Vec<Detached>,
-}
-
-impl Batch {
-    fn clear(&mut self) {
-        self.data.clear();
-        self.ends.clear();
-        self.cut.clear();
-        self.recs.clear();
-    }
-}
-
-/// Pending waits kept per session while no db call claims them; beyond this, the oldest are counted as
-/// between-call waits (bounded memory on traces with millions of waits and no call).
-const MAX_PENDING_WAITS: usize = 100_000;
-/// Pending recursive calls kept per session; beyond this the oldest become roots.
-const MAX_PENDING_CALLS: usize = 100_000;
-/// Characters of SQL text kept per statement.
-const SQL_EXCERPT: usize = 240;
-/// Plan lines kept per statement.
-const MAX_PLAN_LINES: usize = 500;
-/// Warnings kept with their text (all are counted).
-const MAX_WARNINGS_KEPT: usize = 1000;
-/// Largest `tim` kept, µs (about 2,280 years after its epoch).
-const MAX_TIM_US: u64 = 1 << 56;
-/// Largest duration kept, µs (about 12.7 days).
-const MAX_DURATION_US: u64 = 1 << 40;
-
-/// A small fast hasher for the reader's maps (keys are trace-controlled but maps are bounded by the
-/// distinct names, statements and cursors; speed matters more than flood resistance here).
-#[derive(Default, Clone, Copy)]
-pub struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut b = [0u8; 8];
-            b[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(b));
-        }
-    }
-    #[inline]
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    #[inline]
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(v as u64);
-    }
-    #[inline]
-    fn write_usize(&mut self, v: usize) {
-        self.write_u64(v as u64);
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-/// A HashMap with [`FxHasher`].
-pub type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
-
-/// The time unit a trace was written in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Unit {
-    /// Microseconds (Oracle 9i and later).
-    Microseconds,
-    /// Centiseconds (before 9i); converted to microseconds on reading.
-    Centiseconds,
-}
-
-/// What was learnt about one input file.
-#[derive(Clone, Debug, Serialize)]
-pub struct FileInfo {
-    /// The path as given.
-    pub path: String,
-    /// Oracle version from the header (`Version` line, else the `Release` of the banner), if any.
-    pub version: Option<String>,
-    /// The unit of its times, and how it was decided.
-    pub unit: Unit,
-    /// Why that unit: `header` (the release in the banner) or `default` (no banner found).
-    pub unit_source: &'static str,
-    /// Lines read.
-    pub lines: u64,
-    /// Bytes read (after decompression).
-    pub bytes: u64,
-    /// Lines that are neither records nor part of one (header, free text, other events' dumps).
-    pub skipped_lines: u64,
-    /// Malformed lines (each also a warning).
-    pub malformed_lines: u64,
-}
-
-/// A session: one `*** SESSION ID:(sid.serial)` of one file (or the part before any).
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct SessionInfo {
-    /// Index of its file in [`Tables::files`].
-    pub file: u32,
-    /// `sid.serial`, or empty before any SESSION ID line.
-    pub sid: String,
-    /// Last `MODULE NAME`.
-    pub module: String,
-    /// Last `ACTION NAME`.
-    pub action: String,
-    /// Last `SERVICE NAME`.
-    pub service: String,
-}
-
-/// A SQL statement (distinct by sqlid, else hash value, else cursor for cursors never parsed in the file).
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Statement {
-    /// SQL id, when the trace gives one.
-    pub sqlid: String,
-    /// Hash value.
-    pub hv: Option<u64>,
-    /// Depth it was parsed at.
-    pub dep: u32,
-    /// The start of its text (whitespace collapsed).
-    pub text: String,
-    /// Its execution plan: the first STAT line of each row source id seen for it (at most
-    /// 500 lines).
-    pub plan: Vec<PlanLine>,
-}
-
-/// One row source of an execution plan (a STAT line).
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct PlanLine {
-    /// Row source id.
-    pub id: u32,
-    /// Parent id.
-    pub pid: u32,
-    /// Position under the parent.
-    pub pos: u32,
-    /// Rows produced (in the execution that wrote the STAT lines).
-    pub cnt: u64,
-    /// Object id.
-    pub obj: i64,
-    /// The operation and its statistics, as written.
-    pub op: String,
-}
-
-/// Names and statements referred to by index in accounted records.
-#[derive(Clone, Debug, Default)]
-pub struct Tables {
-    /// Wait event names and LOB call names.
-    pub names: Vec<String>,
-    /// Statements.
-    pub statements: Vec<Statement>,
-    /// Input files.
-    pub files: Vec<FileInfo>,
-    /// Sessions.
-    pub sessions: Vec<SessionInfo>,
-    name_index: FxMap<Vec<u8>, u32>,
-    /// Statements by sqlid, else by hash value, else by text (three separate key spaces).
-    by_sqlid: FxMap<String, u32>,
-    by_hv: FxMap<u64, u32>,
-    by_text: FxMap<String, u32>,
-}
-
-impl Tables {
-    fn name(&mut self, n: &[u8]) -> u32 {
-        if let Some(&i) = self.name_index.get(n) {
-            return i;
-        }
-        let i = self.names.len() as u32;
-        self.names.push(String::from_utf8_lossy(n).into_owned());
-        self.name_index.insert(n.to_vec(), i);
-        i
-    }
-
-    /// The statement a `PARSING IN CURSOR` line names, when it is known already and its identity
-    /// does not depend on its text (it has a sqlid or a hash value).
-    fn known_statement(&self, sqlid: &str, hv: Option<u64>) -> Option<u32> {
-        if !sqlid.is_empty() {
-            self.by_sqlid.get(sqlid).copied()
-        } else {
-            hv.and_then(|hv| self.by_hv.get(&hv).copied())
-        }
-    }
-
-    /// The index of a statement (by sqlid, else hash value, else text), added when new.
-    fn statement(&mut self, stmt: Statement) -> u32 {
-        let i = self.statements.len() as u32;
-        let slot = if !stmt.sqlid.is_empty() {
-            self.by_sqlid.entry(stmt.sqlid.clone())
-        } else if let Some(hv) = stmt.hv {
-            match self.by_hv.entry(hv) {
-                std::collections::hash_map::Entry::Occupied(e) => return *e.get(),
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert(i);
-                    self.statements.push(stmt);
-                    return i;
-                }
-            }
-        } else {
-            self.by_text.entry(stmt.text.clone())
-        };
-        match slot {
-            std::collections::hash_map::Entry::Occupied(e) => *e.get(),
-            std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(i);
-                self.statements.push(stmt);
-                i
-            }
-        }
-    }
-}
-
-/// Where a record came from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Origin {
-    /// Index in [`Tables::files`].
-    pub file: u32,
-    /// Line number, from 1.
-    pub line: u64,
-    /// Index in [`Tables::sessions`].
-    pub session: u32,
-}
-
-/// A db call with its accounting.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct AccountedCall {
-    /// Where it was.
-    pub at: Origin,
-    /// PARSE, EXEC, …
-    pub kind: Option<CallKind>,
-    /// For LOB calls, the name index of the keyword (`LOBWRITE`).
-    pub lob: Option<u32>,
-    /// Cursor.
-    pub cursor: u64,
-    /// Statement, when the cursor's is known.
-    pub stmt: Option<u32>,
-    /// Depth.
-    pub dep: u32,
-    /// CPU µs (including children).
-    pub c: u64,
-    /// Elapsed µs (including children).
-    pub e: u64,
-    /// Physical reads.
-    pub p: u64,
-    /// Consistent reads.
-    pub cr: u64,
-    /// Current reads.
-    pub cu: u64,
-    /// Rows.
-    pub r: u64,
-    /// Library cache misses.
-    pub mis: u64,
-    /// End, µs on the trace's `tim` clock.
-    pub tim: Option<u64>,
-    /// End, wall clock µs since the Unix epoch (when anchored).
-    pub wall_end_us: Option<i64>,
-    /// True when no parent call is in the file (depth 0, or orphaned).
-    pub root: bool,
-    /// Statement of the parent call, for recursive calls that have one.
-    pub parent_stmt: Option<u32>,
-    /// Σ e of its children.
-    pub children_e: u64,
-    /// Σ c of its children.
-    pub children_c: u64,
-    /// Σ ela of the waits inside it (not inside its children).
-    pub waits_ela: u64,
-}
-
-impl AccountedCall {
-    /// Its own CPU, children excluded (may be negative through rounding in the trace).
-    pub fn self_c(&self) -> i64 {
-        self.c as i64 - self.children_c as i64
-    }
-
-    /// Unaccounted-for time inside the call: self e − self c − own waits.
-    pub fn unaccounted(&self) -> i64 {
-        self.e as i64 - self.children_e as i64 - self.self_c() - self.waits_ela as i64
-    }
-}
-
-/// A wait with its accounting.
-#[derive(Clone, Debug, Default)]
-pub struct AccountedWait {
-    /// Where it was.
-    pub at: Origin,
-    /// Event name index.
-    pub name: u32,
-    /// Cursor.
-    pub cursor: u64,
-    /// Statement of the cursor, when known.
-    pub stmt: Option<u32>,
-    /// Elapsed µs.
-    pub ela: u64,
-    /// `obj#`.
-    pub obj: Option<i64>,
-    /// End, µs on the `tim` clock.
-    pub tim: Option<u64>,
-    /// End, wall clock µs since the Unix epoch (when anchored).
-    pub wall_end_us: Option<i64>,
-    /// True when it happened inside a db call; false for between-call waits (part of R on their own).
-    pub in_call: bool,
-    /// The parameters, `name=value` joined by spaces (only with [`Options::keep_params`]).
-    pub params: String,
-}
-
-/// A db error (`ERROR #c:err=` or `PARSE ERROR`).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct TraceError {
-    /// Where it was.
-    pub at: Origin,
-    /// Cursor.
-    pub cursor: u64,
-    /// Statement, when known.
-    pub stmt: Option<u32>,
-    /// ORA- number.
-    pub err: u64,
-    /// True for `PARSE ERROR`.
-    pub parse: bool,
-    /// `tim` µs.
-    pub tim: Option<u64>,
-    /// Wall clock µs.
-    pub wall_us: Option<i64>,
-}
-
-/// A warning about the input, with its place.
-#[derive(Clone, Debug, Serialize)]
-pub struct Warning {
-    /// File path.
-    pub file: String,
-    /// Line number.
-    pub line: u64,
-    /// What was wrong.
-    pub msg: String,
-}
-
-impl std::fmt::Display for Warning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}: {}", self.file, self.line, self.msg)
-    }
-}
-
-/// Receives accounted records, in the order they are resolved.
-pub trait Sink {
-    /// A db call, once its parent (if any) is known.
-    fn call(&mut self, t: &Tables, c: &AccountedCall);
-    /// A wait, once it is known whether a call contains it.
-    fn wait(&mut self, t: &Tables, w: &AccountedWait);
-    /// A db error.
-    fn error(&mut self, _t: &Tables, _e: &TraceError) {}
-}
+use crate::error::{Result, TraceReadError};
+use crate::input;
+use crate::model::{SessionInfo, Tables, Warning};
+use crate::pipeline::{self, Input};
+use crate::sink::Sink;
+use crate::state::{Accounting, Context};
 
 /// Reader options.
 #[derive(Clone, Debug)]
@@ -395,9 +19,10 @@ pub struct Options {
     pub strict: bool,
     /// Keep wait parameters as text (for import).
     pub keep_params: bool,
-    /// Plain (not compressed) files are read in chunks of this many bytes, classified on all
-    /// cores (see "How it runs in parallel" in docs/trace.md); 0 reads them as a stream on two
-    /// threads, as gzip files always are. The result is the same either way.
+    /// Inputs are cut into chunks of this many bytes, classified on all cores (see "How it runs
+    /// in parallel" in docs/trace.md): plain files by the workers in parallel, streams (gzip
+    /// files, pipes) in order. 0 reads plain files as a stream too, in chunks of the default
+    /// size. The result is the same either way.
     pub chunk_bytes: usize,
 }
 
@@ -407,55 +32,9 @@ impl Default for Options {
         Options {
             strict: false,
             keep_params: false,
-            chunk_bytes: chunked::DEFAULT_CHUNK,
+            chunk_bytes: pipeline::DEFAULT_CHUNK,
         }
     }
-}
-
-/// Reading errors: the file cannot be read, or `--strict` met a malformed line.
-#[derive(Debug, thiserror::Error)]
-pub enum TraceReadError {
-    /// The file could not be opened or read.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: String,
-        /// The error.
-        source: std::io::Error,
-    },
-    /// A malformed line under `--strict`.
-    #[error("{0} (--strict)")]
-    Strict(Warning),
-}
-
-#[derive(Clone, Debug)]
-struct PendingWait {
-    w: AccountedWait,
-}
-
-#[derive(Default)]
-struct Session {
-    index: u32,
-    offset_us: Option<i64>,
-    cursors: FxMap<u64, u32>,
-    waits: VecDeque<PendingWait>,
-    calls: VecDeque<AccountedCall>,
-}
-
-enum Mode {
-    Normal,
-    /// Inside SQL text after PARSING IN CURSOR (line where it started, cursor, pending statement,
-    /// and the statement when it is known already: then its text is not collected again).
-    SqlText {
-        start_line: u64,
-        cursor: u64,
-        stmt: Statement,
-        known: Option<u32>,
-    },
-    /// After PARSE ERROR: its text lines follow.
-    ParseErrorText,
-    /// Inside a BINDS block.
-    Binds,
 }
 
 /// Reads 10046 traces one after the other into one set of [`Tables`] and one sink.
@@ -468,23 +47,8 @@ pub struct Reader<'s, S: Sink> {
     pub warnings: Vec<Warning>,
     /// All warnings, counted.
     pub warning_count: u64,
-    // Per file:
-    /// Sessions of the current file, and where to find them by `sid`.
-    sessions: Vec<Session>,
-    session_keys: FxMap<String, usize>,
-    /// The current session's `sid`, and its slot once it has one (set by `cur()`).
-    current: String,
-    current_slot: Option<usize>,
-    cur_i: usize,
-    file: u32,
-    unit_mult: u64,
-    anchor_wall_us: Option<i64>,
-    offset_us: Option<i64>,
-    mode: Mode,
-    header_done: bool,
+    /// Session names read before their session (see [`Context::pending_info`]).
     pending_info: SessionInfo,
-    /// The name index of `SQL*Net message from client`, as of when `names` had this many entries.
-    idle: (usize, Option<u32>),
 }
 
 impl<'s, S: Sink> Reader<'s, S> {
@@ -496,921 +60,63 @@ impl<'s, S: Sink> Reader<'s, S> {
             tables: Tables::default(),
             warnings: Vec::new(),
             warning_count: 0,
-            sessions: Vec::new(),
-            session_keys: FxMap::default(),
-            current: String::new(),
-            current_slot: None,
-            cur_i: 0,
-            file: 0,
-            unit_mult: 1,
-            anchor_wall_us: None,
-            offset_us: None,
-            mode: Mode::Normal,
-            header_done: false,
             pending_info: SessionInfo::default(),
-            idle: (usize::MAX, None),
         }
     }
 
-    /// Reads a file (plain or gzip): a plain file in parallel chunks (unless
-    /// [`Options::chunk_bytes`] is 0), a gzip file as a stream.
-    pub fn read_path(&mut self, path: &Path) -> Result<(), TraceReadError> {
+    /// Reads a file (plain or gzip): a plain file in chunks that workers cut in parallel (unless
+    /// [`Options::chunk_bytes`] is 0), a gzip file (or a pipe) as a stream cut in order.
+    pub fn read_path(&mut self, path: &Path) -> Result<()> {
         let shown = path.display().to_string();
         let io_err = |source| TraceReadError::Io {
             path: shown.clone(),
             source,
         };
-        if self.opts.chunk_bytes > 0 {
-            let len = input::plain_len(path).map_err(io_err)?;
-            if let Some(len) = len {
-                return self.read_chunked(&shown, path, len);
-            }
-        }
-        let input = input::open(path).map_err(io_err)?;
-        self.read(&shown, input)
+        let len = match self.opts.chunk_bytes {
+            0 => None,
+            _ => input::plain_len(path).map_err(io_err)?,
+        };
+        let input = match len {
+            Some(len) => Input::File { path, len },
+            None => Input::Stream(input::open(path).map_err(io_err)?),
+        };
+        self.read_input(&shown, input)
     }
 
-    /// Starts a file: its [`FileInfo`] and fresh per-file state.
-    fn begin_file(&mut self, name: &str) {
-        self.file = self.tables.files.len() as u32;
-        self.tables.files.push(FileInfo {
-            path: name.to_string(),
-            version: None,
-            unit: Unit::Microseconds,
-            unit_source: "default",
-            lines: 0,
-            bytes: 0,
-            skipped_lines: 0,
-            malformed_lines: 0,
-        });
-        self.sessions.clear();
-        self.session_keys.clear();
-        self.unit_mult = 1;
-        self.anchor_wall_us = None;
-        self.offset_us = None;
-        self.mode = Mode::Normal;
-        self.header_done = false;
-        self.switch_session(String::new());
+    /// Reads one trace from any reader (as a stream); `name` is used in warnings.
+    pub fn read(&mut self, name: &str, input: impl Read + Send) -> Result<()> {
+        self.read_input(name, Input::Stream(input))
     }
 
-    /// Reads a plain file of `len` bytes in chunks classified in parallel, accounting for them in
-    /// file order here.
-    fn read_chunked(&mut self, name: &str, path: &Path, len: u64) -> Result<(), TraceReadError> {
-        self.begin_file(name);
+    /// Reads one trace: its chunks classified on all cores, accounted for in file order here.
+    fn read_input<R: Read + Send>(&mut self, name: &str, input: Input<'_, R>) -> Result<()> {
+        let mut file = Accounting::begin(
+            Context {
+                sink: &mut *self.sink,
+                tables: &mut self.tables,
+                warnings: &mut self.warnings,
+                warning_count: &mut self.warning_count,
+                pending_info: &mut self.pending_info,
+                strict: self.opts.strict,
+                keep_params: self.opts.keep_params,
+            },
+            name,
+        );
         let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let lines = chunked::for_each_chunk(
-            path,
-            len,
-            self.opts.chunk_bytes,
-            workers,
-            |c, first| self.account_chunk(c, first),
-            |source| TraceReadError::Io {
-                path: name.to_string(),
-                source,
-            },
-        )?;
-        self.end_file(lines, len)
-    }
-
-    /// Accounts for the records of one chunk whose first line is number `first`.
-    fn account_chunk(&mut self, c: &Chunk, first: u64) -> Result<(), TraceReadError> {
-        // The chunk's names, interned in order of first appearance (as line by line would).
-        let names: Vec<u32> = (0..c.names.len() as u32)
-            .map(|i| self.tables.name(c.name(i)))
-            .collect();
-        for it in &c.items {
-            let no = first + it.line as u64;
-            // WAIT and db call lines take the fast path below unless they end SQL text (which
-            // `process` handles); a BINDS block or PARSE ERROR text simply ends at them.
-            let normal = match self.mode {
-                Mode::Normal => true,
-                Mode::SqlText { .. } => false,
-                Mode::Binds | Mode::ParseErrorText => {
-                    let record = matches!(it.kind, Kind::Wait { .. } | Kind::Call(..));
-                    if record {
-                        self.mode = Mode::Normal;
-                    }
-                    record
-                }
-            };
-            match it.kind {
-                Kind::Wait {
-                    cursor,
-                    ela,
-                    obj,
-                    tim,
-                    name,
-                } if normal && !self.opts.keep_params => {
-                    self.header_done = true;
-                    let obj = (obj != chunked::NO_OBJ).then_some(obj);
-                    let tim = chunked::opt(tim);
-                    let name = names[name as usize];
-                    self.push_wait(name, cursor, ela as u64, obj, tim, String::new(), no);
-                }
-                Kind::Call(kind, f) if normal => {
-                    self.header_done = true;
-                    let call = Call {
-                        cursor: f.cursor,
-                        c: f.c as u64,
-                        e: f.e as u64,
-                        p: f.p as u64,
-                        cr: f.cr as u64,
-                        cu: f.cu as u64,
-                        mis: f.mis as u64,
-                        r: f.r as u64,
-                        dep: f.dep,
-                        plh: None,
-                        tim: chunked::opt(f.tim),
-                        lob: &[],
-                    };
-                    let lob = (kind == CallKind::Lob).then(|| names[f.lob as usize]);
-                    self.push_call(kind, lob, &call, no);
-                }
-                Kind::Others { n } => match &mut self.mode {
-                    Mode::Normal => {
-                        self.tables.files[self.file as usize].skipped_lines += n as u64;
-                        if !self.header_done {
-                            for l in chunked::run_lines(c.bytes(it)) {
-                                self.header_line(l);
-                            }
-                        }
-                    }
-                    Mode::SqlText {
-                        stmt, known: None, ..
-                    } => {
-                        for l in chunked::run_lines(c.bytes(it)) {
-                            if stmt.text.len() >= SQL_EXCERPT {
-                                break;
-                            }
-                            add_sql_text(&mut stmt.text, l);
-                        }
-                    }
-                    Mode::SqlText { .. } | Mode::ParseErrorText | Mode::Binds => {}
-                },
-                Kind::Parsing {
-                    cursor,
-                    dep,
-                    tim,
-                    hv,
-                    sqlid,
-                } => {
-                    let rec = Record::Parsing(Parsing {
-                        cursor,
-                        dep,
-                        oct: 0,
-                        tim: chunked::opt(tim),
-                        hv: chunked::opt(hv),
-                        sqlid: c.short(&sqlid),
-                    });
-                    self.process(c.bytes(it), rec, no)?;
-                }
-                Kind::Stat {
-                    cursor,
-                    id,
-                    pid,
-                    pos,
-                    cnt,
-                    obj,
-                    op,
-                } => {
-                    let rec = Record::Stat {
-                        cursor,
-                        id,
-                        pid,
-                        pos,
-                        cnt,
-                        obj,
-                        op: c.span(op),
-                    };
-                    self.process(c.bytes(it), rec, no)?;
-                }
-                Kind::Timestamp { ts, wall } => {
-                    let rec = Record::Timestamp(c.span(ts));
-                    self.process_with(c.bytes(it), rec, no, Some(wall))?;
-                }
-                Kind::Tagged {
-                    key,
-                    value,
-                    ts,
-                    wall,
-                } => {
-                    let rec = Record::Tagged {
-                        key: c.span(key),
-                        value: c.span(value),
-                        ts: c.span(ts),
-                    };
-                    self.process_with(c.bytes(it), rec, no, Some(wall))?;
-                }
-                Kind::Plain(rec) => self.process(c.bytes(it), rec.record(), no)?,
-                _ => {
-                    // Exactly as the streaming reader reads a line.
-                    let line = c.bytes(it);
-                    let rec = Detached::classify(line).attach(line, self.opts.keep_params);
-                    self.process(line, rec, no)?;
-                }
-            }
-            if it.cut {
-                self.warn(
-                    no,
-                    "line longer than 1 MiB; the rest of it was skipped".into(),
-                )?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Reads one trace from any reader; `name` is used in warnings.
-    pub fn read(&mut self, name: &str, input: impl Read + Send) -> Result<(), TraceReadError> {
-        self.begin_file(name);
-        // Two stages on two threads: reading, decompressing, splitting and classifying lines into
-        // batches on one (lines are independent), accounting on this one (the state machine is
-        // sequential: cursor and session state cross every batch border). Batches are recycled
-        // through `back`.
-        let (lines, bytes) = std::thread::scope(|scope| {
-            let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Batch, std::io::Error>>(4);
-            let (back, recycled) = std::sync::mpsc::channel::<Batch>();
-            let producer = scope.spawn(move || {
-                let mut lines = Lines::new(input);
-                loop {
-                    let mut b = recycled.try_recv().unwrap_or_default();
-                    b.clear();
-                    let mut done = false;
-                    while b.data.len() < BATCH_BYTES {
-                        match lines.next_line() {
-                            Ok(Some(l)) => {
-                                b.recs.push(Detached::classify(l));
-                                b.data.extend_from_slice(l);
-                                b.ends.push(b.data.len());
-                                b.cut.push(lines.cut);
-                            }
-                            Ok(None) => {
-                                done = true;
-                                break;
-                            }
-                            Err(e) => {
-                                let _ = tx.send(Err(e));
-                                return (lines.line_no, lines.bytes);
-                            }
-                        }
-                    }
-                    // A closed channel means the consumer stopped (--strict): stop too.
-                    if (!b.ends.is_empty() && tx.send(Ok(b)).is_err()) || done {
-                        return (lines.line_no, lines.bytes);
-                    }
-                }
-            });
-            let mut no = 0u64;
-            for batch in rx {
-                let b = batch.map_err(|source| TraceReadError::Io {
-                    path: name.to_string(),
-                    source,
-                })?;
-                let mut start = 0;
-                for (i, &end) in b.ends.iter().enumerate() {
-                    no += 1;
-                    let line = &b.data[start..end];
-                    self.process(line, b.recs[i].attach(line, self.opts.keep_params), no)?;
-                    if b.cut[i] {
-                        self.warn(
-                            no,
-                            "line longer than 1 MiB; the rest of it was skipped".into(),
-                        )?;
-                    }
-                    start = end;
-                }
-                let _ = back.send(b);
-            }
-            Ok(producer.join().expect("the line reader does not panic"))
-        })?;
-        self.end_file(lines, bytes)
-    }
-
-    /// Ends a file: its counts, a statement left open, whatever is still pending.
-    fn end_file(&mut self, lines: u64, bytes: u64) -> Result<(), TraceReadError> {
-        let f = &mut self.tables.files[self.file as usize];
-        f.lines = lines;
-        f.bytes = bytes;
-        if let Mode::SqlText { start_line, .. } = self.mode {
-            self.warn(
-                start_line,
-                "PARSING IN CURSOR has no END OF STMT before the end of the file".into(),
-            )?;
-        }
-        self.mode = Mode::Normal;
-        // Whatever is still pending is resolved: waits are between calls, calls are roots.
-        let mut sessions = std::mem::take(&mut self.sessions);
-        for s in &mut sessions {
-            self.flush_session(s);
-        }
-        Ok(())
-    }
-
-    fn warn(&mut self, line: u64, msg: String) -> Result<(), TraceReadError> {
-        let w = Warning {
-            file: self.tables.files[self.file as usize].path.clone(),
-            line,
-            msg,
+        let chunk = match self.opts.chunk_bytes {
+            0 => pipeline::DEFAULT_CHUNK,
+            c => c,
         };
-        if self.opts.strict {
-            return Err(TraceReadError::Strict(w));
-        }
-        self.warning_count += 1;
-        if self.warnings.len() < MAX_WARNINGS_KEPT {
-            self.warnings.push(w);
-        }
-        Ok(())
+        let (lines, bytes) =
+            pipeline::for_each_chunk(input, name, chunk, workers, |c, first| file.chunk(c, first))?;
+        file.end(lines, bytes)
     }
-
-    /// Makes `sid` the current session; it is created when its first record is read, so the
-    /// `*** [ Unix process pid ]` and pre-`SESSION ID` parts only count when they hold records.
-    fn switch_session(&mut self, sid: String) {
-        self.current_slot = self.session_keys.get(&sid).copied();
-        self.current = sid;
-    }
-
-    /// The current session, created on first use (its slot is also left in `cur_i`).
-    fn cur(&mut self) -> &mut Session {
-        let i = match self.current_slot {
-            Some(i) => i,
-            None => {
-                let index = self.tables.sessions.len() as u32;
-                let pending = std::mem::take(&mut self.pending_info);
-                self.tables.sessions.push(SessionInfo {
-                    file: self.file,
-                    sid: self.current.clone(),
-                    ..pending
-                });
-                self.sessions.push(Session {
-                    index,
-                    ..Session::default()
-                });
-                let i = self.sessions.len() - 1;
-                self.session_keys.insert(self.current.clone(), i);
-                self.current_slot = Some(i);
-                i
-            }
-        };
-        self.cur_i = i;
-        &mut self.sessions[i]
-    }
-
-    /// A `tim` in µs, clamped so that sums and differences stay far from overflow on hostile input.
-    fn us(&self, v: u64) -> u64 {
-        v.saturating_mul(self.unit_mult).min(MAX_TIM_US)
-    }
-
-    /// A duration (`e=`, `c=`, `ela=`) in µs, clamped likewise (no real call or wait lasts 12 days).
-    fn dur(&self, v: u64) -> u64 {
-        v.saturating_mul(self.unit_mult).min(MAX_DURATION_US)
-    }
-
-    /// Wall clock of a `tim` (already in µs), anchoring on the last `***` timestamp if needed. Each
-    /// session (process) has its own `tim` epoch: the offset is kept per session, and a session
-    /// without an anchor of its own borrows the file's last one.
-    fn wall(&mut self, tim_us: Option<u64>) -> Option<i64> {
-        let t = tim_us? as i64;
-        let anchor = self.anchor_wall_us.take();
-        let file_offset = self.offset_us;
-        let s = self.cur();
-        if let Some(a) = anchor {
-            s.offset_us = Some(a.saturating_sub(t));
-        }
-        let off = s.offset_us.or(file_offset);
-        if anchor.is_some() {
-            self.offset_us = off;
-        }
-        off.map(|o| o.saturating_add(t))
-    }
-
-    fn process(&mut self, line: &[u8], rec: Record<'_>, no: u64) -> Result<(), TraceReadError> {
-        self.process_with(line, rec, no, None)
-    }
-
-    /// [`Self::process`], with the timestamp of a `***` line already parsed (`wall`) when a chunk
-    /// worker did it.
-    fn process_with(
-        &mut self,
-        line: &[u8],
-        rec: Record<'_>,
-        no: u64,
-        wall: Option<Option<i64>>,
-    ) -> Result<(), TraceReadError> {
-        match &mut self.mode {
-            Mode::Normal => {}
-            Mode::SqlText { stmt, known, .. } => match rec {
-                Record::EndOfStmt => {
-                    let Mode::SqlText {
-                        cursor,
-                        stmt,
-                        known,
-                        ..
-                    } = std::mem::replace(&mut self.mode, Mode::Normal)
-                    else {
-                        unreachable!("matched above")
-                    };
-                    self.define_cursor(cursor, stmt, known);
-                    return Ok(());
-                }
-                Record::Other | Record::Blank | Record::Separator | Record::Malformed(_) => {
-                    if known.is_none() && stmt.text.len() < SQL_EXCERPT {
-                        add_sql_text(&mut stmt.text, line);
-                    }
-                    return Ok(());
-                }
-                _ => {
-                    // A record where SQL text should be: the END OF STMT is missing.
-                    let Mode::SqlText {
-                        cursor,
-                        stmt,
-                        start_line,
-                        known,
-                    } = std::mem::replace(&mut self.mode, Mode::Normal)
-                    else {
-                        unreachable!("matched above")
-                    };
-                    self.define_cursor(cursor, stmt, known);
-                    self.warn(
-                        start_line,
-                        format!("PARSING IN CURSOR has no END OF STMT (line {no} is a record)"),
-                    )?;
-                }
-            },
-            Mode::ParseErrorText | Mode::Binds => match rec {
-                Record::Other | Record::Blank | Record::Malformed(_) => return Ok(()),
-                _ => self.mode = Mode::Normal,
-            },
-        }
-        match rec {
-            Record::Call(kind, c) => {
-                self.header_done = true;
-                let lob = (kind == CallKind::Lob).then(|| self.tables.name(c.lob));
-                self.push_call(kind, lob, &c, no);
-            }
-            Record::Wait(w) => {
-                self.header_done = true;
-                let name = self.tables.name(w.name);
-                let params = if self.opts.keep_params {
-                    let mut s = String::new();
-                    for (k, v) in &w.params[..w.nparams] {
-                        if !s.is_empty() {
-                            s.push(' ');
-                        }
-                        s.push_str(&String::from_utf8_lossy(k));
-                        s.push('=');
-                        s.push_str(&String::from_utf8_lossy(v));
-                    }
-                    s
-                } else {
-                    String::new()
-                };
-                self.push_wait(name, w.cursor, w.ela, w.obj, w.tim, params, no);
-            }
-            Record::Parsing(p) => {
-                self.header_done = true;
-                let tim = p.tim.map(|t| self.us(t));
-                self.wall(tim);
-                let sqlid = String::from_utf8_lossy(p.sqlid);
-                let known = self.tables.known_statement(&sqlid, p.hv);
-                self.mode = Mode::SqlText {
-                    start_line: no,
-                    cursor: p.cursor,
-                    stmt: Statement {
-                        sqlid: if known.is_some() {
-                            String::new()
-                        } else {
-                            sqlid.into_owned()
-                        },
-                        hv: p.hv,
-                        dep: p.dep,
-                        text: String::new(),
-                        plan: Vec::new(),
-                    },
-                    known,
-                };
-            }
-            Record::EndOfStmt => self.warn(no, "END OF STMT without PARSING IN CURSOR".into())?,
-            Record::ParseError {
-                cursor,
-                dep: _,
-                err,
-                tim,
-            } => {
-                let tim = tim.map(|t| self.us(t));
-                let wall_us = self.wall(tim);
-                self.cur();
-                let sess = &mut self.sessions[self.cur_i];
-                // The failed statement's cursor no longer maps to an earlier statement.
-                sess.cursors.remove(&cursor);
-                let e = TraceError {
-                    at: Origin {
-                        file: self.file,
-                        line: no,
-                        session: sess.index,
-                    },
-                    cursor,
-                    stmt: None,
-                    err,
-                    parse: true,
-                    tim,
-                    wall_us,
-                };
-                self.sink.error(&self.tables, &e);
-                self.mode = Mode::ParseErrorText;
-            }
-            Record::Error { cursor, err, tim } => {
-                let tim = tim.map(|t| self.us(t));
-                let wall_us = self.wall(tim);
-                self.cur();
-                let sess = &mut self.sessions[self.cur_i];
-                let e = TraceError {
-                    at: Origin {
-                        file: self.file,
-                        line: no,
-                        session: sess.index,
-                    },
-                    cursor,
-                    stmt: sess.cursors.get(&cursor).copied(),
-                    err,
-                    parse: false,
-                    tim,
-                    wall_us,
-                };
-                self.sink.error(&self.tables, &e);
-            }
-            Record::XctEnd { tim, .. } => {
-                let tim = tim.map(|t| self.us(t));
-                self.wall(tim);
-            }
-            Record::Stat {
-                cursor,
-                id,
-                pid,
-                pos,
-                cnt,
-                obj,
-                op,
-            } => {
-                self.cur();
-                let sess = &self.sessions[self.cur_i];
-                if let Some(&st) = sess.cursors.get(&cursor) {
-                    let plan = &mut self.tables.statements[st as usize].plan;
-                    if plan.len() < MAX_PLAN_LINES && !plan.iter().any(|l| l.id == id) {
-                        plan.push(PlanLine {
-                            id,
-                            pid,
-                            pos,
-                            cnt,
-                            obj,
-                            op: String::from_utf8_lossy(op).into_owned(),
-                        });
-                    }
-                }
-            }
-            Record::Binds { .. } => self.mode = Mode::Binds,
-            Record::Timestamp(ts) => {
-                if let Some(w) = wall.unwrap_or_else(|| parse_timestamp(ts)) {
-                    self.anchor_wall_us = Some(w);
-                } else {
-                    self.warn(no, "*** line whose timestamp cannot be read".into())?;
-                }
-            }
-            Record::Tagged { key, value, ts } => {
-                if let Some(w) = wall.unwrap_or_else(|| parse_timestamp(ts)) {
-                    self.anchor_wall_us = Some(w);
-                }
-                let value = String::from_utf8_lossy(value).into_owned();
-                match key {
-                    b"SESSION ID" => self.switch_session(value),
-                    _ => {
-                        // 10g writes MODULE/ACTION before SESSION ID: keep them for the session
-                        // that comes next rather than opening one for them.
-                        let info = match self.current_slot {
-                            Some(i) => &mut self.tables.sessions[self.sessions[i].index as usize],
-                            None => &mut self.pending_info,
-                        };
-                        match key {
-                            b"MODULE NAME" => info.module = value,
-                            b"ACTION NAME" => info.action = value,
-                            b"SERVICE NAME" => info.service = value,
-                            _ => {}
-                        }
-                    }
-                }
-            }
-            Record::Star(rest) => {
-                // trcsess output: `*** [ Unix process pid: N ]` starts another process's section.
-                if let Some(pid) = rest.strip_prefix(b"[ Unix process pid: ") {
-                    let pid = String::from_utf8_lossy(pid.strip_suffix(b" ]").unwrap_or(pid));
-                    self.switch_session(format!("pid {}", pid.trim()));
-                }
-            }
-            Record::Separator | Record::Blank => {}
-            Record::Malformed(why) => {
-                self.tables.files[self.file as usize].malformed_lines += 1;
-                self.warn(no, why.to_string())?;
-            }
-            Record::Other => {
-                self.tables.files[self.file as usize].skipped_lines += 1;
-                if !self.header_done {
-                    self.header_line(line);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// A db call line (times still in the trace's unit): accounted, or kept pending for its parent.
-    fn push_call(&mut self, kind: CallKind, lob: Option<u32>, c: &Call<'_>, no: u64) {
-        let tim = c.tim.map(|t| self.us(t));
-        let wall_end_us = self.wall(tim);
-        self.cur();
-        let sess = &mut self.sessions[self.cur_i];
-        let stmt = sess.cursors.get(&c.cursor).copied();
-        let call = AccountedCall {
-            at: Origin {
-                file: self.file,
-                line: no,
-                session: sess.index,
-            },
-            kind: Some(kind),
-            lob,
-            cursor: c.cursor,
-            stmt: if kind == CallKind::Lob { None } else { stmt },
-            dep: c.dep,
-            c: self.dur(c.c),
-            e: self.dur(c.e),
-            p: c.p,
-            cr: c.cr,
-            cu: c.cu,
-            r: c.r,
-            mis: c.mis,
-            tim,
-            wall_end_us,
-            ..AccountedCall::default()
-        };
-        self.on_call(call);
-    }
-
-    /// A WAIT line (times still in the trace's unit; `name` interned): pending until a call
-    /// claims it or a depth-0 call shows it was between calls.
-    #[allow(clippy::too_many_arguments)]
-    fn push_wait(
-        &mut self,
-        name: u32,
-        cursor: u64,
-        ela: u64,
-        obj: Option<i64>,
-        tim: Option<u64>,
-        params: String,
-        no: u64,
-    ) {
-        let tim = tim.map(|t| self.us(t));
-        let wall_end_us = self.wall(tim);
-        let ela = self.dur(ela);
-        self.cur();
-        let sess = &mut self.sessions[self.cur_i];
-        let stmt = sess.cursors.get(&cursor).copied();
-        let pw = PendingWait {
-            w: AccountedWait {
-                at: Origin {
-                    file: self.file,
-                    line: no,
-                    session: sess.index,
-                },
-                name,
-                cursor,
-                stmt,
-                ela,
-                obj,
-                tim,
-                wall_end_us,
-                in_call: false,
-                params,
-            },
-        };
-        sess.waits.push_back(pw);
-        if sess.waits.len() > MAX_PENDING_WAITS {
-            let old = sess.waits.pop_front().expect("non-empty");
-            self.sink.wait(&self.tables, &old.w);
-        }
-    }
-
-    fn header_line(&mut self, line: &[u8]) {
-        let f = &mut self.tables.files[self.file as usize];
-        if line.starts_with(b"Oracle") {
-            if let Some(at) = memchr::memmem::find(line, b"Release ") {
-                let rel = &line[at + 8..];
-                let end = rel.iter().position(|&b| b == b' ').unwrap_or(rel.len());
-                let rel = String::from_utf8_lossy(&rel[..end]).into_owned();
-                let major: u32 = rel
-                    .split('.')
-                    .next()
-                    .and_then(|m| m.parse().ok())
-                    .unwrap_or(0);
-                if major > 0 {
-                    f.unit_source = "header";
-                    if major < 9 {
-                        f.unit = Unit::Centiseconds;
-                        self.unit_mult = 10_000;
-                    }
-                    if f.version.is_none() {
-                        f.version = Some(rel);
-                    }
-                }
-            }
-        } else if let Some(v) = line.strip_prefix(b"Version ") {
-            // 18c+ print the full version on a line of its own.
-            if v.first().is_some_and(|b| b.is_ascii_digit()) {
-                f.version = Some(String::from_utf8_lossy(v).trim().to_string());
-            }
-        }
-    }
-
-    /// Binds a cursor to its statement: `known` when [`Tables::known_statement`] found it at the
-    /// PARSING line, else `stmt` (added when new).
-    fn define_cursor(&mut self, cursor: u64, stmt: Statement, known: Option<u32>) {
-        let idx = match known {
-            Some(i) => i,
-            None => self.tables.statement(stmt),
-        };
-        self.cur();
-        let sess = &mut self.sessions[self.cur_i];
-        sess.cursors.insert(cursor, idx);
-    }
-
-    fn on_call(&mut self, mut call: AccountedCall) {
-        self.cur();
-        let sess = &mut self.sessions[self.cur_i];
-        // 1. Children: pending calls one level deeper; deeper ones than that are orphans (roots).
-        // Pending calls are in non-decreasing depth order (each call takes the deeper ones and is
-        // then appended), so the deeper ones are a suffix: only that is looked at, which keeps a
-        // long run of recursive calls without a parent linear.
-        let mut start = sess.calls.len();
-        while start > 0 && sess.calls[start - 1].dep > call.dep {
-            start -= 1;
-        }
-        debug_assert!(sess.calls.range(..start).all(|c| c.dep <= call.dep));
-        let mut children = Vec::new();
-        for mut pending in sess.calls.drain(start..) {
-            if pending.dep == call.dep + 1 {
-                children.push(pending);
-            } else {
-                pending.root = true;
-                self.sink.call(&self.tables, &pending);
-            }
-        }
-        for ch in &mut children {
-            call.children_e += ch.e;
-            call.children_c += ch.c;
-            ch.parent_stmt = call.stmt;
-            ch.root = false;
-        }
-        // 2. Waits inside the call: the latest pending ones that fall in its interval.
-        if self.idle.0 != self.tables.names.len() {
-            // Looked up again only when names were added.
-            self.idle = (
-                self.tables.names.len(),
-                self.tables
-                    .name_index
-                    .get(&b"SQL*Net message from client"[..])
-                    .copied(),
-            );
-        }
-        let inside = waits_inside(&sess.waits, &call, self.idle.1);
-        let first_inside = sess.waits.len() - inside;
-        for mut w in sess.waits.drain(first_inside..) {
-            w.w.in_call = true;
-            call.waits_ela += w.w.ela;
-            self.sink.wait(&self.tables, &w.w);
-        }
-        if call.dep == 0 {
-            // Whatever is left before a depth-0 call happened between calls.
-            for w in sess.waits.drain(..) {
-                self.sink.wait(&self.tables, &w.w);
-            }
-        }
-        for ch in &children {
-            self.sink.call(&self.tables, ch);
-        }
-        if call.dep == 0 {
-            call.root = true;
-            self.sink.call(&self.tables, &call);
-        } else {
-            // Resolved when its parent arrives (or at the end: a root).
-            call.root = true;
-            sess.calls.push_back(call);
-            if sess.calls.len() > MAX_PENDING_CALLS {
-                let old = sess.calls.pop_front().expect("non-empty");
-                self.sink.call(&self.tables, &old);
-            }
-        }
-    }
-
-    fn flush_session(&mut self, s: &mut Session) {
-        for w in s.waits.drain(..) {
-            self.sink.wait(&self.tables, &w.w);
-        }
-        for mut c in s.calls.drain(..) {
-            c.root = true;
-            self.sink.call(&self.tables, &c);
-        }
-    }
-}
-
-/// The common case of the old `***` timestamp, `YYYY-MM-DD` and `HH:MM:SS.f…` (1 to 9 digits),
-/// read without chrono's format parser (these lines are frequent); `None` for anything else, which
-/// the format parser then reads (with the same result where this one gives one).
-fn old_timestamp_plain(date: &str, time: &str) -> Option<i64> {
-    let (d, t) = (date.as_bytes(), time.as_bytes());
-    if d.len() != 10 || d[4] != b'-' || d[7] != b'-' || t.len() < 10 || t.len() > 18 {
-        return None;
-    }
-    if t[2] != b':' || t[5] != b':' || t[8] != b'.' {
-        return None;
-    }
-    let num = |s: &[u8]| -> Option<u32> {
-        s.iter().try_fold(0u32, |v, &b| {
-            b.is_ascii_digit().then(|| v * 10 + (b - b'0') as u32)
-        })
-    };
-    let (y, mo, dd) = (num(&d[..4])?, num(&d[5..7])?, num(&d[8..])?);
-    let (h, mi, sec) = (num(&t[..2])?, num(&t[3..5])?, num(&t[6..8])?);
-    let frac = &t[9..];
-    let nanos = num(frac)? * 10u32.pow(9 - frac.len() as u32);
-    if sec > 59 {
-        return None;
-    }
-    let dt =
-        chrono::NaiveDate::from_ymd_opt(y as i32, mo, dd)?.and_hms_nano_opt(h, mi, sec, nanos)?;
-    Some(dt.and_utc().timestamp_micros())
-}
-
-/// Appends the words of a line of SQL text to a statement's excerpt (whitespace collapsed, at most
-/// [`SQL_EXCERPT`] bytes, cut at a character boundary).
-fn add_sql_text(text: &mut String, line: &[u8]) {
-    let line = String::from_utf8_lossy(line);
-    for word in line.split_whitespace() {
-        if text.len() >= SQL_EXCERPT {
-            break;
-        }
-        if !text.is_empty() {
-            text.push(' ');
-        }
-        text.push_str(word);
-    }
-    if text.len() > SQL_EXCERPT {
-        let mut cut = SQL_EXCERPT;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        text.truncate(cut);
-    }
-}
-
-/// How many of the latest pending waits happened inside `call`.
-fn waits_inside(waits: &VecDeque<PendingWait>, call: &AccountedCall, idle: Option<u32>) -> usize {
-    let budget = call.e.saturating_sub(call.children_e);
-    let start = call.tim.map(|t| t.saturating_sub(call.e));
-    let mut n = 0;
-    let mut used = 0u64;
-    for pw in waits.iter().rev() {
-        let w = &pw.w;
-        let inside = match (w.tim, start) {
-            (Some(wt), Some(s)) => wt > s,
-            _ => Some(w.name) != idle && used + w.ela <= budget,
-        };
-        if !inside {
-            break;
-        }
-        used += w.ela;
-        n += 1;
-    }
-    n
-}
-
-/// Parses the timestamp of a `***` line into Unix µs: ISO 8601 with offset
-/// (`2024-03-26T18:58:52.935374-07:00`) or the old form (`2012-11-30 23:21:45.691`, read as UTC).
-pub fn parse_timestamp(ts: &[u8]) -> Option<i64> {
-    let s = std::str::from_utf8(ts).ok()?.trim();
-    let first = s.split(' ').next()?;
-    if first.contains('T') {
-        let dt = DateTime::parse_from_rfc3339(first).ok()?;
-        return Some(dt.timestamp_micros());
-    }
-    let mut parts = s.split(' ');
-    let date = parts.next()?;
-    let time = parts.next()?;
-    if let Some(us) = old_timestamp_plain(date, time) {
-        return Some(us);
-    }
-    let naive =
-        NaiveDateTime::parse_from_str(&format!("{date} {time}"), "%Y-%m-%d %H:%M:%S%.f").ok()?;
-    Some(naive.and_utc().timestamp_micros())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{AccountedCall, AccountedWait, TraceError};
 
     #[derive(Default)]
     struct Rec {
@@ -1439,57 +145,6 @@ mod tests {
             (r.tables, r.warnings)
         };
         (rec, tables, warnings)
-    }
-
-    #[test]
-    fn timestamps_both_forms() {
-        assert_eq!(
-            parse_timestamp(b"2024-03-26T18:58:52.935374-07:00 (PDB1(3))"),
-            Some(1_711_504_732_935_374)
-        );
-        assert_eq!(
-            parse_timestamp(b"2012-11-30 23:21:45.691"),
-            Some(1_354_317_705_691_000)
-        );
-        assert_eq!(parse_timestamp(b"yesterday"), None);
-    }
-
-    proptest::proptest! {
-        /// The quick reading of old-style timestamps agrees with chrono's format parser.
-        #[test]
-        fn old_timestamps_read_as_chrono_reads_them(
-            ts in "[0-9]{4}-(0[0-9]|1[0-3])-([0-2][0-9]|3[0-2]) ([01][0-9]|2[0-4]):[0-6][0-9]:[0-6][0-9](\\.[0-9]{0,10})?"
-        ) {
-            let mut parts = ts.split(' ');
-            let (date, time) = (parts.next().unwrap(), parts.next().unwrap());
-            if let Some(us) = old_timestamp_plain(date, time) {
-                let chrono = NaiveDateTime::parse_from_str(&format!("{date} {time}"), "%Y-%m-%d %H:%M:%S%.f")
-                    .map(|n| n.and_utc().timestamp_micros());
-                proptest::prop_assert_eq!(chrono, Ok(us));
-            }
-        }
-    }
-
-    #[test]
-    fn old_timestamps_common_and_odd() {
-        for ts in [
-            "2012-11-30 23:21:45.691",
-            "2000-02-29 00:00:00.000001",
-            "2012-11-30 23:21:45.123456789",
-        ] {
-            let mut parts = ts.split(' ');
-            let (date, time) = (parts.next().unwrap(), parts.next().unwrap());
-            let want = NaiveDateTime::parse_from_str(ts, "%Y-%m-%d %H:%M:%S%.f").unwrap();
-            assert_eq!(
-                old_timestamp_plain(date, time),
-                Some(want.and_utc().timestamp_micros()),
-                "{ts}"
-            );
-        }
-        // Not dates, or not this form: left to chrono.
-        assert_eq!(old_timestamp_plain("2012-02-30", "23:21:45.691"), None);
-        assert_eq!(old_timestamp_plain("2012-11-30", "23:21:45"), None);
-        assert_eq!(old_timestamp_plain("2012-11-30", "23:21:60.5"), None);
     }
 
     #[test]
@@ -1563,5 +218,43 @@ mod tests {
         let mut sorted = walls.clone();
         sorted.sort();
         assert_eq!(sorted, [0, 1000, 10_000_000]);
+    }
+
+    /// Reads `data`, then fails.
+    struct Failing<'d>(&'d [u8]);
+
+    impl Read for Failing<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.0.is_empty() {
+                return Err(std::io::Error::other("the disk is on fire"));
+            }
+            let n = buf.len().min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    /// A stream that fails is an error naming the input; what comes before it in the stream is
+    /// accounted for first, so an earlier malformed line under --strict is the error reported.
+    #[test]
+    fn errors_come_in_file_order() {
+        let text = "WAIT #0: nam='x' ela= 1 p1=0 obj#=-1 tim=5000\n\
+                    EXEC #1:c=1,e=x,p=0,cr=0,cu=0,mis=0,r=0,dep=0,og=1,plh=0,tim=1\n\
+                    WAIT #0: nam='x' ela= 1 p1=0 obj#=-1 tim=6000\n";
+        for (strict, want) in [
+            (false, "t.trc: the disk is on fire"),
+            (true, "t.trc:2: a db call field is not a number (--strict)"),
+        ] {
+            let mut rec = Rec::default();
+            let opts = Options {
+                strict,
+                chunk_bytes: 16,
+                ..Options::default()
+            };
+            let mut r = Reader::new(&mut rec, opts);
+            let err = r.read("t.trc", Failing(text.as_bytes())).unwrap_err();
+            assert_eq!(err.to_string(), want);
+        }
     }
 }

@@ -1,15 +1,17 @@
-//! The parallel chunked reader gives exactly what the streaming reader gives: the same profile (text
-//! and JSON), the same import run, the same warnings and `--strict` errors, on every fixture and on
-//! awkward synthetic files, with chunk sizes small enough that borders fall inside PARSING … END OF
-//! STMT blocks, BINDS blocks, the header and single lines.
+//! Every way into the reader gives the same result: a plain file cut into chunks by parallel
+//! workers, the same file as a stream, gzipped, or through a pipe give the same profile
+//! (text and JSON), the same import run, the same warnings and `--strict` errors, on every fixture
+//! and on awkward synthetic files, with chunk sizes small enough that borders fall inside PARSING …
+//! END OF STMT blocks, BINDS blocks, the header and single lines.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use dbscope_trace::import::import_files_chunked;
 use dbscope_trace::profile::{profile_files, render_text, ProfileOptions};
 
-/// Chunk sizes to try: tiny (a border on nearly every line, most chunks empty), odd, a page, and the
-/// default.
+/// Chunk sizes to try: tiny (a border on nearly every line, most file chunks empty), odd, a page,
+/// and the default.
 const SIZES: [usize; 6] = [7, 64, 100, 333, 4096, 4 << 20];
 
 fn fixtures() -> Vec<PathBuf> {
@@ -29,7 +31,7 @@ fn fixtures() -> Vec<PathBuf> {
 }
 
 /// Text and JSON of the profile of `paths`, or the error, read with chunks of `chunk` bytes (0:
-/// the streaming reader).
+/// plain files as a stream).
 fn profile(paths: &[&Path], chunk: usize, strict: bool) -> String {
     let opts = ProfileOptions {
         chunk_bytes: chunk,
@@ -76,33 +78,70 @@ fn import(paths: &[&Path], chunk: usize) -> Vec<(String, Vec<u8>)> {
     files
 }
 
+/// Copies of `paths` in a temporary directory (same file names), so that they can be gzipped in
+/// place: the reader tells gzip by its content, and a file's path is part of the output.
+fn copies(paths: &[&Path]) -> (tempfile::TempDir, Vec<PathBuf>) {
+    let dir = tempfile::tempdir().unwrap();
+    let copies = paths
+        .iter()
+        .map(|p| {
+            let c = dir.path().join(p.file_name().unwrap());
+            std::fs::copy(p, &c).unwrap();
+            c
+        })
+        .collect();
+    (dir, copies)
+}
+
+fn gzip_in_place(paths: &[PathBuf]) {
+    for p in paths {
+        let data = std::fs::read(p).unwrap();
+        let mut gz = flate2::write::GzEncoder::new(
+            std::fs::File::create(p).unwrap(),
+            flate2::Compression::fast(),
+        );
+        gz.write_all(&data).unwrap();
+        gz.finish().unwrap();
+    }
+}
+
 fn same_everywhere(paths: &[&Path], what: &str) {
     same_with(paths, what, &SIZES);
 }
 
+/// The plain files streamed are the reference; the plain files in chunks of `sizes` (cut by the
+/// workers) and the gzipped files in chunks of `sizes` (cut as a stream) must give the same.
 fn same_with(paths: &[&Path], what: &str, sizes: &[usize]) {
-    for strict in [false, true] {
-        let want = profile(paths, 0, strict);
+    let (_dir, files) = copies(paths);
+    let paths: Vec<&Path> = files.iter().map(|p| p.as_path()).collect();
+    let want: Vec<String> = [false, true]
+        .iter()
+        .map(|&strict| profile(&paths, 0, strict))
+        .collect();
+    let want_import = import(&paths, 0);
+    let check = |how: &str| {
         for &chunk in sizes {
-            let got = profile(paths, chunk, strict);
-            assert!(
-                got == want,
-                "{what}: chunks of {chunk} bytes (strict {strict}) differ from the stream:\n{}",
-                first_difference(&want, &got)
-            );
+            for (strict, want) in [false, true].into_iter().zip(&want) {
+                let got = profile(&paths, chunk, strict);
+                assert!(
+                    got == *want,
+                    "{what}: {how} in chunks of {chunk} bytes (strict {strict}) differ from the stream:\n{}",
+                    first_difference(want, &got)
+                );
+            }
+            let got = import(&paths, chunk);
+            assert_eq!(want_import.len(), got.len(), "{what}: import files");
+            for ((n, a), (_, b)) in want_import.iter().zip(&got) {
+                assert!(
+                    a == b,
+                    "{what}: import {n} differs, {how} in chunks of {chunk} bytes"
+                );
+            }
         }
-    }
-    let want = import(paths, 0);
-    for &chunk in sizes {
-        let got = import(paths, chunk);
-        assert_eq!(want.len(), got.len(), "{what}: import files");
-        for ((n, a), (_, b)) in want.iter().zip(&got) {
-            assert!(
-                a == b,
-                "{what}: import {n} differs with chunks of {chunk} bytes"
-            );
-        }
-    }
+    };
+    check("plain");
+    gzip_in_place(&files);
+    check("gzipped");
 }
 
 fn first_difference(a: &str, b: &str) -> String {
@@ -126,6 +165,30 @@ fn several_files_at_once_read_the_same_in_chunks() {
     let all = fixtures();
     let paths: Vec<&Path> = all.iter().map(|p| p.as_path()).collect();
     same_everywhere(&paths, "all fixtures");
+}
+
+/// A pipe (as stdin is) is read as a stream, with the same result as the plain file.
+#[cfg(unix)]
+#[test]
+fn a_pipe_reads_as_the_file() {
+    use std::os::fd::AsRawFd;
+    let fx = fixtures();
+    let file = fx
+        .iter()
+        .find(|p| p.ends_with("jkstill__ora-binds__js122a1_ora_9039_GEN-BINDS.trc"))
+        .unwrap();
+    let want = profile(&[file.as_path()], 100, false);
+    let (reader, mut writer) = std::io::pipe().unwrap();
+    let data = std::fs::read(file).unwrap();
+    let feed = std::thread::spawn(move || writer.write_all(&data).unwrap());
+    // Opened again by path, as `dbscope trace profile /dev/stdin` does.
+    let pipe = PathBuf::from(format!("/dev/fd/{}", reader.as_raw_fd()));
+    let got = profile(&[pipe.as_path()], 100, false);
+    feed.join().unwrap();
+    drop(reader);
+    // The input's name is part of the output.
+    let got = got.replace(pipe.to_str().unwrap(), file.to_str().unwrap());
+    assert!(got == want, "{}", first_difference(&want, &got));
 }
 
 /// Synthetic files: CRLF, a truncated last line, binary garbage, lines longer than 1 MiB (cut),
@@ -196,7 +259,8 @@ fn awkward_files_read_the_same_in_chunks() {
         let p = dir.path().join(format!("{}.trc", what.replace(' ', "_")));
         std::fs::write(&p, &bytes).unwrap();
         // Files of megabytes in 7-byte chunks would take long: a 4 KiB chunk already puts the
-        // long lines on the line-by-line path (longer than 4 chunks).
+        // long lines on the cut path (a file chunk longer than 4 chunks, a stream piece longer
+        // than 1 MiB).
         if bytes.len() > 1 << 20 {
             same_with(&[p.as_path()], what, &[4096, 100_000, 4 << 20]);
         } else {
@@ -208,8 +272,8 @@ fn awkward_files_read_the_same_in_chunks() {
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
 
-    /// Spliced real lines, random bytes and long lines, in random chunk sizes: chunked and streamed
-    /// reads agree (and neither panics).
+    /// Spliced real lines, random bytes and long lines, in random chunk sizes: chunked, gzipped
+    /// and streamed reads agree (and none panics).
     #[test]
     fn spliced_and_random_input_reads_the_same_in_chunks(
         pieces in proptest::collection::vec((0usize..400, 0usize..120, proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40)), 1..80),
@@ -231,10 +295,16 @@ proptest::proptest! {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("spliced.trc");
         std::fs::write(&p, &text).unwrap();
-        for strict in [false, true] {
-            let want = profile(&[p.as_path()], 0, strict);
+        let paths = [p.clone()];
+        let want: Vec<String> = [false, true].iter().map(|&s| profile(&[p.as_path()], 0, s)).collect();
+        for (strict, want) in [false, true].into_iter().zip(&want) {
             let got = profile(&[p.as_path()], chunk, strict);
-            proptest::prop_assert!(got == want, "chunks of {}: {}", chunk, first_difference(&want, &got));
+            proptest::prop_assert!(got == *want, "chunks of {}: {}", chunk, first_difference(want, &got));
+        }
+        gzip_in_place(&paths);
+        for (strict, want) in [false, true].into_iter().zip(&want) {
+            let got = profile(&[p.as_path()], chunk, strict);
+            proptest::prop_assert!(got == *want, "gzipped, chunks of {}: {}", chunk, first_difference(want, &got));
         }
     }
 }

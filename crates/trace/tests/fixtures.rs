@@ -241,6 +241,6 @@ fn oracle10g_without_wait_tim() {
 #[test]
 fn oracle8i_centiseconds_are_converted() {
     let p = check_handmade("oracle8i_centiseconds");
-    assert_eq!(p.files[0].unit, dbscope_trace::reader::Unit::Centiseconds);
+    assert_eq!(p.files[0].unit, dbscope_trace::model::Unit::Centiseconds);
     assert_eq!(p.files[0].version.as_deref(), Some("8.1.7.4.0"));
 }

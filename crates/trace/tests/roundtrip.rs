@@ -4,8 +4,10 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use dbscope_trace::model::{AccountedCall, AccountedWait, Tables};
 use dbscope_trace::profile::{Profile, ProfileOptions};
 use dbscope_trace::reader::{Options, Reader};
+use dbscope_trace::sink::Sink;
 use proptest::prelude::*;
 
 const EVENTS: [&str; 4] = [
@@ -223,17 +225,7 @@ proptest! {
 
 struct NullSink;
 
-impl dbscope_trace::reader::Sink for NullSink {
-    fn call(
-        &mut self,
-        _: &dbscope_trace::reader::Tables,
-        _: &dbscope_trace::reader::AccountedCall,
-    ) {
-    }
-    fn wait(
-        &mut self,
-        _: &dbscope_trace::reader::Tables,
-        _: &dbscope_trace::reader::AccountedWait,
-    ) {
-    }
+impl Sink for NullSink {
+    fn call(&mut self, _: &Tables, _: &AccountedCall) {}
+    fn wait(&mut self, _: &Tables, _: &AccountedWait) {}
 }
