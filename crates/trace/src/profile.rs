@@ -570,7 +570,14 @@ impl Collector {
                 }
             })
             .collect();
-        statements.sort_by(|a, b| b.e_us.cmp(&a.e_us).then(a.sqlid.cmp(&b.sqlid)));
+        statements.sort_by(|a, b| {
+            b.e_us
+                .cmp(&a.e_us)
+                .then(a.sqlid.cmp(&b.sqlid))
+                .then(a.hv.cmp(&b.hv))
+                .then(a.dep.cmp(&b.dep))
+                .then(a.text.cmp(&b.text))
+        });
         statements
     }
 
@@ -589,7 +596,10 @@ impl Collector {
                 }
             })
             .collect();
-        tree.sort_by_key(|n| Reverse(n.e_us));
+        // Ties in a stable order (the maps' iteration order depends on the hasher).
+        tree.sort_by(|a, b| {
+            (Reverse(a.e_us), &a.statement, a.calls).cmp(&(Reverse(b.e_us), &b.statement, b.calls))
+        });
         tree
     }
 
@@ -659,7 +669,9 @@ impl Collector {
                 }
             })
             .collect();
-        out.sort_by_key(|n| Reverse(n.e_us));
+        out.sort_by(|a, b| {
+            (Reverse(a.e_us), &a.statement, a.calls).cmp(&(Reverse(b.e_us), &b.statement, b.calls))
+        });
         out
     }
 }
