@@ -8,7 +8,7 @@ use crate::cli::{event, fails, manifest, ok, report_json, s, tempdir};
 
 fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../trace/tests/fixtures")
+        .join("../sources/trace/tests/fixtures")
         .join(rel)
 }
 
