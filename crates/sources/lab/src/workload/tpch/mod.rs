@@ -76,7 +76,7 @@ pub fn parse_scaled(text: &str, scale: u32) -> Option<i128> {
 
 /// Q1's result rows as text (as [`Session::query_rows`] returns them) in the compared form: ten
 /// integers per row, in [`COLUMNS`] order. `Err` names the row and column that is not a number.
-pub fn values_from_rows(rows: &[Vec<Option<String>>]) -> Result<Vec<i128>, String> {
+pub(crate) fn values_from_rows(rows: &[Vec<Option<String>>]) -> Result<Vec<i128>, String> {
     let mut out = Vec::with_capacity(rows.len() * 10);
     for (r, row) in rows.iter().enumerate() {
         if row.len() != 10 {
@@ -142,7 +142,11 @@ pub fn tolerance(dialect: Dialect) -> Tolerance {
 
 /// Compares the database's values (as [`values_from_rows`] makes them) with the reference rows;
 /// `Err` shows both.
-pub fn check_values(got: &[i128], reference: &[[i128; 10]], tol: Tolerance) -> Result<(), String> {
+pub(crate) fn check_values(
+    got: &[i128],
+    reference: &[[i128; 10]],
+    tol: Tolerance,
+) -> Result<(), String> {
     let render = |vals: &mut dyn Iterator<Item = i128>| -> String {
         let v: Vec<i128> = vals.collect();
         v.chunks(10)
