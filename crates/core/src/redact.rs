@@ -23,6 +23,11 @@ fn redact_userinfo(s: &str) -> String {
         return s.to_string();
     };
     let userinfo = &authority[..at];
+    // '[' and ']' cannot appear in a URI's userinfo (RFC 3986): a bracketed placeholder such as
+    // the help text's `[user[:password]@]` is no credential, and redacting it would garble the hint.
+    if userinfo.contains(['[', ']']) {
+        return s.to_string();
+    }
     match userinfo.find(':') {
         Some(colon) => format!(
             "{}{}:***{}",
@@ -83,6 +88,17 @@ mod tests {
             "postgresql://u@h/db?password=***&sslmode=off"
         );
         assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
+    }
+
+    #[test]
+    fn issue_13_the_target_help_hint_is_not_garbled() {
+        let hint =
+            "expected sqlite:PATH, postgres://[user[:password]@][host][:port][/db][?param=value…]";
+        assert_eq!(redact(hint), hint);
+        assert_eq!(
+            redact("postgres://u:pw@h/db and postgres://[user[:password]@][host]"),
+            "postgres://u:***@h/db and postgres://[user[:password]@][host]"
+        );
     }
 
     #[test]
