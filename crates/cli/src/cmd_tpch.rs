@@ -261,6 +261,14 @@ fn cmd_q1(a: Q1Args) -> Result<u8, Exit> {
     Ok(0)
 }
 
+/// How `tpch load` loads into a database of this dialect (the words its closing line uses).
+fn load_method(dialect: dbscope_lab::db::Dialect) -> &'static str {
+    match dialect {
+        dbscope_lab::db::Dialect::Postgres => "COPY … FROM STDIN",
+        _ => "prepared multi-row INSERTs",
+    }
+}
+
 fn cmd_load(a: LoadArgs) -> Result<u8, Exit> {
     if a.commit_every == 0 {
         return Err(anyhow::anyhow!("--commit-every must be at least 1").into());
@@ -308,10 +316,10 @@ fn cmd_load(a: LoadArgs) -> Result<u8, Exit> {
     let secs = summary.elapsed.as_secs_f64();
     writeln!(
         out,
-        "loaded {total} rows into {} in {secs:.2} s ({:.0} rows/s): prepared multi-row INSERTs, \
-         {} session(s) in parallel",
+        "loaded {total} rows into {} in {secs:.2} s ({:.0} rows/s): {}, {} session(s) in parallel",
         target.kind(),
         total as f64 / secs.max(1e-9),
+        load_method(target.dialect()),
         summary.sessions
     )?;
     // The map/combine/reduce answer of the loaded lineitem files, for `dbscope run tpch-q1`.

@@ -20,7 +20,7 @@ pub enum TpchCommand {
     Gen(GenArgs),
     /// TPC-H Query 1 as a parallel map/combine/reduce job over lineitem files, exact to the digit.
     Q1(Q1Args),
-    /// Load generated .tbl files into a database (prepared multi-row INSERTs in large transactions).
+    /// Load generated .tbl files into a database (PostgreSQL: COPY; SQLite: prepared multi-row INSERTs).
     Load(LoadArgs),
 }
 
