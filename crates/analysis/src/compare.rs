@@ -24,7 +24,7 @@ use dbscope_core::stats::{
 use dbscope_core::{Error, Event, NameId, NameTable, Outcome, RunDir};
 
 use crate::counters::{compare_sections, push_comparison_text, SectionComparison};
-use crate::text::{one_line, push_wrapped_words, thousands, trim_num};
+use crate::text::{one_line, push_wrapped_words, thousands, threshold_us, trim_num};
 
 /// Quantiles compared by default.
 pub const DEFAULT_QUANTILES: [f64; 4] = [0.5, 0.9, 0.99, 0.999];
@@ -799,8 +799,8 @@ fn push_event(out: &mut String, e: &EventComparison, c: &Comparison) {
     }
     if let Some([oa, ob]) = &e.outliers {
         out.push_str(&format!(
-            "  over {} µs   A {} ({}%)   B {} ({}%)\n",
-            trim_num(oa.threshold),
+            "  over {}   A {} ({}%)   B {} ({}%)\n",
+            threshold_us(oa.threshold),
             thousands(oa.count),
             format_r(&[oa.rate * 100.0], 3).join("").trim(),
             thousands(ob.count),

@@ -135,6 +135,18 @@ pub fn trim_num(v: f64) -> String {
     s.to_string()
 }
 
+/// A threshold given in µs, in the unit the user most likely typed it in: `500 ms` for 500000,
+/// `2 s`, `250 µs`, `1.5 µs` (whole seconds or milliseconds are shown as such).
+pub fn threshold_us(us: f64) -> String {
+    if us >= 1e6 && (us / 1e6).fract() == 0.0 {
+        format!("{} s", trim_num(us / 1e6))
+    } else if us >= 1e3 && (us / 1e3).fract() == 0.0 {
+        format!("{} ms", trim_num(us / 1e3))
+    } else {
+        format!("{} µs", trim_num(us))
+    }
+}
+
 /// A count and a noun, plural unless the count is 1: `1 error`, `1,200 errors`.
 pub fn plural(n: u64, noun: &str) -> String {
     let s = if n == 1 { "" } else { "s" };
@@ -251,6 +263,15 @@ pub fn push_prose(out: &mut String, text: &str) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn issue_13_thresholds_in_the_unit_typed() {
+        assert_eq!(threshold_us(500_000.0), "500 ms");
+        assert_eq!(threshold_us(1_000.0), "1 ms");
+        assert_eq!(threshold_us(2_000_000.0), "2 s");
+        assert_eq!(threshold_us(250.0), "250 µs");
+        assert_eq!(threshold_us(1_500.5), "1500.5 µs");
+    }
+
     use super::*;
 
     #[test]

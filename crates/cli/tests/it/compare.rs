@@ -128,7 +128,7 @@ fn text_output_prints_p_values_like_r_and_a_verdict() {
         text.contains("verdict B is slower: +43.9 µs mean (95% CI +37.3 … +50.5), p < 2.2e-16"),
         "{text}"
     );
-    assert!(text.contains("over 1000 µs   A "), "{text}");
+    assert!(text.contains("over 1 ms   A "), "{text}");
     assert!(
         text.contains("workload.params.file"),
         "the manifests' difference is shown: {text}"
