@@ -353,9 +353,10 @@ pub fn event_plots(name: &str, runs: &[Labelled<'_>], top_n: usize) -> Vec<(Stri
     }
     if !series.is_empty() {
         let plot = Plot {
+            // As many as there are (issue 13: "the 10,000 largest" of 3,389 events).
             title: format!(
                 "{name}: the {} largest, descending",
-                format_num(top_n as f64)
+                format_num(n_max.min(top_n) as f64)
             ),
             x: Axis {
                 label: "rank".into(),
@@ -953,6 +954,20 @@ mod tests {
         assert_eq!(page.svgs.len(), 10);
         assert!(html.contains("&lt;commit&gt;") && !html.contains("<commit>"));
         insta::assert_snapshot!("run_report", html);
+    }
+
+    #[test]
+    fn issue_13_the_top_plot_says_how_many_it_shows() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = FakeRun::new(&dir.path().join("r"));
+        let c = f.name("commit");
+        let evs: Vec<Event> = (0..37)
+            .map(|i| FakeRun::event(c, 0, i * 1_000_000, 20_000 + i * 1_000))
+            .collect();
+        f.block(&evs);
+        let page = render_run(&f.finish(), &HtmlOptions::default()).unwrap();
+        assert!(page.html.contains("commit: the 37 largest, descending"));
+        assert!(!page.html.contains("10,000 largest"));
     }
 
     #[test]
