@@ -23,8 +23,8 @@ fn open(path: &std::path::Path) -> Result<(RunDir, Option<crate::cmd_trace::Temp
 
 /// Runs `dbscope compare`.
 pub fn cmd_compare(a: CompareArgs) -> Result<u8, Exit> {
-    let (ra, _keep_a) = open(&a.a)?;
-    let (rb, _keep_b) = open(&a.b)?;
+    let (ra, keep_a) = open(&a.a)?;
+    let (rb, keep_b) = open(&a.b)?;
     let opts = CompareOptions {
         event: a.event.clone(),
         outlier_us: a.outlier.map(|d| d.as_secs_f64() * 1e6),
@@ -38,7 +38,14 @@ pub fn cmd_compare(a: CompareArgs) -> Result<u8, Exit> {
         },
         quantiles: a.quantiles.clone(),
     };
-    let c = compare::compare(&ra, &rb, &opts)?;
+    let mut c = compare::compare(&ra, &rb, &opts)?;
+    // A trace file was imported into a temporary run: name the file, not the temporary directory.
+    if keep_a.is_some() {
+        c.a.path = a.a.display().to_string();
+    }
+    if keep_b.is_some() {
+        c.b.path = a.b.display().to_string();
+    }
     if a.html.is_some() || a.svg.is_some() {
         let page = dbscope_analysis::html::render_compare(
             &ra,

@@ -196,3 +196,16 @@ fn report_reads_a_trace_file_directly() {
     let text = ok(d.path(), &["report", s(&fixture(MULTI))]);
     assert!(text.contains("log file sync"), "{text}");
 }
+
+#[test]
+fn issue_13_compare_of_trace_files_names_the_files() {
+    let d = tempdir();
+    let (a, b) = (fixture(MULTI), fixture(RAC));
+    let html = d.path().join("cmp.html");
+    let text = ok(d.path(), &["compare", s(&a), s(&b), "--html", s(&html)]);
+    // The header lines name the trace files, not the temporary runs they were imported into.
+    assert!(text.contains(&format!("A  {}", a.display())), "{text}");
+    assert!(text.contains(&format!("B  {}", b.display())), "{text}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains(&format!("A = {}", a.display())), "{page}");
+}
