@@ -67,6 +67,7 @@ fn cmd_profile(a: TraceProfileArgs) -> Result<u8, Exit> {
     };
     let paths: Vec<&Path> = a.files.iter().map(|p| p.as_path()).collect();
     let p = profile_files(&paths, &opts)?;
+    refuse_unrecognised(&p.files)?;
     let text = if a.json {
         serde_json::to_string_pretty(&p)?
     } else {
@@ -83,7 +84,15 @@ fn cmd_profile(a: TraceProfileArgs) -> Result<u8, Exit> {
 fn cmd_import(a: TraceImportArgs) -> Result<u8, Exit> {
     let paths: Vec<&Path> = a.files.iter().map(|p| p.as_path()).collect();
     let command_line = redacted_command_line();
+    let existed = a.out.exists();
     let s = import_files(&paths, &a.out, command_line, a.strict)?;
+    if let Err(e) = refuse_unrecognised(&s.files) {
+        // Nothing of a trace was in the input: leave no empty run behind.
+        if !existed {
+            let _ = std::fs::remove_dir_all(&a.out);
+        }
+        return Err(e);
+    }
     print_examples("warning", &s.warnings, s.warning_count, "malformed lines");
     println!(
         "imported {} events from {} sessions into {}; see: dbscope report {}",
@@ -93,6 +102,20 @@ fn cmd_import(a: TraceImportArgs) -> Result<u8, Exit> {
         s.dir.display()
     );
     Ok(0)
+}
+
+/// Refuses input in which nothing was recognised as a 10046 trace (an empty file, random bytes, a
+/// log of something else): an empty profile with exit 0 would pass for "nothing happened".
+fn refuse_unrecognised(files: &[dbscope_trace::model::FileInfo]) -> Result<(), Exit> {
+    let reasons: Vec<String> = files
+        .iter()
+        .filter_map(|f| f.unrecognised_reason())
+        .collect();
+    if reasons.is_empty() {
+        Ok(())
+    } else {
+        Err(Exit::from(anyhow!(reasons.join("; "))))
+    }
 }
 
 /// True when `path` is a trace file rather than a run directory: a regular file named `*.trc`,
@@ -141,7 +164,10 @@ pub fn temp_run_from_trace(path: &Path) -> Result<TempRun, Exit> {
     let command_line = redacted_command_line();
     let made = import_files(&[path], &out, command_line, false)
         .map_err(Exit::from)
-        .and_then(|s| Ok((s, RunDir::open(&out)?)));
+        .and_then(|s| {
+            refuse_unrecognised(&s.files)?;
+            Ok((s, RunDir::open(&out)?))
+        });
     match made {
         Ok((s, run)) => {
             if s.warning_count > 0 {

@@ -132,14 +132,19 @@ fn malformed_lines_warn_and_strict_fails() {
         2,
         &["no-such.trc"],
     );
-    // Binary garbage: no records, no panic.
+    // Binary garbage: no records, no panic, and (issue 13) a clear refusal rather than an empty
+    // profile with exit 0.
     let junk = d.path().join("junk.trc");
     let bytes: Vec<u8> = (0..200_000u32)
         .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
         .collect();
     std::fs::write(&junk, bytes).unwrap();
-    let p = profile_json(d.path(), &[s(&junk)]);
-    assert_eq!(p["r_us"], 0);
+    fails(
+        d.path(),
+        &["trace", "profile", "--json", s(&junk)],
+        2,
+        &["junk.trc", "no Oracle 10046 trace content recognised"],
+    );
 }
 
 #[test]
@@ -208,4 +213,44 @@ fn issue_13_compare_of_trace_files_names_the_files() {
     assert!(text.contains(&format!("B  {}", b.display())), "{text}");
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains(&format!("A = {}", a.display())), "{page}");
+}
+
+#[test]
+fn issue_13_input_that_is_not_a_trace_is_refused() {
+    let d = tempdir();
+    let empty = d.path().join("empty.trc");
+    std::fs::write(&empty, b"").unwrap();
+    let noise = d.path().join("noise.trc");
+    // Bytes that are no trace: binary and text lines, none a 10046 record or header.
+    let bytes: Vec<u8> = (0..4000u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    std::fs::write(
+        &noise,
+        [&bytes[..], b"\nhello world\nnot a trace\n"].concat(),
+    )
+    .unwrap();
+    for (file, what) in [(&empty, "the file is empty"), (&noise, "bytes read")] {
+        fails(
+            d.path(),
+            &["trace", "profile", s(file)],
+            2,
+            &["no Oracle 10046 trace content recognised", what],
+        );
+        fails(
+            d.path(),
+            &["trace", "import", s(file), "--out", "r"],
+            2,
+            &["no Oracle 10046 trace content recognised"],
+        );
+        assert!(!d.path().join("r").exists(), "no empty run is left behind");
+        fails(
+            d.path(),
+            &["report", s(file)],
+            2,
+            &["no Oracle 10046 trace content recognised"],
+        );
+    }
+    // A real trace next to it still reads.
+    ok(d.path(), &["trace", "profile", s(&fixture(MULTI))]);
 }

@@ -67,6 +67,8 @@ pub struct ImportSummary {
     pub warning_count: u64,
     /// The first warnings as `file:line: message`.
     pub warnings: Vec<String>,
+    /// The files read, with what was recognised in each.
+    pub files: Vec<crate::model::FileInfo>,
 }
 
 /// Pass 1: the earliest start, to place the clock origin: on the wall clock when any record is
@@ -382,6 +384,7 @@ pub fn import_files_chunked(
         sessions: tables.sessions.len(),
         warning_count,
         warnings: warnings.iter().take(20).map(|w| w.to_string()).collect(),
+        files: tables.files.clone(),
     })
 }
 

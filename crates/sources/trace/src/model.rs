@@ -39,6 +39,30 @@ pub struct FileInfo {
     pub malformed_lines: u64,
 }
 
+impl FileInfo {
+    /// True when anything in the file was recognised as Oracle 10046 content: a record (or a line
+    /// of one), or a trace header naming the release.
+    pub fn recognised(&self) -> bool {
+        self.version.is_some() || self.lines > self.skipped_lines + self.malformed_lines
+    }
+
+    /// Why the file is not a 10046 trace, when nothing in it was recognised.
+    pub fn unrecognised_reason(&self) -> Option<String> {
+        (!self.recognised()).then(|| {
+            let what = if self.bytes == 0 {
+                "the file is empty".to_string()
+            } else {
+                format!("{} lines, {} bytes read", self.lines, self.bytes)
+            };
+            format!(
+                "{}: no Oracle 10046 trace content recognised ({what}); give an extended SQL trace \
+                 (event 10046, e.g. level 8 or 12)",
+                self.path
+            )
+        })
+    }
+}
+
 /// A session: one `*** SESSION ID:(sid.serial)` of one file (or the part before any).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct SessionInfo {
