@@ -36,7 +36,8 @@ pub enum SyncArg {
     args_conflicts_with_subcommands = true,
     after_help = "Examples:
   dbscope io redo --dest /var/tmp/redo.log --sessions 20 --duration 10s
-  dbscope io redo --dest /var/tmp/redo.log --block-size 4096 --no-group-commit --ops 20000
+  dbscope io redo --dest /var/tmp/redo.log --block-size 4096 --no-group-commit --ops 20000 \\
+                  --sector-size-override   # 4 KiB blocks on a disk of 512-byte sectors
   dbscope io redo --dest disk=/var/tmp/redo.log --dest flash=/dev/shm/redo.log \\
                   --inject disk:p=0.001:300ms --sessions 8 --duration 30s
   dbscope io redo verify /var/tmp/redo.log /dev/shm/redo.log
@@ -103,7 +104,8 @@ pub struct RedoArgs {
     #[arg(long, value_name = "DEST:SPEC")]
     pub inject: Vec<String>,
 
-    /// Proceed although the block size is not a multiple of the device's logical sector size.
+    /// Proceed although the block size differs from the device's logical sector size (which
+    /// ORA-01378 refuses; like Oracle's _disk_sector_size_override).
     #[arg(long)]
     pub sector_size_override: bool,
 

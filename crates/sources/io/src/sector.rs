@@ -94,9 +94,12 @@ pub enum Verdict {
     Refuse(String),
 }
 
-/// Checks `block_size` against the sizes of the destination `path` (ORA-01378's rule: the block
-/// must be a multiple of the logical sector size). `override_check` turns a refusal into a warning,
-/// except with O_DIRECT, where the kernel itself would refuse misaligned writes.
+/// Checks `block_size` against the sizes of the destination `path` with ORA-01378's rule: the redo
+/// block must be the logical sector size. A block below it, or not a multiple of it, cannot be
+/// written whole; a larger multiple (a 4096-byte block on a 512-byte-sector disk, the case both
+/// seeds hit) is what Oracle refuses too. `override_check` (like `_disk_sector_size_override`)
+/// turns a refusal into a warning, except for a misaligned block with O_DIRECT, where the kernel
+/// itself would refuse the writes.
 pub fn check(
     path: &Path,
     sizes: &SectorSizes,
@@ -108,13 +111,14 @@ pub fn check(
         return Verdict::Ok;
     };
     let logical = logical as usize;
-    if block_size < logical || !block_size.is_multiple_of(logical) {
+    let misaligned = block_size < logical || !block_size.is_multiple_of(logical);
+    if block_size != logical {
         let msg = format!(
-            "{}: redo block size {block_size} is not compatible with the device's logical sector \
-             size {logical} (cf. ORA-01378); use --block-size {logical} or a multiple of it",
+            "{}: the redo block size ({block_size}) is not compatible with the device's logical \
+             sector size ({logical}) (cf. ORA-01378); use --block-size {logical}",
             path.display()
         );
-        if direct {
+        if misaligned && direct {
             return Verdict::Refuse(format!(
                 "{msg}; with --sync direct-dsync the kernel refuses writes that are not \
                  sector-aligned, so --sector-size-override does not apply"
@@ -171,7 +175,11 @@ mod tests {
             Verdict::Refuse(_)
         ));
         assert_eq!(check(p, &sizes(4096, 4096), 4096, true, false), Verdict::Ok);
-        assert_eq!(check(p, &sizes(512, 512), 1024, false, false), Verdict::Ok);
+        // Issue 13: a block larger than the sector is refused too (below).
+        assert_eq!(
+            check(p, &sizes(1024, 1024), 1024, false, false),
+            Verdict::Ok
+        );
         let Verdict::Warn(w) = check(p, &sizes(512, 4096), 512, false, false) else {
             panic!("512 below a 4096 physical sector must warn")
         };
@@ -182,6 +190,33 @@ mod tests {
             source: "tmpfs".into(),
         };
         assert_eq!(check(p, &unknown, 512, false, false), Verdict::Ok);
+    }
+
+    #[test]
+    fn issue_13_a_block_larger_than_the_sector_is_refused_like_oracle() {
+        let p = Path::new("/x/redo.log");
+        // The seeds' case: a 4096-byte block on a disk of 512-byte sectors.
+        let Verdict::Refuse(m) = check(p, &sizes(512, 512), 4096, false, false) else {
+            panic!("4096 on a 512 device must be refused")
+        };
+        assert!(
+            m.contains("redo block size (4096)") && m.contains("sector size (512)"),
+            "{m}"
+        );
+        assert!(
+            m.contains("ORA-01378") && m.contains("--sector-size-override"),
+            "{m}"
+        );
+        assert!(matches!(
+            check(p, &sizes(512, 512), 1024, false, false),
+            Verdict::Refuse(_)
+        ));
+        // The override proceeds, O_DIRECT included: the writes are sector-aligned.
+        assert!(matches!(
+            check(p, &sizes(512, 4096), 4096, true, true),
+            Verdict::Warn(_)
+        ));
+        assert_eq!(check(p, &sizes(512, 512), 512, false, false), Verdict::Ok);
     }
 
     #[test]
