@@ -632,6 +632,10 @@ pub fn render_text(r: &Report) -> String {
             h.memory_bytes as f64 / (1u64 << 30) as f64
         ));
     }
+    let cpu = h.cpu_summary();
+    if !cpu.is_empty() {
+        items.push(cpu);
+    }
     if !items.is_empty() {
         push_items(&mut out, "host", &items);
     }

@@ -89,6 +89,45 @@ pub struct HostInfo {
     pub cpus: u32,
     /// Physical memory in bytes (MemTotal).
     pub memory_bytes: u64,
+    /// CPU model (`model name` in /proc/cpuinfo); empty when not readable.
+    #[serde(default)]
+    pub cpu_model: String,
+    /// CPU sockets (distinct `physical id`s); 0 when not readable.
+    #[serde(default)]
+    pub sockets: u32,
+    /// NUMA nodes (/sys/devices/system/node/node*); 0 when not readable.
+    #[serde(default)]
+    pub numa_nodes: u32,
+    /// Simultaneous multithreading active (/sys/devices/system/cpu/smt/active), when readable.
+    #[serde(default)]
+    pub smt: Option<bool>,
+    /// cpufreq governor of cpu0 (`performance`, `powersave`…); empty when there is none (VMs).
+    #[serde(default)]
+    pub cpu_governor: String,
+    /// Frequency boost (turbo) enabled, when readable (cpufreq `boost`, or intel_pstate `no_turbo`).
+    #[serde(default)]
+    pub cpu_boost: Option<bool>,
+}
+
+/// The CPU model and the number of sockets from the text of /proc/cpuinfo.
+pub fn parse_cpuinfo(text: &str) -> (String, u32) {
+    let mut model = String::new();
+    let mut sockets = std::collections::BTreeSet::new();
+    for line in text.lines() {
+        let Some((key, value)) = line.split_once(':') else {
+            continue;
+        };
+        let (key, value) = (key.trim(), value.trim());
+        match key {
+            // x86 says `model name`; arm64 kernels say nothing or `Model`/`Hardware`.
+            "model name" | "Model" | "Hardware" if model.is_empty() => model = value.to_string(),
+            "physical id" => {
+                sockets.insert(value.to_string());
+            }
+            _ => {}
+        }
+    }
+    (model, sockets.len() as u32)
 }
 
 impl HostInfo {
@@ -116,12 +155,68 @@ impl HostInfo {
             })
             .map(|kb| kb * 1024)
             .unwrap_or(0);
+        let read = |p: &str| {
+            std::fs::read_to_string(p)
+                .map(|s| s.trim().to_string())
+                .ok()
+        };
+        let flag = |p: &str| read(p).and_then(|v| v.parse::<u8>().ok()).map(|v| v != 0);
+        let (cpu_model, sockets) = std::fs::read_to_string("/proc/cpuinfo")
+            .map(|t| parse_cpuinfo(&t))
+            .unwrap_or_default();
+        let numa_nodes = std::fs::read_dir("/sys/devices/system/node")
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .filter(|e| {
+                        let n = e.file_name();
+                        let n = n.to_string_lossy();
+                        n.strip_prefix("node")
+                            .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
+                    })
+                    .count() as u32
+            })
+            .unwrap_or(0);
+        let cpu_boost = flag("/sys/devices/system/cpu/cpufreq/boost")
+            .or_else(|| flag("/sys/devices/system/cpu/intel_pstate/no_turbo").map(|no| !no));
         HostInfo {
             uname,
             hostname,
             cpus,
             memory_bytes,
+            cpu_model,
+            sockets,
+            numa_nodes,
+            smt: flag("/sys/devices/system/cpu/smt/active"),
+            cpu_governor: read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
+                .unwrap_or_default(),
+            cpu_boost,
         }
+    }
+
+    /// The CPU facts in a few words: `AMD EPYC, 1 socket, 1 NUMA node, SMT off, governor
+    /// performance, boost on`; what could not be read is left out.
+    pub fn cpu_summary(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.cpu_model.is_empty() {
+            parts.push(self.cpu_model.clone());
+        }
+        let plural = |n: u32, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+        if self.sockets > 0 {
+            parts.push(plural(self.sockets, "socket"));
+        }
+        if self.numa_nodes > 0 {
+            parts.push(plural(self.numa_nodes, "NUMA node"));
+        }
+        if let Some(smt) = self.smt {
+            parts.push(format!("SMT {}", if smt { "on" } else { "off" }));
+        }
+        if !self.cpu_governor.is_empty() {
+            parts.push(format!("governor {}", self.cpu_governor));
+        }
+        if let Some(b) = self.cpu_boost {
+            parts.push(format!("boost {}", if b { "on" } else { "off" }));
+        }
+        parts.join(", ")
     }
 }
 
@@ -237,6 +332,43 @@ fn check_version(path: &Path, version: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn issue_13_cpu_facts_from_cpuinfo() {
+        let two_sockets =
+            "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) CPU E5-2680 v4 @ 2.40GHz\n\
+                           physical id\t: 0\n\nprocessor\t: 1\nmodel name\t: Intel(R) Xeon(R) CPU \
+                           E5-2680 v4 @ 2.40GHz\nphysical id\t: 1\n";
+        assert_eq!(
+            parse_cpuinfo(two_sockets),
+            ("Intel(R) Xeon(R) CPU E5-2680 v4 @ 2.40GHz".to_string(), 2)
+        );
+        assert_eq!(
+            parse_cpuinfo("processor : 0\nBogoMIPS : 50\n"),
+            (String::new(), 0)
+        );
+        let h = HostInfo {
+            cpu_model: "AMD EPYC".into(),
+            sockets: 1,
+            numa_nodes: 2,
+            smt: Some(false),
+            cpu_boost: Some(true),
+            ..HostInfo::default()
+        };
+        assert_eq!(
+            h.cpu_summary(),
+            "AMD EPYC, 1 socket, 2 NUMA nodes, SMT off, boost on"
+        );
+        // Manifests written before these fields existed still read.
+        let old: HostInfo =
+            serde_json::from_str(r#"{"uname":"u","hostname":"h","cpus":2,"memory_bytes":1}"#)
+                .unwrap();
+        assert_eq!(old.cpu_model, "");
+        assert_eq!(old.smt, None);
+        // And this machine's are read without failing.
+        let here = HostInfo::detect();
+        assert!(here.cpus > 0);
+    }
 
     #[test]
     fn round_trip_and_version_checks() {

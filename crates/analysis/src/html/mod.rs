@@ -671,10 +671,14 @@ fn run_table(rep: &Report) -> String {
         &mut s,
         "host",
         &format!(
-            "{} — {} cpus, {:.1} GiB",
+            "{} — {} cpus, {:.1} GiB{}",
             r.host.uname,
             r.host.cpus,
-            r.host.memory_bytes as f64 / (1u64 << 30) as f64
+            r.host.memory_bytes as f64 / (1u64 << 30) as f64,
+            match r.host.cpu_summary() {
+                c if c.is_empty() => String::new(),
+                c => format!("; {c}"),
+            }
         ),
     );
     row(
@@ -904,6 +908,7 @@ mod tests {
             hostname: "test".into(),
             cpus: 2,
             memory_bytes: 8 << 30,
+            ..HostInfo::default()
         };
         m.started_utc = chrono::DateTime::from_timestamp(1_796_233_530, 0).unwrap();
         m.ended_utc = Some(chrono::DateTime::from_timestamp(1_796_233_533, 0).unwrap());
