@@ -24,7 +24,9 @@ use dbscope_core::stats::{
 use dbscope_core::{Error, Event, NameId, NameTable, Outcome, RunDir};
 
 use crate::counters::{compare_sections, push_comparison_text, SectionComparison};
-use crate::text::{one_line, push_wrapped_words, thousands, threshold_us, trim_num};
+use crate::text::{
+    one_line, push_wrapped_words, span, thousands, thousands_f1, threshold_us, trim_num,
+};
 
 /// Quantiles compared by default.
 pub const DEFAULT_QUANTILES: [f64; 4] = [0.5, 0.9, 0.99, 0.999];
@@ -121,6 +123,9 @@ pub struct RunSide {
     pub incomplete: Option<String>,
     /// Events read (all names, warm-up and errors included).
     pub events_read: u64,
+    /// Elapsed time of the measured events, s: from the first one's start to the last one's end
+    /// (what "elapsed time reduced by 70%" compares); `None` without measured events.
+    pub elapsed_s: Option<f64>,
 }
 
 /// A manifest field that differs.
@@ -176,6 +181,8 @@ pub struct EventComparison {
     pub quantiles: Vec<QuantileDiff>,
     /// Events over the outlier threshold in A and B, when `--outlier` was given.
     pub outliers: Option<[OverThreshold; 2]>,
+    /// Successful measured events per second of each run's elapsed time, A and B.
+    pub throughput_per_s: [Option<f64>; 2],
     /// The verdict.
     pub verdict: Verdict,
 }
@@ -211,6 +218,8 @@ struct Loaded {
     durations: Vec<Vec<u64>>,
     events_read: u64,
     incomplete: Option<String>,
+    /// First start and last end of the measured events (ns since the run's origin).
+    span_ns: Option<(u64, u64)>,
 }
 
 fn load(run: &RunDir, include_warmup: bool) -> Result<Loaded, Error> {
@@ -227,12 +236,18 @@ fn load(run: &RunDir, include_warmup: bool) -> Result<Loaded, Error> {
     let mut durations: Vec<Vec<u64>> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut block_ids: HashMap<NameId, usize> = HashMap::new();
+    let mut span_ns: Option<(u64, u64)> = None;
     let (_, tail) = readable.for_each_block(|table: &NameTable, events: &[Event]| {
         block_ids.clear();
         for e in events {
             if e.is_error() || (e.is_warmup() && !include_warmup) {
                 continue;
             }
+            let end = e.start_ns.saturating_add(e.duration_ns);
+            span_ns = Some(match span_ns {
+                Some((first, last)) => (first.min(e.start_ns), last.max(end)),
+                None => (e.start_ns, end),
+            });
             let slot = *block_ids.entry(e.name).or_insert_with(|| {
                 let name = table.name(e.name);
                 *index.entry(name.clone()).or_insert_with(|| {
@@ -270,6 +285,7 @@ fn load(run: &RunDir, include_warmup: bool) -> Result<Loaded, Error> {
         durations,
         events_read: tail.events,
         incomplete: (!why.is_empty()).then(|| why.join("; ")),
+        span_ns,
     })
 }
 
@@ -388,11 +404,20 @@ pub fn compare(a: &RunDir, b: &RunDir, opts: &CompareOptions) -> Result<Comparis
         outcome: run.manifest.outcome,
         incomplete: l.incomplete.clone(),
         events_read: l.events_read,
+        elapsed_s: l
+            .span_ns
+            .filter(|(first, last)| last > first)
+            .map(|(first, last)| (last - first) as f64 / 1e9),
     };
     let counters = compare_sections(&a.counters()?.sections, &b.counters()?.sections);
+    let (side_a, side_b) = (side(a, &la), side(b, &lb));
+    for e in &mut events {
+        let rate = |n: u64, s: &RunSide| s.elapsed_s.map(|t| n as f64 / t);
+        e.throughput_per_s = [rate(e.a.n, &side_a), rate(e.b.n, &side_b)];
+    }
     Ok(Comparison {
-        a: side(a, &la),
-        b: side(b, &lb),
+        a: side_a,
+        b: side_b,
         options: opts.clone(),
         manifest_diff: manifest_diff(a, b),
         events,
@@ -451,6 +476,7 @@ fn compare_event(
         hl_shift_us,
         quantiles,
         outliers,
+        throughput_per_s: [None, None],
         verdict,
     })
 }
@@ -683,6 +709,10 @@ pub fn render_text(c: &Comparison) -> String {
             out.push_str(&format!("   INCOMPLETE: {}\n", one_line(why)));
         }
     }
+    if let Some(line) = elapsed_line(c) {
+        out.push_str(&line);
+        out.push('\n');
+    }
     if c.manifest_diff.is_empty() {
         out.push_str("manifests: no differences (timestamps and command lines aside)\n");
     } else {
@@ -720,6 +750,29 @@ pub fn render_text(c: &Comparison) -> String {
     out
 }
 
+/// `elapsed  A 12.345 s   B 3.701 s   B/A 0.300 (−70.0%)`: the measured span of each run, the
+/// seed's headline figure ("elapsed time reduced by 70%").
+pub fn elapsed_line(c: &Comparison) -> Option<String> {
+    let (a, b) = (c.a.elapsed_s?, c.b.elapsed_s?);
+    Some(format!(
+        "elapsed  A {}   B {}   B/A {:.3} ({})",
+        span(a),
+        span(b),
+        b / a,
+        signed_percent(b / a - 1.0)
+    ))
+}
+
+/// `+12.3%` or `−70.0%` (a real minus sign, as the other changes print).
+fn signed_percent(x: f64) -> String {
+    let p = x * 100.0;
+    if p < 0.0 {
+        format!("\u{2212}{:.1}%", -p)
+    } else {
+        format!("+{p:.1}%")
+    }
+}
+
 fn push_event(out: &mut String, e: &EventComparison, c: &Comparison) {
     out.push_str(&format!(
         "{}   n  A {}   B {}\n",
@@ -727,6 +780,18 @@ fn push_event(out: &mut String, e: &EventComparison, c: &Comparison) {
         thousands(e.a.n),
         thousands(e.b.n)
     ));
+    if let [Some(ta), Some(tb)] = e.throughput_per_s {
+        out.push_str(&format!(
+            "  throughput  A {}/s   B {}/s   ({})\n",
+            thousands_f1(ta),
+            thousands_f1(tb),
+            if ta > 0.0 {
+                signed_percent(tb / ta - 1.0)
+            } else {
+                "-".into()
+            }
+        ));
+    }
     // Both summaries formatted together, as R would print rbind(summary(a), summary(b)).
     const NAMES: [&str; 6] = ["Min.", "1st Qu.", "Median", "Mean", "3rd Qu.", "Max."];
     let six = |s: &SideSummary| s.summary.six();
@@ -887,8 +952,50 @@ mod tests {
     }
 
     #[test]
+    fn issue_13_elapsed_time_reduced_by_70_percent() {
+        // Seed 001's headline: the same 1,000 commits, back to back, 10 ms each on A and 3 ms on B.
+        let dir = tempfile::tempdir().unwrap();
+        let run = |name: &str, ms: u64| {
+            let mut f = FakeRun::new(&dir.path().join(name));
+            let c = f.name("commit");
+            let evs: Vec<Event> = (0..1000u64)
+                .map(|i| FakeRun::event(c, 0, i * ms * 1_000_000, ms * 1_000_000))
+                .collect();
+            f.block(&evs);
+            f.finish()
+        };
+        let (a, b) = (run("a", 10), run("b", 3));
+        let c = compare(&a, &b, &CompareOptions::default()).unwrap();
+        assert_eq!(c.a.elapsed_s, Some(10.0));
+        assert_eq!(c.b.elapsed_s, Some(3.0));
+        assert_eq!(
+            c.events[0].throughput_per_s,
+            [Some(100.0), Some(1000.0 / 3.0)]
+        );
+        let text = render_text(&c);
+        assert!(
+            text.contains("elapsed  A 10.000 s   B 3.000 s   B/A 0.300 (\u{2212}70.0%)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("throughput  A 100.0/s   B 333.3/s   (+233.3%)"),
+            "{text}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&render_json(&c)).unwrap();
+        assert_eq!(json["b"]["elapsed_s"], 3.0);
+        let page =
+            crate::html::render_compare(&a, &b, &c, &crate::html::HtmlOptions::default()).unwrap();
+        assert!(
+            page.html.contains("B/A 0.300"),
+            "the HTML header says it too"
+        );
+    }
+
+    #[test]
     fn text_layout_is_exact() {
         // R 4.2.2: x <- c(10, 12, 11, 13, 12); y <- c(14, 15, 13, 16, 15) (µs);
+        // issue 13: elapsed = first start to last end (A 0 … 4 + 12 µs, B 0 … 4 + 15 µs) and
+        // throughput = n / elapsed (5 / 16 µs, 5 / 19 µs);
         // t.test(y, x): t = 4.1603, df = 8, p-value = 0.003164, CI 1.337117 4.662883;
         // wilcox.test(y, x, exact = FALSE): W = 24.5, p-value = 0.01533; sd(x) = 1.140175.
         let dir = tempfile::tempdir().unwrap();
@@ -906,9 +1013,11 @@ mod tests {
         let want = "\
 A  runs/a  (, complete, 5 events read)
 B  runs/b  (, complete, 5 events read)
+elapsed  A 16.000 µs   B 19.000 µs   B/A 1.188 (+18.8%)
 manifests: no differences (timestamps and command lines aside)
 
 commit   n  A 5   B 5
+  throughput  A 312,500.0/s   B 263,157.9/s   (−15.8%)
         Min. 1st Qu.  Median    Mean 3rd Qu.    Max.   (µs)
   A     10.0    11.0    12.0    11.6    12.0    13.0   sd 1.14
   B     13.0    14.0    15.0    14.6    15.0    16.0   sd 1.14

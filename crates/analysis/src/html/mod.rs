@@ -120,9 +120,12 @@ pub fn render_compare(
     let sa = data::collect(a, opts.include_warmup, opts.top_n)?;
     let sb = data::collect(b, opts.include_warmup, opts.top_n)?;
     let mut body = String::new();
+    let elapsed = crate::compare::elapsed_line(cmp)
+        .map(|l| format!("<br>{}", escape(&l)))
+        .unwrap_or_default();
     let _ = write!(
         body,
-        "<header><h1>dbscope compare</h1><p class=\"sub\">A = {}<br>B = {}</p></header>",
+        "<header><h1>dbscope compare</h1><p class=\"sub\">A = {}<br>B = {}{elapsed}</p></header>",
         escape(&cmp.a.path),
         escape(&cmp.b.path)
     );
