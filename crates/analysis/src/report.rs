@@ -28,7 +28,7 @@ use dbscope_core::{
 };
 
 use crate::text::{
-    one_line, plural, push_prose, push_wrapped, sig3, span, thousands, thousands_f1,
+    one_line, plural, push_prose, push_wrapped, sig3, span, thousands, thousands_f1, trim_num,
     truncate_middle,
 };
 
@@ -192,6 +192,9 @@ pub struct EventReport {
     /// High percentiles of the durations in µs from an HDR histogram (3 significant digits);
     /// `None` without successful events.
     pub percentiles_us: Option<PercentilesUs>,
+    /// How the events spread over sessions; `None` when one session recorded them all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<SessionSpread>,
 }
 
 /// R's `summary()` of durations, in microseconds (type-7 quantiles, exact mean).
@@ -406,6 +409,9 @@ struct NameAcc {
     errors: u64,
     error_classes: BTreeMap<String, u64>,
     warmup_excluded: u64,
+    /// Successful measured events per session that recorded this name (errors count the session in
+    /// with 0, so a session that only failed shows as starved).
+    per_session: BTreeMap<u32, u64>,
 }
 
 impl NameAcc {
@@ -444,7 +450,61 @@ impl NameAcc {
             summary_us,
             sd_us,
             percentiles_us,
+            sessions: SessionSpread::of(&self.per_session),
         }
+    }
+}
+
+/// How the successful events of one name spread over the sessions that recorded it: a starved
+/// session (SQLite's busy handler backing off while another session re-takes the lock) shows here.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SessionSpread {
+    /// Successful measured events per session (JSON keys are session numbers).
+    pub per_session: BTreeMap<u32, u64>,
+    /// Fewest events of one session.
+    pub min: u64,
+    /// Median over the sessions (type 7).
+    pub median: f64,
+    /// Most events of one session.
+    pub max: u64,
+    /// Jain's fairness index, (Σx)² / (n·Σx²): 1 when every session did the same, 1/n when one did
+    /// everything.
+    pub fairness: f64,
+    /// Sessions with fewer than a tenth of the mean (starved; the mean, not the median, so that a
+    /// majority of starved sessions is still seen).
+    pub starved: Vec<u32>,
+}
+
+impl SessionSpread {
+    /// The spread, when at least two sessions recorded the name.
+    pub fn of(per_session: &BTreeMap<u32, u64>) -> Option<SessionSpread> {
+        if per_session.len() < 2 {
+            return None;
+        }
+        let mut counts: Vec<u64> = per_session.values().copied().collect();
+        counts.sort_unstable();
+        let median = dbscope_core::stats::quantile_type7(&counts, 0.5);
+        let sum: f64 = counts.iter().map(|&c| c as f64).sum();
+        let sum_sq: f64 = counts.iter().map(|&c| (c as f64) * (c as f64)).sum();
+        let fairness = if sum_sq > 0.0 {
+            sum * sum / (counts.len() as f64 * sum_sq)
+        } else {
+            1.0
+        };
+        let mean = sum / counts.len() as f64;
+        let starved = per_session
+            .iter()
+            .filter(|&(_, &c)| (c as f64) < mean / 10.0)
+            .map(|(&s, _)| s)
+            .collect();
+        Some(SessionSpread {
+            per_session: per_session.clone(),
+            min: counts[0],
+            median,
+            max: counts[counts.len() - 1],
+            fairness,
+            starved,
+        })
     }
 }
 
@@ -487,10 +547,12 @@ impl Accumulator {
             let end = e.start_ns.saturating_add(e.duration_ns);
             self.first_start = Some(self.first_start.map_or(e.start_ns, |s| s.min(e.start_ns)));
             self.last_end = Some(self.last_end.map_or(end, |l| l.max(end)));
+            let n = acc.per_session.entry(e.session).or_default();
             if e.is_error() {
                 acc.errors += 1;
                 *self.block_errors.entry((i, e.outcome)).or_default() += 1;
             } else {
+                *n += 1;
                 acc.durations.push(e.duration_ns);
             }
         }
@@ -516,6 +578,7 @@ impl Accumulator {
                     errors: 0,
                     error_classes: BTreeMap::new(),
                     warmup_excluded: 0,
+                    per_session: BTreeMap::new(),
                 });
                 self.index.insert(name, self.names.len() - 1);
                 self.names.len() - 1
@@ -725,6 +788,29 @@ fn push_measured(out: &mut String, m: &MeasuredReport) {
     push_items(out, "measured", &items);
 }
 
+/// The sessions line of an event, and a plain warning when a session was starved.
+fn push_sessions(out: &mut String, sp: &SessionSpread) {
+    out.push_str(&format!(
+        "   sessions {}: per session min {}  median {}  max {}  fairness (Jain) {:.2}\n",
+        sp.per_session.len(),
+        thousands(sp.min),
+        trim_num((sp.median * 10.0).round() / 10.0),
+        thousands(sp.max),
+        sp.fairness
+    ));
+    if !sp.starved.is_empty() {
+        let who: Vec<String> = sp
+            .starved
+            .iter()
+            .map(|s| format!("session {s} ({})", thousands(sp.per_session[s])))
+            .collect();
+        out.push_str(&format!(
+            "   WARNING: starved: {}: fewer than a tenth of the mean session's events\n",
+            who.join(", ")
+        ));
+    }
+}
+
 fn push_event(out: &mut String, e: &EventReport) {
     let name = if e.name.is_empty() {
         "(no name)".to_string()
@@ -764,6 +850,9 @@ fn push_event(out: &mut String, e: &EventReport) {
         }
         _ => out.push_str("   no successful events: no latency summary\n"),
     }
+    if let Some(sp) = &e.sessions {
+        push_sessions(out, sp);
+    }
     if e.errors > 0 {
         let mut classes: Vec<(&String, &u64)> = e.error_classes.iter().collect();
         classes.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
@@ -802,6 +891,58 @@ mod tests {
     use dbscope_core::manifest::{TargetInfo, WorkloadInfo};
     use dbscope_core::{Manifest, EVENT_WARMUP};
     use std::path::Path;
+
+    #[test]
+    fn issue_13_a_starved_session_is_shown_and_warned_about() {
+        // What the README's first command showed: one session did thousands of commits, three
+        // did one each.
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = FakeRun::new(&dir.path().join("r"));
+        let c = f.name("commit");
+        let mut evs: Vec<Event> = (0..2000u64)
+            .map(|i| FakeRun::event(c, 0, i * 1_000, 500))
+            .collect();
+        evs.extend((1..4u32).map(|s| FakeRun::event(c, s, 3_000_000_000, 3_000_000_000)));
+        f.block(&evs);
+        let run = f.finish();
+        let r = build(&run, &ReportOptions::default()).unwrap();
+        let sp = r.events[0].sessions.as_ref().expect("four sessions");
+        assert_eq!((sp.min, sp.median, sp.max), (1, 1.0, 2000));
+        // Jain: (2003)² / (4 · (2000² + 3)) = 0.25…
+        assert!((sp.fairness - 2003.0f64.powi(2) / (4.0 * 4_000_003.0)).abs() < 1e-12);
+        assert_eq!(sp.starved, vec![1, 2, 3]);
+        let text = render_text(&r);
+        assert!(
+            text.contains(
+                "sessions 4: per session min 1  median 1  max 2,000  fairness (Jain) 0.25"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("WARNING: starved: session 1 (1), session 2 (1), session 3 (1)"),
+            "{text}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&render_json(&r)).unwrap();
+        assert_eq!(json["events"][0]["sessions"]["per_session"]["0"], 2000);
+        assert_eq!(json["events"][0]["sessions"]["starved"][2], 3);
+        let page = crate::html::render_run(&run, &Default::default()).unwrap();
+        assert!(
+            page.html.contains("commit: starved sessions:"),
+            "HTML warns too"
+        );
+
+        // Fair sessions: a spread, no warning.
+        let mut f = FakeRun::new(&dir.path().join("fair"));
+        let c = f.name("commit");
+        let evs: Vec<Event> = (0..400u64)
+            .map(|i| FakeRun::event(c, (i % 4) as u32, i * 1_000, 500))
+            .collect();
+        f.block(&evs);
+        let r = build(&f.finish(), &ReportOptions::default()).unwrap();
+        let sp = r.events[0].sessions.as_ref().unwrap();
+        assert!(sp.starved.is_empty() && sp.fairness > 0.95, "{sp:?}");
+        assert!(!render_text(&r).contains("WARNING: starved"));
+    }
 
     const S: u64 = 1_000_000_000;
 

@@ -747,7 +747,32 @@ fn summary_table(rep: &Report) -> String {
         }
         s.push_str("</tr>");
     }
-    s.push_str("</tbody></table></section>");
+    s.push_str("</tbody></table>");
+    // A starved session is said plainly (issue 13: SQLite's busy handler can leave a session with
+    // one operation while another does thousands).
+    for e in &rep.events {
+        let Some(sp) = e.sessions.as_ref().filter(|sp| !sp.starved.is_empty()) else {
+            continue;
+        };
+        let who: Vec<String> = sp
+            .starved
+            .iter()
+            .map(|x| format!("session {x} ({})", format_num(sp.per_session[x] as f64)))
+            .collect();
+        let _ = write!(
+            s,
+            "<p class=\"banner warn\"><strong>{}: starved sessions:</strong> {} did fewer than a \
+             tenth of the mean session's events ({} sessions, per session min {}, max {}, fairness \
+             (Jain) {:.2}).</p>",
+            escape(&e.name),
+            escape(&who.join(", ")),
+            sp.per_session.len(),
+            format_num(sp.min as f64),
+            format_num(sp.max as f64),
+            sp.fairness
+        );
+    }
+    s.push_str("</section>");
     s
 }
 
