@@ -126,6 +126,69 @@ fn default_target_is_sqlite_inside_the_run_directory() {
 }
 
 #[test]
+fn issue_13_every_sqlite_session_makes_progress_by_default() {
+    // The README's first command (shorter): four sessions of UPDATE + COMMIT on the default
+    // SQLite target. SQLite's own busy handler let one session take the lock over and over while
+    // others did one commit; the default handler retries promptly, so none is starved.
+    let dir = tempdir();
+    ok(
+        dir.path(),
+        &[
+            "run",
+            "commit",
+            "--sessions",
+            "4",
+            "--duration",
+            "2s",
+            "--out",
+            "r",
+            "-q",
+        ],
+    );
+    let run = join(dir.path(), "r");
+    let r = report_json(dir.path(), &run);
+    let spread = &event(&r, "commit")["sessions"];
+    assert_eq!(
+        spread["per_session"].as_object().unwrap().len(),
+        4,
+        "{spread}"
+    );
+    assert_eq!(spread["starved"], serde_json::json!([]), "{spread}");
+    assert!(spread["min"].as_u64().unwrap() > 0, "{spread}");
+    let m = manifest(&run);
+    let handler = m["target"]["settings_effective"]["busy_handler"]
+        .as_str()
+        .unwrap();
+    assert!(
+        handler.starts_with("dbscope: retry every 50 µs"),
+        "{handler}"
+    );
+    // The old behaviour is one flag away, and the manifest says which handler ran.
+    ok(
+        dir.path(),
+        &[
+            "run",
+            "commit",
+            "--sessions",
+            "2",
+            "--ops",
+            "20",
+            "--set",
+            "busy_timeout=30000",
+            "--out",
+            "old",
+            "-q",
+        ],
+    );
+    let m = manifest(&join(dir.path(), "old"));
+    let handler = m["target"]["settings_effective"]["busy_handler"]
+        .as_str()
+        .unwrap();
+    assert!(handler.starts_with("sqlite busy_timeout"), "{handler}");
+    assert_eq!(m["target"]["settings_effective"]["busy_timeout"], "30000");
+}
+
+#[test]
 fn pragmas_are_applied_and_read_back() {
     let dir = tempdir();
     let db = join(dir.path(), "wal.db");
