@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::anyhow;
 use dbscope_core::RunDir;
 use dbscope_trace::import::import_files;
-use dbscope_trace::profile::{profile_files, render_text, ProfileOptions};
+use dbscope_trace::profile::{profile_files, render_text_with, ProfileOptions};
 
 use crate::common::{print_examples, redacted_command_line};
 use crate::exit::Exit;
@@ -71,7 +71,7 @@ fn cmd_profile(a: TraceProfileArgs) -> Result<u8, Exit> {
     let text = if a.json {
         serde_json::to_string_pretty(&p)?
     } else {
-        render_text(&p, a.statements)
+        render_text_with(&p, a.statements, a.plans)
     };
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;

@@ -53,6 +53,9 @@ pub struct TraceProfileArgs {
     /// How many statements the text output lists (JSON lists all).
     #[arg(long, default_value_t = 20, value_name = "N")]
     pub statements: usize,
+    /// Show each listed statement's execution plan (its STAT lines) under it.
+    #[arg(long)]
+    pub plans: bool,
     /// JSON instead of text.
     #[arg(long)]
     pub json: bool,

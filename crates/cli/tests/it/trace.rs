@@ -254,3 +254,35 @@ fn issue_13_input_that_is_not_a_trace_is_refused() {
     // A real trace next to it still reads.
     ok(d.path(), &["trace", "profile", s(&fixture(MULTI))]);
 }
+
+#[test]
+fn issue_13_profile_text_shows_reads_and_plans() {
+    // From the fixture's lines for sqlid atxg62s17nkj4: FETCH r=10 p=1 cr=4, FETCH r=4 p=0 cr=1,
+    // one STAT line (INDEX RANGE SCAN, obj 89440, cnt 14).
+    let d = tempdir();
+    let f = fixture("oracle-10046/priitp2__trctools__two_statements_one_cursor.trc");
+    let text = ok(d.path(), &["trace", "profile", s(&f)]);
+    assert!(
+        text.contains("rows    phys rd   logical rd  text"),
+        "{text}"
+    );
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("atxg62s17nkj4"))
+        .expect("the statement's row");
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(
+        &cols[6..9],
+        ["14", "1", "5"],
+        "rows, physical and logical reads: {row}"
+    );
+    assert!(
+        !text.contains("INDEX RANGE SCAN"),
+        "plans only with --plans"
+    );
+    let text = ok(d.path(), &["trace", "profile", "--plans", s(&f)]);
+    assert!(
+        text.contains("        1         14      89440  INDEX RANGE SCAN SOMETHING_ID_IDX"),
+        "{text}"
+    );
+}

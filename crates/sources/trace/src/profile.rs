@@ -688,17 +688,22 @@ fn secs(us: i64) -> String {
 
 /// Renders the profile as text.
 pub fn render_text(p: &Profile, statements_shown: usize) -> String {
+    render_text_with(p, statements_shown, false)
+}
+
+/// [`render_text`], with each listed statement's plan (its STAT lines) under it when `plans`.
+pub fn render_text_with(p: &Profile, statements_shown: usize, plans: bool) -> String {
     let mut o = String::new();
     // Writing to a String does not fail.
-    let _ = text_sections(&mut o, p, statements_shown);
+    let _ = text_sections(&mut o, p, statements_shown, plans);
     o
 }
 
 /// The sections of the text profile, one after the other.
-fn text_sections(o: &mut String, p: &Profile, statements_shown: usize) -> fmt::Result {
+fn text_sections(o: &mut String, p: &Profile, statements_shown: usize, plans: bool) -> fmt::Result {
     text_summary(o, p)?;
     text_events(o, p)?;
-    text_statements(o, p, statements_shown)?;
+    text_statements(o, p, statements_shown, plans)?;
     text_call_tree(o, p)?;
     text_skew(o, p)?;
     text_slowest_waits(o, p)?;
@@ -781,12 +786,50 @@ fn text_events(o: &mut String, p: &Profile) -> fmt::Result {
     Ok(())
 }
 
-/// The statements, the first `shown` of them.
-fn text_statements(o: &mut String, p: &Profile, shown: usize) -> fmt::Result {
+/// A statement's plan as its STAT lines gave it, indented by depth under the parent row source.
+fn text_plan(o: &mut String, plan: &[crate::model::PlanLine]) -> fmt::Result {
+    if plan.is_empty() {
+        return writeln!(o, "    (no plan: the trace has no STAT lines for it)");
+    }
     writeln!(
         o,
-        "{:<15} {:>3} {:>7} {:>12} {:>12} {:>12}  text",
-        "by statement", "dep", "calls", "e s", "c s", "waits s"
+        "    {:>5} {:>10} {:>10}  row source",
+        "id", "rows", "obj"
+    )?;
+    let depth_of = |id: u32| {
+        let mut d = 0usize;
+        let mut cur = id;
+        // Parents come before children; a damaged plan cannot loop forever.
+        while let Some(l) = plan.iter().find(|l| l.id == cur && l.pid != l.id) {
+            if l.pid == 0 || d > plan.len() {
+                break;
+            }
+            d += 1;
+            cur = l.pid;
+        }
+        d
+    };
+    for l in plan {
+        writeln!(
+            o,
+            "    {:>5} {:>10} {:>10}  {}{}",
+            l.id,
+            l.cnt,
+            l.obj,
+            "  ".repeat(depth_of(l.id)),
+            l.op
+        )?;
+    }
+    Ok(())
+}
+
+/// The statements, the first `shown` of them: time, rows, physical reads (`p`) and logical reads
+/// (`cr + cu`), and with `plans` each one's plan under it.
+fn text_statements(o: &mut String, p: &Profile, shown: usize, plans: bool) -> fmt::Result {
+    writeln!(
+        o,
+        "{:<15} {:>3} {:>7} {:>12} {:>12} {:>12} {:>10} {:>10} {:>12}  text",
+        "by statement", "dep", "calls", "e s", "c s", "waits s", "rows", "phys rd", "logical rd"
     )?;
     for s in p.statements.iter().take(shown) {
         let id = if !s.sqlid.is_empty() {
@@ -797,15 +840,21 @@ fn text_statements(o: &mut String, p: &Profile, shown: usize) -> fmt::Result {
         };
         writeln!(
             o,
-            "{:<15} {:>3} {:>7} {:>12} {:>12} {:>12}  {}",
+            "{:<15} {:>3} {:>7} {:>12} {:>12} {:>12} {:>10} {:>10} {:>12}  {}",
             id,
             s.dep,
             s.calls,
             secs(s.e_us as i64),
             secs(s.c_us as i64),
             secs(s.waits_us as i64),
+            s.rows,
+            s.p,
+            s.lio,
             truncate(&s.text, 60)
         )?;
+        if plans {
+            text_plan(o, &s.plan)?;
+        }
     }
     if p.statements.len() > shown {
         writeln!(
