@@ -94,8 +94,8 @@ pub struct RedoArgs {
     #[arg(long, default_value_t = 4, value_name = "N")]
     pub groups: u32,
 
-    /// A write taking longer than this is an outlier (FL_PREVENTED_OUTLIERS counts races where the
-    /// loser was one and the winner not).
+    /// A write whose own write + sync takes longer than this is an outlier (FL_PREVENTED_OUTLIERS
+    /// counts races where the loser's write was one and the winner's not).
     #[arg(long, default_value = "500ms", value_name = "DURATION", value_parser = parse_duration)]
     pub outlier: Duration,
 

@@ -185,6 +185,45 @@ fn every_acknowledged_commit_survives_sigkill() {
 }
 
 #[test]
+fn issue_13_prevented_outliers_are_the_losers_own_slow_writes() {
+    // Both logs on tmpfs, so only the injected 80 ms delays can cross the 50 ms threshold: every
+    // injected write is an outlier the race prevented, and no write that merely queued behind one
+    // is (the old count took the time since the write was issued: 9 stalls gave 6,992).
+    let shm = shm_tempdir();
+    ok(
+        shm.path(),
+        &[
+            "io",
+            "redo",
+            "--dest",
+            &format!("slow={}", s(&join(shm.path(), "slow.log"))),
+            "--dest",
+            &format!("fast={}", s(&join(shm.path(), "fast.log"))),
+            "--inject",
+            "slow:p=0.05:80ms",
+            "--outlier",
+            "50ms",
+            "--sessions",
+            "1",
+            "--ops",
+            "300",
+            "--log-size",
+            "2MiB",
+            "--out",
+            "race",
+            "-q",
+        ],
+    );
+    let c = counters(&join(shm.path(), "race"));
+    let d = c["destinations"].as_array().unwrap();
+    let injected = d[0]["injected"].as_u64().unwrap();
+    assert!(injected > 0, "{c}");
+    assert_eq!(d[0]["outliers"].as_u64().unwrap(), injected, "{c}");
+    assert_eq!(d[1]["outliers"], 0, "{c}");
+    assert_eq!(c["prevented_outliers"].as_u64().unwrap(), injected, "{c}");
+}
+
+#[test]
 fn race_with_a_slow_destination() {
     let disk = disk_tempdir();
     let shm = shm_tempdir();

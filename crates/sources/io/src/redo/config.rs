@@ -92,7 +92,8 @@ pub struct RedoConfig {
     pub log_size: u64,
     /// Number of groups the log is divided into (at least 2).
     pub groups: u32,
-    /// A write slower than this (from issue to completion) is an outlier.
+    /// A write whose own service time (write + sync + injected delay on its destination) exceeds
+    /// this is an outlier.
     pub outlier: Duration,
     /// Extra seeded delays.
     pub injections: Vec<Injection>,

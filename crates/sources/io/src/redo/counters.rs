@@ -26,7 +26,7 @@ pub struct DestCounters {
     pub writes: u64,
     /// Races this destination finished first (FL_<NAME>_FIRST).
     pub first: u64,
-    /// Writes that took longer than the outlier threshold, from issue to completion.
+    /// Writes whose own service time exceeded the outlier threshold.
     pub outliers: u64,
     /// Writes given an injected delay.
     pub injected: u64,
@@ -339,7 +339,7 @@ impl EventTally {
             }],
             notes: if cfg.dests.len() > 1 {
                 vec![format!(
-                    "FL_PREVENTED_OUTLIERS: races whose loser took longer than {} ms from issue to completion and whose winner did not",
+                    "FL_PREVENTED_OUTLIERS: races whose loser's own write took longer than {} ms and whose winner's did not",
                     c.outlier_ms
                 )]
             } else {

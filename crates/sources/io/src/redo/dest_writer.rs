@@ -62,7 +62,7 @@ impl<'a> DestWriter<'a> {
 
     pub(super) fn run(mut self, rx: Receiver<Batch>) {
         while let Ok(b) = rx.recv() {
-            if !self.write(b.id, b.buf.as_slice(), b.offset, b.blocks, b.issued_ns) {
+            if !self.write(b.id, b.buf.as_slice(), b.offset, b.blocks) {
                 break;
             }
         }
@@ -70,14 +70,7 @@ impl<'a> DestWriter<'a> {
     }
 
     /// Writes one batch, records it, and settles the race. False when the write failed.
-    pub(super) fn write(
-        &mut self,
-        id: u64,
-        buf: &[u8],
-        offset: u64,
-        blocks: u32,
-        issued_ns: u64,
-    ) -> bool {
+    pub(super) fn write(&mut self, id: u64, buf: &[u8], offset: u64, blocks: u32) -> bool {
         let ev_write = self.ev_write;
         let t0 = self.rec.now();
         let result = self.file.write_durable(buf, offset);
@@ -105,7 +98,10 @@ impl<'a> DestWriter<'a> {
         self.rec.ok(ev_write, t0, t1, blocks as u64);
         let c = self.sh.counters;
         c.dest_writes[self.d].fetch_add(1, Ordering::Relaxed);
-        let latency = t1.saturating_sub(issued_ns);
+        // A write's own service time (this destination's write and sync, injected delay included),
+        // not the time since the log writer issued it: a write queued behind a stalled one is not
+        // itself an outlier (issue 13: 9 injected stalls counted as 6,992 prevented outliers).
+        let latency = t1.saturating_sub(t0);
         let outlier_ns = self.sh.cfg.outlier.as_nanos() as u64;
         if latency > outlier_ns {
             c.dest_outliers[self.d].fetch_add(1, Ordering::Relaxed);

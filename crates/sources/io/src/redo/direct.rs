@@ -71,11 +71,10 @@ impl<'a> Direct<'a> {
         let len = nblocks * bs;
         let buf = &mut self.buf.as_mut_slice()[..len];
         pack_record(&record, bs, placed.header, buf);
-        let issued_ns = self.writer.rec.now();
         let buf = &self.buf.as_slice()[..len];
         if !self
             .writer
-            .write(placed.id, buf, placed.offset, nblocks as u32, issued_ns)
+            .write(placed.id, buf, placed.offset, nblocks as u32)
         {
             self.failed = true;
             return false;

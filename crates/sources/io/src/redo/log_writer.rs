@@ -101,7 +101,6 @@ pub(super) fn log_writer(
             }
             let nblocks = blocks_for(stream.len(), bs);
             let placed = cursor.place(nblocks);
-            let issued_ns = sh.clock.now_ns();
             let ok = if let Some(w) = single.as_mut() {
                 // One buffer, grown when a write needs more; each write uses its prefix.
                 let len = nblocks * bs;
@@ -115,7 +114,6 @@ pub(super) fn log_writer(
                     &buf.as_slice()[..len],
                     placed.offset,
                     nblocks as u32,
-                    issued_ns,
                 )
             } else {
                 let mut buf = AlignedBuf::zeroed(nblocks * bs, BUF_ALIGN);
@@ -127,7 +125,6 @@ pub(super) fn log_writer(
                         offset: placed.offset,
                         blocks: nblocks as u32,
                         buf: Arc::clone(&b),
-                        issued_ns,
                     });
                 }
                 // Acknowledge when the first destination has it.

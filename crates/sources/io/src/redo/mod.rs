@@ -174,7 +174,6 @@ pub fn run_redo(
         ack_cv: &ack_cv,
         counters: &counters,
         stop,
-        clock: clock.clone(),
         failure: Mutex::new(None),
     };
     let deadline_ns = cfg.duration.map(|d| d.as_nanos() as u64);

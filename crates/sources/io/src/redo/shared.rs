@@ -3,7 +3,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
 
-use dbscope_core::record::{RunClock, StopSignal};
+use dbscope_core::record::StopSignal;
 
 use super::super::block::{AlignedBuf, LogLayout, Record};
 use super::config::RedoConfig;
@@ -40,7 +40,6 @@ pub(super) struct Batch {
     pub(super) offset: u64,
     pub(super) blocks: u32,
     pub(super) buf: Arc<AlignedBuf>,
-    pub(super) issued_ns: u64,
 }
 
 /// Race bookkeeping shared by the destination writers and the log writer.
@@ -70,7 +69,6 @@ pub(super) struct Shared<'a> {
     pub(super) ack_cv: &'a Condvar,
     pub(super) counters: &'a Counters,
     pub(super) stop: &'a StopSignal,
-    pub(super) clock: RunClock,
     pub(super) failure: Mutex<Option<String>>,
 }
 
