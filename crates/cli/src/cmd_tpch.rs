@@ -207,8 +207,14 @@ fn cmd_q1(a: Q1Args) -> Result<u8, Exit> {
     let secs = median_ns as f64 / 1e9;
     writeln!(
         out,
-        "\n{} lines ({} rows aggregated), {} bytes in {secs:.3} s{}: {:.2} M rows/s, {:.0} MB/s; {} mapper(s), {} split(s), combiner {}",
+        "\n{} {} ({} rows aggregated), {} bytes in {secs:.3} s{}: {:.2} M rows/s, {:.0} MB/s; {} mapper(s), {} split(s), combiner {}",
         output.lines,
+        // Parquet has rows, not lines (issue 13).
+        match inputs.iter().filter(|i| i.parquet_row_groups.is_some()).count() {
+            0 => "lines",
+            n if n == inputs.len() => "rows",
+            _ => "lines and rows",
+        },
         output.answer.rows_aggregated(),
         output.bytes,
         if jobs.len() > 1 {

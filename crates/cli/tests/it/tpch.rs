@@ -145,6 +145,11 @@ fn q1_matches_duckdb_with_any_mappers_and_with_or_without_combiner() {
             let out = ok(pq.path(), &args);
             assert_eq!(answer_lines(&out), first, "parquet, {mappers} mappers");
             assert!(out.contains("9 split(s)"), "{out}");
+            // Issue 13: Parquet is counted in rows, not lines.
+            assert!(
+                out.contains(" rows (") && !out.contains(" lines ("),
+                "{out}"
+            );
         }
     }
 }
