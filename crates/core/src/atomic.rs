@@ -43,11 +43,6 @@ impl AtomicFile {
         self.tmp.as_file_mut()
     }
 
-    /// The path the file will have once committed.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Flushes and renames the temporary file over the target. No fsync: this guards against a
     /// killed process (the crash dbscope meets), and counters rewritten four times a second must not
     /// add syncs to the device being measured.

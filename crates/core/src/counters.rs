@@ -189,14 +189,6 @@ impl CounterSection {
         }
         serde_json::Value::Object(o)
     }
-
-    /// A counter's value by key.
-    pub fn get(&self, key: &str) -> Option<&CounterValue> {
-        self.counters
-            .iter()
-            .find(|c| c.key == key)
-            .map(|c| &c.value)
-    }
 }
 
 /// Every counter section of a run.

@@ -251,11 +251,6 @@ impl Sessions {
             disconnected: false,
         }
     }
-
-    /// The run's clock.
-    pub fn clock(&self) -> &RunClock {
-        &self.clock
-    }
 }
 
 /// The receiving end of a live run's batches, drained by [`Recording::pump`].
@@ -330,19 +325,9 @@ impl Recording {
         &self.names
     }
 
-    /// The manifest as it will be written next.
-    pub fn manifest(&self) -> &Manifest {
-        &self.run.manifest
-    }
-
-    /// Changes the manifest; written at the next [`Recording::save_manifest`] or at the end.
+    /// Changes the manifest; written when the run starts its clock or finishes.
     pub fn manifest_mut(&mut self) -> &mut Manifest {
         &mut self.run.manifest
-    }
-
-    /// Rewrites the manifest now (atomically).
-    pub fn save_manifest(&self) -> Result<()> {
-        self.run.save_manifest()
     }
 
     /// Starts the clock: event offset 0 is now, and the manifest says so.
