@@ -58,7 +58,7 @@ pub enum WorkloadName {
     /// Each session: UPDATE one row, COMMIT; as fast as it can. `update` and `commit` are timed
     /// separately, so commit latency (Oracle's "log file sync", PostgreSQL's WAL flush) shows alone.
     Commit,
-    /// TPC-H Query 1 in SQL (official text, DELTA 90) on data loaded by `dbscope tpch load`; every
+    /// TPC-H Query 1 in SQL (official text, DELTA 90 or --delta) on data loaded by `dbscope tpch load`; every
     /// execution's rows are checked against the map/combine/reduce answer (and, at SF 1, the official one).
     TpchQ1,
 }
@@ -70,6 +70,7 @@ pub enum WorkloadName {
   dbscope run commit --target sqlite:bench.db --set journal_mode=wal --set synchronous=full
   dbscope run commit --target postgres://bench:secret@localhost/bench --set synchronous_commit=off
   dbscope run commit --target null --sessions 1 --ops 5000000   # the harness alone
+  dbscope run tpch-q1 --target sqlite:tpch.db --ops 5 --delta 60  # after `tpch load … --delta 60`
 
 Ctrl-C stops the run and keeps everything recorded (outcome: interrupted).")]
 pub struct RunArgs {
@@ -128,6 +129,11 @@ pub struct RunArgs {
     /// Drop and recreate the table first.
     #[arg(long)]
     pub fresh: bool,
+
+    /// tpch-q1 only: DELTA of Q1 in days (l_shipdate <= date '1998-12-01' - DELTA days). Default 90,
+    /// the official one. Rows are checked against the answer `dbscope tpch load --delta DAYS` stored.
+    #[arg(long, value_name = "DAYS", value_parser = clap::value_parser!(u32).range(0..=3650))]
+    pub delta: Option<u32>,
 
     /// No progress display and no report at the end; print only the run directory.
     #[arg(long, short = 'q')]

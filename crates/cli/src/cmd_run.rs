@@ -15,6 +15,9 @@ use crate::common::{
 use crate::exit::{Exit, EXIT_USAGE};
 
 pub fn cmd_run(a: RunArgs) -> Result<u8, Exit> {
+    if a.delta.is_some() && !matches!(a.workload, WorkloadName::TpchQ1) {
+        return Err(anyhow::anyhow!("--delta applies to the tpch-q1 workload only").into());
+    }
     let out = match &a.out {
         Some(p) => p.clone(),
         None => default_run_dir(match a.workload {
@@ -65,7 +68,7 @@ fn run_with(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
         ),
         WorkloadName::TpchQ1 => Box::new(dbscope_lab::workload::tpch::TpchQ1Workload::new(
             target.dialect(),
-            dbscope_tpch::q1::DEFAULT_DELTA,
+            a.delta.unwrap_or(dbscope_tpch::q1::DEFAULT_DELTA),
         )),
     };
 

@@ -335,16 +335,37 @@ fn cmd_load(a: LoadArgs) -> Result<u8, Exit> {
         .map(|f| f.path.clone())
         .collect();
     if !lineitem.is_empty() {
-        let config = Q1Config {
-            mappers: cpus(),
-            ..Q1Config::default()
+        let mut deltas = if a.deltas.is_empty() {
+            vec![DEFAULT_DELTA]
+        } else {
+            a.deltas.clone()
         };
-        let output = q1::run(&lineitem, &config, &Q1Progress::default())?;
-        load::store_reference(target.as_ref(), &output.answer, DEFAULT_DELTA)?;
+        deltas.sort_unstable();
+        deltas.dedup();
+        let mut answers = Vec::with_capacity(deltas.len());
+        for &delta_days in &deltas {
+            let config = Q1Config {
+                mappers: cpus(),
+                delta_days,
+                ..Q1Config::default()
+            };
+            answers.push((
+                delta_days,
+                q1::run(&lineitem, &config, &Q1Progress::default())?.answer,
+            ));
+        }
+        load::store_reference(target.as_ref(), &answers)?;
+        let list: Vec<String> = deltas.iter().map(u32::to_string).collect();
         writeln!(
             out,
-            "stored the map/combine/reduce Q1 answer (DELTA {DEFAULT_DELTA}) in {}; check with: dbscope run tpch-q1 --target …",
-            load::REFERENCE_TABLE
+            "stored the map/combine/reduce Q1 answer (DELTA {}) in {}; check with: dbscope run tpch-q1 --target …{}",
+            list.join(", "),
+            load::REFERENCE_TABLE,
+            match deltas.as_slice() {
+                [d] if *d == DEFAULT_DELTA => String::new(),
+                [d, ..] => format!(" --delta {d}"),
+                [] => String::new(),
+            }
         )?;
     }
     Ok(0)

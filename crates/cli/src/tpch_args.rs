@@ -151,7 +151,9 @@ SQLite: prepared multi-row INSERTs in transactions of --commit-every rows.
 
 Examples:
   dbscope tpch load tpch-small --target sqlite:tpch.db
-  dbscope tpch load tpch-sf1 --target postgres://bench@/bench?host=/var/run/postgresql --fresh"
+  dbscope tpch load tpch-sf1 --target postgres://bench@/bench?host=/var/run/postgresql --fresh
+  dbscope tpch load tpch-small --target sqlite:tpch.db --fresh --delta 90 --delta 60
+  dbscope run tpch-q1 --target sqlite:tpch.db --delta 60 --ops 3"
 )]
 pub struct LoadArgs {
     /// Directory written by `dbscope tpch gen` (.tbl format).
@@ -166,6 +168,11 @@ pub struct LoadArgs {
     /// Drop and recreate the tables first.
     #[arg(long)]
     pub fresh: bool,
+    /// DELTA (days) of the Q1 answers to store for `dbscope run tpch-q1 --delta DAYS`: the
+    /// map/combine/reduce job runs over the loaded lineitem files once per DELTA. Repeatable.
+    /// Default: 90, the official one.
+    #[arg(long = "delta", value_name = "DAYS", value_parser = clap::value_parser!(u32).range(0..=3650))]
+    pub deltas: Vec<u32>,
     /// Rows per transaction (SQLite; PostgreSQL's COPY loads each file in one transaction).
     #[arg(long, default_value_t = 100_000, value_name = "N")]
     pub commit_every: u64,

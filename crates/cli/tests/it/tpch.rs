@@ -284,11 +284,39 @@ fn q1_bad_input_is_a_clear_error() {
         2,
         &["no lineitem*.tbl files in this directory"],
     );
+    // Issue 13: CSV and Parquet made by `tpch gen` are named, with the command that makes what
+    // each command reads.
+    let csv = gen(dir.path(), "lineitem", &["--format", "csv"]);
+    fails(
+        dir.path(),
+        &["tpch", "q1", s(&csv), "--no-record"],
+        2,
+        &[
+            "lineitem.csv (CSV, from `dbscope tpch gen --format csv`)",
+            "--format parquet",
+        ],
+    );
+    fails(
+        dir.path(),
+        &["tpch", "load", s(&csv), "--target", "null", "-q"],
+        2,
+        &[
+            "lineitem.csv (from `dbscope tpch gen --format csv`)",
+            "tpch gen --format tbl",
+        ],
+    );
+    std::fs::rename(&csv, dir.path().join("csvdata")).unwrap();
     // Corrupt Parquet (bytes flipped all over its data pages): an error, never a panic.
     let pq = gen(
         dir.path(),
         "lineitem",
         &["--format", "parquet", "--row-group-rows", "20000"],
+    );
+    fails(
+        dir.path(),
+        &["tpch", "load", s(&pq), "--target", "null", "-q"],
+        2,
+        &["lineitem.parquet (from `dbscope tpch gen --format parquet`)"],
     );
     let mut bytes = std::fs::read(pq.join("lineitem.parquet")).unwrap();
     let end = bytes.len() - 20_000;
@@ -341,9 +369,13 @@ fn load_run_and_detect_a_mismatch(dir: &Path, target: &str, parts: &str, corrupt
     gen(dir, "all", &["--parts", parts]);
     let out = ok(
         dir,
-        &["tpch", "load", "data", "--target", target, "--fresh", "-q"],
+        &[
+            "tpch", "load", "data", "--target", target, "--fresh", "-q", "--delta", "90",
+            "--delta", "60",
+        ],
     );
     assert!(out.contains("lineitem\t60175 rows"), "{out}");
+    assert!(out.contains("(DELTA 60, 90)"), "{out}");
     assert!(
         out.contains("stored the map/combine/reduce Q1 answer"),
         "{out}"
@@ -373,6 +405,32 @@ fn load_run_and_detect_a_mismatch(dir: &Path, target: &str, parts: &str, corrupt
     assert_eq!(e["count"], 2);
     assert_eq!(e["errors"], 0);
     assert_eq!(manifest(&run)["workload"]["name"], "tpch-q1");
+    // Issue 13: another DELTA, checked against the answer stored for it.
+    ok(
+        dir,
+        &[
+            "run", "tpch-q1", "--target", target, "--ops", "1", "--delta", "60", "--out", "r60",
+            "-q",
+        ],
+    );
+    let run60 = join(dir, "r60");
+    assert_eq!(event(&report_json(dir, &run60), "q1")["errors"], 0);
+    let params = &manifest(&run60)["workload"]["params"];
+    assert_eq!(params["delta_days"], 60, "{params}");
+    assert!(params["query"].as_str().unwrap().contains("60"), "{params}");
+    fails(
+        dir,
+        &[
+            "run", "tpch-q1", "--target", target, "--ops", "1", "--delta", "30", "--out", "r30",
+            "-q",
+        ],
+        2,
+        &[
+            "no map/combine/reduce reference answer for DELTA 30",
+            "it holds DELTA 60, 90",
+            "--delta 30",
+        ],
+    );
     corrupt();
     let err = fails(
         dir,

@@ -68,10 +68,18 @@ pub enum InputError {
         dir: PathBuf,
     },
     /// A directory without lineitem files.
-    #[error("{dir}: no lineitem*.tbl files in this directory (nor lineitem*.parquet); generate them with `dbscope tpch gen --out {dir}`")]
+    #[error("{dir}: no lineitem*.tbl files in this directory (nor lineitem*.parquet){}", other_formats_hint(.dir, .csv))]
     NoLineitemFiles {
         /// The directory.
         dir: PathBuf,
+        /// A lineitem CSV file the directory holds instead, if any.
+        csv: Option<PathBuf>,
+    },
+    /// A lineitem file in CSV, which Q1 does not read.
+    #[error("{path}: CSV with a header line, as `dbscope tpch gen --format csv` writes it; tpch q1 reads dbgen's '|'-separated .tbl or Parquet: make them with `dbscope tpch gen --table lineitem --format parquet --out DIR` (or --format tbl) at the same --sf")]
+    Csv {
+        /// The file.
+        path: PathBuf,
     },
     /// An empty file.
     #[error("{path}: empty file: no lineitem rows")]
@@ -79,6 +87,21 @@ pub enum InputError {
         /// The file.
         path: PathBuf,
     },
+}
+
+/// The end of [`InputError::NoLineitemFiles`]'s message: what the directory holds instead and
+/// the command that makes what Q1 reads.
+fn other_formats_hint(dir: &std::path::Path, csv: &Option<PathBuf>) -> String {
+    match csv {
+        Some(f) => format!(
+            "; it holds {} (CSV, from `dbscope tpch gen --format csv`), which tpch q1 does not read: make .tbl or Parquet with `dbscope tpch gen --table lineitem --format parquet --out DIR` (or --format tbl) at the same --sf",
+            f.display()
+        ),
+        None => format!(
+            "; generate them with `dbscope tpch gen --table lineitem --out {}`",
+            dir.display()
+        ),
+    }
 }
 
 /// Why a Parquet file cannot be read as lineitem (the messages name no file: [`Q1Error::Parquet`]

@@ -83,8 +83,20 @@ fn lineitem_files_in(dir: &Path) -> Result<Vec<PathBuf>, Q1Error> {
         .into());
     }
     if v.is_empty() {
+        // CSV from `tpch gen --format csv` is a likely mistake: name it and the command to use.
+        let csv = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|f| {
+                f.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("lineitem") && n.ends_with(".csv"))
+            })
+            .min();
         return Err(InputError::NoLineitemFiles {
             dir: dir.to_owned(),
+            csv,
         }
         .into());
     }
@@ -103,10 +115,14 @@ fn input_of(f: PathBuf) -> Result<Input, Q1Error> {
     if len == 0 {
         return Err(InputError::EmptyFile { path: f }.into());
     }
-    let mut magic = [0u8; 4];
-    let is_parquet = File::open(&f)
-        .and_then(|h| h.read_at(&mut magic, 0))
-        .is_ok_and(|n| n == 4 && &magic == b"PAR1");
+    let mut head = [0u8; 16];
+    let n = File::open(&f)
+        .and_then(|h| h.read_at(&mut head, 0))
+        .unwrap_or(0);
+    let is_parquet = n >= 4 && &head[..4] == b"PAR1";
+    if head[..n].starts_with(b"l_orderkey,") {
+        return Err(InputError::Csv { path: f }.into());
+    }
     let parquet_row_groups = if is_parquet {
         let (_, sizes) =
             crate::parquet_io::open_lineitem(&f).map_err(|source| Q1Error::Parquet {
@@ -173,5 +189,29 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("missing.tbl"), "{e}");
+    }
+
+    #[test]
+    fn csv_data_names_the_command_that_makes_what_q1_reads() {
+        let d = tempfile::tempdir().unwrap();
+        let csv = d.path().join("lineitem.csv");
+        std::fs::write(
+            &csv,
+            "l_orderkey,l_partkey,l_suppkey,l_linenumber,l_quantity\n1,1552,93,1,17\n",
+        )
+        .unwrap();
+        // The directory: it names the CSV file it found and the command to run instead.
+        let e = resolve_inputs(&[d.path().to_owned()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("lineitem.csv"), "{e}");
+        assert!(e.contains("--format parquet"), "{e}");
+        // The file itself: recognised as CSV before any line is parsed.
+        let e = resolve_inputs(&[csv]).unwrap_err().to_string();
+        assert!(e.contains("CSV with a header line"), "{e}");
+        assert!(
+            e.contains("tpch gen --table lineitem --format parquet"),
+            "{e}"
+        );
     }
 }

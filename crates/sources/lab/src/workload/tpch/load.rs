@@ -153,11 +153,13 @@ pub enum LoadError {
         /// Fields found.
         found: usize,
     },
-    /// Input: a directory without TPC-H files.
-    #[error("{dir}: no TPC-H .tbl files (lineitem.tbl, orders.tbl, …); generate them with `dbscope tpch gen --out {dir}`")]
+    /// Input: a directory without TPC-H .tbl files.
+    #[error("{dir}: no TPC-H .tbl files (lineitem.tbl, orders.tbl, …){}", other_formats_hint(.dir, .other))]
     NoTables {
         /// The directory.
         dir: PathBuf,
+        /// A TPC-H file in another format (CSV or Parquet) the directory holds instead, if any.
+        other: Option<PathBuf>,
     },
     /// Input: the null target, which holds no tables.
     #[error("the null target holds no tables; load into sqlite:PATH or postgres://…")]
@@ -178,6 +180,25 @@ pub enum LoadError {
         /// The value.
         value: i128,
     },
+}
+
+/// The end of [`LoadError::NoTables`]'s message: what the directory holds instead, the command
+/// that made it, and the one that makes what `tpch load` reads.
+fn other_formats_hint(dir: &Path, other: &Option<PathBuf>) -> String {
+    let Some(f) = other else {
+        return format!(
+            "; generate them with `dbscope tpch gen --out {}`",
+            dir.display()
+        );
+    };
+    let format = match f.extension().and_then(|e| e.to_str()) {
+        Some("parquet") => "parquet",
+        _ => "csv",
+    };
+    format!(
+        "; it holds {} (from `dbscope tpch gen --format {format}`), which tpch load does not read: make .tbl files with `dbscope tpch gen --format tbl --out DIR` at the same --sf",
+        f.display()
+    )
 }
 
 /// One file to load.
@@ -234,8 +255,21 @@ pub fn find_files(dir: &Path) -> Result<Vec<LoadFile>, LoadError> {
         }
     }
     if found.is_empty() {
+        // Output of `tpch gen --format csv|parquet` is a likely mistake: name it.
+        let other = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|f| {
+                let name = f.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                let stem = name.split('.').next().unwrap_or("");
+                SCHEMA.iter().any(|(t, _)| *t == stem)
+                    && (name.ends_with(".csv") || name.ends_with(".parquet"))
+            })
+            .min();
         return Err(LoadError::NoTables {
             dir: dir.to_owned(),
+            other,
         });
     }
     found.sort_by_key(|(i, k, _)| (*i, *k));
@@ -531,30 +565,31 @@ fn load_file(
     Ok(rows)
 }
 
-/// Stores `answer` (the map/combine/reduce Q1 answer of the loaded files at `delta` days) in
-/// [`REFERENCE_TABLE`]: one row per (group, column) with the exact value as a scaled integer.
-pub fn store_reference(
-    target: &dyn Target,
-    answer: &Q1Answer,
-    delta: u32,
-) -> Result<(), LoadError> {
+/// Stores `answers` (the map/combine/reduce Q1 answers of the loaded files, one per DELTA in
+/// days) in [`REFERENCE_TABLE`]: one row per (DELTA, group, column) with the exact value as a
+/// scaled integer. Replaces what the table held.
+pub fn store_reference(target: &dyn Target, answers: &[(u32, Q1Answer)]) -> Result<(), LoadError> {
     let mut sess = target.connect()?;
     sess.batch(&format!("DROP TABLE IF EXISTS {REFERENCE_TABLE}"))?;
     sess.batch(&format!(
         "CREATE TABLE {REFERENCE_TABLE} (delta_days BIGINT NOT NULL, grp BIGINT NOT NULL, col BIGINT NOT NULL, v BIGINT NOT NULL)"
     ))?;
     let mut values = Vec::new();
-    for (g, row) in answer.rows.iter().enumerate() {
-        for (c, v) in reference_values(row).iter().enumerate() {
-            let v = i64::try_from(*v).map_err(|_| LoadError::ValueTooLarge { value: *v })?;
-            values.push(format!("({delta}, {g}, {c}, {v})"));
+    for (delta, answer) in answers {
+        for (g, row) in answer.rows.iter().enumerate() {
+            for (c, v) in reference_values(row).iter().enumerate() {
+                let v = i64::try_from(*v).map_err(|_| LoadError::ValueTooLarge { value: *v })?;
+                values.push(format!("({delta}, {g}, {c}, {v})"));
+            }
         }
     }
     sess.begin()?;
-    sess.batch(&format!(
-        "INSERT INTO {REFERENCE_TABLE} (delta_days, grp, col, v) VALUES {}",
-        values.join(", ")
-    ))?;
+    if !values.is_empty() {
+        sess.batch(&format!(
+            "INSERT INTO {REFERENCE_TABLE} (delta_days, grp, col, v) VALUES {}",
+            values.join(", ")
+        ))?;
+    }
     sess.commit()?;
     Ok(())
 }
@@ -606,5 +641,22 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("no TPC-H .tbl files"));
+    }
+
+    #[test]
+    fn parquet_or_csv_data_names_the_command_to_make_tbl() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("lineitem.parquet"), "PAR1").unwrap();
+        let e = find_files(d.path()).unwrap_err().to_string();
+        assert!(e.contains("lineitem.parquet"), "{e}");
+        assert!(e.contains("tpch gen --format parquet"), "{e}");
+        assert!(e.contains("tpch gen --format tbl"), "{e}");
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("orders.csv"), "o_orderkey\n").unwrap();
+        let e = find_files(d.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("orders.csv") && e.contains("--format csv"),
+            "{e}"
+        );
     }
 }

@@ -229,8 +229,16 @@ impl TpchQ1Workload {
                 ))
             })?;
         if v.is_empty() || v.len() % 10 != 0 {
+            let stored = sess
+                .query_i64(&format!(
+                    "SELECT DISTINCT delta_days FROM {REFERENCE_TABLE} ORDER BY delta_days"
+                ))
+                .unwrap_or_default();
+            let stored: Vec<String> = stored.iter().map(i64::to_string).collect();
             return Err(TargetError::config(format!(
-                "no map/combine/reduce reference answer for DELTA {} in {REFERENCE_TABLE}; reload with `dbscope tpch load`",
+                "no map/combine/reduce reference answer for DELTA {} in {REFERENCE_TABLE} (it holds DELTA {}); store it with `dbscope tpch load DIR --target … --delta {}` (repeat --delta to keep several)",
+                self.delta,
+                if stored.is_empty() { "none".to_string() } else { stored.join(", ") },
                 self.delta
             )));
         }
