@@ -101,7 +101,8 @@ pub struct RunArgs {
     #[arg(long, short = 'd', value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Option<Duration>,
 
-    /// Warm-up period: its events are recorded but flagged and left out of statistics by default.
+    /// Warm-up period: operations starting in it are recorded (all their events) but flagged and
+    /// left out of statistics by default.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
     pub warmup: Duration,
 

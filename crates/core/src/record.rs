@@ -135,11 +135,20 @@ pub struct Recorder {
     buf: Vec<Event>,
     batch_started_ns: u64,
     last_ns: u64,
+    op_start_ns: Option<u64>,
     tx: SyncSender<Vec<Event>>,
     disconnected: bool,
 }
 
 impl Recorder {
+    /// Marks the start of an operation (a workload step) at `now`: until the next call, every
+    /// event is flagged as warm-up by this start rather than its own, so an operation straddling
+    /// the end of the warm-up keeps all its events (e.g. update and commit) on one side.
+    #[inline]
+    pub fn begin_op(&mut self) {
+        self.op_start_ns = Some(self.now());
+    }
+
     /// Nanoseconds since the run's clock origin.
     #[inline]
     pub fn now(&self) -> u64 {
@@ -195,7 +204,7 @@ impl Recorder {
             duration_ns: end.saturating_sub(start),
             intended_start_ns: intended_start,
             outcome,
-            flags: if start < self.warmup_end_ns {
+            flags: if self.op_start_ns.unwrap_or(start) < self.warmup_end_ns {
                 EVENT_WARMUP
             } else {
                 0
@@ -247,6 +256,7 @@ impl Sessions {
             buf: Vec::with_capacity(BATCH_EVENTS),
             batch_started_ns: 0,
             last_ns: 0,
+            op_start_ns: None,
             tx: self.tx.clone(),
             disconnected: false,
         }
@@ -558,6 +568,38 @@ mod tests {
         rec.finish(Outcome::Interrupted, Some(INTERRUPTED_DETAIL.into()))
             .unwrap();
         assert!(!out.join(RESERVE_FILE).exists());
+    }
+
+    #[test]
+    fn an_operation_straddling_the_warmup_end_is_flagged_by_its_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rec = Recording::begin(
+            &dir.path().join("run"),
+            Manifest::new("w", WorkloadInfo::default(), 1),
+        )
+        .unwrap();
+        let clock = rec.start_clock().unwrap();
+        let warmup_end = clock.now_ns() + 20_000_000;
+        let (sessions, _batches) = rec.sessions(&clock, warmup_end, 4);
+        let mut r = sessions.recorder(0);
+        let name = r.name("op");
+        r.begin_op();
+        let t0 = r.now();
+        r.ok(name, t0, t0 + 1, 0);
+        std::thread::sleep(Duration::from_millis(30));
+        // Same operation, after the warm-up end: still warm-up, as the operation began in it.
+        let t1 = r.now();
+        assert!(t1 > warmup_end);
+        r.ok(name, t1, t1 + 1, 0);
+        r.begin_op();
+        let t2 = r.now();
+        r.ok(name, t2, t2 + 1, 0);
+        // Without operations, each event by its own start.
+        let mut plain = sessions.recorder(1);
+        plain.ok(name, t0, t0 + 1, 0);
+        plain.ok(name, t2, t2 + 1, 0);
+        let flags: Vec<u16> = r.buf.iter().chain(&plain.buf).map(|e| e.flags).collect();
+        assert_eq!(flags, [EVENT_WARMUP, EVENT_WARMUP, 0, EVENT_WARMUP, 0]);
     }
 
     #[test]

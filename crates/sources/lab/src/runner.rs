@@ -311,6 +311,7 @@ fn session_loop(mut c: SessionCtx<'_>) {
                 break;
             }
         }
+        c.rec.begin_op();
         let result = c.work.step(c.sess.as_mut(), &mut c.rec);
         done += 1;
         if done & 63 == 0 {
