@@ -78,9 +78,10 @@ pub struct RunArgs {
     #[arg(value_enum)]
     pub workload: WorkloadName,
 
-    /// Database: sqlite:PATH, postgres://[user[:password]@][host][:port][/db][?host=/socket/dir&…],
-    /// postgres:KEY=VALUE…, or null (measures the harness). Default: $DATABASE_URL, else a SQLite file
-    /// dbscope.sqlite inside the run directory.
+    /// Database: sqlite:PATH, postgres://[user[:password]@][host][:port][,host[:port]…][/db][?host=/socket/dir&…],
+    /// postgres:KEY=VALUE…, or null (measures the harness). PostgreSQL strings follow libpq's rules
+    /// (query parameters override, PGHOST/PGPORT/… fill in; no TLS; see docs/targets.md). Default:
+    /// $DATABASE_URL, else a SQLite file dbscope.sqlite inside the run directory.
     #[arg(long, short = 't', value_name = "TARGET")]
     pub target: Option<String>,
 

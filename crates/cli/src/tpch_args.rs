@@ -159,7 +159,7 @@ pub struct LoadArgs {
     /// Directory written by `dbscope tpch gen` (.tbl format).
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
-    /// Database: sqlite:PATH, postgres://…, or postgres:KEY=VALUE….
+    /// Database: sqlite:PATH, postgres://… or postgres:KEY=VALUE… (libpq's rules; see docs/targets.md).
     #[arg(long, short = 't', value_name = "TARGET")]
     pub target: String,
     /// Setting applied to the loading sessions (PostgreSQL parameters, SQLite pragmas). Repeatable.

@@ -39,7 +39,10 @@ fn malformed_uri() {
             "1",
         ],
         2,
-        &["malformed PostgreSQL connection string"],
+        &[
+            "PostgreSQL connection string",
+            "invalid integer value \"port\" for connection option \"port\"",
+        ],
     );
     assert!(!e.contains("topsecret"), "{e}");
 }

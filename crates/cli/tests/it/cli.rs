@@ -5,12 +5,14 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-/// A `dbscope` command with a clean environment (no DATABASE_URL) in `dir`.
+/// A `dbscope` command with a clean environment (no DATABASE_URL, no PG* variables) in `dir`.
 pub fn dbscope(dir: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_dbscope"));
     c.current_dir(dir).env_remove("DATABASE_URL");
-    for k in ["PGHOST", "PGPORT", "PGUSER", "PGPASSWORD", "PGDATABASE"] {
-        c.env_remove(k);
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("PG") {
+            c.env_remove(k);
+        }
     }
     c
 }

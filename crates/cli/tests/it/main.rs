@@ -10,6 +10,7 @@ mod crash;
 mod harness;
 mod html;
 mod io_redo;
+mod libpq;
 mod postgres;
 mod sqlite;
 mod tpch;

@@ -146,6 +146,16 @@ impl PgCluster {
         &self.bin_dir
     }
 
+    /// The `psql` beside the server binaries, else `psql` on PATH.
+    pub fn psql(&self) -> PathBuf {
+        let beside = self.bin_dir.join("psql");
+        if beside.is_file() {
+            beside
+        } else {
+            find_in_path("psql").unwrap_or_else(|| PathBuf::from("psql"))
+        }
+    }
+
     /// `server_version_num`, e.g. 150014.
     pub fn server_version_num(&self) -> u32 {
         self.server_version_num

@@ -1,6 +1,7 @@
 //! Where a workload runs: one trait for connect/execute/settings, with SQLite (the embedded default),
 //! PostgreSQL (a real server) and `null` (does nothing: measures the harness itself).
 
+mod conninfo;
 mod null;
 mod pg;
 mod pgwire;

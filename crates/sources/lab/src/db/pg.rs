@@ -1,15 +1,13 @@
 //! The PostgreSQL target: a real server, reached through libpq-style URIs or key/value strings.
 
 use std::collections::BTreeMap;
-use std::str::FromStr;
 use std::time::Duration;
 
 use dbscope_core::redact::redact;
 use dbscope_core::TargetInfo;
-use tokio_postgres::config::Host;
-use tokio_postgres::Config;
 
-use super::pgwire::{endpoint, WireConn, WireError};
+use super::conninfo::{self, ConnInfo, ConnectTimeout, Defaults};
+use super::pgwire::{ConnectError, WireConn, WireError};
 use super::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
 
 /// Settings always read back and recorded, besides those the user sets.
@@ -27,14 +25,13 @@ const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A PostgreSQL server.
 pub struct PgTarget {
-    config: Config,
+    info: ConnInfo,
     location: String,
     settings: Vec<(String, String)>,
 }
 
 impl std::fmt::Debug for PgTarget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Config's Debug redacts the password too, but say only what we mean to show.
         f.debug_struct("PgTarget")
             .field("location", &self.location)
             .finish()
@@ -42,82 +39,62 @@ impl std::fmt::Debug for PgTarget {
 }
 
 impl PgTarget {
-    /// Parses a connection string; missing parts default as libpq's do (PGHOST, PGPORT, PGUSER,
-    /// PGPASSWORD, PGDATABASE, then the Unix socket in /var/run/postgresql and the OS user).
+    /// Parses and resolves a connection string by libpq's rules ([`conninfo`]): query parameters
+    /// override the URI's authority; missing parts come from PGHOST, PGPORT, PGUSER, PGPASSWORD,
+    /// PGDATABASE, … then the OS user and the socket in /var/run/postgresql (else /tmp).
     pub fn new(spec: &str, settings: &[(String, String)]) -> TargetResult<Self> {
-        let mut config = Config::from_str(spec).map_err(|e| {
+        Self::with_defaults(spec, settings, &Defaults::system())
+    }
+
+    fn with_defaults(
+        spec: &str,
+        settings: &[(String, String)],
+        defaults: &Defaults,
+    ) -> TargetResult<Self> {
+        let info = conninfo::resolve(spec, defaults).map_err(|e| {
             TargetError::config(format!(
-                "malformed PostgreSQL connection string {:?}: {}",
+                "PostgreSQL connection string {:?}: {}",
                 redact(spec),
                 redact(&e.to_string())
             ))
         })?;
-        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-        if config.get_hosts().is_empty() {
-            let host = env("PGHOST").unwrap_or_else(|| {
-                if std::path::Path::new("/var/run/postgresql").is_dir() {
-                    "/var/run/postgresql".into()
-                } else {
-                    "localhost".into()
-                }
-            });
-            config.host(&host);
-        }
-        if config.get_ports().is_empty() {
-            if let Some(port) = env("PGPORT").and_then(|p| p.parse().ok()) {
-                config.port(port);
-            }
-        }
-        if config.get_user().is_none() {
-            let user = env("PGUSER")
-                .or_else(|| env("USER"))
-                .unwrap_or_else(|| "postgres".into());
-            config.user(&user);
-        }
-        if config.get_password().is_none() {
-            if let Some(pw) = env("PGPASSWORD") {
-                config.password(&pw);
-            }
-        }
-        if config.get_dbname().is_none() {
-            if let Some(db) = env("PGDATABASE") {
-                config.dbname(&db);
-            }
-        }
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
-        }
-        if config.get_application_name().is_none() {
-            config.application_name("dbscope");
-        }
-        let location = describe_location(&config);
+        let location = info.location(None);
         Ok(PgTarget {
-            config,
+            info,
             location,
             settings: settings.to_vec(),
         })
     }
 
-    fn open(&self) -> TargetResult<WireConn> {
-        let timeout = self
-            .config
-            .get_connect_timeout()
-            .copied()
-            .unwrap_or(DEFAULT_CONNECT_TIMEOUT);
-        let mut conn = WireConn::connect(&self.config, timeout).map_err(|e| {
-            let class = match &e {
-                WireError::Db { code, .. } => format!("pg:{code}"),
-                _ => "pg:connection".into(),
-            };
-            TargetError {
-                class,
+    /// Connects to the first host that answers; returns the connection and that host's location.
+    fn open(&self) -> TargetResult<(WireConn, String)> {
+        let timeout = match self.info.connect_timeout {
+            ConnectTimeout::Default => Some(DEFAULT_CONNECT_TIMEOUT),
+            ConnectTimeout::Forever => None,
+            ConnectTimeout::Limit(t) => Some(t),
+        };
+        let (mut conn, used) = WireConn::connect(&self.info, timeout).map_err(|e| match e {
+            ConnectError::Unreachable(why) => TargetError {
+                class: "pg:connection".into(),
                 message: redact(&format!(
-                    "cannot connect to PostgreSQL at {} ({}): {e}",
+                    "cannot connect to PostgreSQL at {}: {}",
                     self.location,
-                    endpoint(&self.config)
+                    why.join("; ")
                 )),
                 connection_lost: true,
-            }
+            },
+            ConnectError::Refused { endpoint, error } => TargetError {
+                class: match &error {
+                    WireError::Db { code, .. } => format!("pg:{code}"),
+                    _ => "pg:connection".into(),
+                },
+                message: redact(&format!(
+                    "cannot connect to PostgreSQL at {} ({}): {error}",
+                    self.info.location(Some(endpoint)),
+                    self.info.endpoints[endpoint].address()
+                )),
+                connection_lost: true,
+            },
         })?;
         for (name, value) in &self.settings {
             conn.prepare("", "SELECT set_config($1, $2, false)")
@@ -126,19 +103,7 @@ impl PgTarget {
                     TargetError::config(format!("--set {name}={value}: PostgreSQL says: {e}"))
                 })?;
         }
-        Ok(conn)
-    }
-}
-
-/// `postgres://user@host:port/db` with the socket directory as `?host=` and no password.
-fn describe_location(config: &Config) -> String {
-    let user = config.get_user().unwrap_or("");
-    let db = config.get_dbname().unwrap_or(user);
-    let port = config.get_ports().first().copied().unwrap_or(5432);
-    match config.get_hosts().first() {
-        Some(Host::Tcp(h)) => format!("postgres://{user}@{h}:{port}/{db}"),
-        Some(Host::Unix(p)) => format!("postgres://{user}@/{db}?host={}&port={port}", p.display()),
-        None => format!("postgres://{user}@/{db}"),
+        Ok((conn, self.info.location(Some(used))))
     }
 }
 
@@ -173,12 +138,12 @@ impl Target for PgTarget {
     }
     fn connect(&self) -> TargetResult<Box<dyn Session>> {
         Ok(Box::new(PgSession {
-            conn: self.open()?,
+            conn: self.open()?.0,
             stmts: Vec::new(),
         }))
     }
     fn describe(&self) -> TargetResult<TargetInfo> {
-        let mut conn = self.open()?;
+        let (mut conn, location) = self.open()?;
         let mut show = |name: &str| -> TargetResult<String> {
             // SHOW takes no parameters; names were checked to be identifiers by parse_setting.
             let rows = conn
@@ -202,7 +167,7 @@ impl Target for PgTarget {
         }
         Ok(TargetInfo {
             kind: "postgres".into(),
-            location: self.location.clone(),
+            location,
             server_version: format!("PostgreSQL {version}"),
             settings_requested: self.settings.clone(),
             settings_effective: effective,
@@ -318,12 +283,37 @@ mod tests {
         assert_eq!(t.location, "postgres://u@/db?host=/tmp/sock&port=5999");
     }
 
+    /// The issue's URI: `?host=` and `?port=` override the authority's `localhost` (libpq's
+    /// rule), so the target is the socket, not localhost:5432.
+    #[test]
+    fn issue_13_query_parameters_override_the_authority() {
+        let no_env = |_: &str| None;
+        let defaults = Defaults {
+            env: &no_env,
+            os_user: Some("osuser".into()),
+            socket_dir: "/var/run/postgresql".into(),
+            application_name: "dbscope",
+        };
+        let uri = "postgres://postgres@localhost/postgres?host=/tmp/sock&port=55439";
+        let t = PgTarget::with_defaults(uri, &[], &defaults).unwrap();
+        assert_eq!(
+            t.location,
+            "postgres://postgres@/postgres?host=/tmp/sock&port=55439"
+        );
+        let e = t.describe().unwrap_err();
+        assert!(
+            e.message.contains("/tmp/sock/.s.PGSQL.55439"),
+            "the error names the socket tried: {e}"
+        );
+    }
+
     #[test]
     fn malformed_uri_is_a_clear_error() {
         let e = PgTarget::new("postgres://u:hunter2@host:notaport/db", &[]).unwrap_err();
+        assert!(e.message.starts_with("PostgreSQL connection string"), "{e}");
         assert!(
             e.message
-                .starts_with("malformed PostgreSQL connection string"),
+                .contains("invalid integer value \"notaport\" for connection option \"port\""),
             "{e}"
         );
         assert!(!e.message.contains("hunter2"), "{e}");

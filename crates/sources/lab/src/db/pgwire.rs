@@ -3,11 +3,11 @@
 //! round trip in its reactor (epoll, wake-ups); a load generator must not.
 //!
 //! Messages are encoded and parsed by `postgres-protocol` (the codec under tokio-postgres, with
-//! SCRAM-SHA-256 and MD5); connection strings are parsed by `tokio_postgres::Config`. Parameters go as
+//! SCRAM-SHA-256 and MD5); connection strings are resolved by [`super::conninfo`]. Parameters go as
 //! text and results come back as text, so no type mapping is needed for the workloads' statements.
 
 use std::io::{self, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
@@ -18,8 +18,8 @@ use postgres_protocol::authentication::sasl::{ChannelBinding, ScramSha256, SCRAM
 use postgres_protocol::message::backend::{ErrorResponseBody, Message};
 use postgres_protocol::message::frontend;
 use postgres_protocol::IsNull;
-use tokio_postgres::config::Host;
-use tokio_postgres::Config;
+
+use super::conninfo::{ConnInfo, Endpoint, Host};
 
 /// A failure of the connection or of a statement.
 #[derive(Debug)]
@@ -98,39 +98,126 @@ pub struct WireConn {
     broken: bool,
 }
 
-/// Where a connection goes, for messages: `host:port` or the socket file.
-pub fn endpoint(config: &Config) -> String {
-    let port = config.get_ports().first().copied().unwrap_or(5432);
-    match config.get_hosts().first() {
-        Some(Host::Tcp(h)) => format!("{h}:{port}"),
-        Some(Host::Unix(dir)) => dir.join(format!(".s.PGSQL.{port}")).display().to_string(),
-        None => format!("localhost:{port}"),
+/// Why no connection was made.
+#[derive(Debug)]
+pub enum ConnectError {
+    /// No host of the list accepted a connection: for each, where it went and why.
+    Unreachable(Vec<String>),
+    /// A server accepted the connection and then refused the session (authentication, a missing
+    /// database, …); as in libpq, the remaining hosts are not tried.
+    Refused {
+        /// Index of the endpoint that answered.
+        endpoint: usize,
+        /// What it said.
+        error: WireError,
+    },
+}
+
+/// Opens a socket to one endpoint, trying each address a host name has; the error says where.
+fn open_stream(e: &Endpoint, timeout: Option<Duration>) -> Result<Stream, String> {
+    let tcp = |addrs: Vec<SocketAddr>, shown: &str| -> Result<Stream, String> {
+        let mut why = Vec::new();
+        for addr in addrs {
+            match connect_tcp(addr, timeout) {
+                Ok(s) => return Ok(Stream::Tcp(s)),
+                Err(err) => why.push(format!(
+                    "connection to server at \"{shown}\" ({}), port {} failed: {err}",
+                    addr.ip(),
+                    e.port
+                )),
+            }
+        }
+        Err(why.join("; "))
+    };
+    match &e.host {
+        Host::Socket(dir) => {
+            let path = dir.join(format!(".s.PGSQL.{}", e.port));
+            UnixStream::connect(&path).map(Stream::Unix).map_err(|err| {
+                format!(
+                    "connection to server on socket \"{}\" failed: {err}",
+                    path.display()
+                )
+            })
+        }
+        Host::Abstract(name) => connect_abstract(name, e.port)
+            .map(Stream::Unix)
+            .map_err(|err| {
+                format!(
+                    "connection to server on socket \"{}\" failed: {err}",
+                    e.address()
+                )
+            }),
+        Host::Name(h) => {
+            let addrs: Vec<SocketAddr> = (h.as_str(), e.port)
+                .to_socket_addrs()
+                .map_err(|err| format!("could not translate host name \"{h}\" to address: {err}"))?
+                .collect();
+            tcp(addrs, h)
+        }
+        Host::Addr { ip, name } => tcp(
+            vec![SocketAddr::new(*ip, e.port)],
+            name.as_deref().unwrap_or(&ip.to_string()),
+        ),
     }
 }
 
+#[cfg(target_os = "linux")]
+fn connect_abstract(name: &str, port: u16) -> io::Result<UnixStream> {
+    use std::os::linux::net::SocketAddrExt;
+    let addr =
+        std::os::unix::net::SocketAddr::from_abstract_name(format!("{name}/.s.PGSQL.{port}"))?;
+    UnixStream::connect_addr(&addr)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn connect_abstract(_name: &str, _port: u16) -> io::Result<UnixStream> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "abstract Unix sockets (a host beginning with @) exist only on Linux",
+    ))
+}
+
 impl WireConn {
-    /// Connects, authenticates (trust, password, MD5, SCRAM-SHA-256) and waits for the server to be
-    /// ready. `timeout` bounds the TCP connect and every read until then.
-    pub fn connect(config: &Config, timeout: Duration) -> Result<WireConn, WireError> {
-        let port = config.get_ports().first().copied().unwrap_or(5432);
-        let stream = match config.get_hosts().first() {
-            Some(Host::Unix(dir)) => {
-                Stream::Unix(UnixStream::connect(dir.join(format!(".s.PGSQL.{port}")))?)
+    /// Connects to the first endpoint of `info` that accepts a connection (libpq's order: each
+    /// host in turn, each address of a host name in turn), authenticates (trust, password, MD5,
+    /// SCRAM-SHA-256) and waits for the server to be ready. Returns the connection and the index
+    /// of the endpoint used. `timeout` (`None`: no limit) bounds each TCP connect and every read
+    /// until the server is ready; a host that times out or hangs up is skipped, as in libpq.
+    pub fn connect(
+        info: &ConnInfo,
+        timeout: Option<Duration>,
+    ) -> Result<(WireConn, usize), ConnectError> {
+        let mut unreachable = Vec::new();
+        for (i, e) in info.endpoints.iter().enumerate() {
+            let stream = match open_stream(e, timeout) {
+                Ok(s) => s,
+                Err(why) => {
+                    unreachable.push(why);
+                    continue;
+                }
+            };
+            let mut conn = WireConn {
+                stream,
+                rbuf: BytesMut::with_capacity(8192),
+                wbuf: BytesMut::with_capacity(1024),
+                scratch: Box::new([0; 16384]),
+                broken: false,
+            };
+            let started = conn
+                .stream
+                .set_read_timeout(timeout)
+                .map_err(WireError::Io)
+                .and_then(|()| conn.startup(info))
+                .and_then(|()| conn.stream.set_read_timeout(None).map_err(WireError::Io));
+            match started {
+                Ok(()) => return Ok((conn, i)),
+                Err(WireError::Io(err)) => {
+                    unreachable.push(format!("{}: {err}", e.address()));
+                }
+                Err(error) => return Err(ConnectError::Refused { endpoint: i, error }),
             }
-            Some(Host::Tcp(host)) => Stream::Tcp(connect_tcp(host, port, timeout)?),
-            None => Stream::Tcp(connect_tcp("localhost", port, timeout)?),
-        };
-        stream.set_read_timeout(Some(timeout))?;
-        let mut conn = WireConn {
-            stream,
-            rbuf: BytesMut::with_capacity(8192),
-            wbuf: BytesMut::with_capacity(1024),
-            scratch: Box::new([0; 16384]),
-            broken: false,
-        };
-        conn.startup(config)?;
-        conn.stream.set_read_timeout(None)?;
-        Ok(conn)
+        }
+        Err(ConnectError::Unreachable(unreachable))
     }
 
     /// True once the connection failed and can no longer be used.
@@ -138,20 +225,20 @@ impl WireConn {
         self.broken
     }
 
-    fn startup(&mut self, config: &Config) -> Result<(), WireError> {
-        let user = config.get_user().unwrap_or("postgres");
-        let db = config.get_dbname().unwrap_or(user);
+    fn startup(&mut self, info: &ConnInfo) -> Result<(), WireError> {
+        let user = info.user.as_str();
         let mut params = vec![
             ("user", user),
-            ("database", db),
+            ("database", info.dbname.as_str()),
             ("client_encoding", "UTF8"),
+            ("application_name", info.application_name.as_str()),
         ];
-        if let Some(app) = config.get_application_name() {
-            params.push(("application_name", app));
+        if let Some(options) = &info.options {
+            params.push(("options", options.as_str()));
         }
         frontend::startup_message(params.iter().copied(), &mut self.wbuf)?;
         self.send()?;
-        let password = config.get_password();
+        let password = info.password.as_deref().map(str::as_bytes);
         let need_password = || {
             WireError::Protocol(
                 "the server asks for a password and none was given (postgres://user:PASSWORD@… or PGPASSWORD)"
@@ -460,18 +547,13 @@ impl Drop for WireConn {
     }
 }
 
-fn connect_tcp(host: &str, port: u16, timeout: Duration) -> io::Result<TcpStream> {
-    let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{host}: no address"));
-    for addr in (host, port).to_socket_addrs()? {
-        match TcpStream::connect_timeout(&addr, timeout) {
-            Ok(s) => {
-                s.set_nodelay(true)?;
-                return Ok(s);
-            }
-            Err(e) => last = e,
-        }
-    }
-    Err(last)
+fn connect_tcp(addr: SocketAddr, timeout: Option<Duration>) -> io::Result<TcpStream> {
+    let s = match timeout {
+        Some(t) => TcpStream::connect_timeout(&addr, t)?,
+        None => TcpStream::connect(addr)?,
+    };
+    s.set_nodelay(true)?;
+    Ok(s)
 }
 
 fn db_error(body: &ErrorResponseBody) -> WireError {
