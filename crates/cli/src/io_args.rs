@@ -50,7 +50,8 @@ pub struct RedoArgs {
     pub sub: Option<RedoSub>,
 
     /// Log file (or block device), optionally named: `disk=/var/tmp/redo.log`. Give two to race
-    /// them: each write goes to both and commits are acknowledged when the first completes.
+    /// them: each write goes to both and commits are acknowledged when the first completes; the
+    /// slower one catches up in the background, within a bounded backlog (docs/io-redo.md).
     #[arg(long = "dest", value_name = "[NAME=]PATH")]
     pub dests: Vec<String>,
 
@@ -62,7 +63,8 @@ pub struct RedoArgs {
     #[arg(long, value_name = "N")]
     pub ops: Option<u64>,
 
-    /// How long to run, e.g. 10s, 5m.
+    /// How long to issue commits, e.g. 10s, 5m; what is in flight then is drained, and the
+    /// report says how long that took.
     #[arg(long, short = 'd', value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Option<Duration>,
 
@@ -95,7 +97,7 @@ pub struct RedoArgs {
     pub groups: u32,
 
     /// A write whose own write + sync takes longer than this is an outlier (FL_PREVENTED_OUTLIERS
-    /// counts races where the loser's write was one and the winner's not).
+    /// counts the loser's outliers that the winner covered while no commit waited for them).
     #[arg(long, default_value = "500ms", value_name = "DURATION", value_parser = parse_duration)]
     pub outlier: Duration,
 

@@ -26,7 +26,11 @@ pub(super) fn committer(
     let interval_ns = cfg.rate_per_session.map(|r| (1e9 / r) as u64);
     let begin = rec.now();
     let mut n = 0u64;
-    while n < limit && !sh.stop.is_set() {
+    while n < limit {
+        if sh.stop.is_set() {
+            sh.counters.stop_issuing(rec.now());
+            break;
+        }
         let intended = interval_ns.map(|i| begin + n * i);
         if let Some(t) = intended {
             // Open loop: wait for the scheduled start, in short sleeps so a stop is noticed.
@@ -38,7 +42,12 @@ pub(super) fn committer(
                 std::thread::sleep(Duration::from_nanos((t - now).min(50_000_000)));
             }
         }
-        if deadline_ns.is_some_and(|d| rec.now() >= d) || sh.stop.is_set() {
+        // No commit starts after the deadline (`Counters::stop_ns` holds it from the start).
+        if deadline_ns.is_some_and(|d| rec.now() >= d) {
+            break;
+        }
+        if sh.stop.is_set() {
+            sh.counters.stop_issuing(rec.now());
             break;
         }
         n += 1;
@@ -71,6 +80,10 @@ pub(super) fn committer(
     q.committers_left -= 1;
     let last = q.committers_left == 0;
     drop(q);
+    if last {
+        // Every commit has been answered: what the destinations still write is the drain.
+        sh.counters.stop_issuing(rec.now());
+    }
     sh.lgwr_cv.notify_all();
     if let (true, Some(d)) = (last, direct) {
         // The last committer drops the direct writer, flushing its recorders, so the event

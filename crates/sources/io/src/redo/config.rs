@@ -183,6 +183,19 @@ impl RedoConfig {
         Ok(())
     }
 
+    /// How far the slower of two destinations may fall behind, in blocks (see
+    /// `shared::backlog_limit`); 0 with one destination.
+    pub fn backlog_limit_blocks(&self) -> u64 {
+        if self.dests.len() < 2 {
+            return 0;
+        }
+        super::shared::backlog_limit(
+            self.groups,
+            self.blocks_per_group(),
+            blocks_for(self.record_bytes.1 as usize, self.block_size) as u64,
+        )
+    }
+
     /// Redo blocks per group.
     pub fn blocks_per_group(&self) -> u64 {
         (self.log_size / self.groups.max(1) as u64 / self.block_size as u64)

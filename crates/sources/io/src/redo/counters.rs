@@ -36,6 +36,7 @@ pub struct DestCounters {
 
 /// The run's counters, in `redo.json`.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
 pub struct RedoCounters {
     /// True once the run ended; false in a snapshot taken while it was running.
     pub final_counts: bool,
@@ -55,8 +56,23 @@ pub struct RedoCounters {
     pub outlier_ms: f64,
     /// Races decided (writes completed by both destinations); 0 with one destination.
     pub races: u64,
-    /// Races where the loser took longer than the threshold and the winner did not.
+    /// Writes of the slower destination that took longer than the threshold while every log
+    /// writer write they carried had already been completed by the other destination in time.
     pub prevented_outliers: u64,
+    /// With two destinations, how many blocks the slower one may have outstanding.
+    pub backlog_limit_blocks: u64,
+    /// Log-writer writes held until the slower destination's backlog had room for them.
+    pub backlog_waits: u64,
+    /// Time the log writer spent holding them, ms.
+    pub backlog_wait_ms: f64,
+    /// When the committers stopped issuing commits (the duration's end, a stop, or the last
+    /// commit with --ops), seconds from the start; `None` while they still issue.
+    pub stopped_issuing_s: Option<f64>,
+    /// Destination writes completed after that: the commits in flight and the slower
+    /// destination's backlog.
+    pub drained_writes: u64,
+    /// From `stopped_issuing_s` to the last of those writes, seconds.
+    pub drain_s: Option<f64>,
     /// Per destination.
     pub destinations: Vec<DestCounters>,
 }
@@ -74,6 +90,14 @@ pub(super) struct Counters {
     pub(super) dest_outliers: Vec<AtomicU64>,
     pub(super) dest_injected: Vec<AtomicU64>,
     pub(super) dest_injected_ns: Vec<AtomicU64>,
+    pub(super) backlog_waits: AtomicU64,
+    pub(super) backlog_wait_ns: AtomicU64,
+    /// When the committers stopped issuing, ns from the start (`u64::MAX`: not yet). Set to the
+    /// deadline up front (no commit starts after it), or lowered when they stop earlier.
+    pub(super) stop_ns: AtomicU64,
+    /// Destination writes completed after `stop_ns`, and when the last of them ended.
+    pub(super) drained_writes: AtomicU64,
+    pub(super) drain_end_ns: AtomicU64,
 }
 
 impl Counters {
@@ -85,6 +109,19 @@ impl Counters {
     /// Writes so far.
     pub(super) fn writes(&self) -> u64 {
         self.writes.load(Ordering::Relaxed)
+    }
+
+    /// The committers stopped issuing at `now_ns` (keeps an earlier time).
+    pub(super) fn stop_issuing(&self, now_ns: u64) {
+        self.stop_ns.fetch_min(now_ns, Ordering::Relaxed);
+    }
+
+    /// A destination write ended at `end_ns`: counted as drained when issuing had stopped.
+    pub(super) fn write_ended(&self, end_ns: u64) {
+        if end_ns > self.stop_ns.load(Ordering::Relaxed) {
+            self.drained_writes.fetch_add(1, Ordering::Relaxed);
+            self.drain_end_ns.fetch_max(end_ns, Ordering::Relaxed);
+        }
     }
 
     pub(super) fn new(n: usize) -> Self {
@@ -101,14 +138,27 @@ impl Counters {
             dest_outliers: v(),
             dest_injected: v(),
             dest_injected_ns: v(),
+            backlog_waits: AtomicU64::new(0),
+            backlog_wait_ns: AtomicU64::new(0),
+            stop_ns: AtomicU64::new(u64::MAX),
+            drained_writes: AtomicU64::new(0),
+            drain_end_ns: AtomicU64::new(0),
         }
     }
 
-    pub(super) fn snapshot(&self, cfg: &RedoConfig, final_counts: bool) -> RedoCounters {
+    /// The counters at `now_ns` (ns from the start).
+    pub(super) fn snapshot(
+        &self,
+        cfg: &RedoConfig,
+        now_ns: u64,
+        final_counts: bool,
+    ) -> RedoCounters {
         let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let commits = ld(&self.commits);
         let writes = ld(&self.writes);
         let blocks = ld(&self.blocks);
+        // A deadline set up front is only a stop once the clock has passed it.
+        let stopped = Some(ld(&self.stop_ns)).filter(|&s| s != u64::MAX && s <= now_ns);
         RedoCounters {
             final_counts,
             commits,
@@ -120,6 +170,12 @@ impl Counters {
             outlier_ms: cfg.outlier.as_secs_f64() * 1e3,
             races: ld(&self.races),
             prevented_outliers: ld(&self.prevented),
+            backlog_limit_blocks: cfg.backlog_limit_blocks(),
+            backlog_waits: ld(&self.backlog_waits),
+            backlog_wait_ms: ld(&self.backlog_wait_ns) as f64 / 1e6,
+            stopped_issuing_s: stopped.map(|s| s as f64 / 1e9),
+            drained_writes: ld(&self.drained_writes),
+            drain_s: stopped.map(|s| ld(&self.drain_end_ns).saturating_sub(s) as f64 / 1e9),
             destinations: cfg
                 .dests
                 .iter()
@@ -136,6 +192,26 @@ impl Counters {
                 .collect(),
         }
     }
+}
+
+/// The notes under the section: what FL_PREVENTED_OUTLIERS counts, and how the run ended.
+fn notes(cfg: &RedoConfig, c: &RedoCounters) -> Vec<String> {
+    let mut notes = Vec::new();
+    if cfg.dests.len() > 1 {
+        notes.push(format!(
+            "FL_PREVENTED_OUTLIERS: writes of the slower destination that took longer than {} ms \
+             while the other destination had completed everything they carried in less",
+            c.outlier_ms
+        ));
+    }
+    if let Some(stopped) = c.stopped_issuing_s {
+        notes.push(format!(
+            "stopped issuing at {stopped:.2} s; drained {} writes in {:.2} s",
+            c.drained_writes,
+            c.drain_s.unwrap_or(0.0)
+        ));
+    }
+    notes
 }
 
 pub(super) fn write_counters(out: &Path, c: &RedoCounters) -> Result<(), Error> {
@@ -287,7 +363,49 @@ impl EventTally {
             )
             .decimals(0),
         ];
+        if let Some(stopped) = c.stopped_issuing_s {
+            counters.push(
+                Counter::new(
+                    "stopped_issuing_s",
+                    "stopped issuing at",
+                    CounterValue::Float(stopped),
+                    "s",
+                )
+                .decimals(2),
+            );
+            counters.push(Counter::new(
+                "drained_writes",
+                "writes drained after that",
+                int(c.drained_writes),
+                "",
+            ));
+            counters.push(
+                Counter::new("drain_s", "drain time", CounterValue::float(c.drain_s), "s")
+                    .decimals(2),
+            );
+        }
         if cfg.dests.len() > 1 {
+            counters.push(Counter::new(
+                "backlog_limit_blocks",
+                "slower destination's backlog limit",
+                int(c.backlog_limit_blocks),
+                "blocks",
+            ));
+            counters.push(Counter::new(
+                "backlog_waits",
+                "writes held for the slower destination",
+                int(c.backlog_waits),
+                "",
+            ));
+            counters.push(
+                Counter::new(
+                    "backlog_wait_ms",
+                    "time writes were held",
+                    CounterValue::Float(c.backlog_wait_ms),
+                    "ms",
+                )
+                .decimals(1),
+            );
             counters.push(Counter::new(
                 "races",
                 "races completed by both",
@@ -337,14 +455,7 @@ impl EventTally {
                 ],
                 rows,
             }],
-            notes: if cfg.dests.len() > 1 {
-                vec![format!(
-                    "FL_PREVENTED_OUTLIERS: races whose loser's own write took longer than {} ms and whose winner's did not",
-                    c.outlier_ms
-                )]
-            } else {
-                Vec::new()
-            },
+            notes: notes(cfg, c),
         }
     }
 }

@@ -10,7 +10,7 @@ use super::super::block::{blocks_for, pack_blocks, AlignedBuf, Record};
 use super::cursor::Cursor;
 use super::dest::{DestFile, BUF_ALIGN};
 use super::dest_writer::DestWriter;
-use super::names::EV_SWITCH;
+use super::names::{EV_HOLD, EV_SWITCH};
 use super::shared::{Batch, Race, Shared};
 
 pub(super) fn log_writer(
@@ -24,6 +24,8 @@ pub(super) fn log_writer(
     let ev_switch = rec.name(EV_SWITCH);
     let race = Mutex::new(Race::new(ndest));
     let race_cv = Condvar::new();
+    let limit = cfg.backlog_limit_blocks();
+    let ev_hold = rec.name(EV_HOLD);
 
     std::thread::scope(|scope| {
         let mut senders: Vec<SyncSender<Batch>> = Vec::new();
@@ -35,7 +37,7 @@ pub(super) fn log_writer(
             if ndest == 1 {
                 single = Some(w);
             } else {
-                // The writer may lag a whole group behind; the reuse check bounds the lag.
+                // The writer may lag behind by up to the backlog limit (see `hold_for_backlog`).
                 let (tx, rx) = sync_channel::<Batch>(1 << 16);
                 senders.push(tx);
                 std::thread::Builder::new()
@@ -85,10 +87,19 @@ pub(super) fn log_writer(
                 // Not even one record fits: switch to the next group, once it may be reused.
                 let t0 = rec.now();
                 let need = cursor.switch();
+                // With two destinations the backlog limit keeps the slower one out of the next
+                // group (see `backlog_limit`), so this finds it complete; the wait stays as the
+                // rule that guards the log, and counts as a wait for the slower destination.
                 let mut r = race.lock().unwrap_or_else(|e| e.into_inner());
+                let waits = r.done.iter().any(|&d| d < need) && r.failed.is_none();
+                if waits {
+                    r.switch_wait = true;
+                    r.waits_begun += 1;
+                }
                 while r.done.iter().any(|&d| d < need) && r.failed.is_none() {
                     r = race_cv.wait(r).unwrap_or_else(|e| e.into_inner());
                 }
+                r.switch_wait = false;
                 drop(r);
                 rec.ok(ev_switch, t0, rec.now(), 0);
                 sh.counters.switches.fetch_add(1, Ordering::Relaxed);
@@ -116,6 +127,15 @@ pub(super) fn log_writer(
                     nblocks as u32,
                 )
             } else {
+                hold_for_backlog(
+                    sh,
+                    &mut rec,
+                    ev_hold,
+                    &race,
+                    &race_cv,
+                    nblocks as u64,
+                    limit,
+                );
                 let mut buf = AlignedBuf::zeroed(nblocks * bs, BUF_ALIGN);
                 pack_blocks(&stream, bs, placed.header, buf.as_mut_slice());
                 let b = Arc::new(buf);
@@ -158,4 +178,49 @@ pub(super) fn log_writer(
     q.failed = true;
     drop(q);
     sh.ack_cv.notify_all();
+}
+
+/// The race's bound on the slower destination: the log writer holds a write of `n` blocks until
+/// the slower destination's backlog (blocks handed to it and not yet completed) has room for it
+/// within `limit` (or is empty, for a write larger than the limit), then hands it over. The
+/// slower copy keeps completing in the background while the faster one acknowledges, but never
+/// more than `limit` behind: until it completes, the faster copy is the only one, and the log
+/// switch and the drain at the end must not have to wait for more. A held write waits for the
+/// slower destination's current write (and a catch-up write after it when that one was small):
+/// about what a commit waits for on that destination alone. Recorded as [`EV_HOLD`].
+fn hold_for_backlog(
+    sh: &Shared<'_>,
+    rec: &mut Recorder,
+    ev_hold: dbscope_core::NameId,
+    race: &Mutex<Race>,
+    race_cv: &Condvar,
+    n: u64,
+    limit: u64,
+) {
+    let mut r = race.lock().unwrap_or_else(|e| e.into_inner());
+    // Released once every destination has completed this many blocks.
+    let need = if n > limit {
+        r.issued_blocks
+    } else {
+        (r.issued_blocks + n).saturating_sub(limit)
+    };
+    if r.all_done_blocks() < need && r.failed.is_none() {
+        let t0 = rec.now();
+        r.hold = Some(need);
+        r.waits_begun += 1;
+        while r.hold.is_some() && r.failed.is_none() {
+            r = race_cv.wait(r).unwrap_or_else(|e| e.into_inner());
+        }
+        let released = if r.hold.take().is_some() {
+            rec.now() // the run failed meanwhile
+        } else {
+            r.released_ns.max(t0)
+        };
+        rec.ok(ev_hold, t0, released, 0);
+        let c = sh.counters;
+        c.backlog_waits.fetch_add(1, Ordering::Relaxed);
+        c.backlog_wait_ns
+            .fetch_add(released - t0, Ordering::Relaxed);
+    }
+    r.issued_blocks += n;
 }

@@ -37,7 +37,7 @@ pub use config::{Destination, RedoConfig, SyncMode};
 pub use counters::{DestCounters, RedoCounters};
 pub use dest::{check_destinations, DestInfo};
 pub use names::{
-    dest_session, COUNTERS_FILE, EV_INJECT, EV_SWITCH, EV_SYNC, EV_WRITE, SECTION_KEY,
+    dest_session, COUNTERS_FILE, EV_HOLD, EV_INJECT, EV_SWITCH, EV_SYNC, EV_WRITE, SECTION_KEY,
     WORKLOAD_NAME,
 };
 
@@ -147,6 +147,7 @@ pub fn run_redo(
             cfg,
             &counters,
             &mut tally,
+            0,
             Outcome::Failed,
             Some(detail.clone()),
         )?;
@@ -161,7 +162,11 @@ pub fn run_redo(
     }
 
     let clock = rec.start_clock()?;
-    write_counters(out, &counters.snapshot(cfg, false))?;
+    let deadline_ns = cfg.duration.map(|d| d.as_nanos() as u64);
+    if let Some(d) = deadline_ns {
+        counters.stop_issuing(d);
+    }
+    write_counters(out, &counters.snapshot(cfg, 0, false))?;
     let (sessions, batches) =
         rec.sessions(&clock, 0, 2 * (cfg.sessions as usize + files.len()) + 8);
     let queue = Mutex::new(Queue::new(cfg.sessions));
@@ -176,7 +181,6 @@ pub fn run_redo(
         stop,
         failure: Mutex::new(None),
     };
-    let deadline_ns = cfg.duration.map(|d| d.as_nanos() as u64);
     // Without group commit on one destination the committers write directly (see [`Direct`]).
     let direct_race = Mutex::new(Race::new(files.len()));
     let direct_race_cv = Condvar::new();
@@ -215,7 +219,7 @@ pub fn run_redo(
                 shared.fail(msg.to_string());
             }
             Pumped::Tick(mut snapshots) => {
-                let snap = counters.snapshot(cfg, false);
+                let snap = counters.snapshot(cfg, clock.now_ns(), false);
                 let _ = write_counters(out, &snap);
                 let _ = snapshots.write(tally.section(cfg, &snap));
                 let elapsed = Duration::from_nanos(clock.now_ns());
@@ -245,7 +249,16 @@ pub fn run_redo(
         None => stop.outcome(),
     };
     let events = rec.events_written();
-    let snap = finish(rec, cfg, &counters, &mut tally, outcome, detail.clone())?;
+    let end_ns = clock.now_ns();
+    let snap = finish(
+        rec,
+        cfg,
+        &counters,
+        &mut tally,
+        end_ns,
+        outcome,
+        detail.clone(),
+    )?;
     Ok(RedoResult {
         dir: out.to_path_buf(),
         outcome,
@@ -384,11 +397,12 @@ fn finish(
     cfg: &RedoConfig,
     counters: &Counters,
     tally: &mut EventTally,
+    now_ns: u64,
     outcome: Outcome,
     detail: Option<String>,
 ) -> Result<RedoCounters, Error> {
     rec.release_space();
-    let snap = counters.snapshot(cfg, true);
+    let snap = counters.snapshot(cfg, now_ns, true);
     write_counters(rec.dir(), &snap)?;
     rec.write_counters(tally.section(cfg, &snap))?;
     rec.finish(outcome, detail)?;

@@ -13,6 +13,9 @@ pub const EV_SYNC: &str = "log file sync";
 pub const EV_WRITE: &str = "log file parallel write";
 /// Event: a log switch, timed while the log writer waits for the next group to be reusable.
 pub const EV_SWITCH: &str = "log file switch";
+/// Event: the log writer held a write until the slower of two destinations had room for it in
+/// its backlog (from the hold to the write that made room).
+pub const EV_HOLD: &str = "log backlog wait";
 /// Event: extra delay added by `--inject`.
 pub const EV_INJECT: &str = "injected delay";
 

@@ -45,8 +45,24 @@ pub(super) struct Batch {
 /// Race bookkeeping shared by the destination writers and the log writer.
 #[derive(Default)]
 pub(super) struct Race {
+    /// Per destination, the id of the latest write it completed (writes complete in order).
     pub(super) done: Vec<u64>,
+    /// Per destination, the blocks it has completed.
+    pub(super) done_blocks: Vec<u64>,
+    /// Blocks the log writer has handed to every destination.
+    pub(super) issued_blocks: u64,
+    /// Writes one destination completed and the other not yet: id → the winner's service time.
     pub(super) first: std::collections::HashMap<u64, u64>,
+    /// While the log writer holds a write for the slower destination: the blocks every
+    /// destination must have completed to release it. The destination writer whose write
+    /// does so clears it, noting the time in `released_ns`.
+    pub(super) hold: Option<u64>,
+    pub(super) released_ns: u64,
+    /// The log writer is waiting at a log switch for a destination to finish the next group.
+    pub(super) switch_wait: bool,
+    /// Holds and switch waits begun so far: a destination write during which this changed (or
+    /// one was in progress) made the log writer, and so commits, wait.
+    pub(super) waits_begun: u64,
     pub(super) failed: Option<String>,
 }
 
@@ -55,10 +71,38 @@ impl Race {
     pub(super) fn new(ndest: usize) -> Self {
         Race {
             done: vec![0; ndest],
+            done_blocks: vec![0; ndest],
             ..Race::default()
         }
     }
+
+    /// Blocks every destination has completed.
+    pub(super) fn all_done_blocks(&self) -> u64 {
+        self.done_blocks.iter().copied().min().unwrap_or(0)
+    }
+
+    /// Whether the log writer is waiting for a destination (a hold or a switch), and how many
+    /// such waits have begun: compared before and after a write, they say whether the log
+    /// writer waited for anything while it was in progress.
+    pub(super) fn waits(&self) -> (bool, u64) {
+        (self.hold.is_some() || self.switch_wait, self.waits_begun)
+    }
 }
+
+/// How far the slower of two destinations may fall behind, in blocks: what the other groups hold
+/// after a log switch, less the tail a group may leave unused. A group is left only when a
+/// record does not fit in the rest of it, so every group the log writer moved through since it
+/// last wrote into a group holds more than `blocks_per_group - record_blocks` blocks (the
+/// largest record's blocks); a backlog within this limit therefore never reaches back into the
+/// group a log switch moves into, and a switch never waits for the slower copy. This is the
+/// bound the log's reuse rule sets, enforced write by write instead of at the switch.
+pub(super) fn backlog_limit(groups: u32, blocks_per_group: u64, record_blocks: u64) -> u64 {
+    (groups as u64).saturating_sub(1) * blocks_per_group.saturating_sub(record_blocks)
+}
+
+/// The most a destination that fell behind writes in one catch-up write: 1 MiB, Oracle's
+/// largest log write, or one batch when that is larger.
+pub(super) const CATCH_UP_BYTES: usize = 1 << 20;
 
 /// What every committer and writer thread of a run sees.
 pub(super) struct Shared<'a> {
