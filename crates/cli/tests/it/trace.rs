@@ -36,13 +36,14 @@ fn profile_text_and_json_agree_on_r() {
     let d = tempdir();
     let f = fixture(MULTI);
     let text = ok(d.path(), &["trace", "profile", s(&f)]);
-    // R from totals.awk (tests/fixtures/handmade/multi_session_trcsess.tsv): 300779 µs.
-    assert!(text.contains("R = 0.300779 s"), "{text}");
+    // R from totals.awk (tests/fixtures/handmade/multi_session_trcsess.tsv): 300719 µs (the
+    // 60 µs of the first PARSE lie before the trace's first timestamp).
+    assert!(text.contains("R = 0.300719 s"), "{text}");
     assert!(text.contains("response time by event"), "{text}");
     assert!(text.contains("multi_session_trcsess.trc:64"), "{text}");
     let p = profile_json(d.path(), &[s(&f)]);
-    assert_eq!(p["r_us"], 300779);
-    assert_eq!(p["rows_total_us"], 300779);
+    assert_eq!(p["r_us"], 300719);
+    assert_eq!(p["rows_total_us"], 300719);
     assert_eq!(p["sessions"], 2);
     assert_eq!(row(&p, "log file sync")["calls"], 2);
     assert_eq!(row(&p, "log file sync")["total_us"], 292823);
@@ -103,10 +104,10 @@ fn several_files_and_gzip() {
     let plain = profile_json(d.path(), &[s(&fixture(RAC))]);
     let packed = profile_json(d.path(), &[s(&gz)]);
     assert_eq!(plain["r_us"], packed["r_us"]);
-    // From totals.awk: R = 39844177 µs.
-    assert_eq!(packed["r_us"], 39844177);
+    // From totals.awk: R = 39789700 µs.
+    assert_eq!(packed["r_us"], 39789700);
     let both = profile_json(d.path(), &[s(&fixture(RAC)), s(&fixture(MULTI))]);
-    assert_eq!(both["r_us"], 39844177 + 300779);
+    assert_eq!(both["r_us"], 39789700 + 300719);
     assert_eq!(both["files"].as_array().unwrap().len(), 2);
 }
 
@@ -145,6 +146,38 @@ fn malformed_lines_warn_and_strict_fails() {
         2,
         &["junk.trc", "no Oracle 10046 trace content recognised"],
     );
+}
+
+#[test]
+fn issue_13_a_trace_started_mid_call_is_clipped_to_its_window() {
+    // Tracing began 2 s into a FETCH (e=2012000 ending at the first tim=10000000 + 12000).
+    let d = tempdir();
+    let f = fixture("handmade/trace_started_mid_call.trc");
+    let text = ok(d.path(), &["trace", "profile", s(&f)]);
+    assert!(
+        text.contains(
+            "R = 0.112025 s  (wall span 0.112025 s; unaccounted-for between calls 0.000000 s"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("clipped: 2.000000 s of calls and waits that began before the trace's first timestamp (1 call, 0 waits)"),
+        "{text}"
+    );
+    let p = profile_json(d.path(), &[s(&f)]);
+    assert_eq!(p["r_us"], 112025);
+    assert_eq!(p["wall_span_us"], 112025);
+    assert_eq!(p["unaccounted_between_calls_us"], 0);
+    assert_eq!(p["clipped_us"], 2_000_000);
+    assert_eq!(p["clipped_calls"], 1);
+    assert_eq!(p["clipped_waits"], 0);
+    // The run made from it starts at the first timestamp, and its FETCH lasts what of it lies
+    // inside the trace.
+    let run = d.path().join("mid");
+    ok(d.path(), &["trace", "import", s(&f), "--out", s(&run)]);
+    assert_eq!(manifest(&run)["started_utc"], "2024-05-01T10:00:00Z");
+    let r = report_json(d.path(), &run);
+    assert_eq!(event(&r, "FETCH")["summary_us"]["max"], 12000.0);
 }
 
 #[test]
