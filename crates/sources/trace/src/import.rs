@@ -15,6 +15,10 @@
 //! timestamp and lasts what of it lies after, so the run's clock origin is the trace's first
 //! timestamp, not a time before tracing began. The part left out is `clipped_us` in its attributes.
 //!
+//! A wait's `obj#` and its three parameters (values, and their names when the trace gives them:
+//! `file#=4 block#=123 blocks=1`, not `p1=`) are the event's [`EventParams`], which `export` writes
+//! as columns.
+//!
 //! Attributes that the event format has no field for go in `trace-attrs.jsonl` beside the events: one
 //! JSON object per event, in the order the events were written, with `i` (event index), `file`,
 //! `line`, `cursor`, `dep`, `sqlid`, `hv`, `clipped_us`, and for waits `obj`, `params` (`name=value …`)
@@ -25,7 +29,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use dbscope_core::{Event, Manifest, NameTable, Outcome, Recording, WorkloadInfo};
+use dbscope_core::{Event, EventParams, Manifest, NameTable, Outcome, Recording, WorkloadInfo};
 use serde_json::json;
 
 use crate::error::TraceReadError;
@@ -115,6 +119,8 @@ struct Writer {
     attrs: BufWriter<File>,
     attrs_path: PathBuf,
     buf: Vec<Event>,
+    /// The parameters of the events in `buf` (one each).
+    params: Vec<EventParams>,
     written: u64,
     last_end: HashMap<u32, i64>,
     max_end_us: i64,
@@ -131,6 +137,7 @@ impl Writer {
         dur_us: u64,
         outcome: u16,
         rows: u64,
+        params: EventParams,
         attrs: serde_json::Value,
     ) {
         if self.error.is_some() {
@@ -169,6 +176,7 @@ impl Writer {
         }
         self.written += 1;
         self.buf.push(ev);
+        self.params.push(params);
         if self.buf.len() >= BLOCK {
             self.flush();
         }
@@ -184,13 +192,31 @@ impl Writer {
         }
     }
 
+    /// A wait's `obj#` and parameters as the event's parameters: a value that is no integer of 64
+    /// signed bits is left out (it stays in `trace-attrs.jsonl`); the name is kept unless it is
+    /// just `pN` in place N (the trace named nothing).
+    fn params_of(&self, w: &AccountedWait) -> EventParams {
+        let mut p = EventParams {
+            obj: w.obj,
+            ..EventParams::default()
+        };
+        for (i, (name, value)) in w.params.iter().take(3).enumerate() {
+            p.p[i] = value.parse().ok();
+            if p.p[i].is_some() && *name != format!("p{}", i + 1) {
+                p.p_names[i] = self.names.intern(name);
+            }
+        }
+        p
+    }
+
     fn flush(&mut self) {
         if self.error.is_none() && !self.buf.is_empty() {
-            if let Err(e) = self.events.write_block(&self.buf) {
+            if let Err(e) = self.events.write_block_with_params(&self.buf, &self.params) {
                 self.error = Some(e.into());
             }
         }
         self.buf.clear();
+        self.params.clear();
     }
 }
 
@@ -219,19 +245,30 @@ impl Sink for Writer {
         });
         let end = self.end(c.wall_end_us, c.tim);
         let name = name.to_string();
-        self.push(c.at.session, &name, end, c.window_e(), 0, c.r, attrs);
+        let no = EventParams::default();
+        self.push(c.at.session, &name, end, c.window_e(), 0, c.r, no, attrs);
     }
 
     fn wait(&mut self, t: &Tables, w: &AccountedWait) {
         let (sqlid, hv) = stmt_attrs(t, w.stmt);
         let attrs = json!({
             "file": t.files[w.at.file as usize].path, "line": w.at.line, "cursor": w.cursor,
-            "sqlid": sqlid, "hv": hv, "obj": w.obj, "params": w.params, "in_call": w.in_call,
+            "sqlid": sqlid, "hv": hv, "obj": w.obj, "params": w.params_text(), "in_call": w.in_call,
             "clipped_us": w.clipped,
         });
         let end = self.end(w.wall_end_us, w.tim);
         let name = t.names[w.name as usize].clone();
-        self.push(w.at.session, &name, end, w.ela - w.clipped, 0, 0, attrs);
+        let params = self.params_of(w);
+        self.push(
+            w.at.session,
+            &name,
+            end,
+            w.ela - w.clipped,
+            0,
+            0,
+            params,
+            attrs,
+        );
     }
 
     fn error(&mut self, t: &Tables, e: &TraceError) {
@@ -243,7 +280,8 @@ impl Sink for Writer {
         let outcome = self.names.intern_outcome(&format!("ora-{:05}", e.err));
         let end = self.end(e.wall_us, e.tim);
         let name = if e.parse { "PARSE ERROR" } else { "ERROR" };
-        self.push(e.at.session, name, end, 0, outcome, 0, attrs);
+        let no = EventParams::default();
+        self.push(e.at.session, name, end, 0, outcome, 0, no, attrs);
     }
 }
 
@@ -325,6 +363,7 @@ pub fn import_files_chunked(
         attrs: BufWriter::new(attrs_file),
         attrs_path: attrs_path.clone(),
         buf: Vec::with_capacity(BLOCK),
+        params: Vec::with_capacity(BLOCK),
         written: 0,
         last_end: HashMap::new(),
         max_end_us: origin_us,

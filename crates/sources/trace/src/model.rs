@@ -321,8 +321,25 @@ pub struct AccountedWait {
     pub in_call: bool,
     /// µs of its `ela` before its session's window (it began before the trace did). At most `ela`.
     pub clipped: u64,
-    /// The parameters, `name=value` joined by spaces (only with [`crate::reader::Options::keep_params`]).
-    pub params: String,
+    /// The parameters as written, `(name, value)`: up to three, `p1`/`p2`/`p3` or the event's own
+    /// names (`file#`, `block#`, …); only with [`crate::reader::Options::keep_params`].
+    pub params: Vec<(String, String)>,
+}
+
+impl AccountedWait {
+    /// The parameters as `name=value` joined by spaces.
+    pub fn params_text(&self) -> String {
+        let mut s = String::new();
+        for (k, v) in &self.params {
+            if !s.is_empty() {
+                s.push(' ');
+            }
+            s.push_str(k);
+            s.push('=');
+            s.push_str(v);
+        }
+        s
+    }
 }
 
 /// A db error (`ERROR #c:err=` or `PARSE ERROR`).

@@ -310,7 +310,7 @@ impl<'a, S: Sink> Accounting<'a, S> {
                 self.header_done = true;
                 let params = match self.keep_params {
                     true => wait_params(c.bytes(it)),
-                    false => String::new(),
+                    false => Vec::new(),
                 };
                 let obj = (obj != NO_OBJ).then_some(obj);
                 let name = names[name as usize];
@@ -382,7 +382,7 @@ impl<'a, S: Sink> Accounting<'a, S> {
                 let name = self.tables.name(w.name);
                 let params = match self.keep_params {
                     true => wait_params(line),
-                    false => String::new(),
+                    false => Vec::new(),
                 };
                 self.push_wait(name, w.cursor, w.ela, w.obj, w.tim, params, no);
             }
@@ -647,7 +647,7 @@ impl<'a, S: Sink> Accounting<'a, S> {
         ela: u64,
         obj: Option<i64>,
         tim: Option<u64>,
-        params: String,
+        params: Vec<(String, String)>,
         no: u64,
     ) {
         let tim = tim.map(|t| self.us(t));
@@ -819,20 +819,20 @@ impl<'a, S: Sink> Accounting<'a, S> {
     }
 }
 
-/// The parameters of a WAIT line, `name=value` joined by spaces.
-fn wait_params(line: &[u8]) -> String {
-    let mut s = String::new();
-    if let Record::Wait(w) = classify(line) {
-        for (k, v) in &w.params[..w.nparams] {
-            if !s.is_empty() {
-                s.push(' ');
-            }
-            s.push_str(&String::from_utf8_lossy(k));
-            s.push('=');
-            s.push_str(&String::from_utf8_lossy(v));
-        }
+/// The parameters of a WAIT line, `(name, value)`.
+fn wait_params(line: &[u8]) -> Vec<(String, String)> {
+    match classify(line) {
+        Record::Wait(w) => w.params[..w.nparams]
+            .iter()
+            .map(|(k, v)| {
+                (
+                    String::from_utf8_lossy(k).into_owned(),
+                    String::from_utf8_lossy(v).into_owned(),
+                )
+            })
+            .collect(),
+        _ => Vec::new(),
     }
-    s
 }
 
 /// Appends the words of a line of SQL text to a statement's excerpt (whitespace collapsed, at most
