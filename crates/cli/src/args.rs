@@ -174,7 +174,8 @@ pub enum Format {
 #[derive(Debug, Args)]
 #[command(
     after_help = "Columns: session, event, start_utc, start_ns, duration_ns, intended_start_ns,
-outcome, rows, warmup (times in ns; see docs/export.md). Read it with:
+outcome, rows, warmup, and for imported traces obj, p1, p2, p3, p1_name, p2_name, p3_name (a wait's
+obj# and parameters; null when absent) (times in ns; see docs/export.md). Read it with:
   R:      arrow::read_parquet(\"events.parquet\")   or   read.csv(\"events.csv\")
   pandas: pd.read_parquet(\"events.parquet\")
   DuckDB: select event, quantile_cont(duration_ns, 0.99) from 'events.parquet' group by event"

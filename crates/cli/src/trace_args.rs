@@ -30,7 +30,9 @@ pub enum TraceCommand {
   dbscope trace profile x.trc --since 2024-03-26T18:58:00Z --until '2024-03-26 19:00:00' --json
 
 Files may be gzip-compressed. Times without an offset are UTC. Unit: µs (centiseconds before
-Oracle 9i are detected from the header and converted).")]
+Oracle 9i are detected from the header and converted). R is taken within each session's window,
+from its first timestamp to its last: the part of a call or wait that began before tracing did is
+clipped, and a `clipped:` line says how much.")]
 pub struct TraceProfileArgs {
     /// Trace files (.trc, optionally gzip-compressed); profiled together.
     #[arg(required = true, value_name = "FILE")]
@@ -70,7 +72,8 @@ pub struct TraceProfileArgs {
   dbscope trace import flashon.trc --out runs/flashon && dbscope report runs/flashon
 
 Waits become events named after the wait event, db calls events named PARSE/EXEC/FETCH/…; the
-attributes (sqlid, obj#, p1..p3, file:line) go to trace-attrs.jsonl in the run directory.")]
+attributes (sqlid, obj#, p1..p3, file:line) go to trace-attrs.jsonl in the run directory. The run
+starts at the trace's first timestamp: calls and waits that began before it are clipped to it.")]
 pub struct TraceImportArgs {
     /// Trace files (.trc, optionally gzip-compressed); merged into one run.
     #[arg(required = true, value_name = "FILE")]

@@ -98,6 +98,80 @@ impl Event {
     }
 }
 
+/// What a source knows of an event beyond its timing: an object id and up to three numeric
+/// parameters with their names (an Oracle wait's `obj#` and `p1..p3`, e.g. `file#=4 block#=123
+/// blocks=1`). Stored in optional blocks beside the events (see [`crate::run`]), so runs without
+/// them, and readers that do not know them, are unaffected.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EventParams {
+    /// Object id (Oracle `obj#`; −1 when the wait is on no object), when given.
+    pub obj: Option<i64>,
+    /// The parameters' values, when given and integers that fit 64 signed bits.
+    pub p: [Option<i64>; 3],
+    /// The parameters' names, interned in the run's [`NameTable`]; 0 (the empty name) when the
+    /// source gives none (Oracle's plain `p1=`).
+    pub p_names: [NameId; 3],
+}
+
+impl EventParams {
+    /// True when there is nothing to store.
+    pub fn is_empty(&self) -> bool {
+        self.obj.is_none() && self.p.iter().all(Option::is_none)
+    }
+
+    /// Appends the encoding of the parameters of the event at `index` of its block: index u32,
+    /// a mask u8 (bit 0 obj, bits 1–3 p1..p3), obj i64 when set, then (value i64, name u32) for
+    /// each parameter set; little-endian.
+    pub(crate) fn encode(&self, index: u32, out: &mut Vec<u8>) {
+        out.extend_from_slice(&index.to_le_bytes());
+        let mut mask = u8::from(self.obj.is_some());
+        for (i, p) in self.p.iter().enumerate() {
+            if p.is_some() {
+                mask |= 2 << i;
+            }
+        }
+        out.push(mask);
+        if let Some(o) = self.obj {
+            out.extend_from_slice(&o.to_le_bytes());
+        }
+        for (p, name) in self.p.iter().zip(self.p_names) {
+            if let Some(v) = p {
+                out.extend_from_slice(&v.to_le_bytes());
+                out.extend_from_slice(&name.to_le_bytes());
+            }
+        }
+    }
+
+    /// Decodes one entry from the start of `b`: (event index, parameters, bytes used), or why it
+    /// cannot be read.
+    pub(crate) fn decode(b: &[u8]) -> Result<(u32, EventParams, usize), String> {
+        let mut at = 0;
+        let mut take = |n: usize| -> Result<&[u8], String> {
+            let s = b
+                .get(at..at + n)
+                .ok_or_else(|| "parameter entry runs past the block".to_string())?;
+            at += n;
+            Ok(s)
+        };
+        let index = u32::from_le_bytes(take(4)?.try_into().expect("4"));
+        let mask = take(1)?[0];
+        if mask > 0b1111 {
+            return Err(format!("unknown parameter mask {mask:#x}"));
+        }
+        let mut p = EventParams::default();
+        if mask & 1 != 0 {
+            p.obj = Some(i64::from_le_bytes(take(8)?.try_into().expect("8")));
+        }
+        for i in 0..3 {
+            if mask & (2 << i) != 0 {
+                p.p[i] = Some(i64::from_le_bytes(take(8)?.try_into().expect("8")));
+                p.p_names[i] = u32::from_le_bytes(take(4)?.try_into().expect("4"));
+            }
+        }
+        Ok((index, p, at))
+    }
+}
+
 #[derive(Debug, Default)]
 struct Names {
     list: Vec<String>,
@@ -244,6 +318,34 @@ mod tests {
             ..Event::default()
         };
         assert_eq!(e.latency_from_intended_ns(), 610);
+    }
+
+    #[test]
+    fn params_encode_decode_round_trip() {
+        let all = EventParams {
+            obj: Some(-1),
+            p: [Some(4), None, Some(i64::MAX)],
+            p_names: [7, 0, 9],
+        };
+        let none = EventParams::default();
+        assert!(none.is_empty() && !all.is_empty());
+        for (i, p) in [
+            all,
+            EventParams {
+                obj: Some(5678),
+                ..none
+            },
+        ]
+        .iter()
+        .enumerate()
+        {
+            let mut buf = Vec::new();
+            p.encode(i as u32 + 3, &mut buf);
+            assert_eq!(EventParams::decode(&buf), Ok((i as u32 + 3, *p, buf.len())));
+            // A cut entry is an error, not a panic.
+            assert!(EventParams::decode(&buf[..buf.len() - 1]).is_err());
+        }
+        assert!(EventParams::decode(&[0, 0, 0, 0, 0x10]).is_err());
     }
 
     #[test]

@@ -18,7 +18,7 @@ pub mod stats;
 
 pub use counters::{Column, Counter, CounterSection, CounterTable, CounterValue, RunCounters};
 pub use error::{Error, Result};
-pub use event::{Event, NameId, NameTable, EVENT_WARMUP};
+pub use event::{Event, EventParams, NameId, NameTable, EVENT_WARMUP};
 pub use manifest::{
     HostInfo, Manifest, Outcome, RunnerInfo, TargetInfo, WorkloadInfo, FORMAT_VERSION,
 };

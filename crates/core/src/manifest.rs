@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 /// The run format this build writes. Readers accept any `1.x` and refuse a newer major version.
-pub const FORMAT_VERSION: &str = "1.0";
+pub const FORMAT_VERSION: &str = "1.1";
 
 /// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -379,9 +379,13 @@ mod tests {
         m.write(&p).unwrap();
         assert_eq!(Manifest::read(&p).unwrap(), m);
 
-        let text = std::fs::read_to_string(&p)
-            .unwrap()
-            .replace("\"1.0\"", "\"2.0\"");
+        // A 1.0 run (written before event parameters existed) still reads.
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(text.contains(&format!("\"{FORMAT_VERSION}\"")));
+        std::fs::write(&p, text.replace(FORMAT_VERSION, "1.0")).unwrap();
+        assert_eq!(Manifest::read(&p).unwrap().format_version, "1.0");
+
+        let text = text.replace(&format!("\"{FORMAT_VERSION}\""), "\"2.0\"");
         std::fs::write(&p, text).unwrap();
         let err = Manifest::read(&p).unwrap_err().to_string();
         assert!(err.contains("newer than this dbscope reads"), "{err}");

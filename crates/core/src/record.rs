@@ -18,7 +18,7 @@ use chrono::{DateTime, Utc};
 
 use crate::counters::{CounterSection, RunCounters};
 use crate::error::{Error, Result};
-use crate::event::{Event, NameId, NameTable, EVENT_WARMUP};
+use crate::event::{Event, EventParams, NameId, NameTable, EVENT_WARMUP};
 use crate::manifest::{Manifest, Outcome};
 use crate::redact::redact;
 use crate::run::{EventWriter, RunDir, EVENTS_FILE};
@@ -371,6 +371,16 @@ impl Recording {
     /// Appends one block of events (written at once, so a crash leaves at most one torn block).
     pub fn write_block(&mut self, events: &[Event]) -> Result<()> {
         self.writer.write_block(events)
+    }
+
+    /// [`Recording::write_block`] with each event's parameters (`params[i]` for `events[i]`, or
+    /// empty), written in the same block write.
+    pub fn write_block_with_params(
+        &mut self,
+        events: &[Event],
+        params: &[EventParams],
+    ) -> Result<()> {
+        self.writer.write_block_with_params(events, params)
     }
 
     /// Events written so far.

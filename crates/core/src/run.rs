@@ -2,10 +2,12 @@
 //! killed at any moment (SIGKILL included) keeps every complete block.
 //!
 //! An event file is a sequence of blocks. Each block is a 20-byte header — magic `DSB1`, kind (1 = new
-//! names, 2 = events), three reserved bytes, record count (u32), payload length (u32), CRC-32 of the
-//! payload (u32), all little-endian — followed by the payload. A names block lists `(id u32, len u32,
-//! bytes)` for names first used since the previous block; an events block holds fixed 40-byte events
-//! (see [`Event::encode`]). A torn or damaged block ends the readable part of the file: readers keep
+//! names, 2 = events, 3 = event parameters), three reserved bytes, record count (u32), payload length
+//! (u32), CRC-32 of the payload (u32), all little-endian — followed by the payload. A names block lists
+//! `(id u32, len u32, bytes)` for names first used since the previous block; an events block holds
+//! fixed 40-byte events (see [`Event::encode`]); a parameters block (format 1.1), written just before
+//! the events block it belongs to and only when some of its events have parameters, holds one entry
+//! per such event (see [`EventParams`]). Readers of format 1.0 skip it as an unknown kind. A torn or damaged block ends the readable part of the file: readers keep
 //! everything before it and report what they ignored.
 
 use std::fs::{File, OpenOptions};
@@ -14,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use crate::counters::RunCounters;
 use crate::error::{Error, Result};
-use crate::event::{Event, NameTable};
+use crate::event::{Event, EventParams, NameTable};
 use crate::manifest::{Manifest, Outcome};
 
 pub use crate::files::{EVENTS_FILE, MANIFEST_FILE};
@@ -22,6 +24,7 @@ pub use crate::files::{EVENTS_FILE, MANIFEST_FILE};
 const MAGIC: &[u8; 4] = b"DSB1";
 const KIND_NAMES: u8 = 1;
 const KIND_EVENTS: u8 = 2;
+const KIND_PARAMS: u8 = 3;
 const HEADER_LEN: usize = 20;
 /// Refuse blocks claiming more than this (a damaged length field must not make us allocate gigabytes).
 const MAX_PAYLOAD: usize = 256 << 20;
@@ -63,8 +66,26 @@ impl EventWriter {
     /// `write` so a crash leaves at most one torn block at the end. A failed write (a full disk) is
     /// cut back to the last complete block, so the file reads cleanly.
     pub fn write_block(&mut self, events: &[Event]) -> Result<()> {
+        self.write_block_with_params(events, &[])
+    }
+
+    /// [`EventWriter::write_block`] with each event's parameters: `params` is empty or holds one
+    /// entry per event; the non-empty ones go in a parameters block before the events, in the same
+    /// `write`. Names in them must be interned in the writer's table.
+    pub fn write_block_with_params(
+        &mut self,
+        events: &[Event],
+        params: &[EventParams],
+    ) -> Result<()> {
         if events.is_empty() {
             return Ok(());
+        }
+        if !params.is_empty() && params.len() != events.len() {
+            return Err(Error::InvalidInput(format!(
+                "{} event parameters for {} events",
+                params.len(),
+                events.len()
+            )));
         }
         self.buf.clear();
         let new_names = self.names.since(self.names_written);
@@ -78,6 +99,16 @@ impl EventWriter {
             }
             self.end_block(start);
             self.names_written += new_names.len();
+        }
+        let with_params = params.iter().filter(|p| !p.is_empty()).count();
+        if with_params > 0 {
+            let start = self.begin_block(KIND_PARAMS, with_params);
+            for (i, p) in params.iter().enumerate() {
+                if !p.is_empty() {
+                    p.encode(i as u32, &mut self.buf);
+                }
+            }
+            self.end_block(start);
         }
         let start = self.begin_block(KIND_EVENTS, events.len());
         let at = self.buf.len();
@@ -153,6 +184,10 @@ pub struct EventReader {
     tail: TailState,
     done: bool,
     payload: Vec<u8>,
+    /// Parameters read for the next events block, by index in it.
+    pending_params: Vec<(u32, EventParams)>,
+    /// Parameters of the events of the last block returned (empty when it had none).
+    params: Vec<EventParams>,
 }
 
 impl EventReader {
@@ -169,12 +204,21 @@ impl EventReader {
             tail: TailState::default(),
             done: false,
             payload: Vec::new(),
+            pending_params: Vec::new(),
+            params: Vec::new(),
         })
     }
 
     /// Names read so far (complete once the file has been read to its end).
     pub fn names(&self) -> &NameTable {
         &self.names
+    }
+
+    /// The parameters of the events of the block [`EventReader::next_block`] returned last: one per
+    /// event (empty ones for events without), or nothing at all when none of them has any (every
+    /// block of a run written before format 1.1).
+    pub fn params(&self) -> &[EventParams] {
+        &self.params
     }
 
     /// What was read, and whether anything at the end was ignored.
@@ -187,6 +231,7 @@ impl EventReader {
     /// [`EventReader::tail`].
     pub fn next_block(&mut self, out: &mut Vec<Event>) -> Result<bool> {
         out.clear();
+        self.params.clear();
         while !self.done {
             let mut header = [0u8; HEADER_LEN];
             match read_full(&mut self.input, &mut header).map_err(|e| Error::io(&self.path, e))? {
@@ -236,6 +281,15 @@ impl EventReader {
                         break;
                     }
                 }
+                KIND_PARAMS => {
+                    if let Err(msg) = self.decode_params(count) {
+                        self.stop(format!(
+                            "bad parameters block at byte {}: {msg}",
+                            self.offset
+                        ));
+                        break;
+                    }
+                }
                 KIND_EVENTS => {
                     if count * Event::ENCODED_LEN != len {
                         self.stop(format!(
@@ -243,6 +297,23 @@ impl EventReader {
                             self.offset
                         ));
                         break;
+                    }
+                    if let Some(&(i, _)) = self
+                        .pending_params
+                        .iter()
+                        .find(|(i, _)| *i as usize >= count)
+                    {
+                        self.stop(format!(
+                            "parameters for event {i} of an events block of {count} at byte {}",
+                            self.offset
+                        ));
+                        break;
+                    }
+                    if !self.pending_params.is_empty() {
+                        self.params.resize(count, EventParams::default());
+                        for (i, p) in self.pending_params.drain(..) {
+                            self.params[i as usize] = p;
+                        }
                     }
                     out.extend(
                         self.payload
@@ -261,6 +332,23 @@ impl EventReader {
             }
         }
         Ok(false)
+    }
+
+    fn decode_params(&mut self, count: usize) -> std::result::Result<(), String> {
+        self.pending_params.clear();
+        let mut at = 0;
+        for _ in 0..count {
+            let (i, p, used) = EventParams::decode(&self.payload[at..])?;
+            self.pending_params.push((i, p));
+            at += used;
+        }
+        if at != self.payload.len() {
+            return Err(format!(
+                "{} bytes after the last entry",
+                self.payload.len() - at
+            ));
+        }
+        Ok(())
     }
 
     fn decode_names(&mut self, count: usize) -> std::result::Result<(), String> {
@@ -441,6 +529,93 @@ mod tests {
         assert_eq!(names.name(seen[0].name), "commit");
         assert_eq!(names.name(seen[150].name), "update");
         assert_eq!(seen[499], ev(seen[499].name, 499));
+    }
+
+    /// Format 1.1: parameters go in their own block before the events; a block without them
+    /// (as every block of a 1.0 run) reads with none, and a reader that skips the new kind (as a
+    /// 1.0 reader does) reads the same events.
+    #[test]
+    fn event_params_round_trip_and_blocks_without_them_read_as_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(EVENTS_FILE);
+        let names = NameTable::new();
+        let mut w = EventWriter::create(&path, names.clone()).unwrap();
+        let id = names.intern("db file sequential read");
+        let file = names.intern("file#");
+        let evs: Vec<Event> = (0..4).map(|i| ev(id, i)).collect();
+        let mut params = vec![EventParams::default(); 4];
+        params[1] = EventParams {
+            obj: Some(5678),
+            p: [Some(4), Some(123), None],
+            p_names: [file, 0, 0],
+        };
+        params[3].obj = Some(-1);
+        w.write_block(&evs).unwrap();
+        w.write_block_with_params(&evs, &params).unwrap();
+        w.write_block_with_params(&evs, &[EventParams::default(); 4])
+            .unwrap();
+        assert!(w.write_block_with_params(&evs, &params[..2]).is_err());
+        let mut r = EventReader::open(&path).unwrap();
+        let mut out = Vec::new();
+        let mut got = Vec::new();
+        while r.next_block(&mut out).unwrap() {
+            assert_eq!(out, evs);
+            got.push(r.params().to_vec());
+        }
+        assert_eq!(got, [vec![], params, vec![]]);
+        assert_eq!(r.names().name(file), "file#");
+        assert_eq!(r.tail().events, 12);
+
+        // The same file without its parameters block is what a 1.0 reader sees: same events.
+        let bytes = std::fs::read(&path).unwrap();
+        let mut stripped = Vec::new();
+        let mut at = 0;
+        while at < bytes.len() {
+            let len = u32::from_le_bytes(bytes[at + 12..at + 16].try_into().unwrap()) as usize;
+            if bytes[at + 4] != KIND_PARAMS {
+                stripped.extend_from_slice(&bytes[at..at + HEADER_LEN + len]);
+            }
+            at += HEADER_LEN + len;
+        }
+        assert!(stripped.len() < bytes.len());
+        std::fs::write(&path, &stripped).unwrap();
+        let mut r = EventReader::open(&path).unwrap();
+        let mut n = 0;
+        while r.next_block(&mut out).unwrap() {
+            assert_eq!(out, evs);
+            assert!(r.params().is_empty());
+            n += 1;
+        }
+        assert_eq!((n, r.tail().problem.clone()), (3, None));
+    }
+
+    #[test]
+    fn damaged_params_block_is_reported_not_fatal() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(EVENTS_FILE);
+        let names = NameTable::new();
+        let mut w = EventWriter::create(&path, names.clone()).unwrap();
+        let evs = [ev(names.intern("x"), 0)];
+        w.write_block(&evs).unwrap();
+        let params = [EventParams {
+            obj: Some(1),
+            ..EventParams::default()
+        }];
+        w.write_block_with_params(&evs, &params).unwrap();
+        // The second block's parameter entry claims event 9 of a block of 1 (CRC fixed up).
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = bytes.len() - (HEADER_LEN + Event::ENCODED_LEN) - (HEADER_LEN + 13);
+        assert_eq!(bytes[at + 4], KIND_PARAMS);
+        bytes[at + HEADER_LEN] = 9;
+        let crc = crc32fast::hash(&bytes[at + HEADER_LEN..at + HEADER_LEN + 13]);
+        bytes[at + 16..at + 20].copy_from_slice(&crc.to_le_bytes());
+        std::fs::write(&path, &bytes).unwrap();
+        let mut r = EventReader::open(&path).unwrap();
+        let mut out = Vec::new();
+        assert!(r.next_block(&mut out).unwrap());
+        assert!(!r.next_block(&mut out).unwrap());
+        let problem = r.tail().problem.clone().unwrap();
+        assert!(problem.contains("parameters for event 9"), "{problem}");
     }
 
     #[test]

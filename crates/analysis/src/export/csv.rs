@@ -44,6 +44,18 @@ impl<W: Write> CsvWriter<W> {
         rec.push_field(strings.get(row.outcome).data());
         push_display(rec, s, row.rows);
         rec.push_field(if row.warmup { b"true" } else { b"false" });
+        for v in std::iter::once(row.obj).chain(row.p) {
+            match v {
+                Some(v) => push_display(rec, s, v),
+                None => rec.push_field(b""),
+            }
+        }
+        for name in row.p_names {
+            match name {
+                Some(i) => rec.push_field(strings.get(i).data()),
+                None => rec.push_field(b""),
+            }
+        }
         self.writer.write_byte_record(&self.record)
     }
 
@@ -64,7 +76,7 @@ fn push_display(rec: &mut csv::ByteRecord, scratch: &mut String, v: impl fmt::Di
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dbscope_core::{Event, NameTable, EVENT_WARMUP};
+    use dbscope_core::{Event, EventParams, NameTable, EVENT_WARMUP};
 
     #[test]
     fn rows_become_exact_bytes() {
@@ -81,20 +93,27 @@ mod tests {
             rows: 2,
         };
         let err = names.intern_outcome("pg:40P01");
+        let wait = EventParams {
+            obj: Some(-1),
+            p: [Some(4), None, Some(0)],
+            p_names: [names.intern("file#"), 0, 0],
+        };
         let mut w = CsvWriter::new(Vec::new()).unwrap();
-        for e in [
-            ev("commit", 0, None, EVENT_WARMUP),
-            ev("a, \"b\"", err, Some(1_000), 0),
+        for (e, p) in [
+            (ev("commit", 0, None, EVENT_WARMUP), EventParams::default()),
+            (ev("a, \"b\"", err, Some(1_000), 0), wait),
         ] {
-            let row = Row::new(&e, 1_000_000_000, &names, &mut pool).unwrap();
+            let row = Row::new(&e, &p, 1_000_000_000, &names, &mut pool).unwrap();
             w.push(&row, &pool).unwrap();
         }
         let bytes = w.finish().unwrap();
         assert_eq!(
             String::from_utf8(bytes).unwrap(),
-            "session,event,start_utc,start_ns,duration_ns,intended_start_ns,outcome,rows,warmup\n\
-             3,commit,1970-01-01T00:00:01.000001500Z,1500,250,,ok,2,true\n\
-             3,\"a, \"\"b\"\"\",1970-01-01T00:00:01.000001500Z,1500,250,1000,pg:40P01,2,false\n"
+            "session,event,start_utc,start_ns,duration_ns,intended_start_ns,outcome,rows,warmup,\
+             obj,p1,p2,p3,p1_name,p2_name,p3_name\n\
+             3,commit,1970-01-01T00:00:01.000001500Z,1500,250,,ok,2,true,,,,,,,\n\
+             3,\"a, \"\"b\"\"\",1970-01-01T00:00:01.000001500Z,1500,250,1000,pg:40P01,2,false,\
+             -1,4,,0,file#,,\n"
         );
     }
 }

@@ -14,6 +14,9 @@
 //! | `outcome`           | BYTE_ARRAY (STRING), dictionary                | text                         | `ok`, or the error class (e.g. `pg:40P01`) |
 //! | `rows`              | INT64                                          | integer                      | rows affected or returned (0 when unknown) |
 //! | `warmup`            | BOOLEAN                                        | `true` / `false`             | the event happened during warm-up |
+//! | `obj`               | INT64, optional                                | integer or empty             | the object the event was on (a trace wait's `obj#`) |
+//! | `p1`, `p2`, `p3`    | INT64, optional                                | integer or empty             | the event's parameters (a trace wait's p1..p3) |
+//! | `p1_name` … `p3_name` | BYTE_ARRAY (STRING), optional, dictionary    | text or empty                | their names, when the source gives them (`file#`) |
 //!
 //! Exports stream the event file block by block, so memory stays bounded however long the run (Parquet
 //! buffers one row group of [`ROW_GROUP_ROWS`] rows). The output is written to a temporary file next to
@@ -34,7 +37,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use dbscope_core::atomic::AtomicFile;
-use dbscope_core::RunDir;
+use dbscope_core::{EventParams, RunDir};
 
 use self::csv::CsvWriter;
 use self::parquet::ParquetWriter;
@@ -42,6 +45,13 @@ use self::row::{Row, StringPool};
 
 pub use self::parquet::ROW_GROUP_ROWS;
 pub use self::row::COLUMNS;
+
+/// The parameters of an event that has none.
+const NO_PARAMS: EventParams = EventParams {
+    obj: None,
+    p: [None; 3],
+    p_names: [0; 3],
+};
 
 /// `incomplete` reason for a run whose manifest still says `running`.
 const NOT_ENDED: &str = "the run did not record an end (killed or still running)";
@@ -206,14 +216,16 @@ fn export_with(
         strings.begin_file();
         let mut index = 0u64;
         while reader.next_block(&mut block)? {
-            for ev in &block {
-                let row = Row::new(ev, origin, reader.names(), &mut strings).map_err(|msg| {
-                    ExportError::Value {
-                        path: events_path.clone(),
-                        index,
-                        msg,
-                    }
-                })?;
+            for (i, ev) in block.iter().enumerate() {
+                let params = reader.params().get(i).unwrap_or(&NO_PARAMS);
+                let row =
+                    Row::new(ev, params, origin, reader.names(), &mut strings).map_err(|msg| {
+                        ExportError::Value {
+                            path: events_path.clone(),
+                            index,
+                            msg,
+                        }
+                    })?;
                 sink.push(&row, &strings, out)?;
                 index += 1;
             }
@@ -596,7 +608,7 @@ mod tests {
         let first = text.lines().nth(1).unwrap();
         assert_eq!(
             first,
-            "0,\"select \"\"a\"\", b\",2026-12-02T17:45:31.123456788Z,999999999,500,0,ok,0,true"
+            "0,\"select \"\"a\"\", b\",2026-12-02T17:45:31.123456788Z,999999999,500,0,ok,0,true,,,,,,,"
         );
         no_stray_files(dir.path(), &["events.csv"]);
     }

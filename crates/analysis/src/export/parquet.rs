@@ -30,6 +30,13 @@ message dbscope_events {
   required binary outcome (STRING);
   required int64 rows;
   required boolean warmup;
+  optional int64 obj;
+  optional int64 p1;
+  optional int64 p2;
+  optional int64 p3;
+  optional binary p1_name (STRING);
+  optional binary p2_name (STRING);
+  optional binary p3_name (STRING);
 }
 ";
 
@@ -54,6 +61,30 @@ struct Columns {
     outcome: Vec<u32>,
     rows: Vec<i64>,
     warmup: Vec<bool>,
+    obj: Optional<i64>,
+    p: [Optional<i64>; 3],
+    p_names: [Optional<u32>; 3],
+}
+
+/// An optional column: the non-null values, and a definition level per row (1 set, 0 null).
+#[derive(Default)]
+struct Optional<T> {
+    values: Vec<T>,
+    def: Vec<i16>,
+}
+
+impl<T: Copy> Optional<T> {
+    fn push(&mut self, v: Option<T>) {
+        if let Some(v) = v {
+            self.values.push(v);
+        }
+        self.def.push(i16::from(v.is_some()));
+    }
+
+    fn clear(&mut self) {
+        self.values.clear();
+        self.def.clear();
+    }
 }
 
 impl Columns {
@@ -69,6 +100,7 @@ impl Columns {
             outcome: Vec::with_capacity(n),
             rows: Vec::with_capacity(n),
             warmup: Vec::with_capacity(n),
+            ..Columns::default()
         }
     }
 
@@ -92,6 +124,11 @@ impl Columns {
         self.outcome.push(r.outcome);
         self.rows.push(r.rows);
         self.warmup.push(r.warmup);
+        self.obj.push(r.obj);
+        for i in 0..3 {
+            self.p[i].push(r.p[i]);
+            self.p_names[i].push(r.p_names[i]);
+        }
     }
 
     fn clear(&mut self) {
@@ -105,6 +142,11 @@ impl Columns {
         self.outcome.clear();
         self.rows.clear();
         self.warmup.clear();
+        self.obj.clear();
+        for i in 0..3 {
+            self.p[i].clear();
+            self.p_names[i].clear();
+        }
     }
 }
 
@@ -137,6 +179,9 @@ impl<W: Write + Send> ParquetWriter<W> {
             .set_column_dictionary_enabled(ColumnPath::from("event"), true)
             .set_column_dictionary_enabled(ColumnPath::from("outcome"), true)
             .set_column_dictionary_enabled(ColumnPath::from("session"), true)
+            .set_column_dictionary_enabled(ColumnPath::from("p1_name"), true)
+            .set_column_dictionary_enabled(ColumnPath::from("p2_name"), true)
+            .set_column_dictionary_enabled(ColumnPath::from("p3_name"), true)
             .set_max_row_group_size(row_group_rows)
             .set_key_value_metadata(Some(metadata))
             .build();
@@ -165,14 +210,21 @@ impl<W: Write + Send> ParquetWriter<W> {
         let c = &self.columns;
         let mut rg = self.writer.next_row_group()?;
         write_column::<Int32Type, W>(&mut rg, &c.session, None)?;
-        write_strings(&mut rg, &c.event, strings)?;
+        write_strings(&mut rg, &c.event, None, strings)?;
         write_column::<Int64Type, W>(&mut rg, &c.start_utc, None)?;
         write_column::<Int64Type, W>(&mut rg, &c.start_ns, None)?;
         write_column::<Int64Type, W>(&mut rg, &c.duration_ns, None)?;
         write_column::<Int64Type, W>(&mut rg, &c.intended, Some(&c.intended_def))?;
-        write_strings(&mut rg, &c.outcome, strings)?;
+        write_strings(&mut rg, &c.outcome, None, strings)?;
         write_column::<Int64Type, W>(&mut rg, &c.rows, None)?;
         write_column::<BoolType, W>(&mut rg, &c.warmup, None)?;
+        write_column::<Int64Type, W>(&mut rg, &c.obj.values, Some(&c.obj.def))?;
+        for p in &c.p {
+            write_column::<Int64Type, W>(&mut rg, &p.values, Some(&p.def))?;
+        }
+        for n in &c.p_names {
+            write_strings(&mut rg, &n.values, Some(&n.def), strings)?;
+        }
         rg.close()?;
         self.columns.clear();
         Ok(())
@@ -207,19 +259,31 @@ fn write_column<T: DataType, W: Write + Send>(
     col.close()
 }
 
-/// Writes the next column of a row group from string-pool indices.
+/// Writes the next column of a row group from string-pool indices; `def` gives definition levels
+/// for an optional column (`ids` then holds the non-null values only).
 fn write_strings<W: Write + Send>(
     rg: &mut SerializedRowGroupWriter<'_, W>,
     ids: &[u32],
+    def: Option<&[i16]>,
     strings: &StringPool,
 ) -> Result<(), ParquetError> {
     let mut col = next_column(rg)?;
     let writer = col.typed::<ByteArrayType>();
-    let mut chunk = Vec::with_capacity(STRING_CHUNK.min(ids.len()));
-    for part in ids.chunks(STRING_CHUNK) {
-        chunk.clear();
-        chunk.extend(part.iter().map(|&i| strings.get(i).clone()));
-        writer.write_batch(&chunk, None, None)?;
+    match def {
+        // Nulls make value and level chunks differ in length: one batch (these columns are
+        // sparse and their strings few).
+        Some(def) => {
+            let values: Vec<_> = ids.iter().map(|&i| strings.get(i).clone()).collect();
+            writer.write_batch(&values, Some(def), None)?;
+        }
+        None => {
+            let mut chunk = Vec::with_capacity(STRING_CHUNK.min(ids.len()));
+            for part in ids.chunks(STRING_CHUNK) {
+                chunk.clear();
+                chunk.extend(part.iter().map(|&i| strings.get(i).clone()));
+                writer.write_batch(&chunk, None, None)?;
+            }
+        }
     }
     col.close()
 }

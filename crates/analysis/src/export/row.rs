@@ -3,11 +3,11 @@
 
 use std::collections::HashMap;
 
-use dbscope_core::{Event, NameId, NameTable};
+use dbscope_core::{Event, EventParams, NameId, NameTable};
 use parquet::data_type::ByteArray;
 
 /// The exported columns, in order; CSV header and Parquet schema use exactly these names.
-pub const COLUMNS: [&str; 9] = [
+pub const COLUMNS: [&str; 16] = [
     "session",
     "event",
     "start_utc",
@@ -17,6 +17,13 @@ pub const COLUMNS: [&str; 9] = [
     "outcome",
     "rows",
     "warmup",
+    "obj",
+    "p1",
+    "p2",
+    "p3",
+    "p1_name",
+    "p2_name",
+    "p3_name",
 ];
 
 /// One event as column values; strings are indices into a [`StringPool`].
@@ -40,12 +47,20 @@ pub(super) struct Row {
     pub(super) rows: i64,
     /// Warm-up event.
     pub(super) warmup: bool,
+    /// Object id (Oracle `obj#`), when the event has one.
+    pub(super) obj: Option<i64>,
+    /// Parameter values (Oracle `p1..p3`), when the event has them.
+    pub(super) p: [Option<i64>; 3],
+    /// Parameter names (pool index), when the source named them.
+    pub(super) p_names: [Option<u32>; 3],
 }
 
 impl Row {
-    /// Converts an event; the error says which value does not fit its column.
+    /// Converts an event and its parameters (default: none); the error says which value does
+    /// not fit its column.
     pub(super) fn new(
         ev: &Event,
+        params: &EventParams,
         origin_unix_ns: i64,
         names: &NameTable,
         strings: &mut StringPool,
@@ -78,6 +93,11 @@ impl Row {
             outcome,
             rows: i64::from(ev.rows),
             warmup: ev.is_warmup(),
+            obj: params.obj,
+            p: params.p,
+            p_names: params
+                .p_names
+                .map(|id| (id != 0).then(|| strings.resolve(names, id))),
         })
     }
 }

@@ -119,7 +119,7 @@ fn newer_format_version_is_refused() {
     let p = join(dir.path(), "r/manifest.json");
     let text = std::fs::read_to_string(&p)
         .unwrap()
-        .replace("\"format_version\": \"1.0\"", "\"format_version\": \"2.0\"");
+        .replace("\"format_version\": \"1.1\"", "\"format_version\": \"2.0\"");
     std::fs::write(&p, text).unwrap();
     fails(
         dir.path(),

@@ -10,17 +10,26 @@
 //! file's first `***` line have no anchor) takes the end of the previous record of its session. When
 //! no record at all is anchored, the raw `tim` clock is used instead of the wall clock. Rows are `r=` for calls.
 //!
+//! As in the profile, a call or wait that began before its session's first timestamp (the call that
+//! switched tracing on, a trace started mid-call) is clipped to it: its event starts at that
+//! timestamp and lasts what of it lies after, so the run's clock origin is the trace's first
+//! timestamp, not a time before tracing began. The part left out is `clipped_us` in its attributes.
+//!
+//! A wait's `obj#` and its three parameters (values, and their names when the trace gives them:
+//! `file#=4 block#=123 blocks=1`, not `p1=`) are the event's [`EventParams`], which `export` writes
+//! as columns.
+//!
 //! Attributes that the event format has no field for go in `trace-attrs.jsonl` beside the events: one
 //! JSON object per event, in the order the events were written, with `i` (event index), `file`,
-//! `line`, `cursor`, `dep`, `sqlid`, `hv`, and for waits `obj`, `params` (`name=value …`) and `in_call`,
-//! for calls `c_us`, `p`, `cr`, `cu`, `mis`. The statements are listed in `trace-statements.jsonl`.
+//! `line`, `cursor`, `dep`, `sqlid`, `hv`, `clipped_us`, and for waits `obj`, `params` (`name=value …`)
+//! and `in_call`, for calls `c_us`, `p`, `cr`, `cu`, `mis`. The statements are listed in `trace-statements.jsonl`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use dbscope_core::{Event, Manifest, NameTable, Outcome, Recording, WorkloadInfo};
+use dbscope_core::{Event, EventParams, Manifest, NameTable, Outcome, Recording, WorkloadInfo};
 use serde_json::json;
 
 use crate::error::TraceReadError;
@@ -71,8 +80,8 @@ pub struct ImportSummary {
     pub files: Vec<crate::model::FileInfo>,
 }
 
-/// Pass 1: the earliest start, to place the clock origin: on the wall clock when any record is
-/// anchored to a `***` timestamp, else on the raw `tim` clock.
+/// Pass 1: the earliest start (clipped to its session's window), to place the clock origin: on the
+/// wall clock when any record is anchored to a `***` timestamp, else on the raw `tim` clock.
 #[derive(Default)]
 struct Earliest {
     min_wall_us: Option<i64>,
@@ -88,12 +97,16 @@ fn min_start(m: &mut Option<i64>, end: Option<i64>, dur: u64) {
 
 impl Sink for Earliest {
     fn call(&mut self, _t: &Tables, c: &AccountedCall) {
-        min_start(&mut self.min_wall_us, c.wall_end_us, c.e);
-        min_start(&mut self.min_tim_us, c.tim.map(|t| t as i64), c.e);
+        min_start(&mut self.min_wall_us, c.wall_end_us, c.window_e());
+        min_start(&mut self.min_tim_us, c.tim.map(|t| t as i64), c.window_e());
     }
     fn wait(&mut self, _t: &Tables, w: &AccountedWait) {
-        min_start(&mut self.min_wall_us, w.wall_end_us, w.ela);
-        min_start(&mut self.min_tim_us, w.tim.map(|t| t as i64), w.ela);
+        min_start(&mut self.min_wall_us, w.wall_end_us, w.ela - w.clipped);
+        min_start(
+            &mut self.min_tim_us,
+            w.tim.map(|t| t as i64),
+            w.ela - w.clipped,
+        );
     }
 }
 
@@ -106,6 +119,8 @@ struct Writer {
     attrs: BufWriter<File>,
     attrs_path: PathBuf,
     buf: Vec<Event>,
+    /// The parameters of the events in `buf` (one each).
+    params: Vec<EventParams>,
     written: u64,
     last_end: HashMap<u32, i64>,
     max_end_us: i64,
@@ -122,6 +137,7 @@ impl Writer {
         dur_us: u64,
         outcome: u16,
         rows: u64,
+        params: EventParams,
         attrs: serde_json::Value,
     ) {
         if self.error.is_some() {
@@ -160,6 +176,7 @@ impl Writer {
         }
         self.written += 1;
         self.buf.push(ev);
+        self.params.push(params);
         if self.buf.len() >= BLOCK {
             self.flush();
         }
@@ -175,13 +192,31 @@ impl Writer {
         }
     }
 
+    /// A wait's `obj#` and parameters as the event's parameters: a value that is no integer of 64
+    /// signed bits is left out (it stays in `trace-attrs.jsonl`); the name is kept unless it is
+    /// just `pN` in place N (the trace named nothing).
+    fn params_of(&self, w: &AccountedWait) -> EventParams {
+        let mut p = EventParams {
+            obj: w.obj,
+            ..EventParams::default()
+        };
+        for (i, (name, value)) in w.params.iter().take(3).enumerate() {
+            p.p[i] = value.parse().ok();
+            if p.p[i].is_some() && *name != format!("p{}", i + 1) {
+                p.p_names[i] = self.names.intern(name);
+            }
+        }
+        p
+    }
+
     fn flush(&mut self) {
         if self.error.is_none() && !self.buf.is_empty() {
-            if let Err(e) = self.events.write_block(&self.buf) {
+            if let Err(e) = self.events.write_block_with_params(&self.buf, &self.params) {
                 self.error = Some(e.into());
             }
         }
         self.buf.clear();
+        self.params.clear();
     }
 }
 
@@ -206,22 +241,34 @@ impl Sink for Writer {
         let attrs = json!({
             "file": t.files[c.at.file as usize].path, "line": c.at.line, "cursor": c.cursor,
             "dep": c.dep, "sqlid": sqlid, "hv": hv, "c_us": c.c, "p": c.p, "cr": c.cr, "cu": c.cu,
-            "mis": c.mis,
+            "mis": c.mis, "clipped_us": c.clipped,
         });
         let end = self.end(c.wall_end_us, c.tim);
         let name = name.to_string();
-        self.push(c.at.session, &name, end, c.e, 0, c.r, attrs);
+        let no = EventParams::default();
+        self.push(c.at.session, &name, end, c.window_e(), 0, c.r, no, attrs);
     }
 
     fn wait(&mut self, t: &Tables, w: &AccountedWait) {
         let (sqlid, hv) = stmt_attrs(t, w.stmt);
         let attrs = json!({
             "file": t.files[w.at.file as usize].path, "line": w.at.line, "cursor": w.cursor,
-            "sqlid": sqlid, "hv": hv, "obj": w.obj, "params": w.params, "in_call": w.in_call,
+            "sqlid": sqlid, "hv": hv, "obj": w.obj, "params": w.params_text(), "in_call": w.in_call,
+            "clipped_us": w.clipped,
         });
         let end = self.end(w.wall_end_us, w.tim);
         let name = t.names[w.name as usize].clone();
-        self.push(w.at.session, &name, end, w.ela, 0, 0, attrs);
+        let params = self.params_of(w);
+        self.push(
+            w.at.session,
+            &name,
+            end,
+            w.ela - w.clipped,
+            0,
+            0,
+            params,
+            attrs,
+        );
     }
 
     fn error(&mut self, t: &Tables, e: &TraceError) {
@@ -233,7 +280,8 @@ impl Sink for Writer {
         let outcome = self.names.intern_outcome(&format!("ora-{:05}", e.err));
         let end = self.end(e.wall_us, e.tim);
         let name = if e.parse { "PARSE ERROR" } else { "ERROR" };
-        self.push(e.at.session, name, end, 0, outcome, 0, attrs);
+        let no = EventParams::default();
+        self.push(e.at.session, name, end, 0, outcome, 0, no, attrs);
     }
 }
 
@@ -315,6 +363,7 @@ pub fn import_files_chunked(
         attrs: BufWriter::new(attrs_file),
         attrs_path: attrs_path.clone(),
         buf: Vec::with_capacity(BLOCK),
+        params: Vec::with_capacity(BLOCK),
         written: 0,
         last_end: HashMap::new(),
         max_end_us: origin_us,
@@ -430,5 +479,61 @@ mod tests {
         let attrs = std::fs::read_to_string(out.join(ATTRS_FILE)).unwrap();
         assert_eq!(attrs.lines().count(), 3);
         assert!(attrs.contains(r#""params":"p1=1 p2=2 p3=3""#), "{attrs}");
+    }
+
+    /// Issue 13: the run of a trace that starts mid-call begins at the trace's first timestamp;
+    /// the calls and waits that began before it are clipped to it, as in the profile.
+    #[test]
+    fn a_trace_started_mid_call_is_clipped_to_its_first_timestamp() {
+        let trc = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/handmade/trace_started_mid_call.trc");
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run");
+        import_files(&[trc.as_path()], &out, vec![], false).unwrap();
+        let run = RunDir::open(&out).unwrap();
+        // *** 2024-05-01T10:00:00Z is tim=10000000, the first timestamp.
+        assert_eq!(run.manifest.clock_origin_unix_ns, 1_714_557_600_000_000_000);
+        let mut events = Vec::new();
+        let (names, _) = run
+            .for_each_block(|_, b| events.extend_from_slice(b))
+            .unwrap();
+        let got: Vec<(String, u64, u64)> = events
+            .iter()
+            .map(|e| (names.name(e.name), e.start_ns / 1000, e.duration_ns / 1000))
+            .collect();
+        // In the order they are accounted for: a call's waits, then its children, then itself.
+        let want = [
+            // Inside the EXEC: began 3 ms before the trace, ended at its first timestamp.
+            ("db file sequential read", 0, 0),
+            ("db file scattered read", 0, 2_000),
+            ("direct path read", 9_000, 1_000),
+            // 1.505 s before 10_005_000 on the tim clock: 5 ms inside the window.
+            ("EXEC", 0, 5_000),
+            // e = 2.012 s: 12 ms inside the window.
+            ("FETCH", 0, 12_000),
+            ("SQL*Net message to client", 12_000, 5),
+            ("SQL*Net message from client", 12_005, 100_000),
+            ("FETCH", 112_005, 20),
+        ];
+        let want: Vec<(String, u64, u64)> = want
+            .iter()
+            .map(|(n, s, d)| (n.to_string(), *s, *d))
+            .collect();
+        assert_eq!(got, want);
+        // The run ends at the last timestamp: its span is the profile's R.
+        assert_eq!(
+            run.manifest.ended_utc.map(|t| t.timestamp_micros()),
+            Some(1_714_557_600_000_000 + 112_025)
+        );
+        let attrs: Vec<serde_json::Value> = std::fs::read_to_string(out.join(ATTRS_FILE))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let clipped: Vec<u64> = attrs
+            .iter()
+            .map(|a| a["clipped_us"].as_u64().unwrap())
+            .collect();
+        assert_eq!(clipped, [3_000, 0, 0, 1_500_000, 2_000_000, 0, 0, 0]);
     }
 }

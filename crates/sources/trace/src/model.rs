@@ -76,6 +76,9 @@ pub struct SessionInfo {
     pub action: String,
     /// Last `SERVICE NAME`.
     pub service: String,
+    /// The first `tim` read in the session (µs on its `tim` clock): where the trace's window starts.
+    /// Calls and waits that began before it are clipped to it (see [`AccountedCall::clipped`]).
+    pub first_tim: Option<u64>,
 }
 
 /// A SQL statement (distinct by sqlid, else hash value, else cursor for cursors never parsed in the file).
@@ -239,6 +242,13 @@ pub struct AccountedCall {
     pub children_c: u64,
     /// Σ ela of the waits inside it (not inside its children).
     pub waits_ela: u64,
+    /// µs of its `e` before its session's window (the session's first `tim`, see
+    /// [`SessionInfo::first_tim`]): the call began before the trace did. At most `e`.
+    pub clipped: u64,
+    /// Σ `clipped` of its children.
+    pub children_clipped: u64,
+    /// Σ `clipped` of the waits inside it (not inside its children).
+    pub waits_clipped: u64,
 }
 
 impl AccountedCall {
@@ -250,6 +260,41 @@ impl AccountedCall {
     /// Unaccounted-for time inside the call: self e − self c − own waits.
     pub fn unaccounted(&self) -> i64 {
         self.e as i64 - self.children_e as i64 - self.self_c() - self.waits_ela as i64
+    }
+
+    /// Its `e` within the trace's window (children included).
+    pub fn window_e(&self) -> u64 {
+        self.e - self.clipped
+    }
+
+    /// Its own time within the window, children excluded: what it adds to R when its children
+    /// are accounted for on their own.
+    pub fn window_self_e(&self) -> i64 {
+        self.window_e() as i64 - (self.children_e as i64 - self.children_clipped as i64)
+    }
+
+    /// Its own CPU within the window. The trace does not say when the CPU was used, so the own
+    /// time that is neither a wait nor a child's (CPU and unaccounted-for) is taken to be spread
+    /// evenly: the CPU is scaled by the share of that time inside the window. Neither it nor
+    /// [`AccountedCall::window_unaccounted`] can change sign through clipping.
+    pub fn window_self_c(&self) -> i64 {
+        let c = self.self_c();
+        if self.clipped == 0 {
+            return c;
+        }
+        let gap = self.e as i64 - self.children_e as i64 - self.waits_ela as i64;
+        let window_gap = self.window_self_e() - (self.waits_ela - self.waits_clipped) as i64;
+        if gap <= 0 {
+            return c;
+        }
+        let share = (window_gap as f64 / gap as f64).clamp(0.0, 1.0);
+        (c as f64 * share).round() as i64
+    }
+
+    /// Unaccounted-for time inside the call within the window: own window time − own window CPU −
+    /// own waits' window time.
+    pub fn window_unaccounted(&self) -> i64 {
+        self.window_self_e() - self.window_self_c() - (self.waits_ela - self.waits_clipped) as i64
     }
 }
 
@@ -274,8 +319,27 @@ pub struct AccountedWait {
     pub wall_end_us: Option<i64>,
     /// True when it happened inside a db call; false for between-call waits (part of R on their own).
     pub in_call: bool,
-    /// The parameters, `name=value` joined by spaces (only with [`crate::reader::Options::keep_params`]).
-    pub params: String,
+    /// µs of its `ela` before its session's window (it began before the trace did). At most `ela`.
+    pub clipped: u64,
+    /// The parameters as written, `(name, value)`: up to three, `p1`/`p2`/`p3` or the event's own
+    /// names (`file#`, `block#`, …); only with [`crate::reader::Options::keep_params`].
+    pub params: Vec<(String, String)>,
+}
+
+impl AccountedWait {
+    /// The parameters as `name=value` joined by spaces.
+    pub fn params_text(&self) -> String {
+        let mut s = String::new();
+        for (k, v) in &self.params {
+            if !s.is_empty() {
+                s.push(' ');
+            }
+            s.push_str(k);
+            s.push('=');
+            s.push_str(v);
+        }
+        s
+    }
 }
 
 /// A db error (`ERROR #c:err=` or `PARSE ERROR`).

@@ -5,6 +5,11 @@
 //! excluded, one row per call kind), every wait event (inside calls and between them), and the
 //! unaccounted-for time inside calls. R itself is computed independently as
 //! `Σ e(root calls) + Σ ela(between-call waits)` and both are reported.
+//!
+//! Everything is taken within each session's window, from its first `tim` on: a call or wait that
+//! began before it (the call that switched tracing on, a trace started mid-call) counts only from
+//! there, and the profile says how much was clipped (as Method R does), so R fits the wall span.
+//! The statement rows and the call tree show `e` as the trace wrote it.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
@@ -169,8 +174,17 @@ pub struct Profile {
     pub r_us: i64,
     /// Σ of the event rows, µs (equals `r_us`).
     pub rows_total_us: i64,
-    /// Σ over sessions of (last end − first start) on the `tim` clock, µs.
+    /// Σ over sessions of (last end − first start) on the `tim` clock, µs, starts clipped to the
+    /// session's window (its first `tim`).
     pub wall_span_us: i64,
+    /// µs of root calls and between-call waits that lay before their session's window (they began
+    /// before the trace's first timestamp) and are left out of R; with `--sqlid`, of the calls' own
+    /// time.
+    pub clipped_us: i64,
+    /// Root calls (with `--sqlid`, calls) clipped.
+    pub clipped_calls: u64,
+    /// Between-call waits clipped.
+    pub clipped_waits: u64,
     /// `wall_span_us − r_us`: time in the file accounted for by no call and no wait.
     pub unaccounted_between_calls_us: i64,
     /// Unaccounted-for time inside db calls, µs.
@@ -248,6 +262,9 @@ struct Collector {
     roots: FxHashMap<Option<u32>, (u64, u64)>,
     top: BinaryHeap<Reverse<TopKey>>,
     r: i64,
+    clipped: i64,
+    clipped_calls: u64,
+    clipped_waits: u64,
     unaccounted_in_calls: i64,
     /// Per session index: (first start, last end) on the `tim` clock.
     span: Vec<Option<(u64, u64)>>,
@@ -284,9 +301,18 @@ impl Collector {
         self.opts.events.is_empty() || self.opts.events.iter().any(|e| e == name)
     }
 
-    fn note_span(&mut self, session: u32, tim: Option<u64>, dur: u64) {
-        if let Some(t) = tim {
-            let s = t.saturating_sub(dur);
+    /// Widens the session's span to a record ending at `tim` after `dur` µs, both clipped to the
+    /// session's window.
+    fn note_span(&mut self, tables: &Tables, session: u32, tim: Option<u64>, dur: u64) {
+        if let Some(end) = tim {
+            let (mut s, mut t) = (end.saturating_sub(dur), end);
+            if let Some(t0) = tables
+                .sessions
+                .get(session as usize)
+                .and_then(|s| s.first_tim)
+            {
+                (s, t) = (s.max(t0), t.max(t0));
+            }
             let i = session as usize;
             if self.span.len() <= i {
                 self.span.resize(i + 1, None);
@@ -303,23 +329,31 @@ impl Sink for Collector {
         if !self.keep_time(c.wall_end_us) || !self.keep_stmt(t, c.stmt) {
             return;
         }
-        self.note_span(c.at.session, c.tim, c.e);
+        self.note_span(t, c.at.session, c.tim, c.e);
         let cpu = self
             .cpu
             .entry((c.kind.unwrap_or(CallKind::Exec), c.lob.unwrap_or(u32::MAX)))
             .or_default();
         cpu.kind = "cpu";
-        cpu.add(c.self_c());
-        let un = c.unaccounted();
+        cpu.add(c.window_self_c());
+        let un = c.window_unaccounted();
         self.unaccounted.kind = "unaccounted";
         self.unaccounted.add(un);
         self.unaccounted_in_calls += un;
         // With a statement filter the calls kept may be children of calls left out: count each
         // kept call's own time only, so R is the time spent in that statement's calls themselves.
-        if self.sqlid_match.is_some() {
-            self.r += c.e as i64 - c.children_e as i64;
+        let clipped = if self.sqlid_match.is_some() {
+            self.r += c.window_self_e();
+            c.clipped as i64 - c.children_clipped as i64
         } else if c.root {
-            self.r += c.e as i64;
+            self.r += c.window_e() as i64;
+            c.clipped as i64
+        } else {
+            0
+        };
+        if clipped > 0 {
+            self.clipped += clipped;
+            self.clipped_calls += 1;
         }
         let s = self.stmts.entry(c.stmt).or_default();
         s.calls += 1;
@@ -347,9 +381,14 @@ impl Sink for Collector {
         if self.sqlid_match.is_some() && !w.in_call {
             return;
         }
-        self.note_span(w.at.session, w.tim, w.ela);
+        self.note_span(t, w.at.session, w.tim, w.ela);
+        let ela = w.ela - w.clipped;
         if !w.in_call {
-            self.r += w.ela as i64;
+            self.r += ela as i64;
+            if w.clipped > 0 {
+                self.clipped += w.clipped as i64;
+                self.clipped_waits += 1;
+            }
         }
         let name = &t.names[w.name as usize];
         let i = w.name as usize;
@@ -358,13 +397,13 @@ impl Sink for Collector {
         }
         let acc = &mut self.waits[i];
         acc.kind = "wait";
-        acc.add(w.ela as i64);
+        acc.add(ela as i64);
         if !w.in_call {
             acc.between += 1;
         }
-        let b = bucket(w.ela);
+        let b = bucket(ela);
         acc.skew_n[b] += 1;
-        acc.skew_us[b] += w.ela;
+        acc.skew_us[b] += ela;
         if self.opts.top > 0 && self.show_event(name) {
             let item = Reverse((w.ela, w.at.file, w.at.line, w.name, w.stmt, w.wall_end_us));
             if self.top.len() < self.opts.top {
@@ -458,6 +497,9 @@ impl Collector {
             r_us: r,
             rows_total_us: rows_total,
             wall_span_us: wall_span,
+            clipped_us: self.clipped,
+            clipped_calls: self.clipped_calls,
+            clipped_waits: self.clipped_waits,
             unaccounted_between_calls_us: wall_span - r,
             unaccounted_in_calls_us: self.unaccounted_in_calls,
             events: self.event_rows(),
@@ -746,8 +788,23 @@ fn text_summary(o: &mut String, p: &Profile) -> fmt::Result {
         secs(p.unaccounted_between_calls_us),
         secs(p.unaccounted_in_calls_us)
     )?;
+    if p.clipped_us != 0 {
+        writeln!(o, "{}", clipped_line(p))?;
+    }
     writeln!(o)?;
     Ok(())
+}
+
+/// The line that says how much of the calls and waits lay before the trace's window.
+pub fn clipped_line(p: &Profile) -> String {
+    let n = |k: u64, one: &str| format!("{k} {one}{}", if k == 1 { "" } else { "s" });
+    format!(
+        "clipped: {} s of calls and waits that began before the trace's first timestamp ({}, {}), \
+         left out of R",
+        secs(p.clipped_us),
+        n(p.clipped_calls, "call"),
+        n(p.clipped_waits, "wait")
+    )
 }
 
 /// The event profile.

@@ -13,7 +13,11 @@
 //! - `R = Σ e(root calls) + Σ ela(between-call waits)`, where root calls are depth-0 calls and calls
 //!   whose parent is not in the file (trace started or ended mid-call);
 //! - per call, *unaccounted-for* = self `e` − self `c` − Σ own waits (self = minus the children's), and
-//!   may be negative (CPU accounting granularity); for the file, wall span − R.
+//!   may be negative (CPU accounting granularity); for the file, wall span − R;
+//! - a session's window starts at its first `tim`: the part of a call or wait that began before it
+//!   (the call that switched tracing on, a trace started mid-call) is *clipped* (`clipped` in the
+//!   model), so that R fits the window as in Method R; each call also sums its children's and own
+//!   waits' clipped parts, so that every row of the profile can be taken within the window.
 //!
 //! Times are normalised to microseconds (centisecond traces from releases before 9i are multiplied
 //! by 10,000); `tim` values are anchored to the `***` timestamp lines to give wall-clock times.
@@ -306,7 +310,7 @@ impl<'a, S: Sink> Accounting<'a, S> {
                 self.header_done = true;
                 let params = match self.keep_params {
                     true => wait_params(c.bytes(it)),
-                    false => String::new(),
+                    false => Vec::new(),
                 };
                 let obj = (obj != NO_OBJ).then_some(obj);
                 let name = names[name as usize];
@@ -378,7 +382,7 @@ impl<'a, S: Sink> Accounting<'a, S> {
                 let name = self.tables.name(w.name);
                 let params = match self.keep_params {
                     true => wait_params(line),
-                    false => String::new(),
+                    false => Vec::new(),
                 };
                 self.push_wait(name, w.cursor, w.ela, w.obj, w.tim, params, no);
             }
@@ -583,6 +587,11 @@ impl<'a, S: Sink> Accounting<'a, S> {
         let anchor = self.anchor_wall_us.take();
         let file_offset = self.offset_us;
         let s = self.cur();
+        let index = s.index as usize;
+        self.tables.sessions[index]
+            .first_tim
+            .get_or_insert(t as u64);
+        let s = &mut self.sessions[self.cur_i];
         if let Some(a) = anchor {
             s.offset_us = Some(a.saturating_sub(t));
         }
@@ -597,9 +606,11 @@ impl<'a, S: Sink> Accounting<'a, S> {
     fn push_call(&mut self, kind: CallKind, lob: Option<u32>, c: &Call<'_>, no: u64) {
         let tim = c.tim.map(|t| self.us(t));
         let wall_end_us = self.wall(tim);
+        let e = self.dur(c.e);
         self.cur();
         let sess = &mut self.sessions[self.cur_i];
         let stmt = sess.cursors.get(&c.cursor).copied();
+        let first_tim = self.tables.sessions[sess.index as usize].first_tim;
         let call = AccountedCall {
             at: Origin {
                 file: self.file,
@@ -612,7 +623,8 @@ impl<'a, S: Sink> Accounting<'a, S> {
             stmt: if kind == CallKind::Lob { None } else { stmt },
             dep: c.dep,
             c: self.dur(c.c),
-            e: self.dur(c.e),
+            e,
+            clipped: clipped(first_tim, tim, e),
             p: c.p,
             cr: c.cr,
             cu: c.cu,
@@ -635,7 +647,7 @@ impl<'a, S: Sink> Accounting<'a, S> {
         ela: u64,
         obj: Option<i64>,
         tim: Option<u64>,
-        params: String,
+        params: Vec<(String, String)>,
         no: u64,
     ) {
         let tim = tim.map(|t| self.us(t));
@@ -644,6 +656,7 @@ impl<'a, S: Sink> Accounting<'a, S> {
         self.cur();
         let sess = &mut self.sessions[self.cur_i];
         let stmt = sess.cursors.get(&cursor).copied();
+        let first_tim = self.tables.sessions[sess.index as usize].first_tim;
         let pw = PendingWait {
             w: AccountedWait {
                 at: Origin {
@@ -659,6 +672,7 @@ impl<'a, S: Sink> Accounting<'a, S> {
                 tim,
                 wall_end_us,
                 in_call: false,
+                clipped: clipped(first_tim, tim, ela),
                 params,
             },
         };
@@ -760,6 +774,7 @@ impl<'a, S: Sink> Accounting<'a, S> {
         for ch in &mut children {
             call.children_e += ch.e;
             call.children_c += ch.c;
+            call.children_clipped += ch.clipped;
             ch.parent_stmt = call.stmt;
             ch.root = false;
         }
@@ -783,6 +798,7 @@ impl<'a, S: Sink> Accounting<'a, S> {
         for mut w in sess.waits.drain(first_inside..) {
             w.w.in_call = true;
             call.waits_ela += w.w.ela;
+            call.waits_clipped += w.w.clipped;
             self.sink.wait(self.tables, &w.w);
         }
         if call.dep == 0 {
@@ -803,20 +819,20 @@ impl<'a, S: Sink> Accounting<'a, S> {
     }
 }
 
-/// The parameters of a WAIT line, `name=value` joined by spaces.
-fn wait_params(line: &[u8]) -> String {
-    let mut s = String::new();
-    if let Record::Wait(w) = classify(line) {
-        for (k, v) in &w.params[..w.nparams] {
-            if !s.is_empty() {
-                s.push(' ');
-            }
-            s.push_str(&String::from_utf8_lossy(k));
-            s.push('=');
-            s.push_str(&String::from_utf8_lossy(v));
-        }
+/// The parameters of a WAIT line, `(name, value)`.
+fn wait_params(line: &[u8]) -> Vec<(String, String)> {
+    match classify(line) {
+        Record::Wait(w) => w.params[..w.nparams]
+            .iter()
+            .map(|(k, v)| {
+                (
+                    String::from_utf8_lossy(k).into_owned(),
+                    String::from_utf8_lossy(v).into_owned(),
+                )
+            })
+            .collect(),
+        _ => Vec::new(),
     }
-    s
 }
 
 /// Appends the words of a line of SQL text to a statement's excerpt (whitespace collapsed, at most
@@ -838,6 +854,16 @@ fn add_sql_text(text: &mut String, line: &[u8]) {
             cut -= 1;
         }
         text.truncate(cut);
+    }
+}
+
+/// µs of a record ending at `tim` after `dur` µs that lie before its session's window, which
+/// starts at the session's first `tim` (`first_tim`); all of it when it ended before the window.
+/// A record without `tim` cannot be placed and is not clipped.
+fn clipped(first_tim: Option<u64>, tim: Option<u64>, dur: u64) -> u64 {
+    match (first_tim, tim) {
+        (Some(t0), Some(end)) => t0.saturating_sub(end.saturating_sub(dur)).min(dur),
+        _ => 0,
     }
 }
 

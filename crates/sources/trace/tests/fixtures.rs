@@ -244,3 +244,46 @@ fn oracle8i_centiseconds_are_converted() {
     assert_eq!(p.files[0].unit, dbscope_trace::model::Unit::Centiseconds);
     assert_eq!(p.files[0].version.as_deref(), Some("8.1.7.4.0"));
 }
+
+/// Issue 13: a trace that starts in the middle of a FETCH (its `e` reaches back 2 s before the
+/// first timestamp), with a recursive EXEC and a wait that also began before it. R is the wall
+/// span from the first to the last timestamp, and the profile says what was clipped. Worked by
+/// hand in `handmade/README.md`; R and the wait totals agree with totals.awk.
+#[test]
+fn trace_started_mid_call_is_clipped_to_its_window() {
+    let p = check_handmade("trace_started_mid_call");
+    // First timestamp tim=10000000, last tim=10112025.
+    assert_eq!(p.wall_span_us, 112_025);
+    assert_eq!(p.r_us, 112_025);
+    assert_eq!(p.unaccounted_between_calls_us, 0);
+    // The FETCH's 2 s before the window (its recursive EXEC's 1.5 s and the wait's 3 ms are
+    // inside those 2 s, not on top of them).
+    assert_eq!(p.clipped_us, 2_000_000);
+    assert_eq!((p.clipped_calls, p.clipped_waits), (1, 0));
+    let row = |name: &str| {
+        let r = p.events.iter().find(|e| e.name == name).unwrap();
+        (r.calls, r.total_us)
+    };
+    // The CPU of each call scaled by the share of its own non-wait time inside the window:
+    // EXEC 1,000,000 × 3,000 / 1,500,000; FETCH (200,000 own) × 6,000 / 506,000, rounded.
+    assert_eq!(row("CPU: EXEC calls"), (1, 2_000));
+    assert_eq!(row("CPU: FETCH calls"), (2, 2_372));
+    // EXEC 3,000 − 2,000; FETCH 6,000 − 2,372; second FETCH 20 − 0.
+    assert_eq!(
+        row("unaccounted-for within db calls"),
+        (3, 1_000 + 3_628 + 20)
+    );
+    assert_eq!(p.unaccounted_in_calls_us, 4_648);
+    assert_eq!(row("db file sequential read"), (1, 0));
+    assert_eq!(row("db file scattered read"), (1, 2_000));
+    // Statements keep e as the trace wrote it.
+    assert_eq!(p.statements[0].e_us, 1_505_000 + 2_012_000 + 20);
+    let text = dbscope_trace::profile::render_text(&p, 20);
+    assert!(
+        text.contains(
+            "clipped: 2.000000 s of calls and waits that began before the trace's first \
+             timestamp (1 call, 0 waits), left out of R"
+        ),
+        "{text}"
+    );
+}

@@ -120,28 +120,32 @@ fn emit(
 type GenSession = Vec<(GenCall, Vec<(usize, u64)>)>;
 
 fn generate(sessions: &[GenSession]) -> (String, Expect) {
+    generate_from(sessions, None).0
+}
+
+/// [`generate`], with each session's first timestamp (its PARSING lines' `tim`, the start of its
+/// window) at `window_at`/255 of its timeline instead of before it; also returns the windows'
+/// total length (Σ last tim − first tim).
+fn generate_from(sessions: &[GenSession], window_at: Option<u8>) -> ((String, Expect), i64) {
     let mut out = String::from(
         "Trace file /tmp/gen.trc\nOracle Database 19c Enterprise Edition Release 19.0.0.0.0 - Production\nVersion 19.3.0.0.0\n\n",
     );
     let mut exp = Expect::default();
+    let mut windows = 0;
     for (si, calls) in sessions.iter().enumerate() {
         let _ = writeln!(
             out,
             "*** SESSION ID:({si}.1) 2024-01-01T00:00:0{si}.000000+00:00"
         );
-        for dep in 0..4 {
-            for stmt in 0..4 {
-                let cursor = 1000 + dep * 10 + stmt;
-                let _ = writeln!(out, "=====================\nPARSING IN CURSOR #{cursor} len=20 dep={dep} uid=1 oct=3 lid=1 tim=1 hv={cursor} ad='0' sqlid='{}'\nselect {stmt} from dual\nEND OF STMT", sqlid(si, stmt, dep));
-            }
-        }
-        let mut t = 1_000_000u64;
+        let mut body = String::new();
+        let begin = 1_000_000u64;
+        let mut t = begin;
         for (call, between) in calls {
-            t += emit(&mut out, &mut exp, si, 0, call, t);
+            t += emit(&mut body, &mut exp, si, 0, call, t);
             for (ev, ela) in between {
                 t += ela;
                 let _ = writeln!(
-                    out,
+                    body,
                     "WAIT #0: nam='{}' ela= {ela} driver id=1 #bytes=1 p3=0 obj#=-1 tim={t}",
                     EVENTS[*ev]
                 );
@@ -151,8 +155,20 @@ fn generate(sessions: &[GenSession]) -> (String, Expect) {
                 exp.r += *ela as i64;
             }
         }
+        let first_tim = match window_at {
+            None => 1,
+            Some(f) => begin + (t - begin) * f as u64 / 255,
+        };
+        windows += (t - first_tim.max(begin)) as i64;
+        for dep in 0..4 {
+            for stmt in 0..4 {
+                let cursor = 1000 + dep * 10 + stmt;
+                let _ = writeln!(out, "=====================\nPARSING IN CURSOR #{cursor} len=20 dep={dep} uid=1 oct=3 lid=1 tim={first_tim} hv={cursor} ad='0' sqlid='{}'\nselect {stmt} from dual\nEND OF STMT", sqlid(si, stmt, dep));
+            }
+        }
+        out.push_str(&body);
     }
-    (out, exp)
+    ((out, exp), windows)
 }
 
 fn profile_of(text: &[u8]) -> Profile {
@@ -192,6 +208,31 @@ proptest! {
         prop_assert_eq!(p.warning_count, 0);
         // Every call has exactly its own waits, so unaccounted-for time is slack − self c.
         prop_assert_eq!(p.sessions, sessions.len());
+    }
+
+    /// Issue 13: whatever point of the timeline tracing starts at (calls and waits reaching back
+    /// before the first timestamp, recursive calls and waits inside them), R is the window from
+    /// the first to the last timestamp (the timeline has no gaps), nothing is negative for it, the
+    /// rows still add up to R, and R + clipped is the unclipped R.
+    #[test]
+    fn traces_started_mid_call_fit_their_window(
+        sessions in prop::collection::vec(
+            prop::collection::vec(
+                (call_strategy(), prop::collection::vec((0usize..4, 1u64..100_000), 0..3)),
+                1..6,
+            ),
+            1..4,
+        ),
+        window_at in any::<u8>(),
+    ) {
+        let ((text, exp), windows) = generate_from(&sessions, Some(window_at));
+        let p = profile_of(text.as_bytes());
+        prop_assert_eq!(p.r_us, windows);
+        prop_assert_eq!(p.wall_span_us, windows);
+        prop_assert_eq!(p.unaccounted_between_calls_us, 0);
+        prop_assert_eq!(p.rows_total_us, p.r_us);
+        prop_assert_eq!(p.r_us + p.clipped_us, exp.r);
+        prop_assert!(p.events.iter().filter(|e| e.kind == "wait").all(|e| e.total_us >= 0));
     }
 
     #[test]
