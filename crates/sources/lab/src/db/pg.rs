@@ -181,6 +181,12 @@ struct PgSession {
 }
 
 impl Session for PgSession {
+    fn multiplex(&mut self) -> TargetResult<bool> {
+        self.conn
+            .set_nonblocking()
+            .map_err(|e| classify(e, &self.conn))?;
+        Ok(true)
+    }
     fn batch(&mut self, sql: &str) -> TargetResult<()> {
         match self.conn.simple_query(sql) {
             Ok(_) => Ok(()),
