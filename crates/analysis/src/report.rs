@@ -657,6 +657,9 @@ pub fn render_text(r: &Report) -> String {
             "closed" | "open" => format!("{} loop", rn.mode),
             m => format!("mode {}", one_line(m)),
         });
+        if let Some(t) = rn.threads {
+            items.push(format!("on {t} client threads"));
+        }
         if let Some(ops) = rn.ops_per_session {
             items.push(format!("{} ops/session", thousands(ops)));
         }
@@ -1007,6 +1010,7 @@ mod tests {
             warmup_s: 0.5,
             max_errors: 0,
             mode: "closed".into(),
+            threads: None,
         });
         m.outcome = outcome;
         if outcome != Outcome::Running {

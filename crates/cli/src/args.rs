@@ -94,6 +94,12 @@ pub struct RunArgs {
     #[arg(long, short = 's', default_value_t = 1, value_name = "N")]
     pub sessions: u32,
 
+    /// Client threads the sessions run on (PostgreSQL): sessions share threads, each switching
+    /// to another while it waits for the server, as pgbench's -j does. Default: one per CPU, at
+    /// most one per session. SQLite and null sessions always get a thread each.
+    #[arg(long, value_name = "N")]
+    pub threads: Option<u32>,
+
     /// Operations per session (warm-up ones included). With neither --ops nor --duration: 10s.
     #[arg(long, value_name = "N")]
     pub ops: Option<u64>,

@@ -57,6 +57,7 @@ fn run_with(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
         warmup: a.warmup,
         seed: a.seed,
         max_errors: a.max_errors,
+        threads: a.threads,
     };
     config.validate()?;
     let target = open_target(spec, &a.settings)?;

@@ -76,6 +76,10 @@ pub struct RunnerInfo {
     pub max_errors: u64,
     /// `closed` (as fast as possible) or `open` (target rate).
     pub mode: String,
+    /// Client threads the sessions ran on, when fewer than the sessions (multiplexed, as
+    /// pgbench's `-j`); absent when every session had a thread of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u32>,
 }
 
 /// Facts about the machine the run was measured on.

@@ -950,6 +950,7 @@ mod tests {
             warmup_s: 0.5,
             max_errors: 10,
             mode: "closed".into(),
+            threads: None,
         });
         let mut w = FakeRun::with_manifest(dir, m);
         let (u, c) = (w.name("update"), w.name("<commit>"));

@@ -182,27 +182,37 @@ fn unreachable_server_is_bounded_and_named() {
 
 #[test]
 fn killed_backends_are_recorded_and_the_run_goes_on() {
+    killed_backends_on(&["--threads", "2"], "killed");
+}
+
+/// The same with both sessions on one client thread: a session reconnects inside the thread it
+/// shares, and the other keeps going meanwhile.
+#[test]
+fn killed_backends_of_multiplexed_sessions_reconnect() {
+    killed_backends_on(&["--threads", "1"], "killedmux");
+}
+
+fn killed_backends_on(threads: &[&str], name: &str) {
     let pg = PgCluster::shared();
-    let db = pg.create_db("killed");
+    let db = pg.create_db(name);
     let dir = tempdir();
     let run_dir = join(dir.path(), "k");
-    let child = start_and_wait(
-        dir.path(),
-        &[
-            "run",
-            "commit",
-            "--target",
-            &pg.uri(&db),
-            "--sessions",
-            "2",
-            "--duration",
-            "3s",
-            "--out",
-            "k",
-            "-q",
-        ],
-        &run_dir,
-    );
+    let uri = pg.uri(&db);
+    let mut args = vec![
+        "run",
+        "commit",
+        "--target",
+        &uri,
+        "--sessions",
+        "2",
+        "--duration",
+        "3s",
+        "--out",
+        "k",
+        "-q",
+    ];
+    args.extend_from_slice(threads);
+    let child = start_and_wait(dir.path(), &args, &run_dir);
     let killed = pg.kill_backends(&db);
     assert!(killed >= 2, "killed {killed} backends");
     let out = child.wait_with_output().unwrap();
@@ -318,4 +328,123 @@ fn sigkill_keeps_complete_blocks_postgres() {
         committed >= recorded && committed - recorded <= 4096,
         "recorded {recorded}, committed {committed}: more than one block apart"
     );
+}
+
+/// Sessions multiplexed over fewer client threads (`--threads`) do exactly the work of sessions
+/// with a thread each, and the run says how they were driven.
+#[test]
+fn sessions_share_client_threads() {
+    let pg = PgCluster::shared();
+    let db = pg.create_db("mux");
+    let dir = tempdir();
+    let uri = pg.uri(&db);
+    ok(
+        dir.path(),
+        &[
+            "run",
+            "commit",
+            "--target",
+            &uri,
+            "--sessions",
+            "5",
+            "--threads",
+            "2",
+            "--ops",
+            "300",
+            "--out",
+            "m",
+            "-q",
+        ],
+    );
+    let run_dir = join(dir.path(), "m");
+    let m = manifest(&run_dir);
+    assert_eq!(m["runner"]["threads"], 2, "{}", m["runner"]);
+    let r = report_json(dir.path(), &run_dir);
+    for name in ["update", "commit"] {
+        let e = event(&r, name);
+        assert_eq!(e["count"], 1500, "{name}");
+        assert_eq!(e["errors"], 0, "{name}");
+        assert_summary_sane(e);
+    }
+    assert_eq!(pg.query(&db, "SELECT SUM(v) FROM dbscope_commit"), "1500");
+    assert_eq!(
+        pg.query(
+            &db,
+            "SELECT string_agg(v::text, ',' ORDER BY id) FROM dbscope_commit"
+        ),
+        "300,300,300,300,300"
+    );
+    let text = ok(dir.path(), &["report", "m"]);
+    assert!(
+        text.contains("5 sessions  closed loop  on 2 client threads"),
+        "{text}"
+    );
+
+    // A thread per session: no `threads` in the manifest.
+    ok(
+        dir.path(),
+        &[
+            "run",
+            "commit",
+            "--target",
+            &uri,
+            "--sessions",
+            "2",
+            "--threads",
+            "2",
+            "--ops",
+            "10",
+            "--out",
+            "own",
+            "-q",
+        ],
+    );
+    assert!(manifest(&join(dir.path(), "own"))["runner"]
+        .get("threads")
+        .is_none());
+}
+
+#[test]
+fn threads_are_refused_where_sessions_cannot_share_them() {
+    let dir = tempdir();
+    let target = format!("sqlite:{}", dir.path().join("t.db").display());
+    let err = fails(
+        dir.path(),
+        &[
+            "run",
+            "commit",
+            "--target",
+            &target,
+            "--sessions",
+            "3",
+            "--threads",
+            "1",
+            "--ops",
+            "5",
+            "-q",
+        ],
+        2,
+        &["--threads 1: this target runs every session in a thread of its own"],
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    // Without --threads, SQLite sessions get a thread each, whatever the CPUs.
+    ok(
+        dir.path(),
+        &[
+            "run",
+            "commit",
+            "--target",
+            &target,
+            "--sessions",
+            "3",
+            "--ops",
+            "5",
+            "--out",
+            "s",
+            "-q",
+        ],
+    );
+    assert!(manifest(&join(dir.path(), "s"))["runner"]
+        .get("threads")
+        .is_none());
 }

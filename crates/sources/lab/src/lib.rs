@@ -3,6 +3,7 @@
 pub mod db;
 pub mod error;
 pub mod import;
+pub mod mux;
 pub mod runner;
 pub mod workload;
 

@@ -33,6 +33,9 @@ pub struct RunConfig {
     pub seed: u64,
     /// Stop the run as failed after more errors than this.
     pub max_errors: u64,
+    /// Client threads the sessions run on ([`crate::mux`]); `None`: one per CPU, at most one per
+    /// session. Targets that cannot multiplex (SQLite, null) always get a thread per session.
+    pub threads: Option<u32>,
 }
 
 impl RunConfig {
@@ -46,6 +49,9 @@ impl RunConfig {
         }
         if self.duration == Some(Duration::ZERO) {
             return Err(Error::Config("--duration must be longer than 0".into()));
+        }
+        if self.threads == Some(0) {
+            return Err(Error::Config("--threads must be at least 1".into()));
         }
         Ok(())
     }
@@ -134,12 +140,17 @@ pub fn run(
         warmup_s: cfg.warmup.as_secs_f64(),
         max_errors: cfg.max_errors,
         mode: "closed".into(),
+        threads: None,
     });
 
     // Connect every session before the clock starts, so connection time is not measured.
     let mut sessions: Vec<Box<dyn Session>> = Vec::with_capacity(cfg.sessions as usize);
     for _ in 0..cfg.sessions {
         sessions.push(spec.target.connect()?);
+    }
+    let threads = client_threads(cfg, &mut sessions)?;
+    if let Some(r) = manifest.runner.as_mut() {
+        r.threads = (threads < cfg.sessions).then_some(threads);
     }
 
     let mut rec = Recording::begin(&spec.out, manifest)?;
@@ -152,26 +163,45 @@ pub fn run(
     let headline_id = rec.names().intern(headline);
     let (recorders, batches) = rec.sessions(&clock, warmup_ns, 2 * cfg.sessions as usize + 8);
 
+    let multiplexed = threads < cfg.sessions;
     std::thread::scope(|scope| {
+        // Session i runs on thread i % threads.
+        let mut groups: Vec<Vec<SessionCtx<'_>>> = (0..threads).map(|_| Vec::new()).collect();
         for (i, sess) in sessions.into_iter().enumerate() {
             let i = i as u32;
-            let work = spec.workload.session(i, session_seed(cfg.seed, i));
-            let rec = recorders.recorder(i);
-            let (errors, ops, target) = (&errors, &ops, spec.target);
+            groups[(i % threads) as usize].push(SessionCtx {
+                sess,
+                work: spec.workload.session(i, session_seed(cfg.seed, i)),
+                rec: recorders.recorder(i),
+                target: spec.target,
+                cfg,
+                deadline_ns,
+                stop,
+                errors: &errors,
+                ops: &ops,
+                multiplexed,
+            });
+        }
+        for (t, group) in groups.into_iter().enumerate() {
+            let name = if multiplexed {
+                format!("client-{t}")
+            } else {
+                format!("session-{t}")
+            };
             std::thread::Builder::new()
-                .name(format!("session-{i}"))
+                .name(name)
                 .spawn_scoped(scope, move || {
-                    session_loop(SessionCtx {
-                        sess,
-                        work,
-                        rec,
-                        target,
-                        cfg,
-                        deadline_ns,
-                        stop,
-                        errors,
-                        ops,
-                    })
+                    if !multiplexed {
+                        group.into_iter().for_each(session_loop);
+                        return;
+                    }
+                    let tasks: Vec<Box<dyn FnOnce() + '_>> = group
+                        .into_iter()
+                        .map(|c| Box::new(move || session_loop(c)) as Box<dyn FnOnce() + '_>)
+                        .collect();
+                    if let Err(e) = crate::mux::run_group(tasks) {
+                        stop.fail(format!("client thread {t}: waiting for the server: {e}"));
+                    }
                 })
                 .expect("spawning a session thread");
         }
@@ -284,6 +314,28 @@ impl<'a> LiveProgress<'a> {
     }
 }
 
+/// How many client threads run the sessions: `--threads`, else one per CPU, never more than the
+/// sessions. Fewer threads than sessions needs every session to multiplex (PostgreSQL); where the
+/// target cannot, each session gets its own thread, and an explicit `--threads` is refused.
+fn client_threads(cfg: &RunConfig, sessions: &mut [Box<dyn Session>]) -> Result<u32, Error> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    let threads = cfg.threads.unwrap_or(cpus).clamp(1, cfg.sessions);
+    if threads == cfg.sessions {
+        return Ok(threads);
+    }
+    for s in sessions.iter_mut() {
+        if !s.multiplex()? {
+            return match cfg.threads {
+                Some(t) => Err(Error::Config(format!(
+                    "--threads {t}: this target runs every session in a thread of its own (only PostgreSQL sessions can share threads); leave --threads out"
+                ))),
+                None => Ok(cfg.sessions),
+            };
+        }
+    }
+    Ok(threads)
+}
+
 struct SessionCtx<'a> {
     sess: Box<dyn Session>,
     work: Box<dyn SessionWork>,
@@ -294,6 +346,8 @@ struct SessionCtx<'a> {
     stop: &'a StopSignal,
     errors: &'a AtomicU64,
     ops: &'a AtomicU64,
+    /// The session shares its thread: a new connection must be switched to multiplexing too.
+    multiplexed: bool,
 }
 
 fn session_loop(mut c: SessionCtx<'_>) {
@@ -350,10 +404,12 @@ fn reconnect(c: &mut SessionCtx<'_>) -> Result<(), String> {
     let start = Instant::now();
     let mut pause = Duration::from_millis(10);
     loop {
-        let attempt = c
-            .target
-            .connect()
-            .and_then(|mut s| c.work.prepare(s.as_mut(), &c.rec).map(|()| s));
+        let attempt = c.target.connect().and_then(|mut s| {
+            if c.multiplexed {
+                s.multiplex()?;
+            }
+            c.work.prepare(s.as_mut(), &c.rec).map(|()| s)
+        });
         match attempt {
             Ok(s) => {
                 c.sess = s;

@@ -309,6 +309,7 @@ fn manifest(
         } else {
             "closed".into()
         },
+        threads: None,
     });
     manifest
 }

@@ -109,6 +109,12 @@ pub trait Session: Send {
     fn commit(&mut self) -> TargetResult<()>;
     /// Rolls back the transaction (after an error); errors here are ignored by callers.
     fn rollback(&mut self) -> TargetResult<()>;
+    /// Lets this session share its thread with others ([`crate::mux`]): its connection waits for
+    /// the server in [`crate::mux::wait_fd`] from now on. Returns false where the target cannot
+    /// (SQLite and null run in the client's thread; they keep a thread per session).
+    fn multiplex(&mut self) -> TargetResult<bool> {
+        Ok(false)
+    }
     /// Bulk-loads with PostgreSQL's `COPY … FROM STDIN` (`sql` is the COPY statement). `fill`
     /// appends the next chunk of data to the buffer and returns `Ok(false)` after the last one; an
     /// `Err` aborts the COPY (nothing is loaded) and is returned as a `config`-class error.

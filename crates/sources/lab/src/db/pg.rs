@@ -137,8 +137,12 @@ impl Target for PgTarget {
         Dialect::Postgres
     }
     fn connect(&self) -> TargetResult<Box<dyn Session>> {
+        let mut conn = self.open()?.0;
+        for (name, sql) in [(BEGIN, "BEGIN"), (COMMIT, "COMMIT")] {
+            conn.prepare(name, sql).map_err(|e| classify(e, &conn))?;
+        }
         Ok(Box::new(PgSession {
-            conn: self.open()?.0,
+            conn,
             stmts: Vec::new(),
         }))
     }
@@ -175,12 +179,33 @@ impl Target for PgTarget {
     }
 }
 
+/// BEGIN and COMMIT, prepared on every session's connection as `pgbench -M prepared` runs them:
+/// the server binds them instead of parsing their text every time.
+const BEGIN: &str = "dbscope_begin";
+const COMMIT: &str = "dbscope_commit";
+
 struct PgSession {
     conn: WireConn,
     stmts: Vec<String>,
 }
 
+impl PgSession {
+    /// Runs the prepared statement `name` that takes no parameters ([`BEGIN`], [`COMMIT`]).
+    fn run_prepared(&mut self, name: &str) -> TargetResult<()> {
+        self.conn
+            .execute(name, &[])
+            .map(|_| ())
+            .map_err(|e| classify(e, &self.conn))
+    }
+}
+
 impl Session for PgSession {
+    fn multiplex(&mut self) -> TargetResult<bool> {
+        self.conn
+            .set_nonblocking()
+            .map_err(|e| classify(e, &self.conn))?;
+        Ok(true)
+    }
     fn batch(&mut self, sql: &str) -> TargetResult<()> {
         match self.conn.simple_query(sql) {
             Ok(_) => Ok(()),
@@ -234,10 +259,10 @@ impl Session for PgSession {
             .map_err(|e| classify(e, &self.conn))
     }
     fn begin(&mut self) -> TargetResult<()> {
-        self.batch("BEGIN")
+        self.run_prepared(BEGIN)
     }
     fn commit(&mut self) -> TargetResult<()> {
-        self.batch("COMMIT")
+        self.run_prepared(COMMIT)
     }
     fn rollback(&mut self) -> TargetResult<()> {
         if self.conn.is_broken() {

@@ -8,6 +8,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
@@ -64,6 +65,20 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.set_read_timeout(t),
             Stream::Unix(s) => s.set_read_timeout(t),
+        }
+    }
+
+    fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_nonblocking(on),
+            Stream::Unix(s) => s.set_nonblocking(on),
+        }
+    }
+
+    fn fd(&self) -> RawFd {
+        match self {
+            Stream::Tcp(s) => s.as_raw_fd(),
+            Stream::Unix(s) => s.as_raw_fd(),
         }
     }
 }
@@ -218,6 +233,12 @@ impl WireConn {
             }
         }
         Err(ConnectError::Unreachable(unreachable))
+    }
+
+    /// Switches the socket to non-blocking mode: reads and writes that would block wait in
+    /// [`crate::mux::wait_fd`], which lets other sessions run on this thread meanwhile.
+    pub fn set_nonblocking(&mut self) -> Result<(), WireError> {
+        self.stream.set_nonblocking(true).map_err(|e| self.fail(e))
     }
 
     /// True once the connection failed and can no longer be used.
@@ -503,7 +524,23 @@ impl WireConn {
     }
 
     fn send(&mut self) -> Result<(), WireError> {
-        let r = self.stream.write_all(&self.wbuf);
+        let mut done = 0;
+        let r = loop {
+            if done == self.wbuf.len() {
+                break Ok(());
+            }
+            match self.stream.write(&self.wbuf[done..]) {
+                Ok(0) => break Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if let Err(e) = crate::mux::wait_fd(self.stream.fd(), libc::POLLOUT) {
+                        break Err(e);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break Err(e),
+            }
+        };
         self.wbuf.clear();
         r.map_err(|e| self.fail(e))
     }
@@ -520,6 +557,13 @@ impl WireConn {
             }
             let n = match self.stream.read(&mut self.scratch[..]) {
                 Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if let Err(e) = crate::mux::wait_fd(self.stream.fd(), libc::POLLIN) {
+                        return Err(self.fail(e));
+                    }
+                    continue;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(self.fail(e)),
             };
             self.rbuf.extend_from_slice(&self.scratch[..n]);

@@ -1,0 +1,234 @@
+//! Sessions multiplexed over fewer client threads, as pgbench's `-j` does: each session runs its
+//! ordinary blocking code on a coroutine stack of its own, and where it would block on its socket
+//! it gives the thread to another session instead; the thread sleeps in `poll(2)` only when every
+//! session it runs is waiting for the server.
+//!
+//! Why: a commit-heavy workload on a small machine is bound by context switches. With one thread
+//! per session every response wakes its own thread; a thread that runs several sessions often
+//! finds a second response already there when it wakes for the first. Timing stays what a client
+//! sees: a session reads the clock when it gets the thread back, as any multiplexing client does
+//! (pgbench included), after at most the few microseconds another session's step takes.
+//!
+//! Only connections whose target can switch them to non-blocking mode take part
+//! ([`crate::db::Session::multiplex`]); elsewhere [`wait_fd`] blocks in `poll(2)` as before.
+//!
+//! The one module of the lab with `unsafe`: `poll(2)`, and coroutines that borrow the runner's
+//! scoped data (each one is finished or unwound before [`run_group`] returns).
+#![allow(unsafe_code)]
+
+use std::cell::Cell;
+use std::io;
+use std::os::fd::RawFd;
+
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+
+/// Stack of each session's coroutine: the session loop, the wire client and the recorder need
+/// far less; pages are only touched as used.
+const STACK_BYTES: usize = 1 << 20;
+
+/// What a suspended session waits for: `fd` to become ready for `events` (`POLLIN`/`POLLOUT`).
+#[derive(Clone, Copy, Debug)]
+struct Wait {
+    fd: RawFd,
+    events: i16,
+}
+
+type SessionYielder = Yielder<(), Wait>;
+
+thread_local! {
+    /// The yielder of the coroutine running on this thread now; null outside [`run_group`].
+    static CURRENT: Cell<*const SessionYielder> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Waits until `fd` is ready for `events` (`libc::POLLIN` or `libc::POLLOUT`): inside
+/// [`run_group`], by suspending this session so that the thread runs the others; elsewhere, by
+/// blocking in `poll(2)`.
+pub fn wait_fd(fd: RawFd, events: i16) -> io::Result<()> {
+    let y = CURRENT.with(Cell::get);
+    if y.is_null() {
+        return poll_one(fd, events);
+    }
+    // SAFETY: `CURRENT` is set by the coroutine body in `run_group` to its own yielder, which
+    // lives as long as that coroutine runs, and the coroutine running now is the one calling.
+    unsafe { (*y).suspend(Wait { fd, events }) };
+    // Other sessions ran meanwhile and set their own yielder: this one is running again.
+    CURRENT.with(|c| c.set(y));
+    Ok(())
+}
+
+/// Blocks until `fd` is ready for `events`.
+fn poll_one(fd: RawFd, events: i16) -> io::Result<()> {
+    let mut p = libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: one valid pollfd.
+        if unsafe { libc::poll(&mut p, 1, -1) } >= 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Runs every task to completion on this thread, each on a coroutine of its own, switching
+/// whenever one waits in [`wait_fd`]. A task's panic comes out of this call.
+pub fn run_group<'a>(tasks: Vec<Box<dyn FnOnce() + 'a>>) -> io::Result<()> {
+    let mut coros = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        let stack = DefaultStack::new(STACK_BYTES)?;
+        let body = move |y: &SessionYielder, ()| {
+            CURRENT.with(|c| c.set(y as *const SessionYielder));
+            task();
+            CURRENT.with(|c| c.set(std::ptr::null()));
+        };
+        // SAFETY: the closure may borrow data of lifetime 'a; every coroutine is run to its end or
+        // dropped (unwinding its stack) before this function returns, so within 'a.
+        coros.push(Some(unsafe {
+            Coroutine::with_stack_unchecked(stack, body)
+        }));
+    }
+    let mut waits: Vec<Option<Wait>> = vec![None; coros.len()];
+    let resume = |coros: &mut Vec<Option<Coroutine<(), Wait, (), DefaultStack>>>,
+                  waits: &mut Vec<Option<Wait>>,
+                  i: usize| {
+        let Some(co) = coros[i].as_mut() else { return };
+        match co.resume(()) {
+            CoroutineResult::Yield(w) => waits[i] = Some(w),
+            CoroutineResult::Return(()) => {
+                coros[i] = None;
+                waits[i] = None;
+            }
+        }
+        CURRENT.with(|c| c.set(std::ptr::null()));
+    };
+    for i in 0..coros.len() {
+        resume(&mut coros, &mut waits, i);
+    }
+    let mut fds: Vec<libc::pollfd> = Vec::with_capacity(coros.len());
+    let mut who: Vec<usize> = Vec::with_capacity(coros.len());
+    loop {
+        fds.clear();
+        who.clear();
+        for (i, w) in waits.iter().enumerate() {
+            if let Some(w) = w {
+                fds.push(libc::pollfd {
+                    fd: w.fd,
+                    events: w.events,
+                    revents: 0,
+                });
+                who.push(i);
+            }
+        }
+        if fds.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: `fds` holds `fds.len()` valid pollfds.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        for (k, p) in fds.iter().enumerate() {
+            // Errors and hang-ups wake the session too: its next read or write reports them.
+            if p.revents != 0 {
+                let i = who[k];
+                waits[i] = None;
+                resume(&mut coros, &mut waits, i);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
+    use std::os::unix::net::UnixStream;
+
+    /// Reads exactly `buf.len()` bytes from a non-blocking socket, waiting in `wait_fd`.
+    fn read_exact(s: &mut UnixStream, buf: &mut [u8]) {
+        let mut got = 0;
+        while got < buf.len() {
+            match s.read(&mut buf[got..]) {
+                Ok(0) => panic!("closed"),
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    wait_fd(s.as_raw_fd(), libc::POLLIN).unwrap()
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+
+    #[test]
+    fn sessions_on_one_thread_interleave_where_they_wait() {
+        // Two "sessions", each waiting for its peer's reply; the peers answer in the opposite
+        // order to the one the sessions started in, so a thread that blocked on the first
+        // session's socket would never see the second one's reply.
+        let (mut a, mut peer_a) = UnixStream::pair().unwrap();
+        let (mut b, mut peer_b) = UnixStream::pair().unwrap();
+        a.set_nonblocking(true).unwrap();
+        b.set_nonblocking(true).unwrap();
+        let order = std::sync::Mutex::new(Vec::new());
+        let server = std::thread::spawn(move || {
+            let mut buf = [0u8; 1];
+            peer_b.read_exact(&mut buf).unwrap();
+            peer_a.read_exact(&mut buf).unwrap();
+            peer_b.write_all(b"B").unwrap();
+            // A answers only after B's session has replied again.
+            peer_b.read_exact(&mut buf).unwrap();
+            peer_a.write_all(b"A").unwrap();
+        });
+        let tasks: Vec<Box<dyn FnOnce() + '_>> = vec![
+            Box::new(|| {
+                a.write_all(b"a").unwrap();
+                let mut r = [0u8; 1];
+                read_exact(&mut a, &mut r);
+                order.lock().unwrap().push(r[0]);
+            }),
+            Box::new(|| {
+                b.write_all(b"b").unwrap();
+                let mut r = [0u8; 1];
+                read_exact(&mut b, &mut r);
+                order.lock().unwrap().push(r[0]);
+                b.write_all(b"!").unwrap();
+            }),
+        ];
+        run_group(tasks).unwrap();
+        server.join().unwrap();
+        assert_eq!(*order.lock().unwrap(), b"BA");
+    }
+
+    #[test]
+    fn outside_a_group_wait_fd_blocks_until_ready() {
+        let (mut a, mut peer) = UnixStream::pair().unwrap();
+        a.set_nonblocking(true).unwrap();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            peer.write_all(b"x").unwrap();
+        });
+        let mut r = [0u8; 1];
+        read_exact(&mut a, &mut r);
+        assert_eq!(&r, b"x");
+        t.join().unwrap();
+    }
+
+    #[test]
+    fn a_panicking_session_comes_out_of_run_group() {
+        let r = std::panic::catch_unwind(|| {
+            let tasks: Vec<Box<dyn FnOnce()>> = vec![Box::new(|| panic!("boom"))];
+            let _ = run_group(tasks);
+        });
+        assert!(r.is_err());
+    }
+}
