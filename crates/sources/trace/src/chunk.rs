@@ -436,6 +436,9 @@ impl Iterator for LineSpans<'_> {
     }
 }
 
+/// Up to this many names, a chunk's names are searched one by one rather than hashed.
+const FEW_NAMES: usize = 8;
+
 /// The chunk-local index of a name (a sub-slice of `data`), added on first sight.
 fn intern<'d>(
     names: &mut FxHashMap<&'d [u8], u32>,
@@ -443,7 +446,16 @@ fn intern<'d>(
     data: &'d [u8],
     n: &'d [u8],
 ) -> u32 {
-    if let Some(&i) = names.get(n) {
+    // A chunk has few distinct names (a handful of wait events): comparing with each beats
+    // hashing the name on every line.
+    if out.len() <= FEW_NAMES {
+        let found = out
+            .iter()
+            .position(|&(at, len)| len as usize == n.len() && &data[at as usize..][..n.len()] == n);
+        if let Some(i) = found {
+            return i as u32;
+        }
+    } else if let Some(&i) = names.get(n) {
         return i;
     }
     let i = out.len() as u32;

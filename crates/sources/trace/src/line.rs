@@ -255,10 +255,53 @@ pub fn leading_u64(s: &[u8]) -> Option<(u64, &[u8])> {
 /// A whole field value as u64 (the value must be all digits).
 #[inline]
 fn full_u64(s: &[u8]) -> Option<u64> {
-    match leading_u64(s) {
-        Some((v, [])) => Some(v),
-        _ => None,
+    match s.len() {
+        0 => None,
+        1..=8 => small_u64(s),
+        9..=16 => {
+            // The last 8 digits at once (`tim=` values have 13 to 16 digits, on nearly every line).
+            let (hi, lo) = s.split_at(s.len() - 8);
+            let lo = digits8(u64::from_le_bytes(lo.try_into().expect("8 bytes")))?;
+            Some(small_u64(hi)? * 100_000_000 + lo)
+        }
+        _ => match leading_u64(s) {
+            Some((v, [])) => Some(v),
+            _ => None,
+        },
     }
+}
+
+/// 1 to 8 digits (too few to overflow) as a number.
+#[inline]
+fn small_u64(s: &[u8]) -> Option<u64> {
+    debug_assert!(!s.is_empty() && s.len() <= 8);
+    let mut v = 0u64;
+    for &b in s {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v * 10 + d as u64;
+    }
+    Some(v)
+}
+
+/// The 8 ASCII digits of `w` (the first byte the most significant) as a number, or `None` when a
+/// byte is no digit: a handful of word operations instead of a loop with a branch per digit
+/// (`tim=` values have 13 to 16 digits, on nearly every line).
+#[inline]
+fn digits8(w: u64) -> Option<u64> {
+    const HI: u64 = 0xf0f0_f0f0_f0f0_f0f0;
+    const ZEROS: u64 = 0x3030_3030_3030_3030;
+    // Every byte 0x30..=0x3f, and still 0x3_ once 6 is added (so 0x30..=0x39); no byte can carry
+    // into the next once the first test holds.
+    if w & HI != ZEROS || (w + 0x0606_0606_0606_0606) & HI != ZEROS {
+        return None;
+    }
+    let w = w - ZEROS;
+    let w = (w.wrapping_mul(10) + (w >> 8)) & 0x00ff_00ff_00ff_00ff;
+    let w = (w.wrapping_mul(100) + (w >> 16)) & 0x0000_ffff_0000_ffff;
+    Some((w.wrapping_mul(10_000) + (w >> 32)) & 0xffff_ffff)
 }
 
 /// A whole field value as i64 (optional leading `-`).
@@ -272,13 +315,13 @@ fn full_i64(s: &[u8]) -> Option<i64> {
 }
 
 /// `123<sep>` at the start: the cursor number and what follows the separator.
+#[inline]
 fn cursor_prefix(s: &[u8], sep: u8) -> Option<(u64, &[u8])> {
-    let (c, rest) = leading_u64(s)?;
-    match rest.split_first() {
-        Some((&b, tail)) if b == sep => Some((c, tail)),
-        None => Some((c, rest)),
-        _ => None,
-    }
+    // Cursor numbers have up to 15 digits: the separator found first, the digits before it
+    // read at once (`None` unless they are all digits, as when a digit run ends elsewhere).
+    let end = find_from(s, 0, sep);
+    let c = full_u64(&s[..end])?;
+    Some((c, s.get(end + 1..).unwrap_or(&[])))
 }
 
 /// Iterates `key=value` pairs separated by `sep` (`,` for db calls).
@@ -304,6 +347,9 @@ fn trim(s: &[u8]) -> &[u8] {
 
 /// Fills the statistics of a call from `c=…,e=…` pairs; `Err` names the first unreadable field.
 fn call_fields<'a>(kv: &'a [u8], c: &mut Call<'a>) -> Result<bool, &'static str> {
+    if let Some(have_e) = call_fields_usual(kv, c) {
+        return Ok(have_e);
+    }
     match call_fields_plain(kv, c) {
         Some(have_e) => Ok(have_e),
         None => call_fields_general(kv, c),
@@ -363,6 +409,50 @@ fn call_fields_general<'a>(kv: &'a [u8], c: &mut Call<'a>) -> Result<bool, &'sta
     Ok(have_e)
 }
 
+/// The fields of a PARSE, EXEC, FETCH or UNMAP line from 11g on, in the order Oracle writes them.
+const USUAL_FIELDS: [&[u8]; 11] = [
+    b"c=", b"e=", b"p=", b"cr=", b"cu=", b"mis=", b"r=", b"dep=", b"og=", b"plh=", b"tim=",
+];
+
+/// The most common case of [`call_fields`], fastest: exactly [`USUAL_FIELDS`] with numbers, in
+/// that order (each name checked where it must be rather than read and looked up). `None` for
+/// anything else, which [`call_fields_plain`] then reads (with the same result wherever this one
+/// gives one).
+#[inline]
+fn call_fields_usual(kv: &[u8], c: &mut Call<'_>) -> Option<bool> {
+    let n = kv.len();
+    let mut v = [0u64; USUAL_FIELDS.len()];
+    let mut i = 0;
+    for (k, key) in USUAL_FIELDS.iter().enumerate() {
+        if !kv.get(i..)?.starts_with(key) {
+            return None;
+        }
+        i += key.len();
+        let end = find_from(kv, i, b',');
+        // Every field but the last ends at a comma, the last at the end of the line.
+        if (end == n) != (k == USUAL_FIELDS.len() - 1) {
+            return None;
+        }
+        v[k] = full_u64(&kv[i..end])?;
+        i = end + 1;
+    }
+    let [cpu, e, p, cr, cu, mis, r, dep, _og, plh, tim] = v;
+    *c = Call {
+        c: cpu,
+        e,
+        p,
+        cr,
+        cu,
+        mis,
+        r,
+        dep: u32::try_from(dep).ok()?,
+        plh: Some(plh),
+        tim: Some(tim),
+        ..*c
+    };
+    Some(true)
+}
+
 /// The common case of [`call_fields`], faster: `k=digits,k=digits,…` with lowercase keys and no
 /// spaces. `None` when the line is anything else (LOB `type=` text, spaces, a bad number): the
 /// general scan then reads it, with the same result wherever this one returns one.
@@ -382,14 +472,9 @@ fn call_fields_plain(kv: &[u8], c: &mut Call<'_>) -> Option<bool> {
         let key = &kv[ks..i];
         i += 1;
         let vs = i;
-        let mut v: u64 = 0;
-        while i < n && kv[i].is_ascii_digit() {
-            v = v.checked_mul(10)?.checked_add((kv[i] - b'0') as u64)?;
-            i += 1;
-        }
-        if i == vs || (i < n && kv[i] != b',') {
-            return None;
-        }
+        i = find_from(kv, i, b',');
+        // None unless all digits (and not empty, not too large).
+        let v = full_u64(&kv[vs..i])?;
         i += 1;
         match key {
             b"c" => c.c = v,
@@ -474,7 +559,7 @@ fn parse_wait(rest: &[u8]) -> Record<'_> {
     let name = &after[..end];
     let fields = &after[end + 6..];
     let fields = trim_start(fields);
-    let Some((ela, mut s)) = leading_u64(fields) else {
+    let Some((ela, s)) = leading_u64(fields) else {
         return Record::Malformed("WAIT line whose ela= is not a number");
     };
     let mut w = Wait {
@@ -483,15 +568,76 @@ fn parse_wait(rest: &[u8]) -> Record<'_> {
         ela,
         ..Wait::default()
     };
-    // The rest is ` name=value` pairs whose names may hold spaces: a name runs from the end of the
-    // previous value to the next `=`; a value runs to the next space.
+    match wait_pairs_fast(s, &mut w) {
+        Ok(()) => Record::Wait(w),
+        Err(why) => Record::Malformed(why),
+    }
+}
+
+/// The first `pat` in `s` at or after `from`, else `s.len()`: 8 bytes at a time (names and values
+/// are a few to 16 bytes long, too short for `memchr`'s setup to pay off).
+#[inline]
+fn find_from(s: &[u8], from: usize, pat: u8) -> usize {
+    // The high bit of each byte of `w` equal to `pat`, exactly (no borrow between bytes).
+    #[inline]
+    fn hits(w: u64, pat: u8) -> u64 {
+        const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+        let x = w ^ u64::from_ne_bytes([pat; 8]);
+        !(((x & LOW7) + LOW7) | x) & !LOW7
+    }
+    let word = |at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("8 bytes"));
+    let n = s.len();
+    let mut i = from;
+    while i + 8 <= n {
+        let m = hits(word(i), pat);
+        if m != 0 {
+            return i + (m.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    if i >= n {
+        return n;
+    }
+    if n >= 8 {
+        // The last word of `s`, without the bytes before `i`.
+        let m = hits(word(n - 8), pat) >> (8 * (i + 8 - n));
+        return if m != 0 {
+            i + (m.trailing_zeros() / 8) as usize
+        } else {
+            n
+        };
+    }
+    i + s[i..].iter().position(|&b| b == pat).unwrap_or(n - i)
+}
+
+/// One ` name=value` pair of a WAIT line into `w`.
+#[inline]
+fn wait_pair<'a>(w: &mut Wait<'a>, key: &'a [u8], value: &'a [u8]) -> Result<(), &'static str> {
+    match key {
+        b"tim" => w.tim = Some(full_u64(value).ok_or("WAIT line whose tim= is not a number")?),
+        b"obj#" => w.obj = Some(full_i64(value).ok_or("WAIT line whose obj#= is not a number")?),
+        _ => {
+            if w.nparams < 3 {
+                w.params[w.nparams] = (key, value);
+                w.nparams += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The ` name=value` pairs after `ela=` of a WAIT line: names may hold spaces, so a name runs from
+/// the end of the previous value to the next `=`; a value runs to the next space. The plain
+/// statement of the rule, which [`wait_pairs_fast`] must agree with (tests only).
+#[cfg(test)]
+fn wait_pairs<'a>(mut s: &'a [u8], w: &mut Wait<'a>) -> Result<(), &'static str> {
     loop {
         s = trim_start(s);
         if s.is_empty() {
-            break;
+            return Ok(());
         }
         let Some(eq) = s.iter().position(|&b| b == b'=') else {
-            return Record::Malformed("WAIT line with text after its last name=value pair");
+            return Err("WAIT line with text after its last name=value pair");
         };
         let key = trim(&s[..eq]);
         let v_start = trim_start(&s[eq + 1..]);
@@ -499,26 +645,46 @@ fn parse_wait(rest: &[u8]) -> Record<'_> {
             .iter()
             .position(|&b| b == b' ')
             .unwrap_or(v_start.len());
-        let value = &v_start[..v_len];
+        wait_pair(w, key, &v_start[..v_len])?;
         s = &v_start[v_len..];
-        match key {
-            b"tim" => match full_u64(value) {
-                Some(t) => w.tim = Some(t),
-                None => return Record::Malformed("WAIT line whose tim= is not a number"),
-            },
-            b"obj#" => match full_i64(value) {
-                Some(o) => w.obj = Some(o),
-                None => return Record::Malformed("WAIT line whose obj#= is not a number"),
-            },
-            _ => {
-                if w.nparams < 3 {
-                    w.params[w.nparams] = (key, value);
-                    w.nparams += 1;
-                }
-            }
-        }
     }
-    Record::Wait(w)
+}
+
+/// [`wait_pairs`] with indices instead of sub-slices, names and values found 8 bytes at a time:
+/// the same pairs in far fewer instructions and branches (this runs for every WAIT line, most
+/// lines of a trace).
+#[inline]
+fn wait_pairs_fast<'a>(s: &'a [u8], w: &mut Wait<'a>) -> Result<(), &'static str> {
+    let n = s.len();
+    let mut i = 0;
+    loop {
+        while i < n && s[i] == b' ' {
+            i += 1;
+        }
+        if i == n {
+            return Ok(());
+        }
+        let ks = i;
+        i = find_from(s, i, b'=');
+        if i == n {
+            return Err("WAIT line with text after its last name=value pair");
+        }
+        let ke = i;
+        i += 1;
+        while i < n && s[i] == b' ' {
+            i += 1;
+        }
+        let vs = i;
+        i = find_from(s, i, b' ');
+        // Names rarely have blanks around them: trimmed only then.
+        let key = &s[ks..ke];
+        let key = match key {
+            [f, .., l] if !f.is_ascii_whitespace() && !l.is_ascii_whitespace() => key,
+            [f] if !f.is_ascii_whitespace() => key,
+            _ => trim(key),
+        };
+        wait_pair(w, key, &s[vs..i])?;
+    }
 }
 
 fn trim_start(s: &[u8]) -> &[u8] {
@@ -649,6 +815,31 @@ fn parse_error_line(rest: &[u8]) -> Record<'_> {
 
 #[inline(never)]
 fn parse_xctend(kv: &[u8]) -> Record<'_> {
+    xctend_plain(kv).unwrap_or_else(|| xctend_general(kv))
+}
+
+/// The common case of [`parse_xctend`], faster: exactly `rlbk=D, rd_only=D[, tim=DIGITS]` with
+/// single digits. `None` for anything else, which the general reading then takes (with the same
+/// result wherever this one gives one).
+#[inline]
+fn xctend_plain(kv: &[u8]) -> Option<Record<'static>> {
+    let digit = |b: u8| b.is_ascii_digit().then_some(b != b'0');
+    let rest = kv.strip_prefix(b"rlbk=")?;
+    let (&r, rest) = rest.split_first()?;
+    let rest = rest.strip_prefix(b", rd_only=")?;
+    let (&ro, rest) = rest.split_first()?;
+    let tim = match rest {
+        [] => None,
+        _ => Some(full_u64(rest.strip_prefix(b", tim=")?)?),
+    };
+    Some(Record::XctEnd {
+        rlbk: digit(r)?,
+        rd_only: digit(ro)?,
+        tim,
+    })
+}
+
+fn xctend_general(kv: &[u8]) -> Record<'_> {
     let (mut rlbk, mut rd_only, mut tim) = (None, None, None);
     for (k, v) in pairs(kv, b',') {
         match k {
@@ -757,6 +948,57 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// The reading of the usual db call fields agrees with the general scan wherever it
+        /// answers (and answers on the usual lines).
+        #[test]
+        fn usual_call_fields_agree_with_the_general_scan(
+            vals in proptest::collection::vec(
+                proptest::prop_oneof![
+                    40 => "[0-9]{1,16}",
+                    1 => "[0-9]{17,21}",
+                    1 => "[0-9]{0,3}[a ,=]?[0-9]{0,2}",
+                ],
+                11,
+            ),
+            drop in proptest::option::weighted(0.1, 0usize..11),
+            extra in proptest::prop_oneof![8 => "", 1 => ",|,x=1|,tim=2| "],
+        ) {
+            let mut kv: Vec<String> = USUAL_FIELDS
+                .iter()
+                .zip(&vals)
+                .map(|(k, v)| format!("{}{v}", String::from_utf8_lossy(k)))
+                .collect();
+            if let Some(d) = drop {
+                kv.remove(d);
+            }
+            let kv = kv.join(",") + &extra;
+            let (mut a, mut b) = (Call::default(), Call::default());
+            let usual = call_fields_usual(kv.as_bytes(), &mut a);
+            if let Some(have_e) = usual {
+                proptest::prop_assert_eq!(call_fields_general(kv.as_bytes(), &mut b), Ok(have_e));
+                proptest::prop_assert_eq!(a, b);
+            }
+            let plain_digits = vals.iter().all(|v| {
+                !v.is_empty() && v.len() < 20 && v.bytes().all(|b| b.is_ascii_digit())
+            }) && drop.is_none() && extra.is_empty();
+            if plain_digits && vals[7].parse::<u64>().is_ok_and(|d| d <= u32::MAX as u64) {
+                proptest::prop_assert!(usual.is_some(), "{}", kv);
+            }
+        }
+
+        /// The fast reading of XCTEND agrees with the general one wherever it answers.
+        #[test]
+        fn plain_xctend_agrees_with_the_general_reading(
+            r in "[0-9]|[0-9a ]{0,2}", ro in "[019]|[019,]{0,2}",
+            tail in "|, tim=[0-9]{1,16}|(, ?tim=[0-9]{0,20}| |,|x=1|a){0,3}"
+        ) {
+            let kv = format!("rlbk={r}, rd_only={ro}{tail}");
+            let plain = xctend_plain(kv.as_bytes());
+            if let Some(p) = plain {
+                proptest::prop_assert_eq!(p, xctend_general(kv.as_bytes()));
+            }
+        }
+
         /// The fast scan of db call fields agrees with the general one wherever it answers.
         #[test]
         fn plain_call_fields_agree_with_the_general_scan(
@@ -765,6 +1007,137 @@ mod tests {
             let (mut a, mut b) = (Call::default(), Call::default());
             if let Some(have_e) = call_fields_plain(kv.as_bytes(), &mut a) {
                 proptest::prop_assert_eq!(call_fields_general(kv.as_bytes(), &mut b), Ok(have_e));
+                proptest::prop_assert_eq!(a, b);
+            }
+        }
+    }
+
+    /// The reading of an ASCII number by the text's own parser: the reference for [`full_u64`].
+    fn reference_u64(s: &[u8]) -> Option<u64> {
+        if s.is_empty() || !s.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        std::str::from_utf8(s).ok()?.parse().ok()
+    }
+
+    proptest::proptest! {
+        /// The word-at-a-time search finds what a byte loop finds, from anywhere.
+        #[test]
+        fn find_from_agrees_with_a_byte_loop(
+            s in proptest::collection::vec(proptest::sample::select(&b"= a\x80\xff\x3c\x3e"[..]), 0..40),
+            from in 0usize..45,
+        ) {
+            let from = from.min(s.len());
+            for pat in [b'=', b' '] {
+                let want = s[from..].iter().position(|&b| b == pat).map_or(s.len(), |p| from + p);
+                proptest::prop_assert_eq!(find_from(&s, from, pat), want);
+            }
+        }
+    }
+
+    /// The reading of a cursor number before the separator by the text's own parser.
+    fn reference_cursor(s: &[u8], sep: u8) -> Option<(u64, &[u8])> {
+        let digits = s.iter().take_while(|b| b.is_ascii_digit()).count();
+        let c: u64 = std::str::from_utf8(&s[..digits]).ok()?.parse().ok()?;
+        match &s[digits..] {
+            [] => Some((c, &[])),
+            [b, rest @ ..] if *b == sep => Some((c, rest)),
+            _ => None,
+        }
+    }
+
+    proptest::proptest! {
+        /// Cursor numbers are read as the standard library reads them.
+        #[test]
+        fn cursor_prefix_agrees_with_parse(
+            s in proptest::collection::vec(proptest::sample::select(&b"0123456789:: x9"[..]), 0..30)
+        ) {
+            for sep in [b':', b' '] {
+                proptest::prop_assert_eq!(cursor_prefix(&s, sep), reference_cursor(&s, sep));
+            }
+        }
+    }
+
+    #[test]
+    fn xctend_lines() {
+        for (kv, want) in [
+            (
+                &b"rlbk=0, rd_only=1, tim=5793511831940"[..],
+                Some((false, true, Some(5793511831940))),
+            ),
+            (b"rlbk=1, rd_only=0", Some((true, false, None))),
+            (b"rlbk=0, rd_only=0, tim=", Some((false, false, None))),
+            (b"rlbk=0, rd_only=0, tim=1 ", Some((false, false, Some(1)))),
+            (b"rd_only=1, rlbk=0", Some((false, true, None))),
+            (b"rlbk=0", None),
+        ] {
+            let got = match parse_xctend(kv) {
+                Record::XctEnd { rlbk, rd_only, tim } => Some((rlbk, rd_only, tim)),
+                _ => None,
+            };
+            assert_eq!(got, want, "{}", String::from_utf8_lossy(kv));
+            assert_eq!(parse_xctend(kv), xctend_general(kv));
+        }
+    }
+
+    #[test]
+    fn whole_numbers() {
+        for s in [
+            &b"0"[..],
+            b"7",
+            b"12345678",
+            b"123456789",
+            b"5793959273444",
+            b"1391456403012757",
+            b"9999999999999999",
+            b"00000000000000001",
+            b"18446744073709551615",
+            b"18446744073709551616",
+            b"",
+            b"-1",
+            b"12a4",
+            b"1234567/",
+            b"123456:8",
+            b"\xff234567",
+            b" 1",
+            b"1 ",
+        ] {
+            assert_eq!(
+                full_u64(s),
+                reference_u64(s),
+                "{}",
+                String::from_utf8_lossy(s)
+            );
+        }
+    }
+
+    proptest::proptest! {
+        /// The word-at-a-time number reading agrees with the standard library's.
+        #[test]
+        fn full_u64_agrees_with_parse(s in proptest::collection::vec(
+            proptest::sample::select(&b"0123456789/:a0\xff"[..]), 0..24)
+        ) {
+            proptest::prop_assert_eq!(full_u64(&s), reference_u64(&s));
+        }
+
+        /// The fast scan of WAIT pairs agrees with the slice-based one.
+        #[test]
+        fn fast_wait_pairs_agree_with_the_general_scan(
+            s in proptest::collection::vec(
+                proptest::sample::select(&b"  ==ab#-01\t"[..]), 0..200),
+            keys in proptest::collection::vec(
+                proptest::sample::select(&["tim=", "obj#=", " tim=12", " obj#=-1", "  p3 = 0"][..]), 0..4),
+        ) {
+            let mut s = s;
+            for k in keys {
+                let at = s.len() / 2;
+                s.splice(at..at, k.bytes());
+            }
+            let (mut a, mut b) = (Wait::default(), Wait::default());
+            let ra = wait_pairs_fast(&s, &mut a);
+            let rb = wait_pairs(&s, &mut b);
+            proptest::prop_assert_eq!(ra, rb);
+            if ra.is_ok() {
                 proptest::prop_assert_eq!(a, b);
             }
         }

@@ -544,29 +544,34 @@ impl<'a, S: Sink> Accounting<'a, S> {
     }
 
     /// The current session, created on first use (its slot is also left in `cur_i`).
+    #[inline]
     fn cur(&mut self) -> &mut Session {
         let i = match self.current_slot {
             Some(i) => i,
-            None => {
-                let index = self.tables.sessions.len() as u32;
-                let pending = std::mem::take(&mut *self.pending_info);
-                self.tables.sessions.push(SessionInfo {
-                    file: self.file,
-                    sid: self.current.clone(),
-                    ..pending
-                });
-                self.sessions.push(Session {
-                    index,
-                    ..Session::default()
-                });
-                let i = self.sessions.len() - 1;
-                self.session_keys.insert(self.current.clone(), i);
-                self.current_slot = Some(i);
-                i
-            }
+            None => self.new_session(),
         };
         self.cur_i = i;
         &mut self.sessions[i]
+    }
+
+    /// Creates the current session; returns its slot.
+    #[cold]
+    fn new_session(&mut self) -> usize {
+        let index = self.tables.sessions.len() as u32;
+        let pending = std::mem::take(&mut *self.pending_info);
+        self.tables.sessions.push(SessionInfo {
+            file: self.file,
+            sid: self.current.clone(),
+            ..pending
+        });
+        self.sessions.push(Session {
+            index,
+            ..Session::default()
+        });
+        let i = self.sessions.len() - 1;
+        self.session_keys.insert(self.current.clone(), i);
+        self.current_slot = Some(i);
+        i
     }
 
     /// A `tim` in µs, clamped so that sums and differences stay far from overflow on hostile input.
