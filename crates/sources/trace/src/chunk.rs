@@ -9,6 +9,10 @@
 //! parse), blank lines are dropped and runs of lines that are no record become one item. Only
 //! what the accounting reads is kept.
 
+use std::ops::Range;
+use std::sync::Arc;
+
+use memmap2::Mmap;
 use rustc_hash::FxHashMap;
 
 use crate::input::MAX_LINE;
@@ -303,9 +307,12 @@ const _: () = assert!(std::mem::size_of::<Item>() <= 80);
 /// A chunk of whole lines of a trace, and its lines classified.
 #[derive(Default)]
 pub(crate) struct Chunk {
-    /// The bytes of its lines (the last may lack its newline; a line longer than [`MAX_LINE`] may
-    /// hold only its first `MAX_LINE + 1` bytes).
-    pub data: Vec<u8>,
+    /// The bytes of its lines when they were read into the chunk (the last may lack its newline; a
+    /// line longer than [`MAX_LINE`] may hold only its first `MAX_LINE + 1` bytes).
+    pub buf: Vec<u8>,
+    /// When the chunk's bytes are a range of a memory-mapped file instead: the map and the range
+    /// (then `buf` is not used).
+    pub mapped: Option<(Arc<Mmap>, Range<usize>)>,
     /// Lines that are not blank, in order.
     pub items: Vec<Item>,
     /// Chunk-local names (WAIT names and LOB keywords in order of first appearance).
@@ -315,9 +322,18 @@ pub(crate) struct Chunk {
 }
 
 impl Chunk {
+    /// The bytes of its lines (see [`Chunk::buf`]).
+    #[inline]
+    pub fn data(&self) -> &[u8] {
+        match &self.mapped {
+            Some((map, range)) => &map[range.clone()],
+            None => &self.buf,
+        }
+    }
+
     /// The bytes of an item.
     pub fn bytes(&self, it: &Item) -> &[u8] {
-        &self.data[it.at as usize..(it.at + it.len) as usize]
+        &self.data()[it.at as usize..(it.at + it.len) as usize]
     }
 
     /// A chunk-local name.
@@ -327,7 +343,7 @@ impl Chunk {
 
     /// The bytes of a span.
     pub fn span(&self, (at, len): Span) -> &[u8] {
-        &self.data[at as usize..(at + len) as usize]
+        &self.data()[at as usize..(at + len) as usize]
     }
 
     /// The bytes of a [`Short`].
@@ -342,7 +358,10 @@ impl Chunk {
     pub fn classify(&mut self) {
         self.items.clear();
         self.names.clear();
-        let data = &self.data[..];
+        let data: &[u8] = match &self.mapped {
+            Some((map, range)) => &map[range.clone()],
+            None => &self.buf,
+        };
         let (items, out_names) = (&mut self.items, &mut self.names);
         let mut names: FxHashMap<&[u8], u32> = FxHashMap::default();
         let mut li = 0u32;
@@ -481,7 +500,7 @@ mod tests {
     /// A chunk of these lines, classified.
     fn chunk(lines: &[&[u8]]) -> Chunk {
         let mut c = Chunk {
-            data: lines.join(&b'\n').to_vec(),
+            buf: lines.join(&b'\n').to_vec(),
             ..Chunk::default()
         };
         c.classify();

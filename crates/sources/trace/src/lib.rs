@@ -15,6 +15,7 @@ pub mod error;
 pub mod import;
 pub mod input;
 pub mod line;
+mod mapped;
 pub mod model;
 mod pipeline;
 pub mod profile;

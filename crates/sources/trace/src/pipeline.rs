@@ -19,11 +19,14 @@
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
-use std::sync::{mpsc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard, PoisonError};
+
+use memmap2::Mmap;
 
 use crate::chunk::Chunk;
 use crate::error::{Result, TraceReadError};
 use crate::input::{Cutter, MAX_LINE};
+use crate::mapped;
 
 /// Default chunk size: big enough that handing chunks around costs nothing, small enough that a few
 /// per worker in flight stay a few tens of MiB.
@@ -54,7 +57,12 @@ pub(crate) enum Input<'a, R> {
 
 /// Where the workers get their chunks.
 enum Source<'a, R> {
-    File { path: &'a Path, len: u64 },
+    /// A plain file that could be mapped: chunks are ranges of the map, not copies.
+    Mapped(Arc<Mmap>),
+    File {
+        path: &'a Path,
+        len: u64,
+    },
     Stream(Mutex<Cutter<R>>),
 }
 
@@ -96,7 +104,15 @@ pub(crate) fn for_each_chunk<R: Read + Send>(
     let (source, total) = match input {
         Input::File { path, len } => {
             let n = len.div_ceil(chunk as u64) as usize;
-            (Source::File { path, len }, Some(n))
+            // Mapped when it can be; else (or when it cannot even be opened here: each worker
+            // then reports that) read.
+            let map = File::open(path)
+                .ok()
+                .and_then(|f| mapped::map_whole(&f, len));
+            match map {
+                Some(map) => (Source::Mapped(Arc::new(map)), Some(n)),
+                None => (Source::File { path, len }, Some(n)),
+            }
         }
         Input::Stream(r) => (Source::Stream(Mutex::new(Cutter::new(r, chunk))), None),
     };
@@ -133,6 +149,7 @@ pub(crate) fn for_each_chunk<R: Read + Send>(
         r
     })?;
     let bytes = match source {
+        Source::Mapped(map) => map.len() as u64,
         Source::File { len, .. } => len,
         Source::Stream(cutter) => {
             cutter
@@ -282,7 +299,12 @@ fn read_chunk<R: Read>(
     slot: usize,
     c: &mut Chunk,
 ) -> Got {
+    c.mapped = None;
     match source {
+        Source::Mapped(map) => {
+            fill_mapped(map, chunk, slot as u64, c);
+            Got::Chunk(slot)
+        }
         Source::File { path, len } => {
             let f = match file.take() {
                 Some(f) => f,
@@ -291,7 +313,7 @@ fn read_chunk<R: Read>(
                     Err(e) => return Got::Failed(slot, e),
                 },
             };
-            match fill(file.insert(f), *len, chunk, slot as u64, &mut c.data) {
+            match fill(file.insert(f), *len, chunk, slot as u64, &mut c.buf) {
                 Ok(()) => Got::Chunk(slot),
                 Err(e) => Got::Failed(slot, e),
             }
@@ -299,7 +321,7 @@ fn read_chunk<R: Read>(
         Source::Stream(cutter) => {
             let mut cutter = lock(cutter);
             let i = cutter.pieces;
-            match cutter.next_piece(&mut c.data) {
+            match cutter.next_piece(&mut c.buf) {
                 Ok(true) => Got::Chunk(i),
                 Ok(false) => Got::End(cutter.pieces),
                 Err(e) => Got::Failed(i, e),
@@ -349,6 +371,46 @@ fn border(
     Ok(newline_from(file, from, limit, buf)?.map(|nl| nl + 1))
 }
 
+/// Where chunk `i` of a mapped file starts (see [`border`]).
+fn border_mapped(data: &[u8], chunk: u64, i: u64) -> Option<usize> {
+    if i == 0 {
+        return Some(0);
+    }
+    let len = data.len() as u64;
+    let from = i * chunk - 1;
+    if from >= len {
+        return Some(data.len());
+    }
+    let limit = ((i + 1) * chunk - 1).min(len);
+    memchr::memchr(b'\n', &data[from as usize..limit as usize]).map(|at| from as usize + at + 1)
+}
+
+/// Chunk `i` of a mapped file into `c`: the range of the map between its borders, found as
+/// [`fill`] finds them in a file; a range far longer than a chunk (it holds a line that long) is
+/// copied through a [`Cutter`] as [`fill`] reads it.
+fn fill_mapped(map: &Arc<Mmap>, chunk: u64, i: u64, c: &mut Chunk) {
+    let data: &[u8] = map;
+    let Some(start) = border_mapped(data, chunk, i) else {
+        c.buf.clear();
+        return;
+    };
+    let mut k = i + 1;
+    let end = loop {
+        if let Some(b) = border_mapped(data, chunk, k) {
+            break b;
+        }
+        k += 1;
+    };
+    if start >= end {
+        c.buf.clear();
+    } else if (end - start) as u64 <= (DIRECT_CHUNKS * chunk).max(MAX_LINE as u64) {
+        c.mapped = Some((Arc::clone(map), start..end));
+    } else {
+        // Reading a slice cannot fail.
+        let _ = Cutter::new(&data[start..end], usize::MAX).next_piece(&mut c.buf);
+    }
+}
+
 /// Reads chunk `i` of a file of `len` bytes into `data`.
 fn fill(file: &mut File, len: u64, chunk: u64, i: u64, data: &mut Vec<u8>) -> io::Result<()> {
     let mut probe = Vec::new();
@@ -379,4 +441,57 @@ fn fill(file: &mut File, len: u64, chunk: u64, i: u64, data: &mut Vec<u8>) -> io
         Cutter::new(Read::by_ref(file).take(end - start), usize::MAX).next_piece(data)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// Every chunk of a mapped file holds the bytes that reading the same chunk gives, whatever
+    /// the chunk size: borders inside lines, empty chunks inside long lines, a line long enough to
+    /// be cut, no final newline, CRLF.
+    #[test]
+    fn mapped_chunks_hold_what_reading_gives() {
+        for long in [false, true] {
+            let mut text = Vec::new();
+            for i in 0..200u32 {
+                text.extend_from_slice(format!("WAIT #1: nam='x' ela= {i} tim={i}\r\n").as_bytes());
+                if long && i % 50 == 7 {
+                    text.extend(std::iter::repeat_n(b'y', MAX_LINE + 3000));
+                    text.extend_from_slice(b"\n\n");
+                }
+            }
+            text.extend_from_slice(b"XCTEND rlbk=0, rd_only=1, tim=9");
+            let sizes: &[u64] = match long {
+                false => &[1, 7, 64, 4096],
+                true => &[100_000, 1 << 20, 3 << 20],
+            };
+            same_chunks(&text, sizes);
+        }
+    }
+
+    fn same_chunks(text: &[u8], sizes: &[u64]) {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(text).unwrap();
+        let len = text.len() as u64;
+        let map = Arc::new(mapped::map_whole(f.as_file(), len).expect("a plain file maps"));
+        for &chunk in sizes.iter().chain(&[len, len + 5]) {
+            let (mut read, mut got) = (Chunk::default(), Chunk::default());
+            let mut file = File::open(f.path()).unwrap();
+            let mut whole = Vec::new();
+            for i in 0..len.div_ceil(chunk) {
+                fill(&mut file, len, chunk, i, &mut read.buf).unwrap();
+                got.mapped = None;
+                fill_mapped(&map, chunk, i, &mut got);
+                assert_eq!(got.data(), &read.buf[..], "chunk {i} of {chunk} bytes");
+                whole.extend_from_slice(got.data());
+            }
+            // The chunks are the file, with only the cut lines shortened.
+            assert!(
+                whole.len() < text.len() || whole == text,
+                "chunks of {chunk}"
+            );
+        }
+    }
 }
