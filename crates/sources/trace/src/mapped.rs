@@ -28,3 +28,17 @@ pub(crate) fn map_whole(file: &File, len: u64) -> Option<memmap2::Mmap> {
     let _ = map.advise(memmap2::Advice::Sequential);
     Some(map)
 }
+
+/// Lets the kernel drop this process's mappings of `range` of `map` once its bytes have been read,
+/// so that the resident size stays that of the chunks in flight rather than growing to the whole
+/// file (the page cache keeps the pages).
+pub(crate) fn release(map: &memmap2::Mmap, range: std::ops::Range<usize>) {
+    // SAFETY: MADV_DONTNEED on a read-only private file map that is never written (so it holds no
+    // private copies of pages) only drops the page table entries: the next access to those bytes
+    // faults them in again from the page cache, with the same contents. A worker may still read a
+    // page at the range's edges (the neighbouring chunk's): it sees the same bytes. memmap2 checks
+    // that the range is inside the map and aligns its start to a page.
+    let _ = unsafe {
+        map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, range.start, range.len())
+    };
+}

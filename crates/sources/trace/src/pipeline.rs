@@ -39,6 +39,10 @@ const IN_FLIGHT_PER_WORKER: usize = 3;
 const DIRECT_CHUNKS: u64 = 4;
 /// Largest chunk size taken (larger ones are cut to this): offsets in a chunk are u32.
 const MAX_CHUNK: usize = 256 << 20;
+/// A mapped file's pages are released (see [`mapped::release`]) in runs of this many bytes once
+/// accounted: the resident size stays about this plus the chunks in flight, at the cost of one
+/// `madvise` (and TLB flush) per run rather than per chunk.
+const RELEASE_EVERY: usize = 16 << 20;
 /// How far ahead of a window start a border search reads at a time.
 const PROBE: usize = 4096;
 
@@ -205,6 +209,8 @@ fn account(
     each: &mut impl FnMut(&Chunk, u64) -> Result<()>,
 ) -> Result<u64> {
     let mut line = 1u64;
+    // A mapped file's bytes before this offset have been released.
+    let mut released = 0;
     while let Some(got) = order.next().map_err(|what| TraceReadError::Internal {
         path: name.to_string(),
         what,
@@ -214,6 +220,13 @@ fn account(
             source,
         })?;
         each(&c, line)?;
+        if let Some((map, range)) = &c.mapped {
+            // Chunks are accounted in file order: what is before this one's end has been read.
+            if range.end - released >= RELEASE_EVERY {
+                mapped::release(map, released..range.end);
+                released = range.end;
+            }
+        }
         line += c.lines;
         let mut s = lock(shared);
         s.done = order.next;
@@ -408,6 +421,7 @@ fn fill_mapped(map: &Arc<Mmap>, chunk: u64, i: u64, c: &mut Chunk) {
     } else {
         // Reading a slice cannot fail.
         let _ = Cutter::new(&data[start..end], usize::MAX).next_piece(&mut c.buf);
+        mapped::release(map, start..end);
     }
 }
 
