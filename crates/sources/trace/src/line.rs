@@ -682,11 +682,15 @@ fn wait_pairs<'a>(mut s: &'a [u8], w: &mut Wait<'a>) -> Result<(), &'static str>
     }
 }
 
-/// [`wait_pairs`] with indices instead of sub-slices, names and values found 8 bytes at a time:
-/// the same pairs in far fewer instructions and branches (this runs for every WAIT line, most
-/// lines of a trace).
+/// [`wait_pairs`] with indices instead of sub-slices: the same pairs in far fewer instructions
+/// and branches (this runs for every WAIT line, most lines of a trace). Names and values are found
+/// through bit masks of where the `=` and blanks are when the text is shorter than 128 bytes (as
+/// nearly always), else a word at a time.
 #[inline]
 fn wait_pairs_fast<'a>(s: &'a [u8], w: &mut Wait<'a>) -> Result<(), &'static str> {
+    if s.len() < 128 {
+        return wait_pairs_marked(s, w);
+    }
     let n = s.len();
     let mut i = 0;
     loop {
@@ -708,15 +712,148 @@ fn wait_pairs_fast<'a>(s: &'a [u8], w: &mut Wait<'a>) -> Result<(), &'static str
         }
         let vs = i;
         i = find_from(s, i, b' ');
-        // Names rarely have blanks around them: trimmed only then.
-        let key = &s[ks..ke];
-        let key = match key {
-            [f, .., l] if !f.is_ascii_whitespace() && !l.is_ascii_whitespace() => key,
-            [f] if !f.is_ascii_whitespace() => key,
-            _ => trim(key),
-        };
-        wait_pair(w, key, &s[vs..i])?;
+        wait_pair(w, wait_key(&s[ks..ke]), &s[vs..i])?;
     }
+}
+
+/// A WAIT parameter name: names rarely have blanks around them, so they are trimmed only then.
+#[inline(always)]
+fn wait_key(key: &[u8]) -> &[u8] {
+    match key {
+        [f, .., l] if !f.is_ascii_whitespace() && !l.is_ascii_whitespace() => key,
+        [f] if !f.is_ascii_whitespace() => key,
+        _ => trim(key),
+    }
+}
+
+/// [`wait_pairs_fast`] for text shorter than 128 bytes: where its `=`, blanks and other bytes are
+/// as two 64-bit masks each, with a bit at `s.len()` in all three so that every search ends at a
+/// bit (a search is then a shift and a trailing-zero count, without a loop or bounds test).
+#[inline]
+fn wait_pairs_marked<'a>(s: &'a [u8], w: &mut Wait<'a>) -> Result<(), &'static str> {
+    let n = s.len();
+    debug_assert!(n < 128);
+    let ((e0, p0), (e1, p1)) = (block_marks(s, 0), block_marks(s, 64));
+    // Bits of the bytes of `s`, and the bit at its end.
+    let valid = [
+        if n >= 64 { u64::MAX } else { (1u64 << n) - 1 },
+        if n <= 64 { 0 } else { (1u64 << (n - 64)) - 1 },
+    ];
+    let end = if n < 64 {
+        [1u64 << n, 0]
+    } else {
+        [0, 1u64 << (n - 64)]
+    };
+    let eq = [e0 | end[0], e1 | end[1]];
+    let sp = [p0 | end[0], p1 | end[1]];
+    let other = [(!p0 & valid[0]) | end[0], (!p1 & valid[1]) | end[1]];
+    // The first bit of `m` at or after `i` (`i <= n`, so there is one).
+    #[inline(always)]
+    fn next(m: &[u64; 2], i: usize) -> usize {
+        if i < 64 {
+            let x = m[0] >> i;
+            if x != 0 {
+                return i + x.trailing_zeros() as usize;
+            }
+            return 64 + m[1].trailing_zeros() as usize;
+        }
+        i + (m[1] >> (i - 64)).trailing_zeros() as usize
+    }
+    let mut i = 0;
+    loop {
+        i = next(&other, i);
+        if i == n {
+            return Ok(());
+        }
+        let ks = i;
+        i = next(&eq, i);
+        if i == n {
+            return Err("WAIT line with text after its last name=value pair");
+        }
+        let ke = i;
+        let vs = next(&other, i + 1);
+        i = next(&sp, vs);
+        wait_pair(w, wait_key(&s[ks..ke]), &s[vs..i])?;
+    }
+}
+
+/// The `=` and `' '` masks of `s[at..]`, up to 64 bytes (bit `k` for byte `at + k`; no bit for
+/// bytes past the end of `s`).
+#[inline]
+fn block_marks(s: &[u8], at: usize) -> (u64, u64) {
+    let n = s.len();
+    let (mut eq, mut sp) = (0u64, 0u64);
+    for k in 0..4 {
+        let from = at + 16 * k;
+        if from >= n {
+            break;
+        }
+        let (e, p) = if from + 16 <= n {
+            lane_marks(&s[from..from + 16])
+        } else if n >= 16 {
+            // The last 16 bytes of `s`, without those before `from`.
+            let (e, p) = lane_marks(&s[n - 16..]);
+            let shift = from - (n - 16);
+            (e >> shift, p >> shift)
+        } else {
+            lane_marks_bytes(&s[from..])
+        };
+        eq |= (e as u64) << (16 * k);
+        sp |= (p as u64) << (16 * k);
+    }
+    (eq, sp)
+}
+
+/// The `=` and `' '` masks of 16 bytes: one SSE2 compare each.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+#[allow(unsafe_code)]
+fn lane_marks(s: &[u8]) -> (u32, u32) {
+    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_movemask_epi8, _mm_set1_epi8, _mm_set_epi64x};
+    let word = |at: usize| i64::from_le_bytes(s[at..at + 8].try_into().expect("8 bytes"));
+    // SAFETY: SSE2 is part of x86_64 itself (every x86_64 CPU has it, and the compiler assumes it
+    // for this target); the intrinsics take values, no pointer.
+    let (eq, sp) = unsafe {
+        let v = _mm_set_epi64x(word(8), word(0));
+        (
+            _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b'=' as i8))),
+            _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b' ' as i8))),
+        )
+    };
+    (eq as u32 & 0xffff, sp as u32 & 0xffff)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn lane_marks(s: &[u8]) -> (u32, u32) {
+    lane_marks_swar(s)
+}
+
+/// The `=` and `' '` masks of 16 bytes, a word at a time (where there is no SSE2).
+#[cfg(any(test, not(target_arch = "x86_64")))]
+#[inline(always)]
+fn lane_marks_swar(s: &[u8]) -> (u32, u32) {
+    // The high bit of each byte of `w` equal to `pat`, exactly (no borrow between bytes), then
+    // those 8 bits gathered into the low byte.
+    fn bits(w: u64, pat: u8) -> u32 {
+        const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+        let x = w ^ u64::from_ne_bytes([pat; 8]);
+        let h = !(((x & LOW7) + LOW7) | x) & !LOW7;
+        ((h >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56) as u32
+    }
+    let word = |at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("8 bytes"));
+    let (lo, hi) = (word(0), word(8));
+    (
+        bits(lo, b'=') | bits(hi, b'=') << 8,
+        bits(lo, b' ') | bits(hi, b' ') << 8,
+    )
+}
+
+/// The masks of fewer than 16 bytes (a WAIT line with a very short tail).
+fn lane_marks_bytes(s: &[u8]) -> (u32, u32) {
+    s.iter().enumerate().fold((0, 0), |(e, p), (k, &b)| {
+        (e | ((b == b'=') as u32) << k, p | ((b == b' ') as u32) << k)
+    })
 }
 
 fn trim_start(s: &[u8]) -> &[u8] {
@@ -1070,6 +1207,41 @@ mod tests {
             for pat in [b'=', b' '] {
                 let want = s[from..].iter().position(|&b| b == pat).map_or(s.len(), |p| from + p);
                 proptest::prop_assert_eq!(find_from(&s, from, pat), want);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// The 16-byte masks of `=` and blanks, whichever way they are built, mark what a byte
+        /// loop finds.
+        #[test]
+        fn lane_marks_agree_with_a_byte_loop(
+            s in proptest::collection::vec(proptest::sample::select(&b"= a\x80\xff\x3c\x3e\xbd\xa0"[..]), 16..17),
+        ) {
+            let want = lane_marks_bytes(&s);
+            proptest::prop_assert_eq!(lane_marks(&s), want);
+            proptest::prop_assert_eq!(lane_marks_swar(&s), want);
+        }
+    }
+
+    proptest::proptest! {
+        /// WAIT pairs found through masks agree with the plain rule at every length around the
+        /// mask words' borders (63 to 65, 127 and 128 bytes, where the word-at-a-time scan takes
+        /// over).
+        #[test]
+        fn marked_wait_pairs_agree_at_word_borders(
+            s in proptest::collection::vec(
+                proptest::sample::select(&b"   ==ab#-019"[..]), 56..136),
+            tail in proptest::sample::select(&["", " tim=123", " obj#=-1 tim=9", "x", " ", "="][..]),
+        ) {
+            let mut s = s;
+            s.extend_from_slice(tail.as_bytes());
+            let (mut a, mut b) = (Wait::default(), Wait::default());
+            let ra = wait_pairs_fast(&s, &mut a);
+            let rb = wait_pairs(&s, &mut b);
+            proptest::prop_assert_eq!(ra, rb);
+            if ra.is_ok() {
+                proptest::prop_assert_eq!(a, b);
             }
         }
     }

@@ -1,6 +1,7 @@
 //! A read-only memory map of a plain trace file (memmap2), so that the workers classify the page
-//! cache in place instead of having the kernel copy every byte into a chunk buffer first. The one
-//! `unsafe` of this crate, with its note; the same approach as `dbscope-tpch`'s `mapped` module.
+//! cache in place instead of having the kernel copy every byte into a chunk buffer first. The
+//! `unsafe` of this crate's file access, with its note (the other `unsafe` is `line`'s SSE2
+//! byte compares); the same approach as `dbscope-tpch`'s `mapped` module.
 #![allow(unsafe_code)]
 
 use std::fs::File;
