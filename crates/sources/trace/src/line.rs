@@ -259,10 +259,15 @@ fn full_u64(s: &[u8]) -> Option<u64> {
         0 => None,
         1..=8 => small_u64(s),
         9..=16 => {
-            // The last 8 digits at once (`tim=` values have 13 to 16 digits, on nearly every line).
-            let (hi, lo) = s.split_at(s.len() - 8);
-            let lo = digits8(u64::from_le_bytes(lo.try_into().expect("8 bytes")))?;
-            Some(small_u64(hi)? * 100_000_000 + lo)
+            // 8 digits at a time (`tim=` values have 13 to 16 digits, on nearly every line): the
+            // last 8, then the first `len - 8`, moved to the top of a word whose other bytes are
+            // made '0'.
+            let n = s.len();
+            let lo = digits8(u64::from_le_bytes(s[n - 8..].try_into().expect("8 bytes")))?;
+            let first = u64::from_le_bytes(s[..8].try_into().expect("8 bytes"));
+            let pad = 8 * (16 - n) as u32;
+            let hi = (first << pad) | (0x3030_3030_3030_3030 & ((1u64 << pad) - 1));
+            Some(digits8(hi)? * 100_000_000 + lo)
         }
         _ => match leading_u64(s) {
             Some((v, [])) => Some(v),
@@ -643,7 +648,7 @@ fn find_from(s: &[u8], from: usize, pat: u8) -> usize {
 }
 
 /// One ` name=value` pair of a WAIT line into `w`.
-#[inline]
+#[inline(always)]
 fn wait_pair<'a>(w: &mut Wait<'a>, key: &'a [u8], value: &'a [u8]) -> Result<(), &'static str> {
     match key {
         b"tim" => w.tim = Some(full_u64(value).ok_or("WAIT line whose tim= is not a number")?),
@@ -1242,6 +1247,22 @@ mod tests {
             proptest::prop_assert_eq!(ra, rb);
             if ra.is_ok() {
                 proptest::prop_assert_eq!(a, b);
+            }
+        }
+    }
+
+    /// Numbers of every length up to 20 digits read as the standard library reads them, and a
+    /// non-digit at any place of one makes it no number.
+    #[test]
+    fn full_u64_reads_every_length() {
+        let digits = b"98765432109876543210";
+        for n in 1..=digits.len() {
+            let s = &digits[..n];
+            assert_eq!(full_u64(s), reference_u64(s), "{n} digits");
+            for bad in 0..n {
+                let mut t = s.to_vec();
+                t[bad] = b':';
+                assert_eq!(full_u64(&t), None, "{n} digits, byte {bad} no digit");
             }
         }
     }
