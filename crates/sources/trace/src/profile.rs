@@ -287,6 +287,7 @@ impl Collector {
         self.opts.since_us.is_none_or(|s| w >= s) && self.opts.until_us.is_none_or(|u| w < u)
     }
 
+    #[inline]
     fn keep_stmt(&self, t: &Tables, stmt: Option<u32>) -> bool {
         match &self.sqlid_match {
             None => true,
