@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parquet::basic::{Compression, LogicalType, Type as PhysicalType};
-use parquet::column::reader::ColumnReader;
+use parquet::column::reader::{ColumnReader, ColumnReaderImpl};
 use parquet::data_type::{ByteArray, ByteArrayType, DataType, Int32Type, Int64Type};
 use parquet::errors::ParquetError;
 use parquet::file::properties::WriterProperties;
@@ -346,27 +346,40 @@ fn scan_row_group_unguarded(
     Ok(n as u64)
 }
 
+/// The `n` values of column `i` (from 0) of a row group, read by the reader `pick` takes out of
+/// the column's reader; a column of another physical type is an error naming `expected`.
+fn typed_column<T: DataType>(
+    group: &dyn RowGroupReader,
+    i: usize,
+    n: usize,
+    expected: &'static str,
+    pick: impl FnOnce(ColumnReader) -> Option<ColumnReaderImpl<T>>,
+) -> Result<Vec<T::T>, LineitemParquetError> {
+    let reader = group
+        .get_column_reader(i)
+        .map_err(LineitemParquetError::Read)?;
+    let Some(mut r) = pick(reader) else {
+        return Err(LineitemParquetError::ColumnType {
+            column: i + 1,
+            expected,
+        });
+    };
+    let mut v = Vec::with_capacity(n);
+    r.read_records(n, None, None, &mut v)
+        .map_err(LineitemParquetError::Read)?;
+    Ok(v)
+}
+
 /// The `n` values of INT64 column `i` (from 0) of a row group.
 fn int64_column(
     group: &dyn RowGroupReader,
     i: usize,
     n: usize,
 ) -> Result<Vec<i64>, LineitemParquetError> {
-    match group
-        .get_column_reader(i)
-        .map_err(LineitemParquetError::Read)?
-    {
-        ColumnReader::Int64ColumnReader(mut r) => {
-            let mut v = Vec::with_capacity(n);
-            r.read_records(n, None, None, &mut v)
-                .map_err(LineitemParquetError::Read)?;
-            Ok(v)
-        }
-        _ => Err(LineitemParquetError::ColumnType {
-            column: i + 1,
-            expected: "INT64",
-        }),
-    }
+    typed_column::<Int64Type>(group, i, n, "INT64", |r| match r {
+        ColumnReader::Int64ColumnReader(r) => Some(r),
+        _ => None,
+    })
 }
 
 /// The `n` values of INT32 column `i` (from 0) of a row group.
@@ -375,21 +388,10 @@ fn int32_column(
     i: usize,
     n: usize,
 ) -> Result<Vec<i32>, LineitemParquetError> {
-    match group
-        .get_column_reader(i)
-        .map_err(LineitemParquetError::Read)?
-    {
-        ColumnReader::Int32ColumnReader(mut r) => {
-            let mut v = Vec::with_capacity(n);
-            r.read_records(n, None, None, &mut v)
-                .map_err(LineitemParquetError::Read)?;
-            Ok(v)
-        }
-        _ => Err(LineitemParquetError::ColumnType {
-            column: i + 1,
-            expected: "INT32",
-        }),
-    }
+    typed_column::<Int32Type>(group, i, n, "INT32", |r| match r {
+        ColumnReader::Int32ColumnReader(r) => Some(r),
+        _ => None,
+    })
 }
 
 /// The `n` values of BYTE_ARRAY column `i` (from 0) of a row group.
@@ -398,21 +400,10 @@ fn bytes_column(
     i: usize,
     n: usize,
 ) -> Result<Vec<ByteArray>, LineitemParquetError> {
-    match group
-        .get_column_reader(i)
-        .map_err(LineitemParquetError::Read)?
-    {
-        ColumnReader::ByteArrayColumnReader(mut r) => {
-            let mut v = Vec::with_capacity(n);
-            r.read_records(n, None, None, &mut v)
-                .map_err(LineitemParquetError::Read)?;
-            Ok(v)
-        }
-        _ => Err(LineitemParquetError::ColumnType {
-            column: i + 1,
-            expected: "BYTE_ARRAY",
-        }),
-    }
+    typed_column::<ByteArrayType>(group, i, n, "BYTE_ARRAY", |r| match r {
+        ColumnReader::ByteArrayColumnReader(r) => Some(r),
+        _ => None,
+    })
 }
 
 #[cfg(test)]
