@@ -135,18 +135,23 @@ pub struct Recorder {
     buf: Vec<Event>,
     batch_started_ns: u64,
     last_ns: u64,
-    op_start_ns: Option<u64>,
+    /// Inside an operation ([`Recorder::begin_op`]): whether its first event began in the warm-up,
+    /// once that event is pushed.
+    in_op: bool,
+    op_warm: Option<bool>,
     tx: SyncSender<Vec<Event>>,
     disconnected: bool,
 }
 
 impl Recorder {
-    /// Marks the start of an operation (a workload step) at `now`: until the next call, every
-    /// event is flagged as warm-up by this start rather than its own, so an operation straddling
-    /// the end of the warm-up keeps all its events (e.g. update and commit) on one side.
+    /// Marks the start of an operation (a workload step): until the next call, every event is
+    /// flagged as warm-up by the start of the operation's first event rather than its own, so an
+    /// operation straddling the end of the warm-up keeps all its events (e.g. update and commit)
+    /// on one side.
     #[inline]
     pub fn begin_op(&mut self) {
-        self.op_start_ns = Some(self.now());
+        self.in_op = true;
+        self.op_warm = None;
     }
 
     /// Nanoseconds since the run's clock origin.
@@ -197,6 +202,12 @@ impl Recorder {
         if self.buf.is_empty() {
             self.batch_started_ns = end;
         }
+        let own = start < self.warmup_end_ns;
+        let warm = if self.in_op {
+            *self.op_warm.get_or_insert(own)
+        } else {
+            own
+        };
         self.buf.push(Event {
             session: self.session,
             name,
@@ -204,11 +215,7 @@ impl Recorder {
             duration_ns: end.saturating_sub(start),
             intended_start_ns: intended_start,
             outcome,
-            flags: if self.op_start_ns.unwrap_or(start) < self.warmup_end_ns {
-                EVENT_WARMUP
-            } else {
-                0
-            },
+            flags: if warm { EVENT_WARMUP } else { 0 },
             rows: rows.min(u32::MAX as u64) as u32,
         });
         self.last_ns = end;
@@ -256,7 +263,8 @@ impl Sessions {
             buf: Vec::with_capacity(BATCH_EVENTS),
             batch_started_ns: 0,
             last_ns: 0,
-            op_start_ns: None,
+            in_op: false,
+            op_warm: None,
             tx: self.tx.clone(),
             disconnected: false,
         }
