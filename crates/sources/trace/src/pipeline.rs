@@ -1,6 +1,8 @@
 //! The chunk stream: a trace cut into chunks of whole lines, the chunks classified on worker
 //! threads and handed back in file order, in bounded memory, to be accounted for one after the
-//! other. Every input takes this way; only the cutting differs:
+//! other. The accounting thread is one of the classifying threads: whenever its next chunk is not
+//! there yet it takes one to classify itself, so `workers` threads in all (one per core) are busy,
+//! never more. Every input takes this way; only the cutting differs:
 //!
 //! - **a plain file** is cut by the workers themselves, in parallel. Chunk `i` nominally covers
 //!   bytes `[i·C, (i+1)·C)`; it really starts after the first newline at or after `i·C − 1` (so
@@ -94,8 +96,9 @@ enum Msg {
     Panic,
 }
 
-/// Cuts `input` into chunks of about `chunk` bytes, classifies them on `workers` threads and calls
-/// `each` on every chunk in file order, with the number of the chunk's first line (from 1).
+/// Cuts `input` into chunks of about `chunk` bytes, classifies them on `workers` threads (this one
+/// and `workers − 1` spawned) and calls `each` on every chunk in file order, with the number of the
+/// chunk's first line (from 1).
 /// Returns the numbers of lines and bytes read; `name` is the input's name in errors.
 pub(crate) fn for_each_chunk<R: Read + Send>(
     input: Input<'_, R>,
@@ -132,7 +135,7 @@ pub(crate) fn for_each_chunk<R: Read + Send>(
     let cv = Condvar::new();
     let (tx, rx) = mpsc::channel::<Msg>();
     let lines = std::thread::scope(|scope| {
-        for _ in 0..workers {
+        for _ in 0..workers - 1 {
             let tx = tx.clone();
             let (source, shared, cv) = (&source, &shared, &cv);
             scope.spawn(move || work(source, chunk as u64, shared, cv, in_flight, tx));
@@ -144,7 +147,16 @@ pub(crate) fn for_each_chunk<R: Read + Send>(
             total,
             next: 0,
         };
-        let r = account(&mut order, &shared, &cv, name, &mut each);
+        let r = account(
+            &mut order,
+            &source,
+            chunk as u64,
+            in_flight,
+            &shared,
+            &cv,
+            name,
+            &mut each,
+        );
         if r.is_err() {
             // The workers stop too.
             lock(&shared).abort = true;
@@ -178,8 +190,13 @@ struct InOrder {
 
 impl InOrder {
     /// The next chunk in file order (or the error reading it), `None` after the last; `Err` when
-    /// a worker failed (a bug).
-    fn next(&mut self) -> std::result::Result<Option<io::Result<Chunk>>, &'static str> {
+    /// a worker failed (a bug). While the next chunk is not there, `help` takes and classifies one
+    /// on this thread (its message, or `None` when there is none to take), so this thread never
+    /// sits idle while there is reading to do.
+    fn next(
+        &mut self,
+        mut help: impl FnMut() -> Option<Msg>,
+    ) -> std::result::Result<Option<io::Result<Chunk>>, &'static str> {
         let slots = self.early.len();
         loop {
             if self.total == Some(self.next) {
@@ -189,11 +206,21 @@ impl InOrder {
                 self.next += 1;
                 return Ok(Some(c));
             }
-            match self.rx.recv() {
-                Ok(Msg::Chunk(i, c)) => self.early[i % slots] = Some(c),
-                Ok(Msg::End(n)) => self.total = Some(n),
-                Ok(Msg::Panic) => return Err("a chunk reader failed (a bug)"),
-                Err(_) => return Err("a chunk reader stopped"),
+            let msg = match self.rx.try_recv() {
+                Ok(m) => m,
+                Err(mpsc::TryRecvError::Empty) => match help() {
+                    Some(m) => m,
+                    None => self.rx.recv().map_err(|_| "a chunk reader stopped")?,
+                },
+                Err(mpsc::TryRecvError::Disconnected) => match help() {
+                    Some(m) => m,
+                    None => return Err("a chunk reader stopped"),
+                },
+            };
+            match msg {
+                Msg::Chunk(i, c) => self.early[i % slots] = Some(c),
+                Msg::End(n) => self.total = Some(n),
+                Msg::Panic => return Err("a chunk reader failed (a bug)"),
             }
         }
     }
@@ -201,8 +228,12 @@ impl InOrder {
 
 /// The accounting side: every chunk to `each` in file order, with the number of its first line,
 /// its buffer then back to the pool. Returns the number of lines.
-fn account(
+#[allow(clippy::too_many_arguments)]
+fn account<R: Read>(
     order: &mut InOrder,
+    source: &Source<'_, R>,
+    chunk: u64,
+    in_flight: usize,
     shared: &Mutex<Shared>,
     cv: &Condvar,
     name: &str,
@@ -211,10 +242,15 @@ fn account(
     let mut line = 1u64;
     // A mapped file's bytes before this offset have been released.
     let mut released = 0;
-    while let Some(got) = order.next().map_err(|what| TraceReadError::Internal {
-        path: name.to_string(),
-        what,
-    })? {
+    let mut file = None;
+    let mut help = || take_one(source, &mut file, chunk, shared, cv, in_flight, false);
+    while let Some(got) = order
+        .next(&mut help)
+        .map_err(|what| TraceReadError::Internal {
+            path: name.to_string(),
+            what,
+        })?
+    {
         let c = got.map_err(|source| TraceReadError::Io {
             path: name.to_string(),
             source,
@@ -264,43 +300,63 @@ fn work<R: Read>(
 ) {
     let mut file = None;
     loop {
-        let (slot, mut c) = {
-            let mut s = lock(shared);
-            loop {
-                if s.abort || s.total.is_some_and(|n| s.next >= n) {
-                    return;
-                }
-                if s.next < s.done + in_flight {
-                    break;
-                }
-                s = cv.wait(s).unwrap_or_else(PoisonError::into_inner);
-            }
-            s.next += 1;
-            (s.next - 1, s.pool.pop().unwrap_or_default())
-        };
-        // A panic here (a bug) must not leave the accounting waiting for this chunk.
-        let got = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let got = read_chunk(source, &mut file, chunk, slot, &mut c);
-            if let Got::Chunk(_) = got {
-                c.classify();
-            }
-            got
-        }));
-        let msg = match got {
-            Ok(Got::Chunk(i)) => Msg::Chunk(i, Ok(c)),
-            Ok(Got::Failed(i, e)) => Msg::Chunk(i, Err(e)),
-            Ok(Got::End(n)) => {
-                lock(shared).total = Some(n);
-                cv.notify_all();
-                Msg::End(n)
-            }
-            Err(_) => Msg::Panic,
+        let Some(msg) = take_one(source, &mut file, chunk, shared, cv, in_flight, true) else {
+            return;
         };
         let more = matches!(msg, Msg::Chunk(_, Ok(_)));
         if tx.send(msg).is_err() || !more {
             return;
         }
     }
+}
+
+/// Takes the next slot, reads and classifies its chunk: the message for the accounting, or `None`
+/// when there is nothing left to take (or the accounting stopped). With `wait`, waits for a slot
+/// while as many chunks as may be are in flight; without, returns `None` then too.
+fn take_one<R: Read>(
+    source: &Source<'_, R>,
+    file: &mut Option<File>,
+    chunk: u64,
+    shared: &Mutex<Shared>,
+    cv: &Condvar,
+    in_flight: usize,
+    wait: bool,
+) -> Option<Msg> {
+    let (slot, mut c) = {
+        let mut s = lock(shared);
+        loop {
+            if s.abort || s.total.is_some_and(|n| s.next >= n) {
+                return None;
+            }
+            if s.next < s.done + in_flight {
+                break;
+            }
+            if !wait {
+                return None;
+            }
+            s = cv.wait(s).unwrap_or_else(PoisonError::into_inner);
+        }
+        s.next += 1;
+        (s.next - 1, s.pool.pop().unwrap_or_default())
+    };
+    // A panic here (a bug) must not leave the accounting waiting for this chunk.
+    let got = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let got = read_chunk(source, file, chunk, slot, &mut c);
+        if let Got::Chunk(_) = got {
+            c.classify();
+        }
+        got
+    }));
+    Some(match got {
+        Ok(Got::Chunk(i)) => Msg::Chunk(i, Ok(c)),
+        Ok(Got::Failed(i, e)) => Msg::Chunk(i, Err(e)),
+        Ok(Got::End(n)) => {
+            lock(shared).total = Some(n);
+            cv.notify_all();
+            Msg::End(n)
+        }
+        Err(_) => Msg::Panic,
+    })
 }
 
 /// Reads into `c` chunk `slot` of a file (through the worker's own `file` handle, opened on first
@@ -482,6 +538,46 @@ mod tests {
                 true => &[100_000, 1 << 20, 3 << 20],
             };
             same_chunks(&text, sizes);
+        }
+    }
+
+    /// Whatever the number of threads (1: the accounting thread classifies every chunk itself;
+    /// more: it classifies whichever chunks the workers have not taken when it needs one), every
+    /// chunk reaches `each` once, in file order, with the right first line number: for a mapped
+    /// file and for a stream.
+    #[test]
+    fn chunks_arrive_in_file_order_whoever_classifies_them() {
+        let mut text = Vec::new();
+        for i in 0..20_000u32 {
+            text.extend_from_slice(format!("WAIT #{i}: nam='x' ela= {i} tim={i}\n").as_bytes());
+        }
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(&text).unwrap();
+        let len = text.len() as u64;
+        for workers in [1, 2, 3, 8] {
+            for stream in [false, true] {
+                let (mut got, mut firsts) = (Vec::new(), Vec::new());
+                let mut expect_first = 1;
+                let input = match stream {
+                    false => Input::File {
+                        path: f.path(),
+                        len,
+                    },
+                    true => Input::Stream(&text[..]),
+                };
+                let (lines, bytes) = for_each_chunk(input, "t", 4096, workers, |c, first| {
+                    firsts.push((first, expect_first));
+                    expect_first += c.lines;
+                    got.extend_from_slice(c.data());
+                    Ok(())
+                })
+                .unwrap();
+                let what = format!("{workers} threads, stream {stream}");
+                assert_eq!(got, text, "{what}");
+                assert_eq!((lines, bytes), (20_000, len), "{what}");
+                assert!(firsts.len() > 100, "{what}: {} chunks", firsts.len());
+                assert!(firsts.iter().all(|(a, b)| a == b), "{what}");
+            }
         }
     }
 
