@@ -34,7 +34,7 @@ Oracle 9i are detected from the header and converted). R is taken within each se
 from its first timestamp to its last: the part of a call or wait that began before tracing did is
 clipped, and a `clipped:` line says how much.")]
 pub struct TraceProfileArgs {
-    /// Trace files (.trc, optionally gzip-compressed); profiled together.
+    /// Trace files (.trc, optionally gzip-compressed); profiled together. `-` reads standard input.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Only records that end at or after this wall-clock time (RFC 3339, or `YYYY-MM-DD HH:MM:SS[.f]` as UTC).
@@ -75,7 +75,8 @@ Waits become events named after the wait event, db calls events named PARSE/EXEC
 attributes (sqlid, obj#, p1..p3, file:line) go to trace-attrs.jsonl in the run directory. The run
 starts at the trace's first timestamp: calls and waits that began before it are clipped to it.")]
 pub struct TraceImportArgs {
-    /// Trace files (.trc, optionally gzip-compressed); merged into one run.
+    /// Trace files (.trc, optionally gzip-compressed); merged into one run. `-` reads standard
+    /// input (a pipe is kept in a temporary file: the import reads its input twice).
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Run directory to create.

@@ -88,6 +88,84 @@ fn profile_filters() {
     );
 }
 
+/// `dbscope ARGS` in `dir` with `input` written to its standard input through a pipe.
+fn piped(dir: &Path, args: &[&str], input: Vec<u8>) -> std::process::Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = crate::cli::dbscope(dir)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("dbscope starts");
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().expect("dbscope ends");
+    writer
+        .join()
+        .unwrap()
+        .expect("the trace is written to the pipe");
+    out
+}
+
+/// `-` is standard input, as `cat -` reads it: a pipe (read as a stream; `import` reads it twice,
+/// so it keeps it in a temporary file) and a redirected file give what the file itself gives.
+#[test]
+fn standard_input_as_dash() {
+    let d = tempdir();
+    let data = std::fs::read(fixture(RAC)).unwrap();
+    let from_file = profile_json(d.path(), &[s(&fixture(RAC))]);
+    let out = piped(d.path(), &["trace", "profile", "--json", "-"], data.clone());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let from_pipe: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(from_pipe["r_us"], from_file["r_us"]);
+    assert_eq!(from_pipe["events"], from_file["events"]);
+    assert_eq!(
+        from_pipe["files"][0]["path"], "stdin",
+        "{}",
+        from_pipe["files"]
+    );
+    let redirected = crate::cli::dbscope(d.path())
+        .args(["trace", "profile", "--json", "-"])
+        .stdin(std::fs::File::open(fixture(RAC)).unwrap())
+        .output()
+        .unwrap();
+    let redirected: Value = serde_json::from_slice(&redirected.stdout).unwrap();
+    assert_eq!(redirected["events"], from_file["events"]);
+
+    let (a, b) = (d.path().join("from-file"), d.path().join("from-pipe"));
+    ok(
+        d.path(),
+        &["trace", "import", s(&fixture(RAC)), "--out", s(&a)],
+    );
+    let out = piped(d.path(), &["trace", "import", "-", "--out", s(&b)], data);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = |run: &Path| std::fs::read(run.join("events.dsev")).unwrap();
+    assert!(!events(&a).is_empty());
+    assert_eq!(
+        events(&a),
+        events(&b),
+        "the piped import holds the same events"
+    );
+
+    let out = piped(
+        d.path(),
+        &["trace", "profile", "-"],
+        b"not a trace\n".to_vec(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("stdin: no Oracle 10046 trace content"));
+}
+
 #[test]
 fn several_files_and_gzip() {
     let d = tempdir();

@@ -63,6 +63,26 @@ pub enum ImportError {
     },
 }
 
+/// Standard input in a temporary file when `-` is among `paths` and it is not a regular file (a
+/// pipe cannot be read twice); `None` otherwise.
+fn spool_stdin(paths: &[&Path]) -> Result<Option<tempfile::NamedTempFile>, ImportError> {
+    let stdin = Path::new("/dev/stdin");
+    if !paths.iter().any(|p| p.as_os_str() == "-") || stdin.metadata().is_ok_and(|m| m.is_file()) {
+        return Ok(None);
+    }
+    let io_err = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| ImportError::Io { path, source }
+    };
+    let mut t = tempfile::Builder::new()
+        .prefix("dbscope-stdin-")
+        .suffix(".trc")
+        .tempfile()
+        .map_err(io_err(&std::env::temp_dir()))?;
+    std::io::copy(&mut std::io::stdin().lock(), t.as_file_mut()).map_err(io_err(t.path()))?;
+    Ok(Some(t))
+}
+
 /// What an import wrote.
 #[derive(Clone, Debug, Default)]
 pub struct ImportSummary {
@@ -310,6 +330,16 @@ pub fn import_files_chunked(
     strict: bool,
     chunk_bytes: usize,
 ) -> Result<ImportSummary, ImportError> {
+    // Both passes read every input: a piped standard input (`-`) is kept in a temporary file.
+    let spooled = spool_stdin(paths)?;
+    let inputs: Vec<(&Path, String)> = paths
+        .iter()
+        .map(|p| match (&spooled, p.as_os_str() == "-") {
+            (Some(t), true) => (t.path(), "stdin".to_string()),
+            (None, true) => (Path::new("/dev/stdin"), "stdin".to_string()),
+            _ => (*p, p.display().to_string()),
+        })
+        .collect();
     // Pass 1: where the clock starts (the earliest start of any record).
     let mut earliest = Earliest::default();
     {
@@ -321,8 +351,8 @@ pub fn import_files_chunked(
                 chunk_bytes,
             },
         );
-        for p in paths {
-            r.read_path(p)?;
+        for (p, shown) in &inputs {
+            r.read_path_as(p, shown)?;
         }
     }
     let tim_clock = earliest.min_wall_us.is_none();
@@ -378,8 +408,8 @@ pub fn import_files_chunked(
                 chunk_bytes,
             },
         );
-        for p in paths {
-            r.read_path(p)?;
+        for (p, shown) in &inputs {
+            r.read_path_as(p, shown)?;
         }
         (r.tables, r.warnings, r.warning_count)
     };

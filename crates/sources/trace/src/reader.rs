@@ -65,9 +65,20 @@ impl<'s, S: Sink> Reader<'s, S> {
     }
 
     /// Reads a file (plain or gzip): a plain file in chunks that workers cut in parallel (unless
-    /// [`Options::chunk_bytes`] is 0), a gzip file (or a pipe) as a stream cut in order.
+    /// [`Options::chunk_bytes`] is 0), a gzip file (or a pipe) as a stream cut in order. `-` is
+    /// standard input (named `stdin`), opened as `/dev/stdin` so that a file redirected to it is
+    /// still read in parallel.
     pub fn read_path(&mut self, path: &Path) -> Result<()> {
-        let shown = path.display().to_string();
+        if path.as_os_str() == "-" {
+            self.read_path_as(Path::new("/dev/stdin"), "stdin")
+        } else {
+            self.read_path_as(path, &path.display().to_string())
+        }
+    }
+
+    /// [`Reader::read_path`] naming the input `shown` in warnings and errors.
+    pub fn read_path_as(&mut self, path: &Path, shown: &str) -> Result<()> {
+        let shown = shown.to_string();
         let io_err = |source| TraceReadError::Io {
             path: shown.clone(),
             source,
