@@ -815,10 +815,13 @@ fn push_sessions(out: &mut String, sp: &SessionSpread) {
 }
 
 fn push_event(out: &mut String, e: &EventReport) {
+    // A long name (a captured statement) gets a line of its own.
     let name = if e.name.is_empty() {
         "(no name)".to_string()
+    } else if e.name.chars().count() > 60 {
+        format!("{}\n ", truncate_middle(&one_line(&e.name), 200))
     } else {
-        truncate_middle(&one_line(&e.name), 40)
+        one_line(&e.name)
     };
     let rate = match e.throughput_per_s {
         Some(t) => format!("{} /s", thousands_f1(t)),

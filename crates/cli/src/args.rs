@@ -51,6 +51,9 @@ pub enum Command {
     /// TPC-H: `tpch gen` (tpchgen data), `tpch q1` (Query 1 as a parallel map/combine/reduce job,
     /// exact), `tpch load` (tables into a database for `run tpch-q1`).
     Tpch(crate::tpch_args::TpchArgs),
+    /// Capture what an application does to PostgreSQL: `capture proxy` (a wire-protocol proxy
+    /// that records every call), `capture info` (what a capture holds).
+    Capture(crate::capture_args::CaptureArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -6,6 +6,8 @@
 //! subcommand. Nothing imports `main`.
 
 mod args;
+mod capture_args;
+mod cmd_capture;
 mod cmd_compare;
 mod cmd_io;
 mod cmd_report;
@@ -39,6 +41,7 @@ fn main() -> ExitCode {
         Command::Trace(a) => cmd_trace::cmd_trace(a),
         Command::Io(a) => cmd_io::cmd_io(a),
         Command::Tpch(a) => cmd_tpch::cmd_tpch(a),
+        Command::Capture(a) => cmd_capture::cmd_capture(a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -7,6 +7,8 @@ mod pg;
 mod pgwire;
 mod sqlite;
 
+pub use pgwire::{connect_socket, RawSocket};
+
 use std::path::Path;
 
 use dbscope_core::TargetInfo;

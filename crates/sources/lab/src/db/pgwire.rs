@@ -613,3 +613,40 @@ fn db_error(body: &ErrorResponseBody) -> WireError {
     }
     WireError::Db { code, message }
 }
+
+/// A connected socket to a PostgreSQL server, before any message: for a proxy that speaks the
+/// protocol on its clients' behalf (`dbscope capture proxy`).
+pub enum RawSocket {
+    /// TCP (with `TCP_NODELAY`).
+    Tcp(TcpStream),
+    /// A Unix-domain socket.
+    Unix(UnixStream),
+}
+
+/// Opens a socket to the first endpoint of the connection string `spec` that accepts one (libpq's
+/// order and rules for hosts, ports and sockets; `connect_timeout`, 10 s when not given, bounds
+/// each TCP connect). User, database and password in `spec` are not used: the proxy's client
+/// sends its own. The error says where each attempt failed.
+pub fn connect_socket(spec: &str) -> Result<RawSocket, String> {
+    use super::conninfo::{resolve, ConnectTimeout, Defaults};
+    let spec = spec.trim();
+    let spec = match spec.strip_prefix("postgres:") {
+        Some(kv) if !spec.starts_with("postgres://") => kv,
+        _ => spec,
+    };
+    let info = resolve(spec, &Defaults::system()).map_err(|e| e.0)?;
+    let timeout = match info.connect_timeout {
+        ConnectTimeout::Default => Some(Duration::from_secs(10)),
+        ConnectTimeout::Forever => None,
+        ConnectTimeout::Limit(t) => Some(t),
+    };
+    let mut why = Vec::new();
+    for e in &info.endpoints {
+        match open_stream(e, timeout) {
+            Ok(Stream::Tcp(s)) => return Ok(RawSocket::Tcp(s)),
+            Ok(Stream::Unix(s)) => return Ok(RawSocket::Unix(s)),
+            Err(w) => why.push(w),
+        }
+    }
+    Err(why.join("; "))
+}

@@ -1,0 +1,341 @@
+//! `dbscope capture proxy|info` against the real test PostgreSQL, driven by real clients that no
+//! one here wrote: `pgbench` and `psql`.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::Value;
+
+use crate::cli::{dbscope, fails, ok, s, tempdir};
+use crate::common::pg::PgCluster;
+
+/// A running `dbscope capture proxy`.
+struct Proxy {
+    child: Child,
+    port: u16,
+    out: PathBuf,
+}
+
+/// The upstream of the test cluster: its socket, no user or password (the clients bring theirs).
+fn upstream(pg: &PgCluster) -> String {
+    format!(
+        "postgres:host={} port={}",
+        pg.socket_dir().display(),
+        pg.port()
+    )
+}
+
+fn start_proxy(dir: &Path, pg: &PgCluster) -> Proxy {
+    let out = dir.join("cap");
+    let mut child = dbscope(dir)
+        .args([
+            "capture",
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            &upstream(pg),
+            "--out",
+            s(&out),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("dbscope starts");
+    // "dbscope: capturing: clients connect to 127.0.0.1:PORT (…"
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let port = line
+        .split("clients connect to 127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no listening line: {line:?}"));
+    Proxy { child, port, out }
+}
+
+impl Proxy {
+    /// Ctrl-C, as a user stops a capture: everything recorded is kept, exit 0.
+    fn stop(self) -> (Output, PathBuf) {
+        // SAFETY: kill(2) on our own child's pid.
+        #[allow(unsafe_code)]
+        let r = unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        assert_eq!(r, 0);
+        let out = self.child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "capture proxy ended with {:?}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout)
+        );
+        (out, self.out)
+    }
+}
+
+/// Every call of a capture, as JSON.
+fn calls(cap: &Path) -> Vec<Value> {
+    std::fs::read_to_string(cap.join("capture-calls.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["type"] == "call")
+        .collect()
+}
+
+fn pgbench(pg: &PgCluster, args: &[&str]) -> String {
+    let out = Command::new(pg.bin_dir().join("pgbench"))
+        .args(args)
+        .env("PGPASSWORD", pg.password())
+        .env("PGUSER", pg.user())
+        .output()
+        .expect("pgbench runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "pgbench {args:?}: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+/// pgbench's own count of transactions.
+fn transactions(out: &str) -> u64 {
+    out.lines()
+        .find_map(|l| l.strip_prefix("number of transactions actually processed: "))
+        .and_then(|n| n.split('/').next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no transaction count in {out}"))
+}
+
+/// pgbench through the proxy, simple and extended protocol: every transaction is captured, with
+/// the values it sent, exactly (the captured deltas add up to what the history table holds), and
+/// the clients see nothing different (no failed transaction).
+#[test]
+fn pgbench_through_the_proxy_is_captured_whole() {
+    let pg = PgCluster::shared();
+    for mode in ["simple", "extended"] {
+        let d = tempdir();
+        let db = pg.create_db(&format!("cap_pgbench_{mode}"));
+        let sock = pg.socket_dir().display().to_string();
+        let port = pg.port().to_string();
+        pgbench(pg, &["-i", "-s", "1", "-q", "-h", &sock, "-p", &port, &db]);
+        let proxy = start_proxy(d.path(), pg);
+        let pport = proxy.port.to_string();
+        let out = pgbench(
+            pg,
+            &[
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &pport,
+                "-c",
+                "4",
+                "-j",
+                "2",
+                "-T",
+                "2",
+                "-M",
+                mode,
+                &db,
+            ],
+        );
+        let n = transactions(&out);
+        assert!(n > 50, "{out}");
+        assert!(out.contains("number of failed transactions: 0"), "{out}");
+        let (_, cap) = proxy.stop();
+        let calls = calls(&cap);
+        let by = |prefix: &str| -> Vec<&Value> {
+            calls
+                .iter()
+                .filter(|c| c["sql"].as_str().unwrap().starts_with(prefix))
+                .collect()
+        };
+        assert_eq!(by("END").len() as u64, n, "{mode}: one END per transaction");
+        assert_eq!(by("UPDATE pgbench_accounts").len() as u64, n, "{mode}");
+        let inserts = by("INSERT INTO pgbench_history");
+        assert_eq!(inserts.len() as u64, n, "{mode}");
+        assert!(
+            calls.iter().all(|c| c["error"].is_null()),
+            "{mode}: no errors"
+        );
+        // The deltas as captured: a literal in the text (simple) or the 4th bound value.
+        let delta = |c: &Value| -> i64 {
+            let v = match mode {
+                "simple" => {
+                    let sql = c["sql"].as_str().unwrap();
+                    let values = sql.split("VALUES (").nth(1).unwrap();
+                    values.split(',').nth(3).unwrap().trim().to_string()
+                }
+                _ => c["params"][3].as_str().unwrap().to_string(),
+            };
+            v.parse().unwrap_or_else(|_| panic!("delta {v:?} in {c}"))
+        };
+        let captured: i64 = inserts.iter().map(|c| delta(c)).sum();
+        let stored: i64 = pg
+            .query(&db, "SELECT coalesce(sum(delta), 0) FROM pgbench_history")
+            .parse()
+            .unwrap();
+        assert_eq!(
+            captured, stored,
+            "{mode}: captured values are what was stored"
+        );
+        // Each session's calls are in order, and the capture reads as a run.
+        let info: Value =
+            serde_json::from_str(&ok(d.path(), &["capture", "info", s(&cap), "--json"])).unwrap();
+        // The four clients and pgbench's own connection for its setup (vacuum, truncate).
+        assert_eq!(info["sessions"], 5, "{info}");
+        assert_eq!(info["errors"], 0);
+        assert_eq!(info["unknown_statements"], 0);
+        // Seven statements a transaction; pgbench's own setup queries go as simple queries.
+        let counted = info["by_protocol"][mode].as_u64().unwrap();
+        match mode {
+            "extended" => assert_eq!(counted, 7 * n, "{info}"),
+            _ => assert!(counted >= 7 * n, "{info}"),
+        }
+        let report = ok(d.path(), &["report", s(&cap)]);
+        assert!(report.contains("UPDATE pgbench_accounts SET"), "{report}");
+        let manifest = std::fs::read_to_string(cap.join("manifest.json")).unwrap();
+        assert!(
+            !manifest.contains(pg.password()),
+            "no password in the capture"
+        );
+    }
+}
+
+/// psql through the proxy: a multi-statement string is one call with two tags, an error inside
+/// a transaction leaves it failed (`E`) as the server said, and `\copy` is recorded as a COPY
+/// whose data is not captured — and `capture info` says so.
+#[test]
+fn psql_through_the_proxy() {
+    let pg = PgCluster::shared();
+    let d = tempdir();
+    let db = pg.create_db("cap_psql");
+    pg.query(&db, "CREATE TABLE t (x int)");
+    let proxy = start_proxy(d.path(), pg);
+    let script = "SELECT 1 AS a\\; SELECT 2 AS b;\n\
+                  BEGIN;\nINSERT INTO t VALUES (1);\nSELECT 1/0;\nCOMMIT;\n\
+                  \\copy t from stdin\n7\n8\n\\.\n";
+    let mut child = Command::new(pg.psql())
+        .args([
+            "-X",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &proxy.port.to_string(),
+            "-U",
+            pg.user(),
+            "-d",
+            &db,
+        ])
+        .env("PGPASSWORD", pg.password())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("division by zero"), "{stderr}");
+    let (_, cap) = proxy.stop();
+    assert_eq!(
+        pg.query(&db, "SELECT string_agg(x::text, ',' ORDER BY x) FROM t"),
+        "7,8"
+    );
+    let calls = calls(&cap);
+    let find = |sql: &str| {
+        calls
+            .iter()
+            .find(|c| c["sql"].as_str().unwrap().starts_with(sql))
+            .unwrap_or_else(|| panic!("no call {sql:?} in {calls:?}"))
+    };
+    let multi = find("SELECT 1 AS a; SELECT 2 AS b");
+    assert_eq!(multi["tags"], serde_json::json!(["SELECT 1", "SELECT 1"]));
+    assert_eq!(multi["rows"], 2);
+    let div = find("SELECT 1/0");
+    assert_eq!(div["error"][0], "22012");
+    assert_eq!(div["txn"], "E");
+    assert_eq!(find("COMMIT")["tags"], serde_json::json!(["ROLLBACK"]));
+    let copy = find("COPY  t FROM STDIN");
+    assert_eq!(copy["copy"], "in");
+    assert_eq!(copy["rows"], 2);
+    let text = ok(d.path(), &["capture", "info", s(&cap)]);
+    assert!(
+        text.contains("1  COPY calls: their data is not captured"),
+        "{text}"
+    );
+    assert!(text.contains("errors    1"), "{text}");
+}
+
+/// A wrong password through the proxy: the client sees the server's own error, the capture keeps
+/// the refused session. An unreachable upstream is refused before anything is recorded.
+#[test]
+fn refused_sessions_and_unreachable_upstreams() {
+    let pg = PgCluster::shared();
+    let d = tempdir();
+    let proxy = start_proxy(d.path(), pg);
+    let out = Command::new(pg.psql())
+        .args([
+            "-X",
+            "-w",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &proxy.port.to_string(),
+            "-U",
+            pg.user(),
+            "-d",
+            "postgres",
+            "-c",
+            "select 1",
+        ])
+        .env("PGPASSWORD", "not-the-password")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("password authentication failed"),
+        "{stderr}"
+    );
+    let (_, cap) = proxy.stop();
+    let info: Value =
+        serde_json::from_str(&ok(d.path(), &["capture", "info", s(&cap), "--json"])).unwrap();
+    assert_eq!(info["sessions"], 1);
+    assert!(
+        info["refused"][0].as_str().unwrap().contains("28P01"),
+        "{info}"
+    );
+    let text = std::fs::read_to_string(cap.join("capture-calls.jsonl")).unwrap();
+    assert!(!text.contains("not-the-password"));
+
+    let out = d.path().join("never");
+    fails(
+        d.path(),
+        &[
+            "capture",
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            "postgres://u:pw@127.0.0.1:1/db",
+            "--out",
+            s(&out),
+        ],
+        2,
+        &[
+            "upstream postgres://u:***@127.0.0.1:1/db is not reachable",
+            "port 1 failed",
+        ],
+    );
+    assert!(!out.exists(), "nothing recorded");
+    fails(d.path(), &["capture", "info", s(&out)], 2, &["never"]);
+}

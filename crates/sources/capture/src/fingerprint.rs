@@ -1,0 +1,190 @@
+//! A statement's fingerprint: its text with literals replaced by `?` and blanks collapsed, so the
+//! same statement with other values (`WHERE aid = 17`, `WHERE aid = 4711`) is one statement in
+//! profiles and comparisons, as `pg_stat_statements` groups them. Placeholders (`$1`) stay.
+
+/// Longest fingerprint kept (a longer one is cut and ends in `…`).
+pub const MAX_LEN: usize = 200;
+
+/// The fingerprint of `sql`.
+pub fn fingerprint(sql: &str) -> String {
+    let b = sql.as_bytes();
+    let mut out = String::with_capacity(sql.len().min(MAX_LEN + 8));
+    let mut i = 0;
+    let mut blank = false;
+    let push = |out: &mut String, s: &str, blank: &mut bool| {
+        if *blank && !out.is_empty() {
+            out.push(' ');
+        }
+        *blank = false;
+        out.push_str(s);
+    };
+    while i < b.len() && out.len() <= MAX_LEN {
+        let c = b[i];
+        match c {
+            b' ' | b'\t' | b'\n' | b'\r' => {
+                blank = true;
+                i += 1;
+            }
+            // A comment to the end of the line.
+            b'-' if b.get(i + 1) == Some(&b'-') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+                blank = true;
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i < b.len() && !(b[i] == b'*' && b.get(i + 1) == Some(&b'/')) {
+                    i += 1;
+                }
+                i = (i + 2).min(b.len());
+                blank = true;
+            }
+            // A string literal ('' inside it is a quote), also E'…' and N'…'.
+            b'\'' => {
+                // Backslash escapes only in E'…' strings (standard_conforming_strings).
+                let escapes = i > 0 && matches!(b[i - 1], b'E' | b'e');
+                i += 1;
+                while i < b.len() {
+                    if b[i] == b'\'' {
+                        if b.get(i + 1) == Some(&b'\'') {
+                            i += 2;
+                            continue;
+                        }
+                        break;
+                    }
+                    if escapes && b[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                i = (i + 1).min(b.len());
+                push(&mut out, "?", &mut blank);
+            }
+            // A negative number: a minus after an operator, a comma or a parenthesis, as
+            // PostgreSQL folds it into the constant (so `+ -17` and `+ 17` are one statement).
+            b'-' if b.get(i + 1).is_some_and(u8::is_ascii_digit)
+                && !out.as_bytes().last().is_some_and(|&p| {
+                    p.is_ascii_alphanumeric() || matches!(p, b')' | b'?' | b'_' | b'"' | b']')
+                }) =>
+            {
+                i += 1;
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'.') {
+                    i += 1;
+                }
+                push(&mut out, "?", &mut blank);
+            }
+            // A quoted identifier stays as it is.
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += 1;
+                }
+                i = (i + 1).min(b.len());
+                push(&mut out, &sql[start..i], &mut blank);
+            }
+            // A number that is not part of a name or a placeholder.
+            b'0'..=b'9' | b'.'
+                if (c != b'.' || b.get(i + 1).is_some_and(u8::is_ascii_digit))
+                    && !out.as_bytes().last().is_some_and(|&p| {
+                        !blank && (p.is_ascii_alphanumeric() || p == b'_' || p == b'$')
+                    }) =>
+            {
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'.') {
+                    i += 1;
+                }
+                push(&mut out, "?", &mut blank);
+            }
+            _ => {
+                let start = i;
+                i += 1;
+                while i < b.len() && !sql.is_char_boundary(i) {
+                    i += 1;
+                }
+                push(&mut out, &sql[start..i], &mut blank);
+            }
+        }
+    }
+    // A list of values in IN (…) or VALUES (…) stays as long as it was: the count can matter.
+    if out.len() > MAX_LEN {
+        let mut cut = MAX_LEN;
+        while !out.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        out.truncate(cut);
+        out.push('…');
+    }
+    out
+}
+
+/// What a statement does, by its first keyword: `read`, `write`, `transaction` or `other`.
+pub fn class(sql: &str) -> &'static str {
+    let first = sql
+        .trim_start_matches(|c: char| c.is_whitespace() || c == '(')
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .next()
+        .unwrap_or("")
+        .to_ascii_uppercase();
+    match first.as_str() {
+        "SELECT" | "WITH" | "SHOW" | "TABLE" | "VALUES" | "FETCH" | "EXPLAIN" => "read",
+        "INSERT" | "UPDATE" | "DELETE" | "MERGE" | "COPY" | "TRUNCATE" => "write",
+        "BEGIN" | "START" | "COMMIT" | "END" | "ROLLBACK" | "SAVEPOINT" | "RELEASE" | "PREPARE"
+        | "ABORT" => "transaction",
+        _ => "other",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_become_placeholders() {
+        assert_eq!(
+            fingerprint("UPDATE pgbench_accounts SET abalance = abalance + -4711 WHERE aid = 17;"),
+            "UPDATE pgbench_accounts SET abalance = abalance + ? WHERE aid = ?;"
+        );
+        assert_eq!(
+            fingerprint("SELECT x-1, 5 - 3, f(-2), a = -1.5"),
+            "SELECT x-?, ? - ?, f(?), a = ?"
+        );
+        assert_eq!(
+            fingerprint("select  *\n from t1 where name = 'O''Brien' and x=1.5e3"),
+            "select * from t1 where name = ? and x=?"
+        );
+        assert_eq!(
+            fingerprint("SELECT abalance FROM pgbench_accounts WHERE aid = $1"),
+            "SELECT abalance FROM pgbench_accounts WHERE aid = $1"
+        );
+        assert_eq!(
+            fingerprint("select \"Col1\", t2.c3 from t2 -- why\n"),
+            "select \"Col1\", t2.c3 from t2"
+        );
+        assert_eq!(fingerprint("select /* hint */ 1"), "select ?");
+        // Same statement, other values: one fingerprint.
+        assert_eq!(
+            fingerprint("SELECT * FROM t WHERE id = 1"),
+            fingerprint("SELECT * FROM t WHERE id = 99999")
+        );
+    }
+
+    #[test]
+    fn long_and_odd_text_is_cut_not_broken() {
+        let long = format!("select {}", "ünïcode_column, ".repeat(40));
+        let f = fingerprint(&long);
+        assert!(f.ends_with('…'));
+        assert!(f.len() <= MAX_LEN + '…'.len_utf8());
+        assert_eq!(fingerprint("select 'unterminated"), "select ?");
+        assert_eq!(fingerprint(""), "");
+    }
+
+    #[test]
+    fn classes() {
+        assert_eq!(class("  select 1"), "read");
+        assert_eq!(class("(SELECT 1) UNION (SELECT 2)"), "read");
+        assert_eq!(class("update t set x=1"), "write");
+        assert_eq!(class("BEGIN;"), "transaction");
+        assert_eq!(class("create table t(x int)"), "other");
+    }
+}
