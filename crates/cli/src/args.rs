@@ -54,6 +54,12 @@ pub enum Command {
     /// Capture what an application does to PostgreSQL: `capture proxy` (a wire-protocol proxy
     /// that records every call), `capture info` (what a capture holds).
     Capture(crate::capture_args::CaptureArgs),
+    /// Replay a capture against a (changed) system with its timing and concurrency, and count
+    /// where the answers diverge.
+    Replay(crate::capture_args::ReplayArgs),
+    /// Restore points of a PostgreSQL database: take one before a capture, reset to it before
+    /// each replay.
+    RestorePoint(crate::capture_args::RestorePointArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

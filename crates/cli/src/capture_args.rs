@@ -71,3 +71,117 @@ pub struct CaptureInfoArgs {
     #[arg(long, default_value_t = 20)]
     pub top: usize,
 }
+
+/// How fast to replay: a factor of the captured timing, or `max`.
+#[derive(Debug, Clone, Copy)]
+pub struct SpeedArg(pub dbscope_capture::replay::Speed);
+
+fn parse_speed(s: &str) -> Result<SpeedArg, String> {
+    use dbscope_capture::replay::Speed;
+    if s.eq_ignore_ascii_case("max") {
+        return Ok(SpeedArg(Speed::Max));
+    }
+    match s.parse::<f64>() {
+        Ok(f) if f.is_finite() && f > 0.0 => Ok(SpeedArg(Speed::Factor(f))),
+        _ => Err(format!(
+            "{s:?}: expected a factor above 0 (1 = as captured, 2 = twice as fast) or `max`"
+        )),
+    }
+}
+
+/// `--sync`
+#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
+pub enum SyncArg {
+    /// A call waits until every commit that preceded it in the capture has happened.
+    Commit,
+    /// Sessions keep only their own order.
+    None,
+}
+
+/// `dbscope replay CAP --target URI`
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  dbscope restore-point create before --target postgres://bench@localhost/bench   # before capturing
+  dbscope capture proxy --upstream postgres://localhost --out cap1                   # the application runs
+  dbscope replay cap1 --target postgres://bench@localhost/bench --restore before     # same start, same calls
+  dbscope replay cap1 --target … --restore before --speed max --out replay-max
+  dbscope compare cap1 runs/…-replay                                                 # per statement
+
+One replay session per captured session, connecting at its captured offset; each call is issued at
+its captured start (think time kept) divided by --speed, so the concurrency is what it was; --speed
+max issues every session's calls back to back. Each replayed call is an event named by its
+statement (as in the capture) whose intended start is its scheduled time: `report` shows how far the
+replay fell behind. Calls whose rows, command or error differ from the capture are counted by kind
+in the report's Replay section and listed in replay-divergence.jsonl. COPY calls (their data is not
+captured), statements prepared before the capture and calls the server skipped are not replayed.")]
+pub struct ReplayArgs {
+    /// The capture directory (from `dbscope capture proxy`).
+    #[arg(value_name = "CAP")]
+    pub capture: PathBuf,
+    /// Where to replay: a libpq connection string (every session uses it).
+    #[arg(long, value_name = "URI")]
+    pub target: String,
+    /// Reset the target's database to this restore point first (`dbscope restore-point create`).
+    #[arg(long, value_name = "NAME")]
+    pub restore: Option<String>,
+    /// Timing: a factor of the captured timing (1 = as captured, 2 = twice as fast) or `max`.
+    #[arg(long, default_value = "1", value_parser = parse_speed)]
+    pub speed: SpeedArg,
+    /// Keep the captured commit order across sessions (`commit`) or not (`none`).
+    #[arg(long, value_enum, default_value = "commit")]
+    pub sync: SyncArg,
+    /// The run directory to create (default: runs/<timestamp>-replay).
+    #[arg(long, value_name = "RUN")]
+    pub out: Option<PathBuf>,
+    /// Print only the run directory at the end.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// `dbscope restore-point …`
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  dbscope restore-point create before --target postgres://bench@localhost/bench
+  dbscope restore-point reset before --target postgres://bench@localhost/bench
+  dbscope restore-point list --target postgres://bench@localhost/bench
+
+A restore point is a copy of the target's database made by the server (CREATE DATABASE … TEMPLATE,
+named dbscope_rp_NAME). PostgreSQL copies a database only while no one else is connected to it;
+`reset` ends the sessions of the target's database (DROP DATABASE … WITH (FORCE)) and copies it
+back. Both run on a connection to the `postgres` database of the same server.")]
+pub struct RestorePointArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: RestorePointCommand,
+}
+
+/// Subcommands of `dbscope restore-point`.
+#[derive(Debug, Subcommand)]
+pub enum RestorePointCommand {
+    /// Take restore point NAME of the target's database.
+    Create(RestorePointName),
+    /// Put the target's database back to restore point NAME.
+    Reset(RestorePointName),
+    /// Drop restore point NAME.
+    Drop(RestorePointName),
+    /// List the restore points on the target's server.
+    List(RestorePointTarget),
+}
+
+/// A restore point's name and the target.
+#[derive(Debug, Args)]
+pub struct RestorePointName {
+    /// The restore point's name (lower-case letters, digits, '_').
+    pub name: String,
+    /// The database (libpq connection string).
+    #[arg(long, value_name = "URI")]
+    pub target: String,
+}
+
+/// The target only.
+#[derive(Debug, Args)]
+pub struct RestorePointTarget {
+    /// The database (libpq connection string).
+    #[arg(long, value_name = "URI")]
+    pub target: String,
+}

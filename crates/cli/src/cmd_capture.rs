@@ -86,3 +86,104 @@ fn cmd_info(a: CaptureInfoArgs) -> Result<u8, Exit> {
     }
     Ok(0)
 }
+
+/// Runs `dbscope replay …`.
+pub fn cmd_replay(a: crate::capture_args::ReplayArgs) -> Result<u8, Exit> {
+    use dbscope_capture::{replay, restore};
+    let out = match &a.out {
+        Some(o) => o.clone(),
+        None => crate::common::default_run_dir("replay")?,
+    };
+    if out.exists() {
+        return Err(Exit::from(anyhow!(
+            "{} already exists: give a new directory for the replay",
+            out.display()
+        )));
+    }
+    if let Some(name) = &a.restore {
+        let rp = restore::reset(&a.target, name)?;
+        if !a.quiet {
+            eprintln!(
+                "dbscope: database {} reset to restore point {} (taken {})",
+                rp.database, rp.name, rp.taken
+            );
+        }
+    }
+    let stop = stop_on_ctrl_c();
+    let cfg = replay::ReplayConfig {
+        capture: a.capture.clone(),
+        target: a.target.clone(),
+        out: out.clone(),
+        speed: a.speed.0,
+        sync_commit: a.sync == crate::capture_args::SyncArg::Commit,
+        restored_from: a.restore.clone(),
+        command_line: redacted_command_line(),
+    };
+    let live = !a.quiet && std::io::stderr().is_terminal();
+    let result = replay::run(&cfg, &stop, |t| {
+        if live {
+            eprint!("\r{:>6.0} s replaying   ", t.as_secs_f64());
+            let _ = std::io::stderr().flush();
+        }
+    });
+    if live {
+        eprintln!();
+    }
+    let s = match result {
+        Ok(s) => s,
+        Err(e @ CaptureError::Failed { .. }) => return Err(Exit(EXIT_FAILED, e.into())),
+        Err(e) => return Err(Exit::from(e)),
+    };
+    let run = dbscope_core::RunDir::open(&s.dir)?;
+    let code = crate::common::finish_run(
+        &s.dir,
+        run.manifest.outcome,
+        run.manifest.outcome_detail.as_deref(),
+        run.manifest.events_written.unwrap_or(0),
+        None,
+        a.quiet,
+    )?;
+    if !a.quiet {
+        println!(
+            "replayed {} calls ({} not replayed, {} diverged) in {:.3} s; the capture took {:.3} s",
+            s.replayed, s.not_replayed, s.diverged, s.replay_s, s.capture_s
+        );
+    }
+    Ok(code)
+}
+
+/// Runs `dbscope restore-point …`.
+pub fn cmd_restore_point(a: crate::capture_args::RestorePointArgs) -> Result<u8, Exit> {
+    use crate::capture_args::RestorePointCommand as C;
+    use dbscope_capture::restore;
+    match a.command {
+        C::Create(p) => {
+            let rp = restore::create(&p.target, &p.name)?;
+            println!(
+                "restore point {} of database {} taken {}",
+                rp.name, rp.database, rp.taken
+            );
+        }
+        C::Reset(p) => {
+            let rp = restore::reset(&p.target, &p.name)?;
+            println!(
+                "database {} reset to restore point {} (taken {})",
+                rp.database, rp.name, rp.taken
+            );
+        }
+        C::Drop(p) => {
+            restore::drop_point(&p.target, &p.name)?;
+            println!("restore point {} dropped", p.name);
+        }
+        C::List(t) => {
+            let points = restore::list(&t.target)?;
+            if points.is_empty() {
+                println!("no restore points on this server");
+            }
+            for rp in points {
+                println!("{:<24} of {:<24} taken {}", rp.name, rp.database, rp.taken);
+            }
+        }
+    }
+    Ok(0)
+}

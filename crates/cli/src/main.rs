@@ -42,6 +42,8 @@ fn main() -> ExitCode {
         Command::Io(a) => cmd_io::cmd_io(a),
         Command::Tpch(a) => cmd_tpch::cmd_tpch(a),
         Command::Capture(a) => cmd_capture::cmd_capture(a),
+        Command::Replay(a) => cmd_capture::cmd_replay(a),
+        Command::RestorePoint(a) => cmd_capture::cmd_restore_point(a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -176,6 +176,11 @@ impl Recorder {
         self.names.intern(name)
     }
 
+    /// Interns an error class (e.g. `pg:40P01`) as an event outcome, for [`Recorder::push`].
+    pub fn outcome(&self, class: &str) -> u16 {
+        self.names.intern_outcome(class).max(1)
+    }
+
     /// Records a successful event from `start` to `end` (ns since the origin).
     #[inline]
     pub fn ok(&mut self, name: NameId, start: u64, end: u64, rows: u64) {

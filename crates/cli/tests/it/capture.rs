@@ -339,3 +339,128 @@ fn refused_sessions_and_unreachable_upstreams() {
     assert!(!out.exists(), "nothing recorded");
     fails(d.path(), &["capture", "info", s(&out)], 2, &["never"]);
 }
+
+/// The whole loop: a restore point, pgbench captured through the proxy, the database reset to
+/// the restore point, the capture replayed with its timing (and at full speed): every call is
+/// replayed, none diverges, and the tables end as the captured run left them (pgbench's balances
+/// and history are determined by the sequence of updates, which the commit order keeps).
+#[test]
+fn capture_reset_replay_gives_the_same_database() {
+    let pg = PgCluster::shared();
+    let d = tempdir();
+    let db = pg.create_db("cap_replay");
+    let sock = pg.socket_dir().display().to_string();
+    let port = pg.port().to_string();
+    pgbench(pg, &["-i", "-s", "1", "-q", "-h", &sock, "-p", &port, &db]);
+    let target = pg.uri(&db);
+    let rp = format!("before_{}", std::process::id());
+    ok(
+        d.path(),
+        &["restore-point", "create", &rp, "--target", &target],
+    );
+    let listed = ok(d.path(), &["restore-point", "list", "--target", &target]);
+    assert!(listed.contains(&rp) && listed.contains(&db), "{listed}");
+    let proxy = start_proxy(d.path(), pg);
+    let pport = proxy.port.to_string();
+    let out = pgbench(
+        pg,
+        &[
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &pport,
+            "-c",
+            "4",
+            "-j",
+            "2",
+            "-T",
+            "2",
+            "-M",
+            "extended",
+            &db,
+        ],
+    );
+    let n = transactions(&out);
+    let (_, cap) = proxy.stop();
+    let state = || {
+        pg.query(
+            &db,
+            "SELECT (SELECT sum(abalance) FROM pgbench_accounts) || ' ' || \
+             (SELECT sum(bbalance) FROM pgbench_branches) || ' ' || \
+             (SELECT count(*) || ' ' || coalesce(sum(delta), 0) FROM pgbench_history)",
+        )
+    };
+    let captured = state();
+    let fields: Vec<&str> = captured.split(' ').collect();
+    assert_eq!(
+        fields[2],
+        n.to_string(),
+        "one history row per transaction: {captured}"
+    );
+    let calls = calls(&cap).len();
+    for (speed, name) in [("1", "replay1"), ("max", "replaymax")] {
+        let run = d.path().join(name);
+        ok(
+            d.path(),
+            &[
+                "replay",
+                s(&cap),
+                "--target",
+                &target,
+                "--restore",
+                &rp,
+                "--speed",
+                speed,
+                "--out",
+                s(&run),
+                "-q",
+            ],
+        );
+        assert_eq!(
+            state(),
+            captured,
+            "speed {speed}: the replay leaves the captured state"
+        );
+        let r: Value = serde_json::from_str(&ok(d.path(), &["report", s(&run), "--json"])).unwrap();
+        let replay = &r["replay"];
+        assert_eq!(replay["replayed"], calls as u64, "{replay}");
+        assert_eq!(replay["diverged"], 0, "{replay}");
+        assert_eq!(replay["not_replayed"], 0, "{replay}");
+        // The replay and the capture compare statement by statement.
+        let cmp = ok(d.path(), &["compare", s(&cap), s(&run)]);
+        assert!(cmp.contains("UPDATE pgbench_accounts"), "{cmp}");
+    }
+    // A target without the captured tables is refused before anything runs, naming them.
+    let empty = pg.create_db("cap_replay_empty");
+    let out = d.path().join("never");
+    fails(
+        d.path(),
+        &[
+            "replay",
+            s(&cap),
+            "--target",
+            &pg.uri(&empty),
+            "--out",
+            s(&out),
+        ],
+        2,
+        &["lacks tables the capture uses", "pgbench_"],
+    );
+    assert!(!out.exists());
+    fails(
+        d.path(),
+        &[
+            "restore-point",
+            "reset",
+            "no_such_point",
+            "--target",
+            &target,
+        ],
+        2,
+        &["no restore point \"no_such_point\""],
+    );
+    ok(
+        d.path(),
+        &["restore-point", "drop", &rp, "--target", &target],
+    );
+}

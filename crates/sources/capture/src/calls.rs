@@ -45,9 +45,10 @@ pub struct Call {
     /// Bound parameter values as text (`None`: NULL); binary values as `\x` and hex digits.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub params: Vec<Option<String>>,
-    /// Parameter values were sent in binary.
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub binary: bool,
+    /// Each parameter's format when any was sent in binary (0 text, 1 binary); empty when all
+    /// were text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub formats: Vec<i16>,
     /// Command tags, in order (several for a multi-statement query string).
     #[serde(default)]
     pub tags: Vec<String>,
@@ -98,7 +99,7 @@ enum Expect {
 struct Portal {
     statement: String,
     params: Vec<Option<String>>,
-    binary: bool,
+    formats: Vec<i16>,
     cut: bool,
 }
 
@@ -162,7 +163,7 @@ impl Tracker {
             sql,
             statement: None,
             params: Vec::new(),
-            binary: false,
+            formats: Vec::new(),
             tags: Vec::new(),
             rows: 0,
             error: None,
@@ -199,13 +200,13 @@ impl Tracker {
                 self.batch_start.get_or_insert(t);
                 let portal = f.cstr().unwrap_or_default();
                 let statement = f.cstr().unwrap_or_default();
-                let (params, binary) = bind_values(&mut f);
+                let (params, formats) = bind_values(&mut f);
                 self.portals.insert(
                     portal,
                     Portal {
                         statement,
                         params,
-                        binary,
+                        formats,
                         cut: m.cut,
                     },
                 );
@@ -235,7 +236,7 @@ impl Tracker {
                 if let Some(p) = p {
                     c.statement = (!p.statement.is_empty()).then_some(p.statement);
                     c.params = p.params;
-                    c.binary = p.binary;
+                    c.formats = p.formats;
                     c.cut = p.cut;
                 }
                 self.pending.push_back(Expect::Call(Box::new(c)));
@@ -391,8 +392,9 @@ impl Tracker {
     }
 }
 
-/// The parameter values of a `Bind` body after the portal and statement names.
-fn bind_values(f: &mut Fields<'_>) -> (Vec<Option<String>>, bool) {
+/// The parameter values of a `Bind` body after the portal and statement names, and each one's
+/// format when any is binary.
+fn bind_values(f: &mut Fields<'_>) -> (Vec<Option<String>>, Vec<i16>) {
     let nformats = f.i16().unwrap_or(0).max(0) as usize;
     let mut formats = Vec::with_capacity(nformats);
     for _ in 0..nformats {
@@ -400,13 +402,14 @@ fn bind_values(f: &mut Fields<'_>) -> (Vec<Option<String>>, bool) {
     }
     let n = f.i16().unwrap_or(0).max(0) as usize;
     let mut values = Vec::with_capacity(n);
-    let mut binary = false;
+    let mut each = Vec::with_capacity(n);
     for i in 0..n {
         let format = match formats.len() {
             0 => 0,
             1 => formats[0],
             _ => formats.get(i).copied().unwrap_or(0),
         };
+        each.push(format);
         let Some(len) = f.i32() else { break };
         if len < 0 {
             values.push(None);
@@ -416,7 +419,6 @@ fn bind_values(f: &mut Fields<'_>) -> (Vec<Option<String>>, bool) {
             break;
         };
         if format == 1 {
-            binary = true;
             let mut s = String::with_capacity(2 + 2 * v.len());
             s.push_str("\\x");
             for b in v {
@@ -427,7 +429,10 @@ fn bind_values(f: &mut Fields<'_>) -> (Vec<Option<String>>, bool) {
             values.push(Some(String::from_utf8_lossy(v).into_owned()));
         }
     }
-    (values, binary)
+    if !each.contains(&1) {
+        each.clear();
+    }
+    (values, each)
 }
 
 #[cfg(test)]

@@ -11,6 +11,8 @@ pub mod calls;
 pub mod fingerprint;
 pub mod info;
 pub mod proxy;
+pub mod replay;
+pub mod restore;
 pub mod wire;
 
 use std::path::{Path, PathBuf};

@@ -7,7 +7,9 @@ mod pg;
 mod pgwire;
 mod sqlite;
 
-pub use pgwire::{connect_socket, RawSocket};
+pub use pgwire::{
+    connect_socket, connect_with, Answer, RawSocket, ReplayCall, WireConn, WireError,
+};
 
 use std::path::Path;
 

@@ -423,6 +423,91 @@ impl WireConn {
         Ok(count)
     }
 
+    /// Sends one call as an application sent it (see [`ReplayCall`]) and reads the answer up to
+    /// `ReadyForQuery`: command tags, rows, the error and the transaction state. A server error
+    /// is part of the answer, not an `Err` (the connection stays usable); `Err` is a broken
+    /// connection (or one the server is ending, class 57P). A `COPY … FROM STDIN` whose data is not
+    /// there is refused with CopyFail.
+    pub fn replay_call(&mut self, call: &ReplayCall<'_>) -> Result<Answer, WireError> {
+        match call {
+            ReplayCall::Simple(sql) => frontend::query(sql, &mut self.wbuf)?,
+            ReplayCall::Extended {
+                statement,
+                parse,
+                params,
+                formats,
+            } => {
+                if let Some(sql) = parse {
+                    frontend::parse(statement, sql, std::iter::empty(), &mut self.wbuf)?;
+                }
+                let formats: Vec<i16> = match formats.is_empty() {
+                    true => vec![0],
+                    false => formats.to_vec(),
+                };
+                frontend::bind(
+                    "",
+                    statement,
+                    formats,
+                    params.iter(),
+                    |p, buf| match p {
+                        Some(v) => {
+                            buf.extend_from_slice(v);
+                            Ok(IsNull::No)
+                        }
+                        None => Ok(IsNull::Yes),
+                    },
+                    std::iter::once(0i16),
+                    &mut self.wbuf,
+                )
+                .map_err(|e| match e {
+                    frontend::BindError::Conversion(e) => {
+                        WireError::Protocol(format!("cannot encode a parameter: {e}"))
+                    }
+                    frontend::BindError::Serialization(e) => WireError::Io(e),
+                })?;
+                frontend::execute("", 0, &mut self.wbuf)?;
+                frontend::sync(&mut self.wbuf);
+            }
+        }
+        self.send()?;
+        let mut a = Answer::default();
+        let mut data_rows = 0u64;
+        loop {
+            match self.recv()? {
+                Message::ReadyForQuery(body) => {
+                    a.txn = Some(body.status() as char);
+                    return Ok(a);
+                }
+                Message::CommandComplete(body) => {
+                    let tag = body.tag().map_err(WireError::Io)?.to_string();
+                    a.rows += tag_count(&tag).unwrap_or(data_rows);
+                    data_rows = 0;
+                    a.tags.push(tag);
+                }
+                Message::EmptyQueryResponse => a.tags.push(String::new()),
+                Message::DataRow(_) => data_rows += 1,
+                Message::ErrorResponse(body) => {
+                    if let WireError::Db { code, message } = db_error(&body) {
+                        if code.starts_with("57P") {
+                            self.broken = true;
+                            return Err(WireError::Db { code, message });
+                        }
+                        a.error.get_or_insert((code, message));
+                    }
+                    data_rows = 0;
+                }
+                Message::CopyInResponse(_) => {
+                    frontend::copy_fail(
+                        "dbscope replay: the COPY data was not captured",
+                        &mut self.wbuf,
+                    )?;
+                    self.send()?;
+                }
+                _ => {}
+            }
+        }
+    }
+
     /// Runs `COPY … FROM STDIN` (simple-query protocol), streaming the chunks `fill` produces as
     /// CopyData messages; returns the rows copied. A `fill` error is sent as CopyFail, so the server
     /// loads nothing, and comes back as `WireError::Protocol` with `fill`'s message.
@@ -649,4 +734,82 @@ pub fn connect_socket(spec: &str) -> Result<RawSocket, String> {
         }
     }
     Err(why.join("; "))
+}
+
+/// One call to replay (see [`WireConn::replay_call`]).
+pub enum ReplayCall<'a> {
+    /// A `Query` message: the text as sent (several statements allowed).
+    Simple(&'a str),
+    /// `Parse` (when `parse` holds the text: the first use of a named statement, or every use of
+    /// the unnamed one), `Bind` with the values as given, `Execute`, `Sync`.
+    Extended {
+        /// The prepared statement's name (empty: unnamed).
+        statement: &'a str,
+        /// The text to parse first, if any.
+        parse: Option<&'a str>,
+        /// Values (`None`: NULL), as the bytes to send.
+        params: &'a [Option<Vec<u8>>],
+        /// Each value's format (0 text, 1 binary); empty: all text.
+        formats: &'a [i16],
+    },
+}
+
+/// What the server answered to a replayed call.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Answer {
+    /// Command tags in order.
+    pub tags: Vec<String>,
+    /// Rows affected or returned (from the tags, else the data rows).
+    pub rows: u64,
+    /// The first error: SQLSTATE and message.
+    pub error: Option<(String, String)>,
+    /// Transaction state after the call (`I`, `T`, `E`).
+    pub txn: Option<char>,
+}
+
+/// The row count a command tag ends with (`UPDATE 3`, `INSERT 0 5`, `SELECT 10`), if it has one.
+fn tag_count(tag: &str) -> Option<u64> {
+    let verb = tag.split(' ').next()?;
+    matches!(
+        verb,
+        "INSERT" | "UPDATE" | "DELETE" | "SELECT" | "MERGE" | "FETCH" | "MOVE" | "COPY"
+    )
+    .then(|| tag.rsplit(' ').next()?.parse().ok())
+    .flatten()
+}
+
+/// Connects by the connection string `spec` (libpq rules) with `application_name` set when the
+/// string does not set one, to database `dbname` instead of the string's when given (a
+/// maintenance connection). Returns the connection and the string's own database (the one it
+/// names, or libpq's default); the error says where it failed.
+pub fn connect_with(
+    spec: &str,
+    application_name: &str,
+    dbname: Option<&str>,
+) -> Result<(WireConn, String), String> {
+    use super::conninfo::{resolve, ConnectTimeout, Defaults};
+    let spec = spec.trim();
+    let spec = match spec.strip_prefix("postgres:") {
+        Some(kv) if !spec.starts_with("postgres://") => kv,
+        _ => spec,
+    };
+    let defaults = Defaults {
+        application_name,
+        ..Defaults::system()
+    };
+    let mut info = resolve(spec, &defaults).map_err(|e| e.0)?;
+    let own = info.dbname.clone();
+    if let Some(db) = dbname {
+        info.dbname = db.to_string();
+    }
+    let timeout = match info.connect_timeout {
+        ConnectTimeout::Default => Some(Duration::from_secs(10)),
+        ConnectTimeout::Forever => None,
+        ConnectTimeout::Limit(t) => Some(t),
+    };
+    match WireConn::connect(&info, timeout) {
+        Ok((c, _)) => Ok((c, own)),
+        Err(ConnectError::Unreachable(why)) => Err(why.join("; ")),
+        Err(ConnectError::Refused { error, .. }) => Err(error.to_string()),
+    }
 }
