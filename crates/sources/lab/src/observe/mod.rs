@@ -346,7 +346,9 @@ impl Observer {
         let mut me = Section::default();
         me.text
             .insert("run_id".into(), self.sessions.run_id().to_string());
-        me.gauges.insert("sample_hz".into(), self.config.sample_hz);
+        if self.probe.kind() == "postgres" {
+            me.gauges.insert("sample_hz".into(), self.config.sample_hz);
+        }
         if let Some(r) = &self.sampler {
             me.counters.insert("sample_ticks".into(), r.ticks as f64);
             me.counters.insert("samples".into(), r.samples as f64);
