@@ -12,7 +12,7 @@ use dbscope_core::RunDir;
 use serde::Serialize;
 
 use crate::report::EventReport;
-use crate::text::{format_num, push_prose};
+use crate::text::{format_num, push_prose, sig3};
 
 /// The database's and the OS's side of one run.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -680,15 +680,23 @@ pub fn push_text(out: &mut String, r: &ObserveReport) {
         push_prose(out, n);
     }
     if let Some(t) = &r.top_events {
-        let _ = writeln!(
-            out,
-            "Top timed events ({}{}; DB time {} s = {} active samples)",
-            t.source,
-            t.hz.map(|h| format!(" at {} Hz", format_num(h)))
-                .unwrap_or_default(),
-            format_num(t.db_time_s),
-            t.db_time_samples
-        );
+        let _ = match t.hz {
+            Some(h) => writeln!(
+                out,
+                "Top timed events ({} at {} Hz; DB time {} s = {} active samples)",
+                t.source,
+                format_num(h),
+                format_num(t.db_time_s),
+                t.db_time_samples
+            ),
+            None => writeln!(
+                out,
+                "Top timed events ({}; {} waits, {} s in all)",
+                t.source,
+                t.samples,
+                sig3(t.db_time_s)
+            ),
+        };
         if t.gaps > 0 {
             let _ = writeln!(
                 out,
@@ -709,7 +717,7 @@ pub fn push_text(out: &mut String, r: &ObserveReport) {
                 row.event,
                 row.class,
                 row.samples,
-                format_num(row.est_s),
+                sig3(row.est_s),
                 row.pct_db_time,
                 row.top_statement.as_deref().unwrap_or("")
             );

@@ -271,3 +271,39 @@ fn issue_14_sqlite_run_has_counters_and_os_section() {
     assert!(text.contains("OS (/proc/diskstats"), "{text}");
     assert!(!run_dir.join("samples.jsonl").exists());
 }
+
+/// An imported Oracle 10046 trace shows its waits in the same Top timed events shape; the
+/// database calls (EXEC, FETCH, …), whose time includes the waits, are left out.
+#[test]
+fn issue_14_trace_waits_read_as_top_timed_events() {
+    let dir = tempdir();
+    let trc = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../sources/trace/tests/fixtures/oracle-10046/jkstill__oracle-demos__js12c1_ora_21644.trc",
+    );
+    let text = ok(dir.path(), &["report", s(&trc), "--json"]);
+    let r: Value = serde_json::from_str(&text).unwrap();
+    let rows = top_rows(&r);
+    let names: Vec<&str> = rows.iter().map(|r| r["event"].as_str().unwrap()).collect();
+    assert!(names.contains(&"db file sequential read"), "{names:?}");
+    assert!(
+        !names
+            .iter()
+            .any(|n| ["EXEC", "FETCH", "PARSE", "CLOSE"].contains(n)),
+        "{names:?}"
+    );
+    let read = rows
+        .iter()
+        .find(|r| r["event"] == "db file sequential read")
+        .unwrap();
+    assert_eq!(read["samples"], 5);
+    let pct: f64 = rows
+        .iter()
+        .map(|r| r["pct_db_time"].as_f64().unwrap())
+        .sum();
+    assert!((pct - 100.0).abs() < 1e-6, "{pct}");
+    let est: Vec<f64> = rows.iter().map(|r| r["est_s"].as_f64().unwrap()).collect();
+    assert!(
+        est.windows(2).all(|w| w[0] >= w[1]),
+        "most time first: {est:?}"
+    );
+}
