@@ -194,12 +194,20 @@ pub fn build_with(
     let d = last.delta(first);
     let span = d.span_ns.unwrap_or(0) as f64 / 1e9;
     r.span_s = Some(span);
+    if span <= 0.0 {
+        r.notes.push(
+            "the first and the last snapshot were taken at the same instant: no rates".into(),
+        );
+        return Ok(Some(r));
+    }
     for (name, s) in &last.sections {
         if let Some(why) = &s.missing {
             r.missing.insert(name.clone(), why.clone());
         }
     }
-    let client_commits = client_commits.filter(|&n| n > 0.0);
+    // The client's commits span the whole run: they match the snapshots only when the last one
+    // is the end snapshot.
+    let client_commits = client_commits.filter(|&n| n > 0.0 && last.label == "end");
     match target.as_str() {
         "postgres" => pg_figures(&mut r, &d, span, client_commits),
         "sqlite" => {

@@ -307,3 +307,47 @@ fn issue_14_trace_waits_read_as_top_timed_events() {
         "most time first: {est:?}"
     );
 }
+
+/// A run killed mid-way keeps the snapshots taken so far; the report works from the last one
+/// and says there is no end snapshot.
+#[test]
+fn issue_14_a_killed_run_keeps_its_periodic_snapshots() {
+    let dir = tempdir();
+    let db = join(dir.path(), "k.db");
+    let out = join(dir.path(), "k");
+    let mut child = dbscope(dir.path())
+        .args([
+            "run",
+            "commit",
+            "--target",
+            &format!("sqlite:{}", s(&db)),
+            "--duration",
+            "60s",
+            "--snapshot-every",
+            "200ms",
+            "--out",
+            s(&out),
+            "-q",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn dbscope");
+    let snaps = out.join("snapshots.jsonl");
+    let start = Instant::now();
+    while std::fs::read_to_string(&snaps).map_or(0, |t| t.lines().count()) < 3 {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no periodic snapshots"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let r = report_json(dir.path(), &out);
+    let o = &r["observe"];
+    let notes = o["notes"].to_string();
+    assert!(notes.contains("no end snapshot"), "{notes}");
+    assert!(o["snapshots"].as_u64().unwrap() >= 3, "{o}");
+    assert!(o["span_s"].as_f64().unwrap() > 0.0, "{o}");
+}
