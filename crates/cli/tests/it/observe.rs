@@ -126,6 +126,18 @@ fn issue_14_lock_contention_shows_lock_waits_on_top() {
     assert_eq!(rows[0]["class"], "Lock", "Lock waits on top: {rows:?}");
     let text = ok(dir.path(), &["report", s(&join(dir.path(), "locks"))]);
     assert!(text.contains("Top timed events"), "{text}");
+    let html = join(dir.path(), "locks.html");
+    ok(
+        dir.path(),
+        &["report", s(&join(dir.path(), "locks")), "--html", s(&html)],
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<h3>Top timed events</h3>"), "HTML section");
+    let top = rows[0]["event"].as_str().unwrap();
+    assert!(
+        page.contains(&format!("<td>{top}</td><td>Lock</td>")),
+        "top event in the HTML"
+    );
 }
 
 /// pg_stat_statements is not installed on the test cluster: the report says which section is
