@@ -108,6 +108,9 @@ pub struct Comparison {
     /// (left out of the JSON when there are none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub counters: Vec<SectionComparison>,
+    /// The database's and the OS's side of both runs ([`crate::observe`]), when either has it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observe: Option<crate::observe::ObserveComparison>,
 }
 
 /// One of the two runs.
@@ -415,6 +418,13 @@ pub fn compare(a: &RunDir, b: &RunDir, opts: &CompareOptions) -> Result<Comparis
         let rate = |n: u64, s: &RunSide| s.elapsed_s.map(|t| n as f64 / t);
         e.throughput_per_s = [rate(e.a.n, &side_a), rate(e.b.n, &side_b)];
     }
+    let commits = |pick: fn(&EventComparison) -> u64| {
+        events
+            .iter()
+            .find(|e| e.name == "commit")
+            .map(|e| pick(e) as f64)
+    };
+    let observe = crate::observe::compare_runs(a, b, commits(|e| e.a.n), commits(|e| e.b.n));
     Ok(Comparison {
         a: side_a,
         b: side_b,
@@ -423,6 +433,7 @@ pub fn compare(a: &RunDir, b: &RunDir, opts: &CompareOptions) -> Result<Comparis
         events,
         skipped,
         counters,
+        observe,
     })
 }
 
@@ -746,6 +757,9 @@ pub fn render_text(c: &Comparison) -> String {
     }
     for s in &c.counters {
         push_comparison_text(&mut out, s);
+    }
+    if let Some(o) = &c.observe {
+        crate::observe::push_compare_text(&mut out, o);
     }
     out
 }

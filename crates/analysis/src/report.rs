@@ -66,6 +66,9 @@ pub struct Report {
     /// [`crate::counters::json_key`]).
     #[serde(flatten, serialize_with = "sections_json")]
     pub counters: Vec<CounterSection>,
+    /// The database's and the OS's side (snapshots, samples; see [`crate::observe`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observe: Option<crate::observe::ObserveReport>,
 }
 
 /// Serializes the counter sections as a map of JSON key to section object (flattened into the
@@ -296,7 +299,8 @@ pub fn build(run: &RunDir, opts: &ReportOptions) -> Result<Report, Error> {
         last_end_ns: acc.last_end,
         span_s,
     };
-    let events = acc.names.into_iter().map(|n| n.finish(span_ns)).collect();
+    let events: Vec<EventReport> = acc.names.into_iter().map(|n| n.finish(span_ns)).collect();
+    let observe = crate::observe::build_or_note(run, &events);
 
     let elapsed_s = m.ended_utc.map(|end| {
         let d = end - m.started_utc;
@@ -339,6 +343,7 @@ pub fn build(run: &RunDir, opts: &ReportOptions) -> Result<Report, Error> {
         },
         events,
         counters,
+        observe,
     })
 }
 
@@ -726,6 +731,9 @@ pub fn render_text(r: &Report) -> String {
     }
     for section in &r.counters {
         crate::counters::push_text(&mut out, section);
+    }
+    if let Some(o) = &r.observe {
+        crate::observe::push_text(&mut out, o);
     }
     out
 }

@@ -152,6 +152,17 @@ pub struct RunArgs {
     #[arg(long, value_name = "DAYS", value_parser = clap::value_parser!(u32).range(0..=3650))]
     pub delta: Option<u32>,
 
+    /// Active-session samples per second (PostgreSQL): a separate connection reads
+    /// pg_stat_activity for the run's sessions (application_name dbscope/<run id>/<session>) and
+    /// records each one's state and wait event into samples.jsonl. 0 turns sampling off.
+    #[arg(long, default_value_t = 10.0, value_name = "HZ")]
+    pub sample_hz: f64,
+
+    /// Besides the start and the end, snapshot the database's and the OS's counters this often
+    /// (pg_stat_database, pg_stat_wal, …, /proc/diskstats; see docs/observe.md), e.g. 10s.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub snapshot_every: Option<Duration>,
+
     /// No progress display and no report at the end; print only the run directory.
     #[arg(long, short = 'q')]
     pub quiet: bool,

@@ -58,6 +58,10 @@ fn run_with(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
         seed: a.seed,
         max_errors: a.max_errors,
         threads: a.threads,
+        observe: dbscope_lab::observe::ObserveConfig {
+            sample_hz: a.sample_hz,
+            snapshot_every: a.snapshot_every,
+        },
     };
     config.validate()?;
     let target = open_target(spec, &a.settings)?;

@@ -11,6 +11,7 @@ pub mod event;
 pub mod fake;
 pub mod files;
 pub mod manifest;
+pub mod observe;
 pub mod record;
 pub mod redact;
 pub mod run;

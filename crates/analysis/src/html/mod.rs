@@ -5,6 +5,7 @@
 //! sections follow the summary table: one table of counters and one per counter table.
 
 pub mod data;
+mod observe;
 pub mod svg;
 
 use std::fmt::Write;
@@ -75,6 +76,9 @@ pub fn render_run(run: &RunDir, opts: &HtmlOptions) -> dbscope_core::Result<Html
     body.push_str(&summary_table(&rep));
     for section in &rep.counters {
         body.push_str(&counters_section(section));
+    }
+    if let Some(o) = &rep.observe {
+        body.push_str(&observe::section(o));
     }
     let label = run
         .path
@@ -197,6 +201,9 @@ pub fn render_compare(
     body.push_str("</tbody></table></section>");
     for section in &cmp.counters {
         body.push_str(&counters_comparison(section));
+    }
+    if let Some(o) = &cmp.observe {
+        body.push_str(&observe::comparison(o));
     }
     let inputs = [
         Labelled {

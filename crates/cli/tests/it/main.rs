@@ -12,6 +12,7 @@ mod harness;
 mod html;
 mod io_redo;
 mod libpq;
+mod observe;
 mod postgres;
 mod sqlite;
 mod tpch;

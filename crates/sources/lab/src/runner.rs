@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dbscope_core::record::{session_seed, Pumped, Recorder, Recording, RunClock, StopSignal};
@@ -11,6 +12,7 @@ use dbscope_core::{Event, Manifest, NameId, Outcome, RunnerInfo, WorkloadInfo};
 
 use crate::db::{Session, Target};
 use crate::error::Error;
+use crate::observe::{self, ObserveConfig, Observer, SessionProbe};
 use crate::workload::{SessionWork, Workload};
 
 /// How long a session keeps trying to reconnect after losing its connection.
@@ -36,6 +38,8 @@ pub struct RunConfig {
     /// Client threads the sessions run on ([`crate::mux`]); `None`: one per CPU, at most one per
     /// session. Targets that cannot multiplex (SQLite, null) always get a thread per session.
     pub threads: Option<u32>,
+    /// Snapshots and active-session sampling ([`crate::observe`]).
+    pub observe: ObserveConfig,
 }
 
 impl RunConfig {
@@ -53,7 +57,7 @@ impl RunConfig {
         if self.threads == Some(0) {
             return Err(Error::Config("--threads must be at least 1".into()));
         }
-        Ok(())
+        self.observe.validate()
     }
 }
 
@@ -144,9 +148,13 @@ pub fn run(
     });
 
     // Connect every session before the clock starts, so connection time is not measured.
+    // Each named `dbscope/<run id>/<session>`, so the observer finds the run's backends.
+    let probe = Arc::new(SessionProbe::new(&observe::run_id(), cfg.sessions));
     let mut sessions: Vec<Box<dyn Session>> = Vec::with_capacity(cfg.sessions as usize);
-    for _ in 0..cfg.sessions {
-        sessions.push(spec.target.connect()?);
+    for i in 0..cfg.sessions {
+        let mut s = spec.target.connect()?;
+        s.set_label(&probe.label(i))?;
+        sessions.push(s);
     }
     let threads = client_threads(cfg, &mut sessions)?;
     if let Some(r) = manifest.runner.as_mut() {
@@ -157,6 +165,14 @@ pub fn run(
     let errors = AtomicU64::new(0);
     let ops = AtomicU64::new(0);
     let clock = rec.start_clock()?;
+    let mut obs = Observer::start(
+        spec.target,
+        &spec.workload.tables(),
+        rec.dir(),
+        &clock,
+        &cfg.observe,
+        probe.clone(),
+    );
     let warmup_ns = cfg.warmup.as_nanos() as u64;
     let deadline_ns = cfg.duration.map(|d| warmup_ns + d.as_nanos() as u64);
     let headline = spec.workload.headline_event();
@@ -165,6 +181,7 @@ pub fn run(
 
     let multiplexed = threads < cfg.sessions;
     std::thread::scope(|scope| {
+        let sampler = obs.start_sampler(scope, spec.target);
         // Session i runs on thread i % threads.
         let mut groups: Vec<Vec<SessionCtx<'_>>> = (0..threads).map(|_| Vec::new()).collect();
         for (i, sess) in sessions.into_iter().enumerate() {
@@ -179,6 +196,7 @@ pub fn run(
                 stop,
                 errors: &errors,
                 ops: &ops,
+                probe: &probe,
                 multiplexed,
             });
         }
@@ -213,6 +231,7 @@ pub fn run(
             Pumped::Batch(batch) => live.add(batch),
             Pumped::WriteFailed(msg) => stop.fail(msg.to_string()),
             Pumped::Tick(_) => {
+                obs.tick();
                 let fraction = match (deadline_ns, cfg.ops_per_session) {
                     (Some(d), _) => Some((clock.now_ns() as f64 / d as f64).min(1.0)),
                     (None, Some(n)) => {
@@ -223,7 +242,9 @@ pub fn run(
                 progress(&live.tick(errors.load(Ordering::Relaxed), fraction));
             }
         });
+        obs.stop_sampler(sampler);
     });
+    obs.finish();
 
     let elapsed = Duration::from_nanos(clock.now_ns());
     let (outcome, detail) = stop.outcome();
@@ -346,6 +367,8 @@ struct SessionCtx<'a> {
     stop: &'a StopSignal,
     errors: &'a AtomicU64,
     ops: &'a AtomicU64,
+    /// Names the session, shows its operation in flight to the sampler, sums SQLite's counters.
+    probe: &'a SessionProbe,
     /// The session shares its thread: a new connection must be switched to multiplexing too.
     multiplexed: bool,
 }
@@ -358,6 +381,7 @@ fn session_loop(mut c: SessionCtx<'_>) {
         return;
     }
     let limit = c.cfg.ops_per_session.unwrap_or(u64::MAX);
+    let status_at_start = c.probe.session_start(c.sess.as_mut());
     let mut done = 0u64;
     while done < limit && !c.stop.is_set() {
         if let Some(d) = c.deadline_ns {
@@ -366,6 +390,7 @@ fn session_loop(mut c: SessionCtx<'_>) {
             }
         }
         c.rec.begin_op();
+        c.probe.begin_op(id, done + 1);
         let result = c.work.step(c.sess.as_mut(), &mut c.rec);
         done += 1;
         if done & 63 == 0 {
@@ -396,6 +421,7 @@ fn session_loop(mut c: SessionCtx<'_>) {
         }
     }
     c.ops.fetch_add(done & 63, Ordering::Relaxed);
+    c.probe.session_end(c.sess.as_mut(), &status_at_start);
     c.rec.flush();
 }
 
@@ -405,6 +431,7 @@ fn reconnect(c: &mut SessionCtx<'_>) -> Result<(), String> {
     let mut pause = Duration::from_millis(10);
     loop {
         let attempt = c.target.connect().and_then(|mut s| {
+            s.set_label(&c.probe.label(c.rec.session()))?;
             if c.multiplexed {
                 s.multiplex()?;
             }

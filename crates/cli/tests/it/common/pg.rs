@@ -98,6 +98,23 @@ impl PgCluster {
         }
     }
 
+    /// A second cluster, for tests that read cluster-wide counters (pg_stat_wal,
+    /// pg_stat_bgwriter) which the shared cluster's other tests would disturb. Tests using it
+    /// should hold [`PgCluster::private_lock`] while they measure.
+    pub fn private() -> &'static PgCluster {
+        static PRIVATE: OnceLock<Result<PgCluster, String>> = OnceLock::new();
+        match PRIVATE.get_or_init(PgCluster::start) {
+            Ok(cluster) => cluster,
+            Err(msg) => panic!("cannot start the private test PostgreSQL cluster:\n{msg}"),
+        }
+    }
+
+    /// Serialises the tests that measure on [`PgCluster::private`].
+    pub fn private_lock() -> std::sync::MutexGuard<'static, ()> {
+        static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        LOCK.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// libpq-style URI for database `db` with the right password, e.g.
     /// `postgres://dbscope:PW@/db?host=/tmp/x/sock&port=N`.
     pub fn uri(&self, db: &str) -> String {

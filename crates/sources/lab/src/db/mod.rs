@@ -90,6 +90,10 @@ pub trait Target: Send + Sync {
     /// Connects once, applies the settings, and reads back the server version and the effective
     /// values of the relevant settings, for the manifest.
     fn describe(&self) -> TargetResult<TargetInfo>;
+    /// The database file on this machine (SQLite), for its size and the device holding it.
+    fn data_path(&self) -> Option<std::path::PathBuf> {
+        None
+    }
 }
 
 /// One connection to the database, used by one thread.
@@ -113,6 +117,18 @@ pub trait Session: Send {
     fn commit(&mut self) -> TargetResult<()>;
     /// Rolls back the transaction (after an error); errors here are ignored by callers.
     fn rollback(&mut self) -> TargetResult<()>;
+    /// Names the connection in the server's own views (PostgreSQL's `application_name`), so that
+    /// the run's sampler can find its backends. Targets without such a name ignore it.
+    fn set_label(&mut self, label: &str) -> TargetResult<()> {
+        let _ = label;
+        Ok(())
+    }
+    /// The connection's own cumulative counters (SQLite's `sqlite3_db_status` cache hits, misses,
+    /// writes, spills since the connection opened); empty where the target keeps none per
+    /// connection (PostgreSQL's are read from its views instead).
+    fn status_counters(&mut self) -> Vec<(&'static str, i64)> {
+        Vec::new()
+    }
     /// Lets this session share its thread with others ([`crate::mux`]): its connection waits for
     /// the server in [`crate::mux::wait_fd`] from now on. Returns false where the target cannot
     /// (SQLite and null run in the client's thread; they keep a thread per session).

@@ -200,6 +200,12 @@ impl PgSession {
 }
 
 impl Session for PgSession {
+    fn set_label(&mut self, label: &str) -> TargetResult<()> {
+        self.conn
+            .query("SELECT set_config('application_name', $1, false)", &[label])
+            .map(|_| ())
+            .map_err(|e| classify(e, &self.conn))
+    }
     fn multiplex(&mut self) -> TargetResult<bool> {
         self.conn
             .set_nonblocking()

@@ -168,6 +168,9 @@ impl Target for SqliteTarget {
             stmts: Vec::new(),
         }))
     }
+    fn data_path(&self) -> Option<PathBuf> {
+        Some(std::path::absolute(&self.path).unwrap_or_else(|_| self.path.clone()))
+    }
     fn describe(&self) -> TargetResult<TargetInfo> {
         let conn = self.open()?;
         let mut effective = BTreeMap::new();
@@ -209,7 +212,31 @@ impl ToSql for Param {
     }
 }
 
+/// The cumulative `sqlite3_db_status` counters a session reports, by name.
+const DB_STATUS: [(&str, i32); 4] = [
+    ("cache_hit", rusqlite::ffi::SQLITE_DBSTATUS_CACHE_HIT),
+    ("cache_miss", rusqlite::ffi::SQLITE_DBSTATUS_CACHE_MISS),
+    ("cache_write", rusqlite::ffi::SQLITE_DBSTATUS_CACHE_WRITE),
+    ("cache_spill", rusqlite::ffi::SQLITE_DBSTATUS_CACHE_SPILL),
+];
+
+/// Reads one `sqlite3_db_status` counter of `conn` (its current value, not reset).
+#[allow(unsafe_code)]
+fn db_status(conn: &Connection, op: i32) -> Option<i64> {
+    let (mut cur, mut hi) = (0i32, 0i32);
+    // SAFETY: the handle is valid while `conn` lives, and this thread owns `conn` (sessions are
+    // not shared between threads), so nothing else uses the handle during the call.
+    let rc = unsafe { rusqlite::ffi::sqlite3_db_status(conn.handle(), op, &mut cur, &mut hi, 0) };
+    (rc == rusqlite::ffi::SQLITE_OK).then_some(cur as i64)
+}
+
 impl Session for SqliteSession {
+    fn status_counters(&mut self) -> Vec<(&'static str, i64)> {
+        DB_STATUS
+            .iter()
+            .filter_map(|&(name, op)| db_status(&self.conn, op).map(|v| (name, v)))
+            .collect()
+    }
     fn batch(&mut self, sql: &str) -> TargetResult<()> {
         self.conn.execute_batch(sql).map_err(classify)
     }

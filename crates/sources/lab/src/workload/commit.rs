@@ -82,6 +82,9 @@ impl Workload for CommitWorkload {
         "commit"
     }
 
+    fn tables(&self) -> Vec<String> {
+        vec![self.table.clone()]
+    }
     fn params(&self) -> BTreeMap<String, serde_json::Value> {
         BTreeMap::from([
             ("table".to_string(), self.table.clone().into()),

@@ -20,6 +20,10 @@ pub trait Workload: Send + Sync {
     fn params(&self) -> BTreeMap<String, serde_json::Value>;
     /// The event whose latency headlines progress output (e.g. `commit`).
     fn headline_event(&self) -> &'static str;
+    /// The tables the workload reads and writes, whose I/O counters the run's snapshots keep.
+    fn tables(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// Creates and fills what the workload needs (idempotent), through one connection.
     fn setup(&self, target: &dyn Target, sessions: u32) -> TargetResult<()>;
     /// The operation stream of one session; `seed` is already specific to the session.

@@ -288,6 +288,9 @@ impl Workload for TpchQ1Workload {
         ])
     }
 
+    fn tables(&self) -> Vec<String> {
+        vec!["lineitem".into()]
+    }
     fn headline_event(&self) -> &'static str {
         "q1"
     }

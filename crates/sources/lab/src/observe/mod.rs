@@ -1,0 +1,376 @@
+//! The database's and the OS's side of a run: counter snapshots at the start, the end and every
+//! `--snapshot-every` ([`snapshot`], [`os`]), and active-session sampling ([`ash`]), written to
+//! the run directory as they are taken (`snapshots.jsonl`, `samples.jsonl`).
+//!
+//! Nothing here can fail a run: a view that cannot be read, a device that cannot be found or a
+//! sampler that cannot connect is written down as missing, with the reason.
+
+pub mod ash;
+pub mod os;
+pub mod snapshot;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::{Scope, ScopedJoinHandle};
+use std::time::{Duration, Instant};
+
+use dbscope_core::observe::{JsonLines, Section, Snapshot, SAMPLES_FILE, SNAPSHOTS_FILE};
+use dbscope_core::RunClock;
+
+use crate::db::{Session, Target};
+use crate::error::Error;
+
+pub use ash::SamplerReport;
+pub use snapshot::DbProbe;
+
+/// What to observe besides the client's own timings.
+#[derive(Clone, Debug)]
+pub struct ObserveConfig {
+    /// Active-session samples per second (PostgreSQL); 0 turns sampling off.
+    pub sample_hz: f64,
+    /// Take a snapshot this often besides the start and the end.
+    pub snapshot_every: Option<Duration>,
+}
+
+impl Default for ObserveConfig {
+    fn default() -> Self {
+        ObserveConfig {
+            sample_hz: 10.0,
+            snapshot_every: None,
+        }
+    }
+}
+
+impl ObserveConfig {
+    /// Checks the options; the message names the offending one.
+    pub fn validate(&self) -> Result<(), Error> {
+        if !(0.0..=1000.0).contains(&self.sample_hz) || self.sample_hz.is_nan() {
+            return Err(Error::Config(format!(
+                "--sample-hz {}: must be between 0 (off) and 1000",
+                self.sample_hz
+            )));
+        }
+        if self
+            .snapshot_every
+            .is_some_and(|d| d < Duration::from_millis(100))
+        {
+            return Err(Error::Config(
+                "--snapshot-every must be at least 100ms".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A short id for one run, unique enough to tell concurrent runs' backends apart in
+/// `application_name` (which PostgreSQL cuts at 63 bytes, so the run directory's name would not do).
+pub fn run_id() -> String {
+    let ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mixed = dbscope_core::record::session_seed(ns, std::process::id());
+    format!("{:08x}", mixed as u32)
+}
+
+/// What the run's sessions share with the observer: their names, the operation each has in
+/// flight (one relaxed store per operation), and SQLite's per-connection counters.
+pub struct SessionProbe {
+    run_id: String,
+    ops: Vec<AtomicU64>,
+    totals: Mutex<BTreeMap<&'static str, i64>>,
+}
+
+impl SessionProbe {
+    /// For `sessions` sessions of run `run_id`.
+    pub fn new(run_id: &str, sessions: u32) -> Self {
+        SessionProbe {
+            run_id: run_id.into(),
+            ops: (0..sessions).map(|_| AtomicU64::new(0)).collect(),
+            totals: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// The run id.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// The `application_name` of session `i`: `dbscope/<run id>/<i>`.
+    pub fn label(&self, session: u32) -> String {
+        format!("dbscope/{}/{session}", self.run_id)
+    }
+
+    /// The `LIKE` pattern matching every session of the run.
+    pub fn pattern(&self) -> String {
+        format!("dbscope/{}/%", self.run_id)
+    }
+
+    /// Marks operation `seq` (1 = the session's first) as in flight.
+    #[inline]
+    pub fn begin_op(&self, session: u32, seq: u64) {
+        if let Some(a) = self.ops.get(session as usize) {
+            a.store(seq, Ordering::Relaxed);
+        }
+    }
+
+    /// The operation session `i` has in flight (`None` before its first).
+    pub fn current_op(&self, session: u32) -> Option<u64> {
+        let v = self.ops.get(session as usize)?.load(Ordering::Relaxed);
+        (v > 0).then_some(v)
+    }
+
+    /// The connection's own counters when the session starts its loop.
+    pub fn session_start(&self, sess: &mut dyn Session) -> Vec<(&'static str, i64)> {
+        sess.status_counters()
+    }
+
+    /// Adds what the connection's own counters grew by since [`SessionProbe::session_start`].
+    pub fn session_end(&self, sess: &mut dyn Session, start: &[(&'static str, i64)]) {
+        let end = sess.status_counters();
+        if end.is_empty() {
+            return;
+        }
+        let mut totals = self.totals.lock().unwrap_or_else(|e| e.into_inner());
+        for (name, v) in end {
+            let base = start.iter().find(|(n, _)| *n == name).map_or(0, |p| p.1);
+            *totals.entry(name).or_default() += v - base;
+        }
+    }
+
+    fn totals(&self) -> BTreeMap<String, f64> {
+        self.totals
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v as f64))
+            .collect()
+    }
+}
+
+/// Takes a run's snapshots and runs its sampler.
+pub struct Observer {
+    config: ObserveConfig,
+    probe: DbProbe,
+    sessions: Arc<SessionProbe>,
+    clock: RunClock,
+    run_dir: PathBuf,
+    out: Option<JsonLines>,
+    files: Result<PathBuf, String>,
+    /// Local PostgreSQL server: CPU seconds (user, system) of each backend of the run, as last read.
+    backends: Option<BTreeMap<u32, (f64, f64)>>,
+    last_periodic: Instant,
+    stop_sampler: Arc<AtomicBool>,
+    sampler: Option<SamplerReport>,
+}
+
+impl Observer {
+    /// Opens the observer's connection, finds where the database's files are, and takes the
+    /// start snapshot. Call it after the sessions connected and the clock started.
+    pub fn start(
+        target: &dyn Target,
+        tables: &[String],
+        run_dir: &Path,
+        clock: &RunClock,
+        config: &ObserveConfig,
+        sessions: Arc<SessionProbe>,
+    ) -> Observer {
+        let probe = DbProbe::open(
+            target,
+            tables,
+            &format!("dbscope-observe/{}", sessions.run_id()),
+        );
+        let out = match JsonLines::create(run_dir, SNAPSHOTS_FILE) {
+            Ok(o) => Some(o),
+            Err(e) => {
+                eprintln!("dbscope: warning: no snapshots for this run: {e}");
+                None
+            }
+        };
+        let files = probe.files_path();
+        let backends = (probe.kind() == "postgres" && files.is_ok()).then(BTreeMap::new);
+        let mut obs = Observer {
+            config: config.clone(),
+            probe,
+            sessions,
+            clock: clock.clone(),
+            run_dir: run_dir.to_owned(),
+            out,
+            files,
+            backends,
+            last_periodic: Instant::now(),
+            stop_sampler: Arc::new(AtomicBool::new(false)),
+            sampler: None,
+        };
+        obs.read_backends();
+        obs.take("start");
+        obs
+    }
+
+    /// What the sessions share with the observer.
+    pub fn sessions(&self) -> Arc<SessionProbe> {
+        self.sessions.clone()
+    }
+
+    /// Starts the sampler thread in `scope` (PostgreSQL, `sample_hz` > 0).
+    pub fn start_sampler<'scope, 'env>(
+        &self,
+        scope: &'scope Scope<'scope, 'env>,
+        target: &'env dyn Target,
+    ) -> Option<ScopedJoinHandle<'scope, SamplerReport>> {
+        if self.probe.kind() != "postgres" || self.config.sample_hz <= 0.0 {
+            return None;
+        }
+        let out = match JsonLines::create(&self.run_dir, SAMPLES_FILE) {
+            Ok(o) => o,
+            Err(e) => {
+                eprintln!("dbscope: warning: no samples for this run: {e}");
+                return None;
+            }
+        };
+        let spec = ash::SamplerSpec {
+            hz: self.config.sample_hz,
+            pattern: self.sessions.pattern(),
+            label: format!("dbscope-sampler/{}", self.sessions.run_id()),
+            version_num: self.probe.version_num(),
+            clock: self.clock.clone(),
+            sessions: self.sessions.clone(),
+            stop: self.stop_sampler.clone(),
+        };
+        std::thread::Builder::new()
+            .name("sampler".into())
+            .spawn_scoped(scope, move || ash::run(target, spec, out))
+            .ok()
+    }
+
+    /// Stops the sampler (the sessions are done) and keeps its report for the end snapshot.
+    pub fn stop_sampler(&mut self, handle: Option<ScopedJoinHandle<'_, SamplerReport>>) {
+        self.stop_sampler.store(true, Ordering::Relaxed);
+        if let Some(h) = handle {
+            self.sampler = Some(h.join().unwrap_or_else(|_| SamplerReport {
+                error: Some("the sampler thread panicked".into()),
+                ..SamplerReport::default()
+            }));
+        }
+    }
+
+    /// Called about four times a second while the run goes: reads the backends' CPU time and
+    /// takes a periodic snapshot when one is due.
+    pub fn tick(&mut self) {
+        self.read_backends();
+        if let Some(every) = self.config.snapshot_every {
+            if self.last_periodic.elapsed() >= every {
+                self.last_periodic = Instant::now();
+                self.take("periodic");
+            }
+        }
+    }
+
+    /// Takes the end snapshot, after the run's backends have gone (they hand their last
+    /// statistics to the server as they exit).
+    pub fn finish(mut self) {
+        self.read_backends();
+        if self.probe.kind() == "postgres" {
+            let pattern = self.sessions.pattern();
+            let until = Instant::now() + Duration::from_secs(2);
+            while !self.probe.backend_pids(&pattern).is_empty() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.take("end");
+    }
+
+    fn read_backends(&mut self) {
+        let Some(known) = self.backends.as_mut() else {
+            return;
+        };
+        for pid in self.probe.backend_pids(&self.sessions.pattern()) {
+            if !os::is_postgres(pid) {
+                continue;
+            }
+            if let Some(t) = os::pid_cpu(&pid.to_string()) {
+                known.insert(pid, t);
+            }
+        }
+    }
+
+    /// Takes one snapshot of every section and appends it to `snapshots.jsonl`.
+    pub fn take(&mut self, label: &str) -> Snapshot {
+        let mut sections = self.probe.snapshot();
+        if self.probe.kind() == "sqlite" {
+            sections.insert(
+                "sqlite.db_status".into(),
+                Section {
+                    counters: self.sessions.totals(),
+                    text: BTreeMap::from([(
+                        "scope".into(),
+                        "summed over the run's sessions, from each session's first operation to its last".into(),
+                    )]),
+                    ..Section::default()
+                },
+            );
+        }
+        sections.insert(
+            "os.disk.data".into(),
+            match &self.files {
+                Ok(p) => os::disk_section(p),
+                Err(why) => Section::missing(why.clone()),
+            },
+        );
+        sections.insert("os.disk.run".into(), os::disk_section(&self.run_dir));
+        sections.insert("os.cpu".into(), os::cpu_section());
+        sections.insert(
+            "os.client".into(),
+            match os::pid_cpu("self") {
+                Some((u, s)) => os::cpu_times(u, s),
+                None => Section::missing("/proc/self/stat is not readable"),
+            },
+        );
+        sections.insert(
+            "os.server".into(),
+            match (&self.backends, &self.files) {
+                (Some(b), _) => {
+                    let mut s =
+                        os::cpu_times(b.values().map(|t| t.0).sum(), b.values().map(|t| t.1).sum());
+                    s.gauges.insert("backends".into(), b.len() as f64);
+                    s
+                }
+                (None, Err(why)) if self.probe.kind() == "postgres" => {
+                    Section::missing(format!("the server's processes are not visible: {why}"))
+                }
+                (None, _) => Section::missing("no server process (an embedded or null target)"),
+            },
+        );
+        let mut me = Section::default();
+        me.text
+            .insert("run_id".into(), self.sessions.run_id().to_string());
+        if self.probe.kind() == "postgres" {
+            me.gauges.insert("sample_hz".into(), self.config.sample_hz);
+        }
+        if let Some(r) = &self.sampler {
+            me.counters.insert("sample_ticks".into(), r.ticks as f64);
+            me.counters.insert("samples".into(), r.samples as f64);
+            me.counters.insert("sample_gaps".into(), r.gaps as f64);
+            me.counters.insert("sample_gap_s".into(), r.gap_s);
+            if let Some(e) = &r.error {
+                me.text.insert("sampler_error".into(), e.clone());
+            }
+        }
+        sections.insert("observe".into(), me);
+        let snap = Snapshot {
+            label: label.into(),
+            t_ns: self.clock.now_ns(),
+            span_ns: None,
+            sections,
+        };
+        if let Some(out) = self.out.as_mut() {
+            if let Err(e) = out.append(std::slice::from_ref(&snap)) {
+                eprintln!("dbscope: warning: writing snapshots: {e}");
+                self.out = None;
+            }
+        }
+        snap
+    }
+}

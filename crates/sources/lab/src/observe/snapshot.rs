@@ -1,0 +1,471 @@
+//! Database counter snapshots: PostgreSQL's statistics views (database, WAL, bgwriter and
+//! checkpointer, table I/O, pg_stat_statements, pg_stat_io) and SQLite's file sizes, each a
+//! [`Section`]; a view that is absent or refused becomes a missing section with the reason.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use dbscope_core::observe::Section;
+
+use crate::db::{Param, Session, Target};
+
+/// How many pg_stat_statements entries a snapshot keeps (by total execution time).
+const TOP_STATEMENTS: usize = 10;
+
+/// A connection that takes snapshots of one target's counters.
+pub struct DbProbe {
+    kind: &'static str,
+    sess: Option<Box<dyn Session>>,
+    /// Why there is no connection (the sections say so).
+    no_conn: Option<String>,
+    /// PostgreSQL's `server_version_num`.
+    version_num: u32,
+    /// PostgreSQL's data directory, when this role may read it.
+    data_directory: Result<PathBuf, String>,
+    /// `track_wal_io_timing`.
+    wal_timing: bool,
+    tables: Vec<String>,
+    sqlite_path: Option<PathBuf>,
+}
+
+impl DbProbe {
+    /// Opens the probe's own connection (named `label` on PostgreSQL) and reads the server's
+    /// version and data directory. Never fails: a probe without a connection reports every
+    /// database section as missing.
+    pub fn open(target: &dyn Target, tables: &[String], label: &str) -> DbProbe {
+        let mut p = DbProbe {
+            kind: target.kind(),
+            sess: None,
+            no_conn: None,
+            version_num: 0,
+            data_directory: Err("not PostgreSQL".into()),
+            wal_timing: false,
+            tables: tables.to_vec(),
+            sqlite_path: target.data_path(),
+        };
+        if p.kind != "postgres" {
+            return p;
+        }
+        match target.connect() {
+            Ok(mut s) => {
+                let _ = s.set_label(label);
+                p.version_num = setting(s.as_mut(), "server_version_num")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                p.data_directory = setting(s.as_mut(), "data_directory").map(PathBuf::from);
+                p.wal_timing = setting(s.as_mut(), "track_wal_io_timing").is_ok_and(|v| v == "on");
+                p.sess = Some(s);
+            }
+            Err(e) => p.no_conn = Some(format!("cannot connect: {}", e.message)),
+        }
+        p
+    }
+
+    /// The target kind (`postgres`, `sqlite`, `null`).
+    pub fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    /// PostgreSQL's `server_version_num` (0 when unknown or not PostgreSQL).
+    pub fn version_num(&self) -> u32 {
+        self.version_num
+    }
+
+    /// Where the database's files are on this machine: PostgreSQL's data directory when it
+    /// exists here (a local server), the SQLite file; else why not.
+    pub fn files_path(&self) -> Result<PathBuf, String> {
+        match self.kind {
+            "sqlite" => self
+                .sqlite_path
+                .clone()
+                .ok_or_else(|| "no SQLite path".into()),
+            "postgres" => {
+                let d = self.data_directory.clone().map_err(|e| {
+                    format!("SHOW data_directory: {e} (needs superuser or pg_read_all_settings)")
+                })?;
+                if d.join("PG_VERSION").exists() {
+                    Ok(d)
+                } else {
+                    Err(format!(
+                        "the data directory {} is not on this machine (a remote server)",
+                        d.display()
+                    ))
+                }
+            }
+            _ => Err("this target has no database files".into()),
+        }
+    }
+
+    /// The pids of the run's backends (`application_name LIKE pattern`), for their CPU time.
+    pub fn backend_pids(&mut self, pattern: &str) -> Vec<u32> {
+        let Some(s) = self.sess.as_mut() else {
+            return Vec::new();
+        };
+        s.query_rows(
+            "SELECT pid FROM pg_stat_activity WHERE application_name LIKE $1",
+            &[Param::Text(pattern.into())],
+        )
+        .map(|rows| {
+            rows.into_iter()
+                .filter_map(|r| r.into_iter().next().flatten()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+    }
+
+    /// The database's counters now, by section name. PostgreSQL sections that cannot be read
+    /// are present with `missing` set; SQLite gives its file sizes (the per-connection
+    /// `sqlite3_db_status` counters come from the sessions themselves).
+    pub fn snapshot(&mut self) -> BTreeMap<String, Section> {
+        let mut out = BTreeMap::new();
+        match self.kind {
+            "postgres" => self.pg_sections(&mut out),
+            "sqlite" => {
+                if let Some(p) = &self.sqlite_path {
+                    out.insert("sqlite.files".into(), sqlite_files(p));
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+
+    fn pg_sections(&mut self, out: &mut BTreeMap<String, Section>) {
+        let Some(s) = self.sess.as_mut() else {
+            let why = self.no_conn.clone().unwrap_or_default();
+            for name in [
+                "pg_stat_database",
+                "pg_stat_wal",
+                "pg_stat_bgwriter",
+                "pg_stat_checkpointer",
+                "pg_statio_user_tables",
+                "pg_stat_statements",
+                "pg_stat_io",
+            ] {
+                out.insert(name.into(), Section::missing(why.clone()));
+            }
+            return;
+        };
+        let s = s.as_mut();
+        let v = self.version_num;
+        out.insert(
+            "pg_stat_database".into(),
+            one_row(
+                s,
+                "pg_stat_database",
+                &[
+                    "xact_commit",
+                    "xact_rollback",
+                    "blks_read",
+                    "blks_hit",
+                    "tup_returned",
+                    "tup_fetched",
+                    "tup_inserted",
+                    "tup_updated",
+                    "tup_deleted",
+                    "conflicts",
+                    "temp_files",
+                    "temp_bytes",
+                    "deadlocks",
+                    "blk_read_time",
+                    "blk_write_time",
+                ],
+                "WHERE datname = current_database()",
+            ),
+        );
+        let mut wal = one_row(
+            s,
+            "pg_stat_wal",
+            &[
+                "wal_records",
+                "wal_fpi",
+                "wal_bytes",
+                "wal_buffers_full",
+                "wal_write",
+                "wal_sync",
+                "wal_write_time",
+                "wal_sync_time",
+            ],
+            "",
+        );
+        if wal.missing.is_none() {
+            wal.text.insert(
+                "track_wal_io_timing".into(),
+                if self.wal_timing { "on" } else { "off" }.into(),
+            );
+            if !self.wal_timing {
+                // Without the setting the times read 0: they are not measured, not zero.
+                wal.counters.remove("wal_write_time");
+                wal.counters.remove("wal_sync_time");
+            }
+        }
+        out.insert("pg_stat_wal".into(), wal);
+        if v >= 170000 {
+            out.insert(
+                "pg_stat_bgwriter".into(),
+                one_row(
+                    s,
+                    "pg_stat_bgwriter",
+                    &["buffers_clean", "maxwritten_clean", "buffers_alloc"],
+                    "",
+                ),
+            );
+            out.insert(
+                "pg_stat_checkpointer".into(),
+                one_row(
+                    s,
+                    "pg_stat_checkpointer",
+                    &[
+                        "num_timed",
+                        "num_requested",
+                        "write_time",
+                        "sync_time",
+                        "buffers_written",
+                    ],
+                    "",
+                ),
+            );
+        } else {
+            // Before 17 the checkpointer's columns live in pg_stat_bgwriter; they are stored
+            // under 17's names so that runs on either version read alike.
+            let both = one_row(
+                s,
+                "pg_stat_bgwriter",
+                &[
+                    "buffers_clean",
+                    "maxwritten_clean",
+                    "buffers_alloc",
+                    "buffers_backend",
+                    "buffers_backend_fsync",
+                    "checkpoints_timed AS num_timed",
+                    "checkpoints_req AS num_requested",
+                    "checkpoint_write_time AS write_time",
+                    "checkpoint_sync_time AS sync_time",
+                    "buffers_checkpoint AS buffers_written",
+                ],
+                "",
+            );
+            let (mut bg, mut cp) = (both.clone(), both);
+            bg.counters
+                .retain(|k, _| !CHECKPOINTER.contains(&k.as_str()));
+            cp.counters
+                .retain(|k, _| CHECKPOINTER.contains(&k.as_str()));
+            if cp.missing.is_none() {
+                cp.text
+                    .insert("source".into(), "pg_stat_bgwriter (before 17)".into());
+            }
+            out.insert("pg_stat_bgwriter".into(), bg);
+            out.insert("pg_stat_checkpointer".into(), cp);
+        }
+        out.insert("pg_statio_user_tables".into(), statio(s, &self.tables));
+        out.insert("pg_stat_statements".into(), statements(s));
+        out.insert(
+            "pg_stat_io".into(),
+            if v >= 160000 {
+                stat_io(s)
+            } else {
+                Section::missing(format!(
+                    "pg_stat_io exists from PostgreSQL 16; this server is {}",
+                    version_text(v)
+                ))
+            },
+        );
+    }
+}
+
+const CHECKPOINTER: [&str; 5] = [
+    "num_timed",
+    "num_requested",
+    "write_time",
+    "sync_time",
+    "buffers_written",
+];
+
+fn version_text(v: u32) -> String {
+    format!("{}.{}", v / 10000, v % 10000)
+}
+
+fn setting(s: &mut dyn Session, name: &str) -> Result<String, String> {
+    s.query_rows("SELECT current_setting($1)", &[Param::Text(name.into())])
+        .map_err(|e| e.message)
+        .map(|rows| {
+            rows.into_iter()
+                .next()
+                .and_then(|r| r.into_iter().next().flatten())
+                .unwrap_or_default()
+        })
+}
+
+/// The name a column has in the result (`expr AS name` → name).
+fn out_name(col: &str) -> &str {
+    col.rsplit(" AS ").next().unwrap_or(col)
+}
+
+/// One row of a view as counters (NULL columns left out).
+fn one_row(s: &mut dyn Session, view: &str, cols: &[&str], filter: &str) -> Section {
+    let sql = format!("SELECT {} FROM {view} {filter}", cols.join(", "));
+    match s.query_rows(&sql, &[]) {
+        Ok(rows) => match rows.into_iter().next() {
+            Some(row) => Section {
+                counters: numbers(cols, &row),
+                ..Section::default()
+            },
+            None => Section::missing(format!("{view}: no row")),
+        },
+        Err(e) => Section::missing(format!("{view}: {}", e.message)),
+    }
+}
+
+fn numbers(cols: &[&str], row: &[Option<String>]) -> BTreeMap<String, f64> {
+    cols.iter()
+        .zip(row)
+        .filter_map(|(c, v)| Some((out_name(c).to_string(), v.as_deref()?.parse().ok()?)))
+        .collect()
+}
+
+fn statio(s: &mut dyn Session, tables: &[String]) -> Section {
+    if tables.is_empty() {
+        return Section::missing("the workload names no tables");
+    }
+    let cols = [
+        "heap_blks_read",
+        "heap_blks_hit",
+        "idx_blks_read",
+        "idx_blks_hit",
+        "toast_blks_read",
+        "toast_blks_hit",
+    ];
+    let sql = format!(
+        "SELECT relname, {} FROM pg_statio_user_tables WHERE relname = ANY(string_to_array($1, ','))",
+        cols.join(", ")
+    );
+    match s.query_rows(&sql, &[Param::Text(tables.join(","))]) {
+        Ok(rows) => Section {
+            rows: rows
+                .into_iter()
+                .map(|r| {
+                    let name = r[0].clone().unwrap_or_default();
+                    (name, numbers(&cols, &r[1..]))
+                })
+                .collect(),
+            ..Section::default()
+        },
+        Err(e) => Section::missing(format!("pg_statio_user_tables: {}", e.message)),
+    }
+}
+
+fn statements(s: &mut dyn Session) -> Section {
+    match s.query_rows(
+        "SELECT 1 FROM pg_extension WHERE extname = 'pg_stat_statements'",
+        &[],
+    ) {
+        Ok(rows) if rows.is_empty() => {
+            return Section::missing(
+                "the pg_stat_statements extension is not installed in this database \
+                 (shared_preload_libraries = 'pg_stat_statements', then CREATE EXTENSION pg_stat_statements)",
+            )
+        }
+        Ok(_) => {}
+        Err(e) => return Section::missing(format!("pg_extension: {}", e.message)),
+    }
+    let cols = [
+        "calls",
+        "total_exec_time",
+        "rows",
+        "shared_blks_hit",
+        "shared_blks_read",
+        "wal_bytes",
+    ];
+    let sql = format!(
+        "SELECT queryid, left(regexp_replace(query, '\\s+', ' ', 'g'), 80), {} FROM pg_stat_statements \
+         WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+         ORDER BY total_exec_time DESC LIMIT {TOP_STATEMENTS}",
+        cols.join(", ")
+    );
+    match s.query_rows(&sql, &[]) {
+        Ok(rows) => {
+            let mut sec = Section::default();
+            for r in rows {
+                let id = r[0].clone().unwrap_or_default();
+                sec.text
+                    .insert(id.clone(), r[1].clone().unwrap_or_default());
+                sec.rows.insert(id, numbers(&cols, &r[2..]));
+            }
+            sec
+        }
+        Err(e) => Section::missing(format!("pg_stat_statements: {}", e.message)),
+    }
+}
+
+fn stat_io(s: &mut dyn Session) -> Section {
+    let cols = [
+        "reads",
+        "read_time",
+        "writes",
+        "write_time",
+        "extends",
+        "hits",
+        "evictions",
+        "fsyncs",
+        "fsync_time",
+        "op_bytes",
+    ];
+    let sql = format!(
+        "SELECT backend_type || '/' || object || '/' || context, {} FROM pg_stat_io",
+        cols.join(", ")
+    );
+    match s.query_rows(&sql, &[]) {
+        Ok(rows) => Section {
+            rows: rows
+                .into_iter()
+                .map(|r| (r[0].clone().unwrap_or_default(), numbers(&cols, &r[1..])))
+                .filter(|(_, v)| !v.is_empty())
+                .collect(),
+            ..Section::default()
+        },
+        Err(e) => Section::missing(format!("pg_stat_io: {}", e.message)),
+    }
+}
+
+/// The sizes of a SQLite database and its side files (`-wal`, `-journal`, `-shm`).
+fn sqlite_files(db: &Path) -> Section {
+    let mut sec = Section::default();
+    for (name, suffix) in [
+        ("db_bytes", ""),
+        ("wal_bytes", "-wal"),
+        ("journal_bytes", "-journal"),
+        ("shm_bytes", "-shm"),
+    ] {
+        let mut p = db.as_os_str().to_owned();
+        p.push(suffix);
+        let size = std::fs::metadata(&p).map_or(0, |m| m.len());
+        sec.gauges.insert(name.into(), size as f64);
+    }
+    sec.text.insert("path".into(), db.display().to_string());
+    sec
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlite_files_reports_side_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("a.db");
+        std::fs::write(&db, vec![0u8; 4096]).unwrap();
+        std::fs::write(dir.path().join("a.db-wal"), vec![0u8; 100]).unwrap();
+        let s = sqlite_files(&db);
+        assert_eq!(s.gauges["db_bytes"], 4096.0);
+        assert_eq!(s.gauges["wal_bytes"], 100.0);
+        assert_eq!(s.gauges["journal_bytes"], 0.0);
+    }
+
+    #[test]
+    fn aliased_columns_keep_their_new_name() {
+        let row = vec![Some("3".to_string()), None, Some("x".to_string())];
+        let n = numbers(&["checkpoints_timed AS num_timed", "a", "b"], &row);
+        assert_eq!(n, BTreeMap::from([("num_timed".to_string(), 3.0)]));
+    }
+}
