@@ -108,6 +108,10 @@ pub struct Comparison {
     /// (left out of the JSON when there are none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub counters: Vec<SectionComparison>,
+    /// Latency from the intended start per event name, when a run was paced open-loop (left out
+    /// of the JSON otherwise).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub from_intended: Vec<crate::openloop::FromIntendedComparison>,
 }
 
 /// One of the two runs.
@@ -410,6 +414,7 @@ pub fn compare(a: &RunDir, b: &RunDir, opts: &CompareOptions) -> Result<Comparis
             .map(|(first, last)| (last - first) as f64 / 1e9),
     };
     let counters = compare_sections(&a.counters()?.sections, &b.counters()?.sections);
+    let from_intended = crate::openloop::compare_runs(a, b, opts.include_warmup)?;
     let (side_a, side_b) = (side(a, &la), side(b, &lb));
     for e in &mut events {
         let rate = |n: u64, s: &RunSide| s.elapsed_s.map(|t| n as f64 / t);
@@ -423,6 +428,7 @@ pub fn compare(a: &RunDir, b: &RunDir, opts: &CompareOptions) -> Result<Comparis
         events,
         skipped,
         counters,
+        from_intended,
     })
 }
 
@@ -744,6 +750,7 @@ pub fn render_text(c: &Comparison) -> String {
     for s in &c.skipped {
         out.push_str(&format!("\n{}: skipped: {}\n", one_line(&s.name), s.reason));
     }
+    crate::openloop::push_comparison_text(&mut out, &c.from_intended);
     for s in &c.counters {
         push_comparison_text(&mut out, s);
     }

@@ -8,6 +8,7 @@ pub mod compare;
 pub mod counters;
 pub mod export;
 pub mod html;
+pub mod openloop;
 pub mod report;
 pub mod text;
 pub mod top;

@@ -113,6 +113,18 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
     pub warmup: Duration,
 
+    /// Open loop: operations per second offered in total, split evenly over the sessions
+    /// (`R/session`: per session). Each operation gets an intended start whether or not the
+    /// database kept up; `report` shows latency from it (coordinated-omission corrected) beside
+    /// service time, and the backlog. `events`: events per second per client (default 1000).
+    /// Default: closed loop (as fast as it can).
+    #[arg(long, value_name = "R|R/session")]
+    pub rate: Option<String>,
+
+    /// How intended starts are spaced with --rate: `constant` or `poisson` (seeded).
+    #[arg(long, default_value = "constant", value_name = "constant|poisson")]
+    pub arrival: String,
+
     /// Seed of every random choice (recorded), so the same command issues the same operations.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

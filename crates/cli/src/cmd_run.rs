@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use dbscope_lab::db::open_target;
+use dbscope_lab::pace::{parse_rate, Arrival, Pacing};
 use dbscope_lab::runner::{self, Progress, RunConfig, RunSpec};
 use dbscope_lab::workload::{CommitWorkload, Keys};
 
@@ -58,6 +59,7 @@ fn run_with(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
         seed: a.seed,
         max_errors: a.max_errors,
         threads: a.threads,
+        pacing: pacing(a)?,
     };
     config.validate()?;
     let target = open_target(spec, &a.settings)?;
@@ -122,4 +124,23 @@ fn run_with(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
         Some(result.errors),
         a.quiet,
     )
+}
+
+/// `--rate` and `--arrival` as the runner's pacing; `None` without `--rate` (closed loop).
+fn pacing(a: &RunArgs) -> Result<Option<Pacing>, Exit> {
+    let arrival: Arrival = a.arrival.parse().map_err(anyhow::Error::msg)?;
+    let Some(rate) = &a.rate else {
+        if a.arrival != "constant" {
+            return Err(anyhow::anyhow!("--arrival needs --rate (open-loop pacing)").into());
+        }
+        return Ok(None);
+    };
+    let (rate, per_session) = parse_rate(rate).map_err(anyhow::Error::msg)?;
+    let p = Pacing {
+        rate,
+        per_session,
+        arrival,
+    };
+    p.validate().map_err(anyhow::Error::msg)?;
+    Ok(Some(p))
 }

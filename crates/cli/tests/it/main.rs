@@ -11,6 +11,7 @@ mod harness;
 mod html;
 mod io_redo;
 mod libpq;
+mod pacing;
 mod postgres;
 mod sqlite;
 mod tpch;

@@ -4,6 +4,7 @@ pub mod db;
 pub mod error;
 pub mod import;
 pub mod mux;
+pub mod pace;
 pub mod runner;
 pub mod workload;
 

@@ -11,6 +11,7 @@ use dbscope_core::{Event, Manifest, NameId, Outcome, RunnerInfo, WorkloadInfo};
 
 use crate::db::{Session, Target};
 use crate::error::Error;
+use crate::pace::{Pacer, Pacing};
 use crate::workload::{SessionWork, Workload};
 
 /// How long a session keeps trying to reconnect after losing its connection.
@@ -36,6 +37,8 @@ pub struct RunConfig {
     /// Client threads the sessions run on ([`crate::mux`]); `None`: one per CPU, at most one per
     /// session. Targets that cannot multiplex (SQLite, null) always get a thread per session.
     pub threads: Option<u32>,
+    /// Open-loop pacing (`--rate`, `--arrival`); `None`: closed loop, as fast as it can.
+    pub pacing: Option<Pacing>,
 }
 
 impl RunConfig {
@@ -52,6 +55,9 @@ impl RunConfig {
         }
         if self.threads == Some(0) {
             return Err(Error::Config("--threads must be at least 1".into()));
+        }
+        if let Some(p) = &self.pacing {
+            p.validate()?;
         }
         Ok(())
     }
@@ -131,6 +137,9 @@ pub fn run(
         },
         cfg.seed,
     );
+    if let Some(p) = &cfg.pacing {
+        crate::pace::record_params(p, cfg.sessions, &mut manifest.workload.params);
+    }
     manifest.command_line = spec.command_line.clone();
     manifest.target = Some(target_info);
     manifest.runner = Some(RunnerInfo {
@@ -139,7 +148,12 @@ pub fn run(
         duration_s: cfg.duration.map(|d| d.as_secs_f64()),
         warmup_s: cfg.warmup.as_secs_f64(),
         max_errors: cfg.max_errors,
-        mode: "closed".into(),
+        mode: if cfg.pacing.is_some() {
+            "open"
+        } else {
+            "closed"
+        }
+        .into(),
         threads: None,
     });
 
@@ -156,6 +170,8 @@ pub fn run(
     let mut rec = Recording::begin(&spec.out, manifest)?;
     let errors = AtomicU64::new(0);
     let ops = AtomicU64::new(0);
+    let left_due = AtomicU64::new(0);
+    let due_per_s = std::sync::Mutex::new(Vec::new());
     let clock = rec.start_clock()?;
     let warmup_ns = cfg.warmup.as_nanos() as u64;
     let deadline_ns = cfg.duration.map(|d| warmup_ns + d.as_nanos() as u64);
@@ -179,6 +195,8 @@ pub fn run(
                 stop,
                 errors: &errors,
                 ops: &ops,
+                left_due: &left_due,
+                due_per_s: &due_per_s,
                 multiplexed,
             });
         }
@@ -226,6 +244,21 @@ pub fn run(
     });
 
     let elapsed = Duration::from_nanos(clock.now_ns());
+    let mut sections: Vec<_> = spec.workload.counters().into_iter().collect();
+    if let Some(p) = &cfg.pacing {
+        sections.push(crate::pace::section(
+            p,
+            cfg.sessions,
+            ops.load(Ordering::Relaxed),
+            left_due.load(Ordering::Relaxed),
+            &due_per_s.lock().unwrap_or_else(|e| e.into_inner()),
+        ));
+    }
+    for section in sections {
+        if let Err(e) = rec.write_counters(section) {
+            stop.fail(format!("cannot write the run-level counters: {e}"));
+        }
+    }
     let (outcome, detail) = stop.outcome();
     let events = rec.events_written();
     let run = rec.finish(outcome, detail)?;
@@ -346,6 +379,10 @@ struct SessionCtx<'a> {
     stop: &'a StopSignal,
     errors: &'a AtomicU64,
     ops: &'a AtomicU64,
+    /// Operations due by the end (open loop) that no session started.
+    left_due: &'a AtomicU64,
+    /// Operations due per second of the run clock, all sessions (open loop).
+    due_per_s: &'a std::sync::Mutex<Vec<u64>>,
     /// The session shares its thread: a new connection must be switched to multiplexing too.
     multiplexed: bool,
 }
@@ -359,13 +396,35 @@ fn session_loop(mut c: SessionCtx<'_>) {
     }
     let limit = c.cfg.ops_per_session.unwrap_or(u64::MAX);
     let mut done = 0u64;
+    let mut pacer = c.cfg.pacing.map(|p| {
+        let n = c.cfg.sessions;
+        // Sessions start spread over the first gap, not all at once.
+        Pacer::new(
+            p.session_rate(n),
+            p.arrival,
+            session_seed(c.cfg.seed ^ 0x7061_6365, id),
+            c.rec.now(),
+            id as f64 / n as f64,
+        )
+    });
+    let first_pacer = pacer.clone();
     while done < limit && !c.stop.is_set() {
         if let Some(d) = c.deadline_ns {
             if c.rec.last_ns() >= d {
                 break;
             }
         }
-        c.rec.begin_op();
+        match pacer.as_mut() {
+            Some(p) => {
+                let intended = p.next_start();
+                if c.deadline_ns.is_some_and(|d| intended >= d) {
+                    break;
+                }
+                crate::pace::wait_until(&c.rec, intended);
+                c.rec.begin_paced_op(intended);
+            }
+            None => c.rec.begin_op(),
+        }
         let result = c.work.step(c.sess.as_mut(), &mut c.rec);
         done += 1;
         if done & 63 == 0 {
@@ -396,6 +455,13 @@ fn session_loop(mut c: SessionCtx<'_>) {
         }
     }
     c.ops.fetch_add(done & 63, Ordering::Relaxed);
+    if let Some(p) = &pacer {
+        let end = c.deadline_ns.map_or(c.rec.now(), |d| d.min(c.rec.now()));
+        c.left_due.fetch_add(p.due(end), Ordering::Relaxed);
+        if let Some(first) = &first_pacer {
+            crate::pace::add_due(c.due_per_s, &first.due_per_second(end));
+        }
+    }
     c.rec.flush();
 }
 

@@ -24,6 +24,11 @@ pub trait Workload: Send + Sync {
     fn setup(&self, target: &dyn Target, sessions: u32) -> TargetResult<()>;
     /// The operation stream of one session; `seed` is already specific to the session.
     fn session(&self, session: u32, seed: u64) -> Box<dyn SessionWork>;
+    /// Run-level counters the workload kept itself (e.g. `events`' per-event latencies), written
+    /// when the sessions have finished; most workloads have none.
+    fn counters(&self) -> Option<dbscope_core::CounterSection> {
+        None
+    }
 }
 
 /// One session's share of a workload.
