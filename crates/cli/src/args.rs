@@ -61,6 +61,11 @@ pub enum WorkloadName {
     /// TPC-H Query 1 in SQL (official text, DELTA 90 or --delta) on data loaded by `dbscope tpch load`; every
     /// execution's rows are checked against the map/combine/reduce answer (and, at SF 1, the official one).
     TpchQ1,
+    /// CERN's PVSS archiver (seed 003): --clients producers each offering --rate events/s open
+    /// loop; each event appended to events_history and setting its element in eventlastval, by
+    /// --strategy (row-trigger, row, batch, staged, partitioned). Latency from each event's
+    /// intended time to its commit (CO-corrected) and service time; backlog per second.
+    Events,
 }
 
 #[derive(Debug, Args)]
@@ -71,6 +76,10 @@ pub enum WorkloadName {
   dbscope run commit --target postgres://bench:secret@localhost/bench --set synchronous_commit=off
   dbscope run commit --target null --sessions 1 --ops 5000000   # the harness alone
   dbscope run tpch-q1 --target sqlite:tpch.db --ops 5 --delta 60  # after `tpch load … --delta 60`
+  dbscope run commit --rate 2000 --sessions 4            # open loop: 2,000 commits/s in total
+  dbscope run events --clients 150 --rate 1000 --duration 60s --strategy staged \
+                     --target postgres://bench@/bench --connections 4
+  dbscope run events --clients 150 --duration 15s --iterations   # CERN's table, every strategy
 
 Ctrl-C stops the run and keeps everything recorded (outcome: interrupted).")]
 pub struct RunArgs {
@@ -158,6 +167,9 @@ pub struct RunArgs {
     /// No progress display and no report at the end; print only the run directory.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+
+    #[command(flatten)]
+    pub events: crate::events_args::EventsArgs,
 }
 
 #[derive(Debug, Args)]

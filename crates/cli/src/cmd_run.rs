@@ -24,6 +24,7 @@ pub fn cmd_run(a: RunArgs) -> Result<u8, Exit> {
         None => default_run_dir(match a.workload {
             WorkloadName::Commit => "commit",
             WorkloadName::TpchQ1 => "tpch-q1",
+            WorkloadName::Events => "events",
         })?,
     };
     let created_out = !out.exists();
@@ -47,6 +48,16 @@ pub fn cmd_run(a: RunArgs) -> Result<u8, Exit> {
 }
 
 fn run_with(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
+    if let WorkloadName::Events = a.workload {
+        return crate::cmd_events::run_events(a, spec, out);
+    }
+    let e = &a.events;
+    if e.clients.is_some() || e.connections.is_some() || e.iterations {
+        return Err(anyhow::anyhow!(
+            "--clients, --connections and --iterations apply to the events workload only"
+        )
+        .into());
+    }
     let duration = match (a.ops, a.duration) {
         (None, None) => Some(Duration::from_secs(10)),
         (_, d) => d,
@@ -73,6 +84,7 @@ fn run_with(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
             target.dialect(),
             a.delta.unwrap_or(dbscope_tpch::q1::DEFAULT_DELTA),
         )),
+        WorkloadName::Events => return crate::cmd_events::run_events(a, spec, out),
     };
 
     let stop = stop_on_ctrl_c();

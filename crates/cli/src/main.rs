@@ -7,6 +7,7 @@
 
 mod args;
 mod cmd_compare;
+mod cmd_events;
 mod cmd_io;
 mod cmd_report;
 mod cmd_run;
@@ -14,6 +15,7 @@ mod cmd_tpch;
 mod cmd_trace;
 mod common;
 mod compare_args;
+mod events_args;
 mod exit;
 mod io_args;
 mod parse;

@@ -138,6 +138,11 @@ impl Pacer {
         }
     }
 
+    /// Moves the whole schedule `ns` later (a stream made before its start time was known).
+    pub fn shift(&mut self, ns: u64) {
+        self.next_ns += ns as f64;
+    }
+
     /// The next intended start without taking it.
     #[inline]
     pub fn peek(&self) -> u64 {

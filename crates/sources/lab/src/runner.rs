@@ -408,7 +408,7 @@ fn session_loop(mut c: SessionCtx<'_>) {
         )
     });
     let first_pacer = pacer.clone();
-    while done < limit && !c.stop.is_set() {
+    while done < limit && !c.stop.is_set() && !c.work.finished() {
         if let Some(d) = c.deadline_ns {
             if c.rec.last_ns() >= d {
                 break;

@@ -1,6 +1,7 @@
 //! What to do: built-in workloads as seeded, deterministic generators of operations.
 
 mod commit;
+pub mod events;
 pub mod tpch;
 
 use std::collections::BTreeMap;
@@ -38,6 +39,11 @@ pub trait SessionWork: Send {
     /// Performs one operation, recording an event per statement. On failure the failed event is
     /// already recorded; the error is returned so the runner can count it and recover.
     fn step(&mut self, sess: &mut dyn Session, rec: &mut Recorder) -> Result<(), TargetError>;
+    /// True when the session has nothing more to do (a workload with its own schedule, like
+    /// `events`, whose clients stop at the end of the run); most workloads never finish.
+    fn finished(&self) -> bool {
+        false
+    }
 }
 
 /// Checks a table name: plain lower-case SQL identifier, so it can be spliced into statements.
