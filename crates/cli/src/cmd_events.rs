@@ -60,10 +60,12 @@ pub fn run_events(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
     let connections = match e.connections {
         Some(0) => return Err(anyhow!("--connections must be at least 1").into()),
-        Some(n) if n > clients.max(1) => return Err(anyhow!(
+        Some(n) if n > clients.max(1) => {
+            return Err(anyhow!(
             "--connections {n} is more than --clients {clients}: a connection serves whole clients"
         )
-        .into()),
+            .into())
+        }
         Some(n) => n,
         None => match dialect {
             Dialect::Postgres => 2 * cpus,

@@ -7,6 +7,7 @@ mod bad_input;
 mod cli;
 mod compare;
 mod crash;
+mod events;
 mod harness;
 mod html;
 mod io_redo;
