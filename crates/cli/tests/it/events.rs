@@ -211,7 +211,10 @@ fn every_acknowledged_event_is_stored_once_on_postgres() {
             "-q",
         ],
         2,
-        &["it is a partitioned", "--fresh"],
+        &[
+            "it is a partitioned table, --strategy batch needs a table",
+            "--fresh",
+        ],
     );
 }
 

@@ -159,8 +159,15 @@ pub fn run(
 
     // Connect every session before the clock starts, so connection time is not measured.
     let mut sessions: Vec<Box<dyn Session>> = Vec::with_capacity(cfg.sessions as usize);
-    for _ in 0..cfg.sessions {
-        sessions.push(spec.target.connect()?);
+    for i in 0..cfg.sessions {
+        sessions.push(spec.target.connect().map_err(|e| {
+            Error::Config(format!(
+                "connection {} of {}: {}; each session (events: each of --connections) needs a connection of its own: ask for fewer, or raise the server's limit",
+                i + 1,
+                cfg.sessions,
+                e.message
+            ))
+        })?);
     }
     let threads = client_threads(cfg, &mut sessions)?;
     if let Some(r) = manifest.runner.as_mut() {

@@ -236,7 +236,7 @@ impl EventsWorkload {
             Dialect::Postgres => {
                 let kind = text(s.query_rows(
                     &format!(
-                        "SELECT CASE c.relkind WHEN 'r' THEN 'table' WHEN 'p' THEN 'partitioned' \
+                        "SELECT CASE c.relkind WHEN 'r' THEN 'table' WHEN 'p' THEN 'partitioned table' \
                          WHEN 'v' THEN 'view' ELSE c.relkind::text END FROM pg_class c \
                          WHERE c.oid = to_regclass('{HISTORY}')"
                     ),
@@ -272,7 +272,7 @@ impl EventsWorkload {
             return Ok(());
         };
         let want = match (self.cfg.strategy, self.dialect) {
-            (Strategy::Partitioned, Dialect::Postgres) => "partitioned",
+            (Strategy::Partitioned, Dialect::Postgres) => "partitioned table",
             (Strategy::Partitioned, _) => "view",
             _ => "table",
         };
