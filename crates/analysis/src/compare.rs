@@ -111,6 +111,10 @@ pub struct Comparison {
     /// The database's and the OS's side of both runs ([`crate::observe`]), when either has it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub observe: Option<crate::observe::ObserveComparison>,
+    /// Latency from the intended start per event name, when a run was paced open-loop (left out
+    /// of the JSON otherwise).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub from_intended: Vec<crate::openloop::FromIntendedComparison>,
 }
 
 /// One of the two runs.
@@ -413,6 +417,7 @@ pub fn compare(a: &RunDir, b: &RunDir, opts: &CompareOptions) -> Result<Comparis
             .map(|(first, last)| (last - first) as f64 / 1e9),
     };
     let counters = compare_sections(&a.counters()?.sections, &b.counters()?.sections);
+    let from_intended = crate::openloop::compare_runs(a, b, opts.include_warmup)?;
     let (side_a, side_b) = (side(a, &la), side(b, &lb));
     for e in &mut events {
         let rate = |n: u64, s: &RunSide| s.elapsed_s.map(|t| n as f64 / t);
@@ -434,6 +439,7 @@ pub fn compare(a: &RunDir, b: &RunDir, opts: &CompareOptions) -> Result<Comparis
         skipped,
         counters,
         observe,
+        from_intended,
     })
 }
 
@@ -755,6 +761,7 @@ pub fn render_text(c: &Comparison) -> String {
     for s in &c.skipped {
         out.push_str(&format!("\n{}: skipped: {}\n", one_line(&s.name), s.reason));
     }
+    crate::openloop::push_comparison_text(&mut out, &c.from_intended);
     for s in &c.counters {
         push_comparison_text(&mut out, s);
     }

@@ -9,6 +9,7 @@ pub mod counters;
 pub mod export;
 pub mod html;
 pub mod observe;
+pub mod openloop;
 pub mod report;
 pub mod text;
 pub mod top;

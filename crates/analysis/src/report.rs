@@ -60,6 +60,10 @@ pub struct Report {
     pub read: ReadReport,
     /// One entry per event name, in order of first appearance in the event files.
     pub events: Vec<EventReport>,
+    /// Operations due, started and waiting per second, when events carry intended starts
+    /// (open-loop runs); see [`crate::openloop`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<crate::openloop::Backlog>,
     /// Run-level counters (`counters.json`), section by section in the order their sources wrote
     /// them. In JSON each section is its [`CounterSection::to_json`] object at the top level under
     /// its key, or under `counters_<key>` when the key is one of the report's own fields (see
@@ -198,6 +202,10 @@ pub struct EventReport {
     /// How the events spread over sessions; `None` when one session recorded them all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sessions: Option<SessionSpread>,
+    /// Latency from the intended start (coordinated-omission corrected), when the events carry
+    /// intended starts (open-loop runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from_intended: Option<crate::openloop::FromIntended>,
 }
 
 /// R's `summary()` of durations, in microseconds (type-7 quantiles, exact mean).
@@ -299,6 +307,7 @@ pub fn build(run: &RunDir, opts: &ReportOptions) -> Result<Report, Error> {
         last_end_ns: acc.last_end,
         span_s,
     };
+    let open_loop = acc.backlog.finish().map(|b| b.with_pacing(&counters));
     let events: Vec<EventReport> = acc.names.into_iter().map(|n| n.finish(span_ns)).collect();
     let observe = crate::observe::build_or_note(run, &events);
 
@@ -342,6 +351,7 @@ pub fn build(run: &RunDir, opts: &ReportOptions) -> Result<Report, Error> {
             missing_files,
         },
         events,
+        open_loop,
         counters,
         observe,
     })
@@ -417,6 +427,10 @@ struct NameAcc {
     /// Successful measured events per session that recorded this name (errors count the session in
     /// with 0, so a session that only failed shows as starved).
     per_session: BTreeMap<u32, u64>,
+    /// End − intended start of the successful events that carry one (open loop), and how many
+    /// of them started late.
+    from_intended: Vec<u64>,
+    late: u64,
 }
 
 impl NameAcc {
@@ -456,6 +470,7 @@ impl NameAcc {
             sd_us,
             percentiles_us,
             sessions: SessionSpread::of(&self.per_session),
+            from_intended: crate::openloop::FromIntended::of(&mut self.from_intended, self.late),
         }
     }
 }
@@ -525,6 +540,7 @@ struct Accumulator {
     block_errors: HashMap<(usize, u16), u64>,
     first_start: Option<u64>,
     last_end: Option<u64>,
+    backlog: crate::openloop::BacklogAcc,
 }
 
 impl Accumulator {
@@ -537,6 +553,7 @@ impl Accumulator {
             block_errors: HashMap::new(),
             first_start: None,
             last_end: None,
+            backlog: Default::default(),
         }
     }
 
@@ -544,6 +561,7 @@ impl Accumulator {
         self.block_ids.clear();
         for e in events {
             let i = self.slot(names, e.name);
+            self.backlog.add(e);
             let acc = &mut self.names[i];
             if e.is_warmup() && !self.include_warmup {
                 acc.warmup_excluded += 1;
@@ -559,6 +577,10 @@ impl Accumulator {
             } else {
                 *n += 1;
                 acc.durations.push(e.duration_ns);
+                if let Some(intended) = e.intended_start_ns {
+                    acc.from_intended.push(e.latency_from_intended_ns());
+                    acc.late += u64::from(e.start_ns > intended);
+                }
             }
         }
         for ((i, outcome), n) in self.block_errors.drain() {
@@ -584,6 +606,8 @@ impl Accumulator {
                     error_classes: BTreeMap::new(),
                     warmup_excluded: 0,
                     per_session: BTreeMap::new(),
+                    from_intended: Vec::new(),
+                    late: 0,
                 });
                 self.index.insert(name, self.names.len() - 1);
                 self.names.len() - 1
@@ -729,6 +753,9 @@ pub fn render_text(r: &Report) -> String {
         out.push('\n');
         push_event(&mut out, e);
     }
+    if let Some(b) = &r.open_loop {
+        crate::openloop::push_backlog_text(&mut out, b);
+    }
     for section in &r.counters {
         crate::counters::push_text(&mut out, section);
     }
@@ -861,6 +888,9 @@ fn push_event(out: &mut String, e: &EventReport) {
                 "   {}   (µs; percentiles HDR, 3 digits)\n",
                 items.join("   ")
             ));
+            if let Some(f) = &e.from_intended {
+                crate::openloop::push_event_text(out, f);
+            }
         }
         _ => out.push_str("   no successful events: no latency summary\n"),
     }

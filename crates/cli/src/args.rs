@@ -70,6 +70,11 @@ pub enum WorkloadName {
     /// TPC-H Query 1 in SQL (official text, DELTA 90 or --delta) on data loaded by `dbscope tpch load`; every
     /// execution's rows are checked against the map/combine/reduce answer (and, at SF 1, the official one).
     TpchQ1,
+    /// CERN's PVSS archiver (seed 003): --clients producers each offering --rate events/s open
+    /// loop; each event appended to events_history and setting its element in eventlastval, by
+    /// --strategy (row-trigger, row, batch, staged, partitioned). Latency from each event's
+    /// intended time to its commit (CO-corrected) and service time; backlog per second.
+    Events,
 }
 
 #[derive(Debug, Args)]
@@ -80,6 +85,10 @@ pub enum WorkloadName {
   dbscope run commit --target postgres://bench:secret@localhost/bench --set synchronous_commit=off
   dbscope run commit --target null --sessions 1 --ops 5000000   # the harness alone
   dbscope run tpch-q1 --target sqlite:tpch.db --ops 5 --delta 60  # after `tpch load … --delta 60`
+  dbscope run commit --rate 2000 --sessions 4            # open loop: 2,000 commits/s in total
+  dbscope run events --clients 150 --rate 1000 --duration 60s --strategy staged \
+                     --target postgres://bench@/bench --connections 4
+  dbscope run events --clients 150 --duration 15s --iterations   # CERN's table, every strategy
 
 Ctrl-C stops the run and keeps everything recorded (outcome: interrupted).")]
 pub struct RunArgs {
@@ -121,6 +130,18 @@ pub struct RunArgs {
     /// left out of statistics by default.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
     pub warmup: Duration,
+
+    /// Open loop: operations per second offered in total, split evenly over the sessions
+    /// (`R/session`: per session). Each operation gets an intended start whether or not the
+    /// database kept up; `report` shows latency from it (coordinated-omission corrected) beside
+    /// service time, and the backlog. `events`: events per second per client (default 1000).
+    /// Default: closed loop (as fast as it can).
+    #[arg(long, value_name = "R|R/session")]
+    pub rate: Option<String>,
+
+    /// How intended starts are spaced with --rate: `constant` or `poisson` (seeded).
+    #[arg(long, default_value = "constant", value_name = "constant|poisson")]
+    pub arrival: String,
 
     /// Seed of every random choice (recorded), so the same command issues the same operations.
     #[arg(long, default_value_t = 1)]
@@ -166,6 +187,9 @@ pub struct RunArgs {
     /// No progress display and no report at the end; print only the run directory.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+
+    #[command(flatten)]
+    pub events: crate::events_args::EventsArgs,
 }
 
 #[derive(Debug, Args)]

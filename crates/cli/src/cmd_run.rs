@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use dbscope_lab::db::open_target;
+use dbscope_lab::pace::{parse_rate, Arrival, Pacing};
 use dbscope_lab::runner::{self, Progress, RunConfig, RunSpec};
 use dbscope_lab::workload::{CommitWorkload, Keys};
 
@@ -23,6 +24,7 @@ pub fn cmd_run(a: RunArgs) -> Result<u8, Exit> {
         None => default_run_dir(match a.workload {
             WorkloadName::Commit => "commit",
             WorkloadName::TpchQ1 => "tpch-q1",
+            WorkloadName::Events => "events",
         })?,
     };
     let created_out = !out.exists();
@@ -46,6 +48,16 @@ pub fn cmd_run(a: RunArgs) -> Result<u8, Exit> {
 }
 
 fn run_with(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
+    if let WorkloadName::Events = a.workload {
+        return crate::cmd_events::run_events(a, spec, out);
+    }
+    let e = &a.events;
+    if e.clients.is_some() || e.connections.is_some() || e.iterations {
+        return Err(anyhow::anyhow!(
+            "--clients, --connections and --iterations apply to the events workload only"
+        )
+        .into());
+    }
     let duration = match (a.ops, a.duration) {
         (None, None) => Some(Duration::from_secs(10)),
         (_, d) => d,
@@ -62,6 +74,7 @@ fn run_with(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
             sample_hz: a.sample_hz,
             snapshot_every: a.snapshot_every,
         },
+        pacing: pacing(a)?,
     };
     config.validate()?;
     let target = open_target(spec, &a.settings)?;
@@ -75,6 +88,7 @@ fn run_with(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
             target.dialect(),
             a.delta.unwrap_or(dbscope_tpch::q1::DEFAULT_DELTA),
         )),
+        WorkloadName::Events => return crate::cmd_events::run_events(a, spec, out),
     };
 
     let stop = stop_on_ctrl_c();
@@ -126,4 +140,23 @@ fn run_with(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
         Some(result.errors),
         a.quiet,
     )
+}
+
+/// `--rate` and `--arrival` as the runner's pacing; `None` without `--rate` (closed loop).
+fn pacing(a: &RunArgs) -> Result<Option<Pacing>, Exit> {
+    let arrival: Arrival = a.arrival.parse().map_err(anyhow::Error::msg)?;
+    let Some(rate) = &a.rate else {
+        if a.arrival != "constant" {
+            return Err(anyhow::anyhow!("--arrival needs --rate (open-loop pacing)").into());
+        }
+        return Ok(None);
+    };
+    let (rate, per_session) = parse_rate(rate).map_err(anyhow::Error::msg)?;
+    let p = Pacing {
+        rate,
+        per_session,
+        arrival,
+    };
+    p.validate().map_err(anyhow::Error::msg)?;
+    Ok(Some(p))
 }

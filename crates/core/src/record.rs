@@ -139,6 +139,8 @@ pub struct Recorder {
     /// once that event is pushed.
     in_op: bool,
     op_warm: Option<bool>,
+    /// Intended start of the current operation (open-loop pacing), given to each of its events.
+    op_intended: Option<u64>,
     tx: SyncSender<Vec<Event>>,
     disconnected: bool,
 }
@@ -152,6 +154,16 @@ impl Recorder {
     pub fn begin_op(&mut self) {
         self.in_op = true;
         self.op_warm = None;
+        self.op_intended = None;
+    }
+
+    /// As [`Recorder::begin_op`], for an operation paced open-loop: every event of it that gives
+    /// no intended start of its own records `intended` (ns since the origin), so its latency from
+    /// the intended start can be reported beside its service time.
+    #[inline]
+    pub fn begin_paced_op(&mut self, intended: u64) {
+        self.begin_op();
+        self.op_intended = Some(intended);
     }
 
     /// Nanoseconds since the run's clock origin.
@@ -218,7 +230,7 @@ impl Recorder {
             name,
             start_ns: start,
             duration_ns: end.saturating_sub(start),
-            intended_start_ns: intended_start,
+            intended_start_ns: intended_start.or(self.op_intended),
             outcome,
             flags: if warm { EVENT_WARMUP } else { 0 },
             rows: rows.min(u32::MAX as u64) as u32,
@@ -270,6 +282,7 @@ impl Sessions {
             last_ns: 0,
             in_op: false,
             op_warm: None,
+            op_intended: None,
             tx: self.tx.clone(),
             disconnected: false,
         }

@@ -5,6 +5,7 @@ pub mod error;
 pub mod import;
 pub mod mux;
 pub mod observe;
+pub mod pace;
 pub mod runner;
 pub mod workload;
 

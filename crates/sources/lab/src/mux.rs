@@ -19,6 +19,7 @@
 use std::cell::Cell;
 use std::io;
 use std::os::fd::RawFd;
+use std::time::Instant;
 
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
@@ -27,11 +28,13 @@ use corosensei::{Coroutine, CoroutineResult, Yielder};
 /// far less; pages are only touched as used.
 const STACK_BYTES: usize = 1 << 20;
 
-/// What a suspended session waits for: `fd` to become ready for `events` (`POLLIN`/`POLLOUT`).
+/// What a suspended session waits for: `fd` to become ready for `events` (`POLLIN`/`POLLOUT`),
+/// or, with `fd` -1 (which `poll(2)` skips), the clock to pass `until` (open-loop pacing).
 #[derive(Clone, Copy, Debug)]
 struct Wait {
     fd: RawFd,
     events: i16,
+    until: Option<Instant>,
 }
 
 type SessionYielder = Yielder<(), Wait>;
@@ -51,10 +54,39 @@ pub fn wait_fd(fd: RawFd, events: i16) -> io::Result<()> {
     }
     // SAFETY: `CURRENT` is set by the coroutine body in `run_group` to its own yielder, which
     // lives as long as that coroutine runs, and the coroutine running now is the one calling.
-    unsafe { (*y).suspend(Wait { fd, events }) };
+    unsafe {
+        (*y).suspend(Wait {
+            fd,
+            events,
+            until: None,
+        })
+    };
     // Other sessions ran meanwhile and set their own yielder: this one is running again.
     CURRENT.with(|c| c.set(y));
     Ok(())
+}
+
+/// Waits until `until` (open-loop pacing: the next operation's intended start): inside
+/// [`run_group`], by suspending this session so that the thread runs the others meanwhile;
+/// elsewhere, by sleeping the thread.
+pub fn sleep_until(until: Instant) {
+    let y = CURRENT.with(Cell::get);
+    if y.is_null() {
+        let now = Instant::now();
+        if until > now {
+            std::thread::sleep(until - now);
+        }
+        return;
+    }
+    // SAFETY: as in `wait_fd`.
+    unsafe {
+        (*y).suspend(Wait {
+            fd: -1,
+            events: 0,
+            until: Some(until),
+        })
+    };
+    CURRENT.with(|c| c.set(y));
 }
 
 /// Blocks until `fd` is ready for `events`.
@@ -115,6 +147,7 @@ pub fn run_group<'a>(tasks: Vec<Box<dyn FnOnce() + 'a>>) -> io::Result<()> {
     loop {
         fds.clear();
         who.clear();
+        let mut earliest: Option<Instant> = None;
         for (i, w) in waits.iter().enumerate() {
             if let Some(w) = w {
                 fds.push(libc::pollfd {
@@ -123,13 +156,34 @@ pub fn run_group<'a>(tasks: Vec<Box<dyn FnOnce() + 'a>>) -> io::Result<()> {
                     revents: 0,
                 });
                 who.push(i);
+                if let Some(u) = w.until {
+                    earliest = Some(earliest.map_or(u, |e| e.min(u)));
+                }
             }
         }
         if fds.is_empty() {
             return Ok(());
         }
-        // SAFETY: `fds` holds `fds.len()` valid pollfds.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
+        // Sleepers bound the wait (ppoll: a timeout in ns, where poll's is in ms).
+        let timeout = earliest.map(|u| {
+            let left = u.saturating_duration_since(Instant::now());
+            libc::timespec {
+                tv_sec: left.as_secs() as libc::time_t,
+                tv_nsec: left.subsec_nanos() as libc::c_long,
+            }
+        });
+        let tp = timeout
+            .as_ref()
+            .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+        // SAFETY: `fds` holds `fds.len()` valid pollfds; `tp` is null or points at `timeout`.
+        let n = unsafe {
+            libc::ppoll(
+                fds.as_mut_ptr(),
+                fds.len() as libc::nfds_t,
+                tp,
+                std::ptr::null(),
+            )
+        };
         if n < 0 {
             let e = io::Error::last_os_error();
             if e.kind() == io::ErrorKind::Interrupted {
@@ -137,9 +191,14 @@ pub fn run_group<'a>(tasks: Vec<Box<dyn FnOnce() + 'a>>) -> io::Result<()> {
             }
             return Err(e);
         }
+        let now = earliest.map(|_| Instant::now());
         for (k, p) in fds.iter().enumerate() {
+            let due = match (waits[who[k]].and_then(|w| w.until), now) {
+                (Some(u), Some(now)) => u <= now,
+                _ => false,
+            };
             // Errors and hang-ups wake the session too: its next read or write reports them.
-            if p.revents != 0 {
+            if p.revents != 0 || due {
                 let i = who[k];
                 waits[i] = None;
                 resume(&mut coros, &mut waits, i);
@@ -221,6 +280,24 @@ mod tests {
         read_exact(&mut a, &mut r);
         assert_eq!(&r, b"x");
         t.join().unwrap();
+    }
+
+    #[test]
+    fn a_pacing_wait_gives_the_thread_to_the_other_sessions() {
+        // Session 1 sleeps until its next intended start; session 2 must run meanwhile, so its
+        // mark comes first although it was started second.
+        let order = std::sync::Mutex::new(Vec::new());
+        let start = std::time::Instant::now();
+        let tasks: Vec<Box<dyn FnOnce() + '_>> = vec![
+            Box::new(|| {
+                sleep_until(start + std::time::Duration::from_millis(30));
+                order.lock().unwrap().push(1);
+            }),
+            Box::new(|| order.lock().unwrap().push(2)),
+        ];
+        run_group(tasks).unwrap();
+        assert_eq!(*order.lock().unwrap(), vec![2, 1]);
+        assert!(start.elapsed() >= std::time::Duration::from_millis(30));
     }
 
     #[test]

@@ -13,6 +13,7 @@ use dbscope_core::{Event, Manifest, NameId, Outcome, RunnerInfo, WorkloadInfo};
 use crate::db::{Session, Target};
 use crate::error::Error;
 use crate::observe::{self, ObserveConfig, Observer, SessionProbe};
+use crate::pace::{Pacer, Pacing};
 use crate::workload::{SessionWork, Workload};
 
 /// How long a session keeps trying to reconnect after losing its connection.
@@ -40,6 +41,8 @@ pub struct RunConfig {
     pub threads: Option<u32>,
     /// Snapshots and active-session sampling ([`crate::observe`]).
     pub observe: ObserveConfig,
+    /// Open-loop pacing (`--rate`, `--arrival`); `None`: closed loop, as fast as it can.
+    pub pacing: Option<Pacing>,
 }
 
 impl RunConfig {
@@ -56,6 +59,9 @@ impl RunConfig {
         }
         if self.threads == Some(0) {
             return Err(Error::Config("--threads must be at least 1".into()));
+        }
+        if let Some(p) = &self.pacing {
+            p.validate()?;
         }
         self.observe.validate()
     }
@@ -135,6 +141,9 @@ pub fn run(
         },
         cfg.seed,
     );
+    if let Some(p) = &cfg.pacing {
+        crate::pace::record_params(p, cfg.sessions, &mut manifest.workload.params);
+    }
     manifest.command_line = spec.command_line.clone();
     manifest.target = Some(target_info);
     manifest.runner = Some(RunnerInfo {
@@ -143,7 +152,12 @@ pub fn run(
         duration_s: cfg.duration.map(|d| d.as_secs_f64()),
         warmup_s: cfg.warmup.as_secs_f64(),
         max_errors: cfg.max_errors,
-        mode: "closed".into(),
+        mode: if cfg.pacing.is_some() {
+            "open"
+        } else {
+            "closed"
+        }
+        .into(),
         threads: None,
     });
 
@@ -152,7 +166,14 @@ pub fn run(
     let probe = Arc::new(SessionProbe::new(&observe::run_id(), cfg.sessions));
     let mut sessions: Vec<Box<dyn Session>> = Vec::with_capacity(cfg.sessions as usize);
     for i in 0..cfg.sessions {
-        let mut s = spec.target.connect()?;
+        let mut s = spec.target.connect().map_err(|e| {
+            Error::Config(format!(
+                "connection {} of {}: {}; each session (events: each of --connections) needs a connection of its own: ask for fewer, or raise the server's limit",
+                i + 1,
+                cfg.sessions,
+                e.message
+            ))
+        })?;
         s.set_label(&probe.label(i))?;
         sessions.push(s);
     }
@@ -164,6 +185,8 @@ pub fn run(
     let mut rec = Recording::begin(&spec.out, manifest)?;
     let errors = AtomicU64::new(0);
     let ops = AtomicU64::new(0);
+    let left_due = AtomicU64::new(0);
+    let due_per_s = std::sync::Mutex::new(Vec::new());
     let clock = rec.start_clock()?;
     let mut obs = Observer::start(
         spec.target,
@@ -197,6 +220,8 @@ pub fn run(
                 errors: &errors,
                 ops: &ops,
                 probe: &probe,
+                left_due: &left_due,
+                due_per_s: &due_per_s,
                 multiplexed,
             });
         }
@@ -247,6 +272,21 @@ pub fn run(
     obs.finish();
 
     let elapsed = Duration::from_nanos(clock.now_ns());
+    let mut sections: Vec<_> = spec.workload.counters().into_iter().collect();
+    if let Some(p) = &cfg.pacing {
+        sections.push(crate::pace::section(
+            p,
+            cfg.sessions,
+            ops.load(Ordering::Relaxed),
+            left_due.load(Ordering::Relaxed),
+            &due_per_s.lock().unwrap_or_else(|e| e.into_inner()),
+        ));
+    }
+    for section in sections {
+        if let Err(e) = rec.write_counters(section) {
+            stop.fail(format!("cannot write the run-level counters: {e}"));
+        }
+    }
     let (outcome, detail) = stop.outcome();
     let events = rec.events_written();
     let run = rec.finish(outcome, detail)?;
@@ -369,6 +409,10 @@ struct SessionCtx<'a> {
     ops: &'a AtomicU64,
     /// Names the session, shows its operation in flight to the sampler, sums SQLite's counters.
     probe: &'a SessionProbe,
+    /// Operations due by the end (open loop) that no session started.
+    left_due: &'a AtomicU64,
+    /// Operations due per second of the run clock, all sessions (open loop).
+    due_per_s: &'a std::sync::Mutex<Vec<u64>>,
     /// The session shares its thread: a new connection must be switched to multiplexing too.
     multiplexed: bool,
 }
@@ -383,13 +427,35 @@ fn session_loop(mut c: SessionCtx<'_>) {
     let limit = c.cfg.ops_per_session.unwrap_or(u64::MAX);
     let status_at_start = c.probe.session_start(c.sess.as_mut());
     let mut done = 0u64;
-    while done < limit && !c.stop.is_set() {
+    let mut pacer = c.cfg.pacing.map(|p| {
+        let n = c.cfg.sessions;
+        // Sessions start spread over the first gap, not all at once.
+        Pacer::new(
+            p.session_rate(n),
+            p.arrival,
+            session_seed(c.cfg.seed ^ 0x7061_6365, id),
+            c.rec.now(),
+            id as f64 / n as f64,
+        )
+    });
+    let first_pacer = pacer.clone();
+    while done < limit && !c.stop.is_set() && !c.work.finished() {
         if let Some(d) = c.deadline_ns {
             if c.rec.last_ns() >= d {
                 break;
             }
         }
-        c.rec.begin_op();
+        match pacer.as_mut() {
+            Some(p) => {
+                let intended = p.next_start();
+                if c.deadline_ns.is_some_and(|d| intended >= d) {
+                    break;
+                }
+                crate::pace::wait_until(&c.rec, intended);
+                c.rec.begin_paced_op(intended);
+            }
+            None => c.rec.begin_op(),
+        }
         c.probe.begin_op(id, done + 1);
         let result = c.work.step(c.sess.as_mut(), &mut c.rec);
         done += 1;
@@ -422,6 +488,13 @@ fn session_loop(mut c: SessionCtx<'_>) {
     }
     c.ops.fetch_add(done & 63, Ordering::Relaxed);
     c.probe.session_end(c.sess.as_mut(), &status_at_start);
+    if let Some(p) = &pacer {
+        let end = c.deadline_ns.map_or(c.rec.now(), |d| d.min(c.rec.now()));
+        c.left_due.fetch_add(p.due(end), Ordering::Relaxed);
+        if let Some(first) = &first_pacer {
+            crate::pace::add_due(c.due_per_s, &first.due_per_second(end));
+        }
+    }
     c.rec.flush();
 }
 

@@ -1,6 +1,7 @@
 //! What to do: built-in workloads as seeded, deterministic generators of operations.
 
 mod commit;
+pub mod events;
 pub mod tpch;
 
 use std::collections::BTreeMap;
@@ -28,6 +29,11 @@ pub trait Workload: Send + Sync {
     fn setup(&self, target: &dyn Target, sessions: u32) -> TargetResult<()>;
     /// The operation stream of one session; `seed` is already specific to the session.
     fn session(&self, session: u32, seed: u64) -> Box<dyn SessionWork>;
+    /// Run-level counters the workload kept itself (e.g. `events`' per-event latencies), written
+    /// when the sessions have finished; most workloads have none.
+    fn counters(&self) -> Option<dbscope_core::CounterSection> {
+        None
+    }
 }
 
 /// One session's share of a workload.
@@ -37,6 +43,11 @@ pub trait SessionWork: Send {
     /// Performs one operation, recording an event per statement. On failure the failed event is
     /// already recorded; the error is returned so the runner can count it and recover.
     fn step(&mut self, sess: &mut dyn Session, rec: &mut Recorder) -> Result<(), TargetError>;
+    /// True when the session has nothing more to do (a workload with its own schedule, like
+    /// `events`, whose clients stop at the end of the run); most workloads never finish.
+    fn finished(&self) -> bool {
+        false
+    }
 }
 
 /// Checks a table name: plain lower-case SQL identifier, so it can be spliced into statements.

@@ -1,0 +1,315 @@
+//! Open-loop figures of a run whose operations carry intended starts (`run --rate`, `io redo`):
+//! latency from the intended start (coordinated-omission corrected) per event name, and the
+//! backlog (operations due but not yet started) second by second.
+//!
+//! An operation is the run of consecutive events of one session that share an intended start
+//! (e.g. `update` + `commit`); it is *due* at its intended start and *started* at the start of
+//! its first event. The backlog at the end of second k is the operations due by then minus those
+//! started by then.
+
+use serde::Serialize;
+
+use dbscope_core::stats::{LatencyHistogram, Summary};
+use dbscope_core::Event;
+
+use crate::report::{PercentilesUs, SummaryUs};
+use crate::text::{sig3, thousands};
+
+/// Latency from the intended start to the end of the event, over the successful measured events
+/// of one name that carry an intended start.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FromIntended {
+    /// Events with an intended start.
+    pub count: u64,
+    /// R's `summary()` of (end − intended start), in µs.
+    pub summary_us: SummaryUs,
+    /// HDR percentiles of (end − intended start), in µs.
+    pub percentiles_us: PercentilesUs,
+    /// Events that started after their intended start.
+    pub late: u64,
+}
+
+impl FromIntended {
+    /// From the latencies (ns) and the count of late starts; `None` when there are none.
+    pub fn of(latencies: &mut [u64], late: u64) -> Option<FromIntended> {
+        let s = Summary::from_values(latencies).ok()?;
+        let mut hist = LatencyHistogram::new();
+        for &d in latencies.iter() {
+            hist.record(d);
+        }
+        let us = |p: f64| hist.percentile(p) as f64 / 1000.0;
+        Some(FromIntended {
+            count: latencies.len() as u64,
+            summary_us: SummaryUs::from_six(s.six(1000.0)),
+            percentiles_us: PercentilesUs {
+                p90: us(90.0),
+                p99: us(99.0),
+                p99_9: us(99.9),
+                p99_99: us(99.99),
+            },
+            late,
+        })
+    }
+}
+
+/// Operations offered, started and waiting, second by second from the run's clock origin.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Backlog {
+    /// Operations whose intended start fell in each second.
+    pub due_per_s: Vec<u64>,
+    /// Operations that started in each second.
+    pub started_per_s: Vec<u64>,
+    /// Operations due but not started at the end of each second.
+    pub backlog: Vec<u64>,
+    /// The largest backlog at the end of a second.
+    pub max: u64,
+    /// Operations due by the end of the run that never started.
+    pub at_end: u64,
+}
+
+impl Backlog {
+    /// Takes the operations due per second from the run's `pacing` counters (the runner counts
+    /// every intended start up to the end, started or not), when it has them, and recomputes the
+    /// backlog with them; [`Backlog::at_end`] is then what was due and never started.
+    pub fn with_pacing(self, sections: &[dbscope_core::CounterSection]) -> Backlog {
+        let Some(table) = sections
+            .iter()
+            .filter(|s| s.key == "pacing")
+            .flat_map(|s| &s.tables)
+            .find(|t| t.key == "per_second")
+        else {
+            return self;
+        };
+        let due: Vec<u64> = table
+            .rows
+            .iter()
+            .map(|r| r.get(1).and_then(|v| v.to_json().as_u64()).unwrap_or(0))
+            .collect();
+        Backlog::from_series(due, self.started_per_s)
+    }
+
+    fn from_series(mut due: Vec<u64>, mut started: Vec<u64>) -> Backlog {
+        let n = due.len().max(started.len());
+        due.resize(n, 0);
+        started.resize(n, 0);
+        let (mut cd, mut cs) = (0u64, 0u64);
+        let backlog: Vec<u64> = due
+            .iter()
+            .zip(&started)
+            .map(|(d, s)| {
+                cd += d;
+                cs += s;
+                cd.saturating_sub(cs)
+            })
+            .collect();
+        Backlog {
+            max: backlog.iter().copied().max().unwrap_or(0),
+            at_end: cd.saturating_sub(cs),
+            due_per_s: due,
+            started_per_s: started,
+            backlog,
+        }
+    }
+}
+
+/// Collects operations while blocks stream by.
+#[derive(Debug, Default)]
+pub struct BacklogAcc {
+    /// Per session, the intended start of its current operation.
+    current: std::collections::HashMap<u32, u64>,
+    due: Vec<u64>,
+    started: Vec<u64>,
+}
+
+impl BacklogAcc {
+    /// Counts `e` if it opens an operation (warm-up included: this is a time series).
+    pub fn add(&mut self, e: &Event) {
+        let Some(intended) = e.intended_start_ns else {
+            return;
+        };
+        if self.current.insert(e.session, intended) == Some(intended) {
+            return;
+        }
+        bump(&mut self.due, intended);
+        bump(&mut self.started, e.start_ns.max(intended));
+    }
+
+    /// The series, or `None` when no event carried an intended start.
+    pub fn finish(self) -> Option<Backlog> {
+        if self.current.is_empty() {
+            return None;
+        }
+        Some(Backlog::from_series(self.due, self.started))
+    }
+}
+
+fn bump(v: &mut Vec<u64>, ns: u64) {
+    let s = (ns / 1_000_000_000) as usize;
+    if v.len() <= s {
+        v.resize(s + 1, 0);
+    }
+    v[s] += 1;
+}
+
+/// The CO-corrected line of one event, under its service-time lines.
+pub fn push_event_text(out: &mut String, f: &FromIntended) {
+    let s = &f.summary_us;
+    let p = &f.percentiles_us;
+    out.push_str(&format!(
+        "   from intended start (CO-corrected): median {}  mean {}  p90 {}  p99 {}  p99.9 {}  max {}  \
+         late {} of {}   (µs)\n",
+        sig3(s.median),
+        sig3(s.mean),
+        sig3(p.p90),
+        sig3(p.p99),
+        sig3(p.p99_9),
+        sig3(s.max),
+        thousands(f.late),
+        thousands(f.count)
+    ));
+}
+
+/// The backlog section: totals, then the per-second series (at most 60 seconds shown).
+pub fn push_backlog_text(out: &mut String, b: &Backlog) {
+    let started: u64 = b.started_per_s.iter().sum();
+    out.push_str(&format!(
+        "\nopen loop   {} operations started; backlog (due, not started) max {}, at the end {}\n",
+        thousands(started),
+        thousands(b.max),
+        thousands(b.at_end)
+    ));
+    let shown = b.backlog.len().min(60);
+    out.push_str("   second        due    started    backlog\n");
+    for i in 0..shown {
+        out.push_str(&format!(
+            "   {:>6}   {:>8}   {:>8}   {:>8}\n",
+            i,
+            thousands(b.due_per_s[i]),
+            thousands(b.started_per_s[i]),
+            thousands(b.backlog[i])
+        ));
+    }
+    if b.backlog.len() > shown {
+        out.push_str(&format!(
+            "   … {} more seconds (report --json has them all)\n",
+            b.backlog.len() - shown
+        ));
+    }
+}
+
+/// One event name's latency from the intended start in two runs (`compare`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FromIntendedComparison {
+    /// Event name.
+    pub name: String,
+    /// Run A's figures.
+    pub a: FromIntended,
+    /// Run B's figures.
+    pub b: FromIntended,
+}
+
+/// The CO-corrected latencies of the event names both runs have with intended starts; empty
+/// unless at least one run was paced open-loop (so closed-loop comparisons read nothing twice).
+pub fn compare_runs(
+    a: &dbscope_core::RunDir,
+    b: &dbscope_core::RunDir,
+    include_warmup: bool,
+) -> Result<Vec<FromIntendedComparison>, dbscope_core::Error> {
+    let open =
+        |r: &dbscope_core::RunDir| r.manifest.runner.as_ref().is_some_and(|x| x.mode == "open");
+    if !open(a) && !open(b) {
+        return Ok(Vec::new());
+    }
+    let opts = crate::report::ReportOptions { include_warmup };
+    let (ra, rb) = (
+        crate::report::build(a, &opts)?,
+        crate::report::build(b, &opts)?,
+    );
+    Ok(ra
+        .events
+        .iter()
+        .filter_map(|ea| {
+            let eb = rb.events.iter().find(|e| e.name == ea.name)?;
+            Some(FromIntendedComparison {
+                name: ea.name.clone(),
+                a: ea.from_intended.clone()?,
+                b: eb.from_intended.clone()?,
+            })
+        })
+        .collect())
+}
+
+/// `compare`'s lines for the CO-corrected latencies.
+pub fn push_comparison_text(out: &mut String, c: &[FromIntendedComparison]) {
+    if c.is_empty() {
+        return;
+    }
+    out.push_str(
+        "
+latency from the intended start (CO-corrected, open loop), µs
+",
+    );
+    out.push_str(
+        "   event                  median A    median B      p99 A      p99 B    p99.9 A    p99.9 B
+",
+    );
+    for e in c {
+        out.push_str(&format!(
+            "   {:<20} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n",
+            crate::text::truncate_middle(&e.name, 20),
+            sig3(e.a.summary_us.median),
+            sig3(e.b.summary_us.median),
+            sig3(e.a.percentiles_us.p99),
+            sig3(e.b.percentiles_us.p99),
+            sig3(e.a.percentiles_us.p99_9),
+            sig3(e.b.percentiles_us.p99_9),
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(session: u32, start_s: f64, intended_s: f64) -> Event {
+        Event {
+            session,
+            name: 0,
+            start_ns: (start_s * 1e9) as u64,
+            duration_ns: 1000,
+            intended_start_ns: Some((intended_s * 1e9) as u64),
+            outcome: 0,
+            flags: 0,
+            rows: 0,
+        }
+    }
+
+    #[test]
+    fn backlog_counts_operations_not_events() {
+        let mut acc = BacklogAcc::default();
+        // Session 0: on time. Session 1: falls behind, second event of each op shares its start.
+        for (start, intended) in [(0.1, 0.1), (1.1, 1.1), (2.1, 2.1)] {
+            acc.add(&ev(0, start, intended));
+            acc.add(&ev(0, start + 0.01, intended));
+        }
+        for (start, intended) in [(0.2, 0.2), (1.9, 0.4), (2.9, 0.6), (3.5, 0.8)] {
+            acc.add(&ev(1, start, intended));
+            acc.add(&ev(1, start + 0.01, intended));
+        }
+        let b = acc.finish().unwrap();
+        assert_eq!(b.due_per_s, vec![5, 1, 1, 0]);
+        assert_eq!(b.started_per_s, vec![2, 2, 2, 1]);
+        assert_eq!(b.backlog, vec![3, 2, 1, 0]);
+        assert_eq!(b.max, 3);
+        assert_eq!(b.at_end, 0);
+    }
+
+    #[test]
+    fn closed_loop_events_give_no_backlog() {
+        let mut acc = BacklogAcc::default();
+        let mut e = ev(0, 1.0, 1.0);
+        e.intended_start_ns = None;
+        acc.add(&e);
+        assert!(acc.finish().is_none());
+    }
+}

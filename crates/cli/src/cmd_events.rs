@@ -1,0 +1,263 @@
+//! `dbscope run events`: CERN's PVSS archiver workload, one strategy or all of them in order
+//! (`--iterations`, with CERN's table at the end).
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::anyhow;
+use dbscope_core::{CounterValue, RunDir};
+use dbscope_lab::db::{open_target, Dialect};
+use dbscope_lab::pace::{parse_rate, Arrival};
+use dbscope_lab::runner::{self, Progress, RunConfig, RunSpec};
+use dbscope_lab::workload::events::{EventsConfig, EventsWorkload, Strategy};
+
+use crate::args::RunArgs;
+use crate::common::{
+    finish_run, format_us, redacted_command_line, run_progress_bar, stop_on_ctrl_c,
+};
+use crate::exit::{Exit, EXIT_USAGE};
+
+/// Runs the events workload as `a` asks; `spec` is the target, `out` the run directory.
+pub fn run_events(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
+    let e = &a.events;
+    if a.sessions != 1 {
+        return Err(anyhow!(
+            "events: clients share connections: use --connections N, not --sessions"
+        )
+        .into());
+    }
+    if a.ops.is_some() {
+        return Err(anyhow!("events: the clients run for --duration; --ops does not apply").into());
+    }
+    let target = open_target(spec, &a.settings)?;
+    let dialect = target.dialect();
+    let clients = e.clients.unwrap_or(150);
+    let rate = match &a.rate {
+        None => 1000.0,
+        Some(r) => {
+            let (r, per_session) = parse_rate(r).map_err(anyhow::Error::msg)?;
+            if per_session {
+                return Err(anyhow!(
+                    "events: --rate is already events per second per client; drop /session"
+                )
+                .into());
+            }
+            r
+        }
+    };
+    let arrival: Arrival = a.arrival.parse().map_err(anyhow::Error::msg)?;
+    let strategies: Vec<Strategy> = if e.iterations {
+        Strategy::ALL
+            .into_iter()
+            .filter(|s| supported(*s, dialect).is_ok())
+            .collect()
+    } else {
+        let s: Strategy = e.strategy.parse().map_err(anyhow::Error::msg)?;
+        supported(s, dialect).map_err(|why| anyhow!("--strategy {}: {why}", s.as_str()))?;
+        vec![s]
+    };
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    let connections = match e.connections {
+        Some(0) => return Err(anyhow!("--connections must be at least 1").into()),
+        Some(n) if n > clients.max(1) => {
+            return Err(anyhow!(
+            "--connections {n} is more than --clients {clients}: a connection serves whole clients"
+        )
+            .into())
+        }
+        Some(n) => n,
+        None => match dialect {
+            Dialect::Postgres => 2 * cpus,
+            Dialect::Sqlite => 1,
+            Dialect::Null => cpus,
+        }
+        .min(clients.max(1)),
+    };
+    let duration = a.duration.unwrap_or(Duration::from_secs(10));
+    let until = a.warmup + duration;
+
+    let mut rows = Vec::new();
+    let mut code = 0;
+    for (i, strategy) in strategies.iter().enumerate() {
+        let dir: PathBuf = if e.iterations {
+            out.join(format!("{}-{}", i + 1, strategy.as_str()))
+        } else {
+            out.to_path_buf()
+        };
+        let cfg = EventsConfig {
+            clients,
+            rate,
+            arrival,
+            elements: e.elements,
+            payload: e.payload,
+            strategy: *strategy,
+            batch: e.batch,
+            batch_wait_ns: e.batch_wait.as_nanos() as u64,
+            until_ns: Some(until.as_nanos() as u64),
+            warmup_ns: a.warmup.as_nanos() as u64,
+            // Each iteration starts from empty tables of its own shape.
+            fresh: a.fresh || e.iterations,
+            seed: a.seed,
+        };
+        let workload = EventsWorkload::new(cfg, dialect)
+            .map_err(anyhow::Error::msg)?
+            .with_sessions(connections);
+        let config = RunConfig {
+            sessions: connections,
+            ops_per_session: None,
+            duration: Some(duration),
+            warmup: a.warmup,
+            seed: a.seed,
+            max_errors: a.max_errors,
+            threads: a.threads,
+            pacing: None,
+            observe: dbscope_lab::observe::ObserveConfig {
+                sample_hz: a.sample_hz,
+                snapshot_every: a.snapshot_every,
+            },
+        };
+        let stop = stop_on_ctrl_c();
+        let quiet = a.quiet || e.iterations;
+        let bar = run_progress_bar(quiet && !e.iterations);
+        let mut on_progress = |p: &Progress| {
+            if let Some(bar) = &bar {
+                if let Some(f) = p.fraction {
+                    bar.set_position((f * 1000.0) as u64);
+                }
+                let p99 = p
+                    .p99_ns
+                    .map(|ns| format_us(ns as f64 / 1000.0))
+                    .unwrap_or_else(|| "-".into());
+                bar.set_message(format!(
+                    "{}commits {}  {:.0}/s  p99 {} µs  errors {}",
+                    if p.warming_up { "warm-up  " } else { "" },
+                    p.ops,
+                    p.ops_per_s,
+                    p99,
+                    p.errors
+                ));
+            }
+        };
+        let result = runner::run(
+            RunSpec {
+                out: dir.clone(),
+                command_line: redacted_command_line(),
+                target: target.as_ref(),
+                workload: &workload,
+                config,
+            },
+            &stop,
+            &mut on_progress,
+        );
+        if let Some(bar) = &bar {
+            bar.finish_and_clear();
+        }
+        let result = result.map_err(|e: dbscope_lab::Error| Exit(EXIT_USAGE, e.into()))?;
+        code = finish_run(
+            &result.dir,
+            result.outcome,
+            result.detail.as_deref(),
+            result.events,
+            Some(result.errors),
+            quiet,
+        )?;
+        if e.iterations {
+            rows.push(table_row(*strategy, &result.dir)?);
+        }
+        if code != 0 {
+            break;
+        }
+    }
+    if e.iterations {
+        let mut stdout = std::io::stdout().lock();
+        write!(stdout, "{}", render_table(&rows, clients, rate))?;
+        if let Some(why) = strategies_left_out(dialect) {
+            writeln!(stdout, "{why}")?;
+        }
+    }
+    Ok(code)
+}
+
+/// Whether `target` can do `s`, and why not.
+fn supported(s: Strategy, dialect: Dialect) -> Result<(), &'static str> {
+    match (s, dialect) {
+        (Strategy::RowTrigger | Strategy::Staged | Strategy::Partitioned, Dialect::Null) => Err(
+            "the null target has no tables, triggers or staging tables: it would only repeat \
+             `row` or `batch`; use those to measure the harness",
+        ),
+        _ => Ok(()),
+    }
+}
+
+fn strategies_left_out(dialect: Dialect) -> Option<String> {
+    let left: Vec<&str> = Strategy::ALL
+        .into_iter()
+        .filter(|s| supported(*s, dialect).is_err())
+        .map(|s| s.as_str())
+        .collect();
+    (!left.is_empty()).then(|| {
+        format!(
+            "left out on this target: {} (no tables or triggers on the null target)",
+            left.join(", ")
+        )
+    })
+}
+
+/// One line of CERN's table, from a run's `events` counters.
+struct Row {
+    strategy: Strategy,
+    dir: PathBuf,
+    values: std::collections::BTreeMap<String, Option<f64>>,
+}
+
+fn table_row(strategy: Strategy, dir: &Path) -> Result<Row, Exit> {
+    let run = RunDir::open(dir)?;
+    let counters = run.counters()?;
+    let mut values = std::collections::BTreeMap::new();
+    if let Some(s) = counters.sections.iter().find(|s| s.key == "archive") {
+        for c in &s.counters {
+            let v = match &c.value {
+                CounterValue::Int(n) => Some(*n as f64),
+                CounterValue::Float(f) => Some(*f),
+                _ => None,
+            };
+            values.insert(c.key.clone(), v);
+        }
+    }
+    Ok(Row {
+        strategy,
+        dir: dir.to_path_buf(),
+        values,
+    })
+}
+
+fn render_table(rows: &[Row], clients: u32, rate: f64) -> String {
+    use dbscope_analysis::text::{sig3, thousands};
+    let mut out = format!(
+        "\nevents: {clients} clients × {} ev/s, strategies in CERN's order (latency from each \
+         event's intended time to its commit, µs)\n",
+        thousands(rate as u64)
+    );
+    out.push_str(&format!(
+        "{:<12} {:>11} {:>11} {:>12} {:>10} {:>10} {:>10}  run\n",
+        "strategy", "offered/s", "achieved/s", "backlog end", "p50", "p99", "p99.9"
+    ));
+    for r in rows {
+        let v = |k: &str| r.values.get(k).copied().flatten();
+        let n = |k: &str| v(k).map_or("-".into(), |x| thousands(x.round() as u64));
+        let us = |k: &str| v(k).map_or("-".into(), sig3);
+        out.push_str(&format!(
+            "{:<12} {:>11} {:>11} {:>12} {:>10} {:>10} {:>10}  {}\n",
+            r.strategy.as_str(),
+            n("offered_per_s"),
+            n("achieved_per_s"),
+            n("backlog_at_end"),
+            us("co_p50_us"),
+            us("co_p99_us"),
+            us("co_p99_9_us"),
+            r.dir.display()
+        ));
+    }
+    out
+}

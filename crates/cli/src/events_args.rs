@@ -1,0 +1,68 @@
+//! Arguments of `dbscope run events` (CERN's PVSS archiver, seed 003), flattened into `run`'s.
+
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::parse::parse_duration;
+
+/// The `events` workload's own options (ignored by the other workloads, which refuse them).
+#[derive(Debug, Args)]
+pub struct EventsArgs {
+    /// events: event producers; each offers --rate events per second (default 1000), open loop.
+    #[arg(long, value_name = "N", help_heading = "events workload")]
+    pub clients: Option<u32>,
+
+    /// events: connections (sessions) the clients share; client c writes through connection
+    /// c mod N, each client's events in order. Default: PostgreSQL 2 per CPU, SQLite 1 (one
+    /// writer at a time), null 1 per CPU; never more than the clients.
+    #[arg(long, value_name = "N", help_heading = "events workload")]
+    pub connections: Option<u32>,
+
+    /// events: elements (monitored values) per client; each event sets one (seeded choice).
+    #[arg(
+        long,
+        default_value_t = 10,
+        value_name = "N",
+        help_heading = "events workload"
+    )]
+    pub elements: u32,
+
+    /// events: bytes of each event's payload text.
+    #[arg(
+        long,
+        default_value_t = 16,
+        value_name = "BYTES",
+        help_heading = "events workload"
+    )]
+    pub payload: usize,
+
+    /// events: how events are written (CERN's iterations): row-trigger, row, batch, staged,
+    /// partitioned. See docs/workloads.md.
+    #[arg(
+        long,
+        default_value = "batch",
+        value_name = "NAME",
+        help_heading = "events workload"
+    )]
+    pub strategy: String,
+
+    /// events: most events per transaction (batch, staged, partitioned).
+    #[arg(
+        long,
+        default_value_t = 5000,
+        value_name = "N",
+        help_heading = "events workload"
+    )]
+    pub batch: usize,
+
+    /// events: a batch that is not full is written once its oldest event has waited this long.
+    #[arg(long, default_value = "10ms", value_name = "DURATION", value_parser = parse_duration,
+          help_heading = "events workload")]
+    pub batch_wait: Duration,
+
+    /// events: run every strategy in order at the same offered load (each into DIR/N-STRATEGY,
+    /// tables rebuilt) and print CERN's table: offered and achieved ev/s, backlog, latencies.
+    #[arg(long, help_heading = "events workload")]
+    pub iterations: bool,
+}

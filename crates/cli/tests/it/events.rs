@@ -1,0 +1,410 @@
+//! The `events` workload (issue 18, CERN's PVSS archiver): every acknowledged event is in the
+//! database exactly once, `eventlastval` holds each element's last acknowledged value, on real
+//! SQLite files and a real PostgreSQL, for every strategy; an unsustainable rate shows as backlog;
+//! bad input is refused with a clear message.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::cli::*;
+use crate::common::pg::PgCluster;
+
+const STRATEGIES: [&str; 5] = ["row-trigger", "row", "batch", "staged", "partitioned"];
+
+/// Per client (acknowledged, due) from the run's `archive` counters.
+fn acknowledged(dir: &Path, run: &Path) -> BTreeMap<u64, (u64, u64)> {
+    let r = report_json(dir, run);
+    r["archive"]["clients"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no archive.clients in {r}"))
+        .iter()
+        .map(|c| {
+            (
+                c["client"].as_u64().unwrap(),
+                (
+                    c["acknowledged"].as_u64().unwrap(),
+                    c["due"].as_u64().unwrap(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// The checks, on rows as `client|count|distinct seqs|max seq + 1` and the count of `eventlastval` rows
+/// that do not hold their element's last history row.
+fn check(acked: &BTreeMap<u64, (u64, u64)>, per_client: &str, stale: &str, clients: u64) {
+    assert_eq!(acked.len() as u64, clients, "{acked:?}");
+    let mut stored = BTreeMap::new();
+    for line in per_client.lines().filter(|l| !l.is_empty()) {
+        let f: Vec<u64> = line.split('|').map(|x| x.parse().unwrap()).collect();
+        assert_eq!(
+            f[1], f[2],
+            "client {} has an event stored twice: {line}",
+            f[0]
+        );
+        stored.insert(f[0], f[1]);
+    }
+    for (c, (ack, _)) in acked {
+        assert!(*ack > 0, "client {c} had nothing acknowledged");
+        assert_eq!(stored.get(c).copied().unwrap_or(0), *ack, "client {c}");
+    }
+    assert_eq!(
+        stale.trim(),
+        "0",
+        "eventlastval rows not holding the last value"
+    );
+}
+
+const PER_CLIENT: &str = "SELECT client, count(*), count(DISTINCT seq), max(seq) + 1 \
+                          FROM events_history GROUP BY client ORDER BY client";
+const STALE: &str = "SELECT count(*) FROM eventlastval l WHERE NOT EXISTS (SELECT 1 FROM \
+     events_history h WHERE h.client = l.client AND h.seq = l.seq AND h.value = l.value \
+     AND h.element = l.element AND h.seq = (SELECT max(seq) FROM events_history m \
+     WHERE m.client = l.client AND m.element = l.element))";
+
+fn sqlite_query(db: &Path, sql: &str) -> String {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut st = conn.prepare(sql).unwrap();
+    let n = st.column_count();
+    st.query_map([], |r| {
+        Ok((0..n)
+            .map(|i| r.get::<_, i64>(i).unwrap().to_string())
+            .collect::<Vec<_>>()
+            .join("|"))
+    })
+    .unwrap()
+    .map(|r| r.unwrap())
+    .collect::<Vec<_>>()
+    .join("\n")
+}
+
+#[test]
+fn every_acknowledged_event_is_stored_once_on_sqlite() {
+    let dir = tempdir();
+    let db = join(dir.path(), "ev.db");
+    let target = format!("sqlite:{}", s(&db));
+    for (i, strategy) in STRATEGIES.iter().enumerate() {
+        let out = format!("r{i}");
+        ok(
+            dir.path(),
+            &[
+                "run",
+                "events",
+                "--target",
+                &target,
+                "--clients",
+                "5",
+                "--rate",
+                "100",
+                "--elements",
+                "3",
+                "--duration",
+                "1s",
+                "--strategy",
+                strategy,
+                "--fresh",
+                "--set",
+                "synchronous=off",
+                "--out",
+                &out,
+                "-q",
+            ],
+        );
+        let run = join(dir.path(), &out);
+        let acked = acknowledged(dir.path(), &run);
+        check(
+            &acked,
+            &sqlite_query(&db, PER_CLIENT),
+            &sqlite_query(&db, STALE),
+            5,
+        );
+        let m = manifest(&run);
+        assert_eq!(m["workload"]["params"]["strategy"], *strategy);
+        assert_eq!(
+            m["runner"]["sessions"], 1,
+            "SQLite: one connection by default"
+        );
+    }
+    // The shape check: a per-client layout left behind is explained, and --fresh rebuilds it.
+    fails(
+        dir.path(),
+        &[
+            "run",
+            "events",
+            "--target",
+            &target,
+            "--clients",
+            "2",
+            "--duration",
+            "1s",
+            "--strategy",
+            "batch",
+            "-q",
+            "--out",
+            "bad",
+        ],
+        2,
+        &[
+            "events_history exists from an earlier run with another shape",
+            "--fresh",
+        ],
+    );
+}
+
+#[test]
+fn every_acknowledged_event_is_stored_once_on_postgres() {
+    let pg = PgCluster::shared();
+    let db = pg.create_db("events");
+    let uri = pg.uri(&db);
+    for strategy in STRATEGIES.iter() {
+        let dir = tempdir();
+        ok(
+            dir.path(),
+            &[
+                "run",
+                "events",
+                "--target",
+                &uri,
+                "--clients",
+                "7",
+                "--rate",
+                "100",
+                "--elements",
+                "3",
+                "--connections",
+                "3",
+                "--duration",
+                "1s",
+                "--strategy",
+                strategy,
+                "--fresh",
+                "--set",
+                "synchronous_commit=off",
+                "--out",
+                "r",
+                "-q",
+            ],
+        );
+        let run = join(dir.path(), "r");
+        let acked = acknowledged(dir.path(), &run);
+        check(&acked, &pg.query(&db, PER_CLIENT), &pg.query(&db, STALE), 7);
+        assert_eq!(manifest(&run)["runner"]["sessions"], 3);
+        if *strategy == "partitioned" {
+            assert_eq!(
+                pg.query(&db, "SELECT count(*) FROM events_history_p6"),
+                acked[&6].0.to_string()
+            );
+        }
+    }
+    let dir = tempdir();
+    fails(
+        dir.path(),
+        &[
+            "run",
+            "events",
+            "--target",
+            &uri,
+            "--clients",
+            "2",
+            "--duration",
+            "1s",
+            "-q",
+        ],
+        2,
+        &[
+            "it is a partitioned table, --strategy batch needs a table",
+            "--fresh",
+        ],
+    );
+}
+
+/// The server ends every connection mid-run (pg_terminate_backend, as a restart would): the
+/// failed transactions are counted, sessions reconnect and resend what was not acknowledged;
+/// nothing acknowledged is lost and nothing is stored twice.
+#[test]
+fn lost_connections_mid_run_lose_nothing_and_store_nothing_twice() {
+    let pg = PgCluster::shared();
+    let db = pg.create_db("events_kill");
+    let uri = pg.uri(&db);
+    let dir = tempdir();
+    let run = join(dir.path(), "r");
+    let mut child = crate::crash::start_and_wait(
+        dir.path(),
+        &[
+            "run",
+            "events",
+            "--target",
+            &uri,
+            "--clients",
+            "6",
+            "--rate",
+            "200",
+            "--connections",
+            "2",
+            "--duration",
+            "4s",
+            "--strategy",
+            "staged",
+            "--fresh",
+            "--out",
+            "r",
+            "-q",
+        ],
+        &run,
+    );
+    let mut killed = 0;
+    for _ in 0..2 {
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        killed += pg.kill_backends(&db);
+    }
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(killed >= 2, "{killed}");
+    let r = report_json(dir.path(), &run);
+    assert!(
+        r["archive"]["failed_batches"].as_u64().unwrap() >= 1,
+        "{}",
+        r["archive"]
+    );
+    let acked = acknowledged(dir.path(), &run);
+    check(&acked, &pg.query(&db, PER_CLIENT), &pg.query(&db, STALE), 6);
+}
+
+/// A rate SQLite cannot keep (a commit per event, fsynced, 20,000 events a second): the backlog
+/// grows, and the latency from each event's intended time dwarfs the service time.
+#[test]
+fn an_unsustainable_event_rate_shows_as_backlog() {
+    let dir = tempdir();
+    let target = format!("sqlite:{}", s(&join(dir.path(), "ev.db")));
+    ok(
+        dir.path(),
+        &[
+            "run",
+            "events",
+            "--target",
+            &target,
+            "--clients",
+            "4",
+            "--rate",
+            "5000",
+            "--duration",
+            "3s",
+            "--strategy",
+            "row",
+            "--out",
+            "r",
+            "-q",
+        ],
+    );
+    let r = report_json(dir.path(), &join(dir.path(), "r"));
+    let a = &r["archive"];
+    let offered = a["offered"].as_u64().unwrap();
+    let committed = a["committed"].as_u64().unwrap();
+    assert!(committed < offered / 2, "{a}");
+    assert_eq!(a["backlog_at_end"].as_u64().unwrap(), offered - committed);
+    let backlog: Vec<u64> = a["per_second"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["backlog"].as_u64().unwrap())
+        .collect();
+    assert!(
+        backlog[0] < backlog[1] && backlog[1] < backlog[2],
+        "{backlog:?}"
+    );
+    let co = a["co_p50_us"].as_f64().unwrap();
+    let service = a["service_p50_us"].as_f64().unwrap();
+    assert!(
+        co > 100.0 * service,
+        "CO p50 {co} µs, service p50 {service} µs"
+    );
+}
+
+#[test]
+fn iterations_print_cerns_table() {
+    let dir = tempdir();
+    let out = ok(
+        dir.path(),
+        &[
+            "run",
+            "events",
+            "--target",
+            "null",
+            "--clients",
+            "4",
+            "--rate",
+            "100",
+            "--duration",
+            "1s",
+            "--iterations",
+            "--out",
+            "it",
+        ],
+    );
+    assert!(out.contains("offered/s"), "{out}");
+    for s in ["row ", "batch "] {
+        assert!(out.lines().any(|l| l.starts_with(s)), "{s}: {out}");
+    }
+    assert!(
+        out.contains("left out on this target: row-trigger, staged, partitioned"),
+        "{out}"
+    );
+    assert!(join(dir.path(), "it/2-batch/manifest.json").is_file());
+}
+
+#[test]
+fn bad_event_options_are_refused() {
+    let dir = tempdir();
+    let d = dir.path();
+    fails(
+        d,
+        &["run", "events", "--target", "null", "--clients", "0"],
+        2,
+        &["--clients must be at least 1"],
+    );
+    fails(
+        d,
+        &["run", "events", "--target", "null", "--rate", "0"],
+        2,
+        &["--rate 0"],
+    );
+    fails(
+        d,
+        &["run", "events", "--target", "null", "--strategy", "staged"],
+        2,
+        &["--strategy staged", "null target"],
+    );
+    fails(
+        d,
+        &["run", "events", "--target", "null", "--strategy", "bulk"],
+        2,
+        &["--strategy \"bulk\""],
+    );
+    fails(
+        d,
+        &["run", "events", "--target", "null", "--sessions", "4"],
+        2,
+        &["--connections"],
+    );
+    fails(
+        d,
+        &[
+            "run",
+            "events",
+            "--target",
+            "null",
+            "--clients",
+            "2",
+            "--connections",
+            "3",
+        ],
+        2,
+        &["--connections 3 is more than --clients 2"],
+    );
+    fails(
+        d,
+        &["run", "commit", "--target", "null", "--clients", "3"],
+        2,
+        &["events workload only"],
+    );
+}
