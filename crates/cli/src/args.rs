@@ -61,6 +61,9 @@ pub enum WorkloadName {
     /// TPC-H Query 1 in SQL (official text, DELTA 90 or --delta) on data loaded by `dbscope tpch load`; every
     /// execution's rows are checked against the map/combine/reduce answer (and, at SF 1, the official one).
     TpchQ1,
+    /// Primary-key lookups (seed 001: 200,000 over 1,000,000 keys): --rows, --ops (the run's
+    /// total), --dist, --row-bytes, --tablespace-dir, --cache cold|warm. One event per lookup.
+    Lookup,
 }
 
 #[derive(Debug, Args)]
@@ -71,6 +74,7 @@ pub enum WorkloadName {
   dbscope run commit --target postgres://bench:secret@localhost/bench --set synchronous_commit=off
   dbscope run commit --target null --sessions 1 --ops 5000000   # the harness alone
   dbscope run tpch-q1 --target sqlite:tpch.db --ops 5 --delta 60  # after `tpch load … --delta 60`
+  dbscope run lookup --rows 1000000 --ops 200000 --sessions 4 --dist zipf:0.99 --cache cold
 
 Ctrl-C stops the run and keeps everything recorded (outcome: interrupted).")]
 pub struct RunArgs {
@@ -100,7 +104,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     pub threads: Option<u32>,
 
-    /// Operations per session (warm-up ones included). With neither --ops nor --duration: 10s.
+    /// Operations per session (warm-up ones included); for lookup, the run's total, split over
+    /// the sessions. With neither --ops nor --duration: 10s.
     #[arg(long, value_name = "N")]
     pub ops: Option<u64>,
 
@@ -130,9 +135,10 @@ pub struct RunArgs {
     #[arg(long, default_value = "own", value_name = "own|shared:N")]
     pub keys: String,
 
-    /// Table the commit workload updates (created and filled if missing).
-    #[arg(long, default_value = "dbscope_commit", value_name = "NAME")]
-    pub table: String,
+    /// Table the workload uses (created and filled if missing). Default: dbscope_commit,
+    /// dbscope_lookup, dbscope_bulkload.
+    #[arg(long, value_name = "NAME")]
+    pub table: Option<String>,
 
     /// Drop and recreate the table first.
     #[arg(long)]
@@ -142,6 +148,9 @@ pub struct RunArgs {
     /// the official one. Rows are checked against the answer `dbscope tpch load --delta DAYS` stored.
     #[arg(long, value_name = "DAYS", value_parser = clap::value_parser!(u32).range(0..=3650))]
     pub delta: Option<u32>,
+
+    #[command(flatten)]
+    pub lab: crate::lab_args::LabArgs,
 
     /// No progress display and no report at the end; print only the run directory.
     #[arg(long, short = 'q')]

@@ -16,6 +16,7 @@ mod common;
 mod compare_args;
 mod exit;
 mod io_args;
+mod lab_args;
 mod parse;
 mod tpch_args;
 mod trace_args;

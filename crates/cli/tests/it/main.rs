@@ -11,6 +11,7 @@ mod harness;
 mod html;
 mod io_redo;
 mod libpq;
+mod lookup;
 mod postgres;
 mod sqlite;
 mod tpch;

@@ -226,6 +226,11 @@ pub fn run(
     });
 
     let elapsed = Duration::from_nanos(clock.now_ns());
+    if let Some(section) = spec.workload.counters() {
+        if let Err(e) = rec.write_counters(section) {
+            stop.fail(format!("cannot write the workload's counters: {e}"));
+        }
+    }
     let (outcome, detail) = stop.outcome();
     let events = rec.events_written();
     let run = rec.finish(outcome, detail)?;

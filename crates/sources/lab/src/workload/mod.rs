@@ -1,6 +1,8 @@
 //! What to do: built-in workloads as seeded, deterministic generators of operations.
 
 mod commit;
+pub mod lookup;
+pub mod place;
 pub mod tpch;
 
 use std::collections::BTreeMap;
@@ -24,6 +26,11 @@ pub trait Workload: Send + Sync {
     fn setup(&self, target: &dyn Target, sessions: u32) -> TargetResult<()>;
     /// The operation stream of one session; `seed` is already specific to the session.
     fn session(&self, session: u32, seed: u64) -> Box<dyn SessionWork>;
+    /// The workload's own results once the sessions are done (rows loaded, groups checked, what
+    /// setup found), written as a counter section of the run.
+    fn counters(&self) -> Option<dbscope_core::counters::CounterSection> {
+        None
+    }
 }
 
 /// One session's share of a workload.
