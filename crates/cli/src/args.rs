@@ -64,6 +64,9 @@ pub enum WorkloadName {
     /// Primary-key lookups (seed 001: 200,000 over 1,000,000 keys): --rows, --ops (the run's
     /// total), --dist, --row-bytes, --tablespace-dir, --cache cold|warm. One event per lookup.
     Lookup,
+    /// Parallel bulk load then GROUP BY twice (seed 002): --rows, --groups, --into
+    /// temp|unlogged|logged, --tablespace-dir; COPY on PostgreSQL; the answer checked exactly.
+    Bulkload,
 }
 
 #[derive(Debug, Args)]
@@ -75,6 +78,7 @@ pub enum WorkloadName {
   dbscope run commit --target null --sessions 1 --ops 5000000   # the harness alone
   dbscope run tpch-q1 --target sqlite:tpch.db --ops 5 --delta 60  # after `tpch load … --delta 60`
   dbscope run lookup --rows 1000000 --ops 200000 --sessions 4 --dist zipf:0.99 --cache cold
+  dbscope run bulkload --rows 20000000 --groups 4100 --sessions 4 --into unlogged --target postgres://…
 
 Ctrl-C stops the run and keeps everything recorded (outcome: interrupted).")]
 pub struct RunArgs {

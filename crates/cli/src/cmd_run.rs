@@ -24,6 +24,7 @@ pub fn cmd_run(a: RunArgs) -> Result<u8, Exit> {
             WorkloadName::Commit => "commit",
             WorkloadName::TpchQ1 => "tpch-q1",
             WorkloadName::Lookup => "lookup",
+            WorkloadName::Bulkload => "bulkload",
         })?,
     };
     let created_out = !out.exists();
@@ -83,6 +84,13 @@ fn run_with(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
             a.fresh,
             target.dialect(),
             &mut config,
+        )?,
+        WorkloadName::Bulkload => crate::lab_args::bulkload(
+            &a.lab,
+            a.table.as_deref(),
+            target.dialect(),
+            &mut config,
+            a.ops.is_some() || a.duration.is_some(),
         )?,
     };
 

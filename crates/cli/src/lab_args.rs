@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use dbscope_lab::db::Dialect;
 use dbscope_lab::runner::RunConfig;
+use dbscope_lab::workload::bulkload::{BulkloadConfig, BulkloadWorkload};
 use dbscope_lab::workload::lookup::{LookupConfig, LookupWorkload};
 use dbscope_lab::workload::place::Placement;
 use dbscope_lab::workload::Workload;
@@ -39,6 +40,15 @@ pub struct LabArgs {
     /// files) and records what it could not (PostgreSQL's shared_buffers).
     #[arg(long, default_value = "warm", value_name = "cold|warm")]
     pub cache: String,
+
+    /// bulkload: distinct values of the grouped column (row id has col = (id - 1) % N).
+    #[arg(long, default_value_t = 4100, value_name = "N")]
+    pub groups: u64,
+
+    /// bulkload: table kind: `temp` (one session: a temporary table belongs to its connection),
+    /// `unlogged` (PostgreSQL UNLOGGED; SQLite journal_mode=OFF), `logged`.
+    #[arg(long, default_value = "temp", value_name = "temp|unlogged|logged")]
+    pub into: String,
 }
 
 /// The `lookup` workload and its run configuration: `--ops` is the run's total, split evenly
@@ -71,4 +81,35 @@ pub fn lookup(
         fresh,
     };
     Ok(Box::new(LookupWorkload::new(cfg, dialect)?))
+}
+
+/// The `bulkload` workload and its run configuration: each session runs its steps once (one
+/// operation), on a thread of its own (session 0 waits for the others' loads), and any error
+/// fails the run: a wrong GROUP BY answer must not pass as a measurement.
+pub fn bulkload(
+    a: &LabArgs,
+    table: Option<&str>,
+    dialect: Dialect,
+    config: &mut RunConfig,
+    ops_or_duration_given: bool,
+) -> anyhow::Result<Box<dyn Workload>> {
+    if ops_or_duration_given {
+        anyhow::bail!(
+            "bulkload runs its steps once: --ops and --duration do not apply (use --rows)"
+        );
+    }
+    config.ops_per_session = Some(1);
+    config.duration = None;
+    config.max_errors = 0;
+    config.threads = Some(config.sessions);
+    let cfg = BulkloadConfig {
+        table: table.unwrap_or("dbscope_bulkload").to_string(),
+        rows: a.rows.unwrap_or(1_000_000),
+        groups: a.groups,
+        row_bytes: a.row_bytes.unwrap_or(16),
+        into: a.into.parse()?,
+        place: Placement::from_option(a.tablespace_dir.as_deref())?,
+        sessions: config.sessions,
+    };
+    Ok(Box::new(BulkloadWorkload::new(cfg, dialect)?))
 }

@@ -4,6 +4,7 @@
 mod common;
 
 mod bad_input;
+mod bulkload;
 mod cli;
 mod compare;
 mod crash;

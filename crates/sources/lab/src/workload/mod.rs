@@ -1,5 +1,6 @@
 //! What to do: built-in workloads as seeded, deterministic generators of operations.
 
+pub mod bulkload;
 mod commit;
 pub mod lookup;
 pub mod place;
