@@ -75,6 +75,12 @@ pub enum WorkloadName {
     /// --strategy (row-trigger, row, batch, staged, partitioned). Latency from each event's
     /// intended time to its commit (CO-corrected) and service time; backlog per second.
     Events,
+    /// Primary-key lookups (seed 001: 200,000 over 1,000,000 keys): --rows, --ops (the run's
+    /// total), --dist, --row-bytes, --tablespace-dir, --cache cold|warm. One event per lookup.
+    Lookup,
+    /// Parallel bulk load then GROUP BY twice (seed 002): --rows, --groups, --into
+    /// temp|unlogged|logged, --tablespace-dir; COPY on PostgreSQL; the answer checked exactly.
+    Bulkload,
 }
 
 #[derive(Debug, Args)]
@@ -89,6 +95,8 @@ pub enum WorkloadName {
   dbscope run events --clients 150 --rate 1000 --duration 60s --strategy staged \
                      --target postgres://bench@/bench --connections 4
   dbscope run events --clients 150 --duration 15s --iterations   # CERN's table, every strategy
+  dbscope run lookup --rows 1000000 --ops 200000 --sessions 4 --dist zipf:0.99 --cache cold
+  dbscope run bulkload --rows 20000000 --groups 4100 --sessions 4 --into unlogged --target postgres://…
 
 Ctrl-C stops the run and keeps everything recorded (outcome: interrupted).")]
 pub struct RunArgs {
@@ -118,7 +126,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     pub threads: Option<u32>,
 
-    /// Operations per session (warm-up ones included). With neither --ops nor --duration: 10s.
+    /// Operations per session (warm-up ones included); for lookup, the run's total, split over
+    /// the sessions. With neither --ops nor --duration: 10s.
     #[arg(long, value_name = "N")]
     pub ops: Option<u64>,
 
@@ -160,9 +169,10 @@ pub struct RunArgs {
     #[arg(long, default_value = "own", value_name = "own|shared:N")]
     pub keys: String,
 
-    /// Table the commit workload updates (created and filled if missing).
-    #[arg(long, default_value = "dbscope_commit", value_name = "NAME")]
-    pub table: String,
+    /// Table the workload uses (created and filled if missing). Default: dbscope_commit,
+    /// dbscope_lookup, dbscope_bulkload.
+    #[arg(long, value_name = "NAME")]
+    pub table: Option<String>,
 
     /// Drop and recreate the table first.
     #[arg(long)]
@@ -183,6 +193,8 @@ pub struct RunArgs {
     /// (pg_stat_database, pg_stat_wal, …, /proc/diskstats; see docs/observe.md), e.g. 10s.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub snapshot_every: Option<Duration>,
+    #[command(flatten)]
+    pub lab: crate::lab_args::LabArgs,
 
     /// No progress display and no report at the end; print only the run directory.
     #[arg(long, short = 'q')]

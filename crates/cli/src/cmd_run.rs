@@ -25,6 +25,8 @@ pub fn cmd_run(a: RunArgs) -> Result<u8, Exit> {
             WorkloadName::Commit => "commit",
             WorkloadName::TpchQ1 => "tpch-q1",
             WorkloadName::Events => "events",
+            WorkloadName::Lookup => "lookup",
+            WorkloadName::Bulkload => "bulkload",
         })?,
     };
     let created_out = !out.exists();
@@ -62,7 +64,7 @@ fn run_with(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
         (None, None) => Some(Duration::from_secs(10)),
         (_, d) => d,
     };
-    let config = RunConfig {
+    let mut config = RunConfig {
         sessions: a.sessions,
         ops_per_session: a.ops,
         duration,
@@ -81,14 +83,33 @@ fn run_with(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
     let keys: Keys = a.keys.parse().map_err(anyhow::Error::msg)?;
     let workload: Box<dyn dbscope_lab::workload::Workload> = match a.workload {
         WorkloadName::Commit => Box::new(
-            CommitWorkload::new(&a.table, keys, a.fresh, target.dialect())
-                .map_err(anyhow::Error::msg)?,
+            CommitWorkload::new(
+                a.table.as_deref().unwrap_or("dbscope_commit"),
+                keys,
+                a.fresh,
+                target.dialect(),
+            )
+            .map_err(anyhow::Error::msg)?,
         ),
         WorkloadName::TpchQ1 => Box::new(dbscope_lab::workload::tpch::TpchQ1Workload::new(
             target.dialect(),
             a.delta.unwrap_or(dbscope_tpch::q1::DEFAULT_DELTA),
         )),
         WorkloadName::Events => return crate::cmd_events::run_events(a, spec, out),
+        WorkloadName::Lookup => crate::lab_args::lookup(
+            &a.lab,
+            a.table.as_deref(),
+            a.fresh,
+            target.dialect(),
+            &mut config,
+        )?,
+        WorkloadName::Bulkload => crate::lab_args::bulkload(
+            &a.lab,
+            a.table.as_deref(),
+            target.dialect(),
+            &mut config,
+            a.ops.is_some() || a.duration.is_some(),
+        )?,
     };
 
     let stop = stop_on_ctrl_c();

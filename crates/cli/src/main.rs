@@ -20,6 +20,7 @@ mod compare_args;
 mod events_args;
 mod exit;
 mod io_args;
+mod lab_args;
 mod parse;
 mod tpch_args;
 mod trace_args;

@@ -4,6 +4,7 @@
 mod common;
 
 mod bad_input;
+mod bulkload;
 mod capture;
 mod cli;
 mod compare;
@@ -13,6 +14,7 @@ mod harness;
 mod html;
 mod io_redo;
 mod libpq;
+mod lookup;
 mod observe;
 mod pacing;
 mod postgres;

@@ -252,6 +252,18 @@ impl Session for SqliteSession {
             .get(stmt.0)
             .ok_or_else(|| TargetError::config("unknown prepared statement"))?;
         let mut st = self.conn.prepare_cached(sql).map_err(classify)?;
+        if st.column_count() > 0 {
+            // A query (a `lookup`): step through its rows and count them, as PostgreSQL's
+            // execute does; rusqlite's `execute` refuses statements that return rows.
+            let mut rows = st
+                .query(rusqlite::params_from_iter(params.iter()))
+                .map_err(classify)?;
+            let mut n = 0u64;
+            while rows.next().map_err(classify)?.is_some() {
+                n += 1;
+            }
+            return Ok(n);
+        }
         let n = st
             .execute(rusqlite::params_from_iter(params.iter()))
             .map_err(classify)?;
@@ -337,6 +349,10 @@ mod tests {
         assert_eq!(s.execute(ins, &[Param::Int(1), Param::Int(5)]).unwrap(), 1);
         s.commit().unwrap();
         assert_eq!(s.query_i64("SELECT v FROM t").unwrap(), vec![5]);
+        // A prepared query counts the rows it returns.
+        let sel = s.prepare("SELECT v FROM t WHERE id = ?1").unwrap();
+        assert_eq!(s.execute(sel, &[Param::Int(1)]).unwrap(), 1);
+        assert_eq!(s.execute(sel, &[Param::Int(2)]).unwrap(), 0);
     }
 
     #[test]

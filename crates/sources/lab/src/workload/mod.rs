@@ -1,7 +1,10 @@
 //! What to do: built-in workloads as seeded, deterministic generators of operations.
 
+pub mod bulkload;
 mod commit;
 pub mod events;
+pub mod lookup;
+pub mod place;
 pub mod tpch;
 
 use std::collections::BTreeMap;

@@ -1,0 +1,115 @@
+//! Options of the `lookup` and `bulkload` workloads (flattened into `dbscope run`), and turning
+//! them into the library's workloads and run configuration.
+
+use std::path::PathBuf;
+
+use dbscope_lab::db::Dialect;
+use dbscope_lab::runner::RunConfig;
+use dbscope_lab::workload::bulkload::{BulkloadConfig, BulkloadWorkload};
+use dbscope_lab::workload::lookup::{LookupConfig, LookupWorkload};
+use dbscope_lab::workload::place::Placement;
+use dbscope_lab::workload::Workload;
+
+use clap::Args;
+
+/// `lookup` / `bulkload` options.
+#[derive(Debug, Args)]
+pub struct LabArgs {
+    /// lookup, bulkload: rows in the table (lookup: keys 1..=N, default 1000000; bulkload: rows
+    /// loaded, default 1000000).
+    #[arg(long, value_name = "N")]
+    pub rows: Option<u64>,
+
+    /// lookup, bulkload: bytes of user data per row: an 8-byte id plus a text pad of the rest
+    /// (lookup default 100; bulkload default 16).
+    #[arg(long, value_name = "BYTES")]
+    pub row_bytes: Option<u32>,
+
+    /// lookup: key distribution, `uniform` or `zipf:S` (e.g. zipf:0.99; key 1 hottest), seeded.
+    #[arg(long, default_value = "uniform", value_name = "uniform|zipf:S")]
+    pub dist: String,
+
+    /// lookup, bulkload: put the table on this directory: a PostgreSQL tablespace (CREATE
+    /// TABLESPACE: the server on this machine, the directory owned by the server's user, a
+    /// superuser), or a SQLite database file attached from it.
+    #[arg(long, value_name = "DIR")]
+    pub tablespace_dir: Option<PathBuf>,
+
+    /// lookup: cache state before the lookups: `warm` reads everything once first; `cold` empties
+    /// what dbscope can (new connections, SQLite's page cache, the OS page cache of the table's
+    /// files) and records what it could not (PostgreSQL's shared_buffers).
+    #[arg(long, default_value = "warm", value_name = "cold|warm")]
+    pub cache: String,
+
+    /// bulkload: distinct values of the grouped column (row id has col = (id - 1) % N).
+    #[arg(long, default_value_t = 4100, value_name = "N")]
+    pub groups: u64,
+
+    /// bulkload: table kind: `temp` (one session: a temporary table belongs to its connection),
+    /// `unlogged` (PostgreSQL UNLOGGED; SQLite journal_mode=OFF), `logged`.
+    #[arg(long, default_value = "temp", value_name = "temp|unlogged|logged")]
+    pub into: String,
+}
+
+/// The `lookup` workload and its run configuration: `--ops` is the run's total, split evenly
+/// over the sessions.
+pub fn lookup(
+    a: &LabArgs,
+    table: Option<&str>,
+    fresh: bool,
+    dialect: Dialect,
+    config: &mut RunConfig,
+) -> anyhow::Result<Box<dyn Workload>> {
+    if let Some(ops) = config.ops_per_session {
+        let s = config.sessions as u64;
+        if ops % s != 0 {
+            anyhow::bail!(
+                "--ops {ops} is the lookup run's total and must split evenly over --sessions {s} \
+                 (e.g. --ops {})",
+                (ops / s).max(1) * s
+            );
+        }
+        config.ops_per_session = Some(ops / s);
+    }
+    let cfg = LookupConfig {
+        table: table.unwrap_or("dbscope_lookup").to_string(),
+        rows: a.rows.unwrap_or(1_000_000),
+        row_bytes: a.row_bytes.unwrap_or(100),
+        dist: a.dist.parse()?,
+        place: Placement::from_option(a.tablespace_dir.as_deref())?,
+        cache: a.cache.parse()?,
+        fresh,
+    };
+    Ok(Box::new(LookupWorkload::new(cfg, dialect)?))
+}
+
+/// The `bulkload` workload and its run configuration: each session runs its steps once (one
+/// operation), on a thread of its own (session 0 waits for the others' loads), and any error
+/// fails the run: a wrong GROUP BY answer must not pass as a measurement.
+pub fn bulkload(
+    a: &LabArgs,
+    table: Option<&str>,
+    dialect: Dialect,
+    config: &mut RunConfig,
+    ops_or_duration_given: bool,
+) -> anyhow::Result<Box<dyn Workload>> {
+    if ops_or_duration_given {
+        anyhow::bail!(
+            "bulkload runs its steps once: --ops and --duration do not apply (use --rows)"
+        );
+    }
+    config.ops_per_session = Some(1);
+    config.duration = None;
+    config.max_errors = 0;
+    config.threads = Some(config.sessions);
+    let cfg = BulkloadConfig {
+        table: table.unwrap_or("dbscope_bulkload").to_string(),
+        rows: a.rows.unwrap_or(1_000_000),
+        groups: a.groups,
+        row_bytes: a.row_bytes.unwrap_or(16),
+        into: a.into.parse()?,
+        place: Placement::from_option(a.tablespace_dir.as_deref())?,
+        sessions: config.sessions,
+    };
+    Ok(Box::new(BulkloadWorkload::new(cfg, dialect)?))
+}

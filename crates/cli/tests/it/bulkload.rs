@@ -1,0 +1,303 @@
+//! The `bulkload` workload (issue 15, part 2) on real SQLite files and a real PostgreSQL server:
+//! exactly the rows asked, loaded in parallel, and a GROUP BY answer checked to the last count.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::cli::*;
+use crate::common::pg::PgCluster;
+
+/// Runs bulkload, checks its events and its counter section, returns the report.
+fn load_and_check(dir: &Path, args: &[&str], rows: u64, groups: u64, sessions: u64) -> Value {
+    let mut all = vec!["run", "bulkload", "--out", "r", "-q"];
+    all.extend_from_slice(args);
+    ok(dir, &all);
+    let r = report_json(dir, &join(dir, "r"));
+    assert_eq!(event(&r, "load")["count"], sessions, "one load per session");
+    assert_eq!(event(&r, "groupby1")["count"], 1);
+    assert_eq!(event(&r, "groupby2")["count"], 1);
+    let b = &r["bulkload"];
+    assert_eq!(b["rows_loaded"], rows, "{b}");
+    assert_eq!(b["groups"], groups.min(rows), "{b}");
+    let check = b["check"].as_str().unwrap();
+    assert_eq!(
+        check,
+        format!("ok: {} groups, counts sum to {rows}", groups.min(rows))
+    );
+    let steps = b["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 3, "{b}");
+    for st in steps {
+        assert_eq!(st["rows"], rows);
+        assert!(st["rows_per_s"].as_f64().unwrap() > 0.0, "{st}");
+        assert!(st["mb_per_s"].as_f64().unwrap() > 0.0, "{st}");
+    }
+    std::fs::remove_dir_all(join(dir, "r")).unwrap();
+    r
+}
+
+#[test]
+fn bulkload_on_sqlite_loads_every_row_and_checks_the_groups() {
+    let dir = tempdir();
+    let db = format!("sqlite:{}", s(&dir.path().join("b.db")));
+    // Rows not a multiple of the sessions nor of the groups: shares and counts must still add up.
+    load_and_check(
+        dir.path(),
+        &[
+            "--target",
+            &db,
+            "--rows",
+            "10007",
+            "--sessions",
+            "3",
+            "--into",
+            "logged",
+        ],
+        10007,
+        4100,
+        3,
+    );
+    let conn = rusqlite::Connection::open(dir.path().join("b.db")).unwrap();
+    let (n, d, minid, maxid): (i64, i64, i64, i64) = conn
+        .query_row(
+            "SELECT count(*), count(DISTINCT id), min(id), max(id) FROM dbscope_bulkload",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .unwrap();
+    assert_eq!((n, d, minid, maxid), (10007, 10007, 1, 10007));
+    load_and_check(
+        dir.path(),
+        &[
+            "--target",
+            &db,
+            "--rows",
+            "5000",
+            "--groups",
+            "7",
+            "--sessions",
+            "2",
+            "--into",
+            "unlogged",
+        ],
+        5000,
+        7,
+        2,
+    );
+    // Fewer rows than groups: as many groups as rows.
+    load_and_check(
+        dir.path(),
+        &[
+            "--target",
+            &db,
+            "--rows",
+            "50",
+            "--set",
+            "temp_store=memory",
+            "--into",
+            "temp",
+        ],
+        50,
+        4100,
+        1,
+    );
+    let place = dir.path().join("flash");
+    std::fs::create_dir(&place).unwrap();
+    load_and_check(
+        dir.path(),
+        &[
+            "--target",
+            &db,
+            "--rows",
+            "3000",
+            "--sessions",
+            "2",
+            "--into",
+            "logged",
+            "--tablespace-dir",
+            s(&place),
+        ],
+        3000,
+        4100,
+        2,
+    );
+    let conn = rusqlite::Connection::open(place.join("dbscope_bulkload.sqlite")).unwrap();
+    let n: i64 = conn
+        .query_row("SELECT count(*) FROM dbscope_bulkload", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 3000, "the table lives on the directory");
+}
+
+#[test]
+fn bulkload_bad_input_is_a_clear_error() {
+    let dir = tempdir();
+    fails(
+        dir.path(),
+        &["run", "bulkload", "--rows", "0"],
+        2,
+        &["--rows must be at least 1"],
+    );
+    fails(
+        dir.path(),
+        &["run", "bulkload", "--rows", "10", "--groups", "0"],
+        2,
+        &["--groups 0"],
+    );
+    fails(
+        dir.path(),
+        &["run", "bulkload", "--rows", "10", "--into", "global"],
+        2,
+        &["--into \"global\""],
+    );
+    fails(
+        dir.path(),
+        &[
+            "run",
+            "bulkload",
+            "--rows",
+            "10",
+            "--sessions",
+            "2",
+            "--into",
+            "temp",
+        ],
+        2,
+        &[
+            "a temporary table belongs to one connection",
+            "--into unlogged",
+        ],
+    );
+    fails(
+        dir.path(),
+        &["run", "bulkload", "--rows", "10", "--ops", "3"],
+        2,
+        &["--ops and --duration do not apply"],
+    );
+}
+
+#[test]
+fn bulkload_on_postgres_into_each_kind() {
+    let pg = PgCluster::shared();
+    let db = pg.create_db("bulkload");
+    let uri = pg.uri(&db);
+    let dir = tempdir();
+    load_and_check(
+        dir.path(),
+        &[
+            "--target",
+            &uri,
+            "--rows",
+            "20011",
+            "--sessions",
+            "4",
+            "--into",
+            "unlogged",
+        ],
+        20011,
+        4100,
+        4,
+    );
+    assert_eq!(
+        pg.query(
+            &db,
+            "SELECT relpersistence FROM pg_class WHERE relname = 'dbscope_bulkload'"
+        ),
+        "u"
+    );
+    assert_eq!(
+        pg.query(
+            &db,
+            "SELECT count(*), count(DISTINCT id), max(id) FROM dbscope_bulkload"
+        ),
+        "20011|20011|20011"
+    );
+    load_and_check(
+        dir.path(),
+        &[
+            "--target",
+            &uri,
+            "--rows",
+            "9000",
+            "--sessions",
+            "2",
+            "--into",
+            "logged",
+        ],
+        9000,
+        4100,
+        2,
+    );
+    assert_eq!(
+        pg.query(
+            &db,
+            "SELECT relpersistence FROM pg_class WHERE relname = 'dbscope_bulkload'"
+        ),
+        "p"
+    );
+    load_and_check(
+        dir.path(),
+        &["--target", &uri, "--rows", "8200", "--into", "temp"],
+        8200,
+        4100,
+        1,
+    );
+}
+
+/// A trigger (added by an event trigger when dbscope creates the table) moves one row to another
+/// group: the load is complete, the GROUP BY answer is wrong, and the run must fail loudly.
+#[test]
+fn bulkload_on_postgres_fails_loudly_on_a_wrong_group_by() {
+    let pg = PgCluster::shared();
+    let db = pg.create_db("bulkload_wrong");
+    pg.query(
+        &db,
+        "CREATE FUNCTION shift_row() RETURNS trigger LANGUAGE plpgsql AS $$ \
+           BEGIN IF NEW.id = 5 THEN NEW.col := 0; END IF; RETURN NEW; END $$; \
+         CREATE FUNCTION add_trigger() RETURNS event_trigger LANGUAGE plpgsql AS $$ \
+           BEGIN IF EXISTS (SELECT 1 FROM pg_event_trigger_ddl_commands() \
+                            WHERE object_identity = 'public.dbscope_bulkload') THEN \
+             EXECUTE 'CREATE TRIGGER shift BEFORE INSERT ON dbscope_bulkload FOR EACH ROW \
+                      EXECUTE FUNCTION shift_row()'; \
+           END IF; END $$; \
+         CREATE EVENT TRIGGER corrupt ON ddl_command_end WHEN TAG IN ('CREATE TABLE') \
+           EXECUTE FUNCTION add_trigger()",
+    );
+    let dir = tempdir();
+    let out = run(
+        dir.path(),
+        &[
+            "run",
+            "bulkload",
+            "--target",
+            &pg.uri(&db),
+            "--rows",
+            "1000",
+            "--groups",
+            "10",
+            "--sessions",
+            "2",
+            "--into",
+            "unlogged",
+            "--out",
+            "r",
+            "-q",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("wrong result: GROUP BY returned col ") && stderr.contains("check:groupby"),
+        "{stderr}"
+    );
+    let m = manifest(&join(dir.path(), "r"));
+    assert_eq!(m["outcome"], "failed");
+    let r = report_json(dir.path(), &join(dir.path(), "r"));
+    assert!(
+        r["bulkload"]["check"]
+            .as_str()
+            .unwrap()
+            .starts_with("wrong result"),
+        "{}",
+        r["bulkload"]
+    );
+}

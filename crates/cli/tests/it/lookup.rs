@@ -1,0 +1,378 @@
+//! The `lookup` workload (issue 15, part 1) on real SQLite files and a real PostgreSQL server:
+//! filled once and reused, every lookup an event, placement on a directory, cache state recorded.
+
+use std::path::Path;
+
+use crate::cli::*;
+use crate::common::pg::PgCluster;
+
+fn notes(run: &Path) -> Vec<String> {
+    let m = manifest(run);
+    m["workload"]["params"]["setup"]
+        .as_array()
+        .unwrap_or_else(|| panic!("setup notes in {m}"))
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn lookup_on_sqlite_fills_once_reuses_and_counts_every_lookup() {
+    let dir = tempdir();
+    let db = format!("sqlite:{}", s(&dir.path().join("l.db")));
+    let args = |out: &'static str, cache: &'static str| {
+        vec![
+            "run",
+            "lookup",
+            "--target",
+            &db,
+            "--rows",
+            "3000",
+            "--ops",
+            "1200",
+            "--sessions",
+            "3",
+            "--dist",
+            "zipf:0.99",
+            "--cache",
+            cache,
+            "--out",
+            out,
+            "-q",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>()
+    };
+    let a: Vec<String> = args("a", "cold");
+    ok(
+        dir.path(),
+        &a.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+    );
+    let ra = join(dir.path(), "a");
+    let r = report_json(dir.path(), &ra);
+    let e = event(&r, "lookup");
+    assert_eq!(e["count"], 1200, "--ops is the run's total: {e}");
+    assert_eq!(e["errors"], 0);
+    assert_summary_sane(e);
+    let n = notes(&ra);
+    assert!(n[0].contains("created and filled"), "{n:?}");
+    assert!(
+        n.iter()
+            .any(|l| l.starts_with("cold: OS page cache") && l.contains("emptied")),
+        "{n:?}"
+    );
+    assert_eq!(r["lookup"]["rows"], 3000, "{}", r["lookup"]);
+    let m = manifest(&ra);
+    assert_eq!(m["workload"]["params"]["dist"], "zipf:0.99");
+    assert_eq!(m["runner"]["ops_per_session"], 400);
+
+    let b: Vec<String> = args("b", "warm");
+    ok(
+        dir.path(),
+        &b.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+    );
+    let n = notes(&join(dir.path(), "b"));
+    assert!(n[0].contains("reused"), "{n:?}");
+    assert!(n.iter().any(|l| l.starts_with("warm:")), "{n:?}");
+
+    // Another shape is refused with the way out; --fresh recreates.
+    fails(
+        dir.path(),
+        &[
+            "run", "lookup", "--target", &db, "--rows", "4000", "--ops", "10", "--out", "c", "-q",
+        ],
+        2,
+        &["filled for rows=3000", "add --fresh"],
+    );
+    ok(
+        dir.path(),
+        &[
+            "run", "lookup", "--target", &db, "--rows", "4000", "--ops", "10", "--fresh", "--out",
+            "d", "-q",
+        ],
+    );
+    let conn = rusqlite::Connection::open(dir.path().join("l.db")).unwrap();
+    let n: i64 = conn
+        .query_row("SELECT count(*) FROM dbscope_lookup", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 4000);
+}
+
+#[test]
+fn lookup_on_sqlite_places_the_table_in_the_directory() {
+    let dir = tempdir();
+    let place = dir.path().join("flash");
+    std::fs::create_dir(&place).unwrap();
+    ok(
+        dir.path(),
+        &[
+            "run",
+            "lookup",
+            "--rows",
+            "500",
+            "--ops",
+            "100",
+            "--sessions",
+            "2",
+            "--tablespace-dir",
+            s(&place),
+            "--row-bytes",
+            "50",
+            "--out",
+            "r",
+            "-q",
+        ],
+    );
+    let file = place.join("dbscope_lookup.sqlite");
+    let conn = rusqlite::Connection::open(&file).unwrap();
+    let n: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM dbscope_lookup WHERE length(pad) = 42",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(n, 500, "the table lives in {}", file.display());
+    let r = report_json(dir.path(), &join(dir.path(), "r"));
+    assert_eq!(event(&r, "lookup")["count"], 100);
+}
+
+#[test]
+fn lookup_bad_input_is_a_clear_error() {
+    let dir = tempdir();
+    fails(
+        dir.path(),
+        &["run", "lookup", "--rows", "0", "--ops", "1"],
+        2,
+        &["--rows must be at least 1"],
+    );
+    fails(
+        dir.path(),
+        &[
+            "run",
+            "lookup",
+            "--rows",
+            "10",
+            "--ops",
+            "10",
+            "--sessions",
+            "3",
+        ],
+        2,
+        &["must split evenly over --sessions 3"],
+    );
+    fails(
+        dir.path(),
+        &[
+            "run",
+            "lookup",
+            "--rows",
+            "10",
+            "--ops",
+            "1",
+            "--tablespace-dir",
+            "/nonexistent/dir",
+        ],
+        2,
+        &["--tablespace-dir /nonexistent/dir", "must exist"],
+    );
+    fails(
+        dir.path(),
+        &["run", "lookup", "--rows", "10", "--dist", "zipf:0"],
+        2,
+        &["--dist \"zipf:0\""],
+    );
+    fails(
+        dir.path(),
+        &["run", "lookup", "--rows", "10", "--cache", "hot"],
+        2,
+        &["--cache \"hot\""],
+    );
+    fails(
+        dir.path(),
+        &["run", "lookup", "--rows", "10", "--row-bytes", "4"],
+        2,
+        &["--row-bytes 4"],
+    );
+}
+
+/// Buffer hits and reads of the lookup table and its index so far (pg_statio), summed.
+fn statio(pg: &PgCluster, db: &str) -> (i64, i64) {
+    let row = pg.query(
+        db,
+        "SELECT coalesce(sum(heap_blks_hit + coalesce(idx_blks_hit, 0)), 0)::bigint, \
+                coalesce(sum(heap_blks_read + coalesce(idx_blks_read, 0)), 0)::bigint \
+         FROM pg_statio_user_tables WHERE relname = 'dbscope_lookup'",
+    );
+    let (h, r) = row.split_once('|').unwrap();
+    (h.parse().unwrap(), r.parse().unwrap())
+}
+
+#[test]
+fn lookup_on_postgres_warm_hits_the_buffers() {
+    let pg = PgCluster::shared();
+    let db = pg.create_db("lookup");
+    let uri = pg.uri(&db);
+    let dir = tempdir();
+    let run_once = |out: &str, cache: &str| {
+        ok(
+            dir.path(),
+            &[
+                "run",
+                "lookup",
+                "--target",
+                &uri,
+                "--rows",
+                "20000",
+                "--ops",
+                "4000",
+                "--sessions",
+                "4",
+                "--cache",
+                cache,
+                "--out",
+                out,
+                "-q",
+            ],
+        );
+        join(dir.path(), out)
+    };
+    let first = run_once("a", "warm");
+    assert!(
+        notes(&first)[0].contains("filled by COPY"),
+        "{:?}",
+        notes(&first)
+    );
+    assert_eq!(
+        pg.query(&db, "SELECT count(*) FROM dbscope_lookup"),
+        "20000"
+    );
+    let before = statio(pg, &db);
+    let second = run_once("b", "warm");
+    let n = notes(&second);
+    assert!(n[0].contains("reused"), "{n:?}");
+    assert!(n.iter().any(|l| l.starts_with("warm: ")), "{n:?}");
+    let r = report_json(dir.path(), &second);
+    assert_eq!(event(&r, "lookup")["count"], 4000);
+    // The backends' statistics are flushed as they exit, just after the run ends.
+    let mut after = statio(pg, &db);
+    for _ in 0..50 {
+        if after.0 - before.0 >= 8000 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        after = statio(pg, &db);
+    }
+    let (hits, reads) = (after.0 - before.0, after.1 - before.1);
+    assert!(
+        hits >= 8000,
+        "each lookup reads an index and a heap block: {hits} hits"
+    );
+    let ratio = hits as f64 / (hits + reads) as f64;
+    assert!(
+        ratio > 0.99,
+        "warm: hit ratio {ratio} ({hits} hits, {reads} reads)"
+    );
+
+    let cold = run_once("c", "cold");
+    let n = notes(&cold);
+    assert!(
+        n.iter().any(|l| l.contains("shared_buffers: NOT emptied")),
+        "{n:?}"
+    );
+    assert!(
+        n.iter()
+            .any(|l| l.starts_with("cold: OS page cache of dbscope_lookup: emptied")),
+        "the server runs here, so its files are reachable: {n:?}"
+    );
+}
+
+fn server_uid() -> Option<u32> {
+    // Tests run as root start the server as `postgres`, otherwise as the current user.
+    let out = std::process::Command::new("id")
+        .args(["-u", "postgres"])
+        .output()
+        .ok()?;
+    let me = std::process::Command::new("id").arg("-u").output().ok()?;
+    if String::from_utf8_lossy(&me.stdout).trim() != "0" {
+        return None;
+    }
+    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+}
+
+#[test]
+fn lookup_on_postgres_in_a_tablespace_and_a_directory_it_cannot_use() {
+    let pg = PgCluster::shared();
+    let db = pg.create_db("lookup_ts");
+    let uri = pg.uri(&db);
+    let dir = tempdir();
+    let place = dir.path().join("flash");
+    std::fs::create_dir(&place).unwrap();
+    let bad = dir.path().join("root_only");
+    std::fs::create_dir(&bad).unwrap();
+    if let Some(uid) = server_uid() {
+        std::os::unix::fs::chown(&place, Some(uid), Some(uid)).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&bad, std::fs::Permissions::from_mode(0o700)).unwrap();
+        fails(
+            dir.path(),
+            &[
+                "run",
+                "lookup",
+                "--target",
+                &uri,
+                "--rows",
+                "100",
+                "--ops",
+                "10",
+                "--tablespace-dir",
+                s(&bad),
+                "--out",
+                "x",
+                "-q",
+            ],
+            2,
+            &["could not create a tablespace", "owned by uid 0"],
+        );
+    }
+    ok(
+        dir.path(),
+        &[
+            "run",
+            "lookup",
+            "--target",
+            &uri,
+            "--rows",
+            "1000",
+            "--ops",
+            "200",
+            "--tablespace-dir",
+            s(&place),
+            "--out",
+            "r",
+            "-q",
+        ],
+    );
+    let ts = pg.query(
+        &db,
+        "SELECT tablespace FROM pg_tables WHERE tablename = 'dbscope_lookup'",
+    );
+    assert!(
+        ts.starts_with("dbscope_ts_"),
+        "table in a dbscope tablespace: {ts:?}"
+    );
+    let loc = pg.query(
+        &db,
+        &format!("SELECT pg_tablespace_location(oid) FROM pg_tablespace WHERE spcname = '{ts}'"),
+    );
+    assert_eq!(loc, s(&place));
+    let idx = pg.query(
+        &db,
+        "SELECT tablespace FROM pg_indexes WHERE indexname = 'dbscope_lookup_pkey'",
+    );
+    assert_eq!(idx, ts, "the index is placed too");
+    // Leave the cluster without the tablespace (it is shared by every test).
+    pg.query(&db, "DROP TABLE dbscope_lookup");
+    pg.query(&db, &format!("DROP TABLESPACE {ts}"));
+}

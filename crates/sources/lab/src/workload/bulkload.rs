@@ -1,0 +1,582 @@
+//! The `bulkload` workload (seed 002's parallel direct-path load into a global temporary table,
+//! then `SELECT col, count(*) … GROUP BY col` twice): every session loads its share of `--rows`
+//! (COPY on PostgreSQL, one transaction of prepared inserts on SQLite) into a table of kind
+//! `--into temp|unlogged|logged`; then session 0 runs the GROUP BY twice and checks its answer
+//! exactly (every group, every count). Each step is one event; rows/s and MB/s go to counters.
+//!
+//! A global temporary table (Oracle's) has one definition shared by all sessions and data private
+//! to each. PostgreSQL and SQLite temporary tables are private to one connection, so no second
+//! connection can load into them: `--into temp` loads with one session (`--sessions 1`, as the
+//! seed's single session whose parallel slaves the server runs), and a parallel load goes into
+//! `--into unlogged` (PostgreSQL's closest shared kind: no WAL, emptied after a crash).
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+use std::sync::{Arc, Condvar, Mutex};
+
+use dbscope_core::counters::{Column, Counter, CounterSection, CounterTable, CounterValue};
+use dbscope_core::{NameId, Recorder};
+
+use super::place::{self, Placement};
+use super::{check_identifier, SessionWork, Workload};
+use crate::db::{Dialect, Param, Session, Target, TargetError, TargetResult};
+use crate::error::Error;
+
+/// The kind of table loaded into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoadInto {
+    /// A temporary table (one session).
+    Temp,
+    /// PostgreSQL UNLOGGED; SQLite: journal_mode=OFF, synchronous=OFF for the load.
+    Unlogged,
+    /// An ordinary table.
+    Logged,
+}
+
+impl FromStr for LoadInto {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "temp" => Ok(LoadInto::Temp),
+            "unlogged" => Ok(LoadInto::Unlogged),
+            "logged" => Ok(LoadInto::Logged),
+            _ => Err(Error::Config(format!(
+                "--into {s:?}: expected temp, unlogged or logged"
+            ))),
+        }
+    }
+}
+
+impl std::fmt::Display for LoadInto {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LoadInto::Temp => "temp",
+            LoadInto::Unlogged => "unlogged",
+            LoadInto::Logged => "logged",
+        })
+    }
+}
+
+/// The bulkload workload's options.
+#[derive(Clone, Debug)]
+pub struct BulkloadConfig {
+    /// Table name.
+    pub table: String,
+    /// Rows loaded in all (split over the sessions).
+    pub rows: u64,
+    /// Distinct values of `col` (row `id` has `col = (id - 1) % groups`).
+    pub groups: u64,
+    /// Bytes of user data per row: 8 (id) + 4 (col) + the pad.
+    pub row_bytes: u32,
+    /// Table kind.
+    pub into: LoadInto,
+    /// Where the table lives.
+    pub place: Placement,
+    /// Sessions loading in parallel.
+    pub sessions: u32,
+}
+
+/// One timed step's figures.
+#[derive(Clone, Debug)]
+struct StepResult {
+    step: String,
+    rows: u64,
+    seconds: f64,
+}
+
+#[derive(Default)]
+struct Shared {
+    /// Sessions done with their load (or gone).
+    arrived: u32,
+    /// Rows the sessions loaded.
+    loaded: u64,
+    steps: Vec<StepResult>,
+    checked: Option<String>,
+}
+
+/// The bulkload workload.
+pub struct BulkloadWorkload {
+    cfg: BulkloadConfig,
+    dialect: Dialect,
+    shared: Arc<(Mutex<Shared>, Condvar)>,
+    tablespace: Mutex<Option<String>>,
+}
+
+impl BulkloadWorkload {
+    /// Checks the options.
+    pub fn new(cfg: BulkloadConfig, dialect: Dialect) -> Result<Self, Error> {
+        check_identifier(&cfg.table)?;
+        if cfg.rows == 0 {
+            return Err(Error::Config("--rows must be at least 1".into()));
+        }
+        if cfg.rows > i64::MAX as u64 / 2 {
+            return Err(Error::Config(format!("--rows {} is too large", cfg.rows)));
+        }
+        if cfg.groups == 0 || cfg.groups > i32::MAX as u64 {
+            return Err(Error::Config(format!(
+                "--groups {}: expected 1 to {}",
+                cfg.groups,
+                i32::MAX
+            )));
+        }
+        if !(12..=1_000_000).contains(&cfg.row_bytes) {
+            return Err(Error::Config(format!(
+                "--row-bytes {}: expected 12 to 1000000 (8 bytes of id, 4 of col, the rest pad)",
+                cfg.row_bytes
+            )));
+        }
+        if cfg.into == LoadInto::Temp && cfg.sessions > 1 {
+            return Err(Error::Config(format!(
+                "--into temp with --sessions {}: a temporary table belongs to one connection on \
+                 PostgreSQL and SQLite, so other sessions cannot load into it; load it with \
+                 --sessions 1, or load in parallel with --into unlogged (one shared table, no WAL: \
+                 the closest to a global temporary table)",
+                cfg.sessions
+            )));
+        }
+        if cfg.into == LoadInto::Temp
+            && dialect == Dialect::Sqlite
+            && cfg.place != Placement::Default
+        {
+            return Err(Error::Config(
+                "--into temp --tablespace-dir on SQLite: SQLite puts temporary tables in memory \
+                 or in SQLITE_TMPDIR (with --set temp_store=file); set SQLITE_TMPDIR=DIR instead"
+                    .into(),
+            ));
+        }
+        Ok(BulkloadWorkload {
+            cfg,
+            dialect,
+            shared: Arc::new((Mutex::new(Shared::default()), Condvar::new())),
+            tablespace: Mutex::new(None),
+        })
+    }
+
+    fn pad_len(&self) -> usize {
+        self.cfg.row_bytes as usize - 12
+    }
+
+    fn columns(&self) -> &'static str {
+        match self.dialect {
+            Dialect::Sqlite => "(id INTEGER NOT NULL, col INTEGER NOT NULL, pad TEXT NOT NULL)",
+            _ => "(id BIGINT NOT NULL, col INTEGER NOT NULL, pad TEXT NOT NULL)",
+        }
+    }
+}
+
+impl Workload for BulkloadWorkload {
+    fn name(&self) -> &'static str {
+        "bulkload"
+    }
+
+    fn params(&self) -> BTreeMap<String, serde_json::Value> {
+        BTreeMap::from([
+            ("table".to_string(), self.cfg.table.clone().into()),
+            ("rows".to_string(), self.cfg.rows.into()),
+            ("groups".to_string(), self.cfg.groups.into()),
+            ("row_bytes".to_string(), self.cfg.row_bytes.into()),
+            ("into".to_string(), self.cfg.into.to_string().into()),
+            ("placement".to_string(), self.cfg.place.describe().into()),
+        ])
+    }
+
+    fn headline_event(&self) -> &'static str {
+        "load"
+    }
+
+    fn setup(&self, target: &dyn Target, _sessions: u32) -> TargetResult<()> {
+        let mut s = target.connect()?;
+        let t = &self.cfg.table;
+        match self.dialect {
+            Dialect::Postgres => {
+                let ts = place::pg_tablespace(s.as_mut(), &self.cfg.place)?;
+                s.batch(&format!("DROP TABLE IF EXISTS {t}"))?;
+                if self.cfg.into != LoadInto::Temp {
+                    let kind = if self.cfg.into == LoadInto::Unlogged {
+                        "UNLOGGED "
+                    } else {
+                        ""
+                    };
+                    let ts_clause = ts
+                        .as_ref()
+                        .map(|n| format!(" TABLESPACE {n}"))
+                        .unwrap_or_default();
+                    s.batch(&format!(
+                        "CREATE {kind}TABLE {t} {}{ts_clause}",
+                        self.columns()
+                    ))?;
+                }
+                *self.tablespace.lock().unwrap_or_else(|e| e.into_inner()) = ts;
+            }
+            Dialect::Sqlite => {
+                let prefix = place::sqlite_attach(s.as_mut(), &self.cfg.place, t)?;
+                s.batch(&format!("DROP TABLE IF EXISTS {prefix}{t}"))?;
+                if self.cfg.into != LoadInto::Temp {
+                    s.batch(&format!("CREATE TABLE {prefix}{t} {}", self.columns()))?;
+                }
+            }
+            Dialect::Null => {}
+        }
+        Ok(())
+    }
+
+    fn session(&self, session: u32, _seed: u64) -> Box<dyn SessionWork> {
+        let (rows, n) = (self.cfg.rows, self.cfg.sessions as u64);
+        let i = session as u64;
+        Box::new(BulkSession {
+            cfg: self.cfg.clone(),
+            dialect: self.dialect,
+            session,
+            first: i * rows / n + 1,
+            last: (i + 1) * rows / n,
+            pad_len: self.pad_len(),
+            columns: self.columns(),
+            tablespace: self
+                .tablespace
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+            shared: self.shared.clone(),
+            prefix: String::new(),
+            arrived: false,
+            done: false,
+            names: (0, 0, 0),
+        })
+    }
+
+    fn counters(&self) -> Option<CounterSection> {
+        let sh = self.shared.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mb = |rows: u64| rows as f64 * self.cfg.row_bytes as f64 / 1e6;
+        let rows = sh
+            .steps
+            .iter()
+            .map(|st| {
+                vec![
+                    CounterValue::Text(st.step.clone()),
+                    CounterValue::count(st.rows),
+                    CounterValue::Float(st.seconds),
+                    CounterValue::float((st.seconds > 0.0).then(|| st.rows as f64 / st.seconds)),
+                    CounterValue::float((st.seconds > 0.0).then(|| mb(st.rows) / st.seconds)),
+                ]
+            })
+            .collect();
+        // TODO(issue 14): blocks read/hit, temp bytes and WAL bytes before and after each step
+        // come from issue 14's snapshots (pg_stat_* / pg_statio_* deltas, sqlite3_db_status).
+        Some(CounterSection {
+            key: "bulkload".into(),
+            title: "bulkload: steps (MB = rows × --row-bytes)".into(),
+            final_counts: true,
+            counters: vec![
+                Counter::new(
+                    "rows_loaded",
+                    "rows loaded",
+                    CounterValue::count(sh.loaded),
+                    "rows",
+                ),
+                Counter::new(
+                    "groups",
+                    "groups generated",
+                    CounterValue::count(self.cfg.groups.min(self.cfg.rows)),
+                    "",
+                ),
+                Counter::new(
+                    "check",
+                    "GROUP BY answer",
+                    CounterValue::Text(sh.checked.clone().unwrap_or_else(|| "not run".into())),
+                    "",
+                ),
+            ],
+            tables: vec![CounterTable {
+                key: "steps".into(),
+                title: "steps".into(),
+                columns: vec![
+                    Column::new("step", "step", ""),
+                    Column::new("rows", "rows", ""),
+                    Column::new("seconds", "time", "s").decimals(3),
+                    Column::new("rows_per_s", "rows/s", "").decimals(0),
+                    Column::new("mb_per_s", "MB/s", "").decimals(1),
+                ],
+                rows,
+            }],
+            notes: Vec::new(),
+        })
+    }
+}
+
+struct BulkSession {
+    cfg: BulkloadConfig,
+    dialect: Dialect,
+    session: u32,
+    /// First and last id this session loads.
+    first: u64,
+    last: u64,
+    pad_len: usize,
+    columns: &'static str,
+    tablespace: Option<String>,
+    shared: Arc<(Mutex<Shared>, Condvar)>,
+    prefix: String,
+    arrived: bool,
+    done: bool,
+    names: (NameId, NameId, NameId),
+}
+
+impl BulkSession {
+    /// Says this session's load is over (done, failed, or never started), once.
+    fn arrive(&mut self, rows: u64) {
+        if self.arrived {
+            return;
+        }
+        self.arrived = true;
+        let (m, cv) = &*self.shared;
+        let mut sh = m.lock().unwrap_or_else(|e| e.into_inner());
+        sh.arrived += 1;
+        sh.loaded += rows;
+        cv.notify_all();
+    }
+
+    fn load(&mut self, sess: &mut dyn Session) -> TargetResult<u64> {
+        let t = format!("{}{}", self.prefix, self.cfg.table);
+        let (first, last, groups) = (self.first, self.last, self.cfg.groups);
+        let src = place::pad_source(self.pad_len, 2);
+        let pad = self.pad_len;
+        let pad_of = |id: u64| {
+            let off = (id as usize).wrapping_mul(7919) % (src.len() - pad);
+            &src[off..off + pad]
+        };
+        match self.dialect {
+            Dialect::Postgres => {
+                let mut next = first;
+                sess.copy_in(&format!("COPY {t} (id, col, pad) FROM STDIN"), &mut |buf| {
+                    use std::io::Write;
+                    while next <= last && buf.len() < (1 << 20) {
+                        let _ = write!(buf, "{next}\t{}\t", (next - 1) % groups);
+                        buf.extend_from_slice(pad_of(next));
+                        buf.push(b'\n');
+                        next += 1;
+                    }
+                    Ok(next <= last)
+                })
+            }
+            _ => {
+                sess.begin()?;
+                let ins = sess.prepare(&format!(
+                    "INSERT INTO {t} (id, col, pad) VALUES (?1, ?2, ?3)"
+                ))?;
+                for id in first..=last {
+                    let text = String::from_utf8_lossy(pad_of(id)).into_owned();
+                    sess.execute(
+                        ins,
+                        &[
+                            Param::Int(id as i64),
+                            Param::Int(((id - 1) % groups) as i64),
+                            Param::Text(text),
+                        ],
+                    )?;
+                }
+                sess.commit()?;
+                Ok(last + 1 - first)
+            }
+        }
+    }
+
+    /// Runs the GROUP BY and checks every group's count against what was generated.
+    fn group_by(&self, sess: &mut dyn Session) -> TargetResult<u64> {
+        let t = format!("{}{}", self.prefix, self.cfg.table);
+        let rows = sess.query_rows(&format!("SELECT col, count(*) FROM {t} GROUP BY col"), &[])?;
+        let (n, g) = (self.cfg.rows, self.cfg.groups);
+        let expect = |col: u64| n / g + u64::from(col < n % g);
+        let mut total = 0u64;
+        let mut seen = std::collections::HashSet::new();
+        for r in &rows {
+            let num = |i: usize| -> Option<u64> { r.get(i)?.as_ref()?.parse().ok() };
+            let (Some(col), Some(count)) = (num(0), num(1)) else {
+                return Err(check_error(format!(
+                    "GROUP BY returned an unreadable row {r:?}"
+                )));
+            };
+            if col >= g || !seen.insert(col) || count != expect(col) {
+                return Err(check_error(format!(
+                    "GROUP BY returned col {col} with count {count}; generated: col 0..{g} once \
+                     each, col {col} with {} rows",
+                    if col < g { expect(col) } else { 0 }
+                )));
+            }
+            total += count;
+        }
+        let want_groups = g.min(n);
+        if rows.len() as u64 != want_groups || total != n {
+            return Err(check_error(format!(
+                "GROUP BY returned {} groups summing to {total} rows; generated {want_groups} \
+                 groups of {n} rows",
+                rows.len()
+            )));
+        }
+        Ok(rows.len() as u64)
+    }
+}
+
+fn check_error(message: String) -> TargetError {
+    TargetError {
+        class: "check:groupby".into(),
+        message: format!("wrong result: {message}"),
+        connection_lost: false,
+    }
+}
+
+impl Drop for BulkSession {
+    fn drop(&mut self) {
+        // A session that never loaded (prepare failed) must not keep session 0 waiting.
+        self.arrive(0);
+    }
+}
+
+impl SessionWork for BulkSession {
+    fn prepare(&mut self, sess: &mut dyn Session, rec: &Recorder) -> TargetResult<()> {
+        let t = &self.cfg.table;
+        self.names = (rec.name("load"), rec.name("groupby1"), rec.name("groupby2"));
+        match self.dialect {
+            Dialect::Sqlite => {
+                self.prefix = place::sqlite_attach(sess, &self.cfg.place, t)?;
+                if self.cfg.into == LoadInto::Unlogged {
+                    let schema = if self.prefix.is_empty() {
+                        "main"
+                    } else {
+                        place::SQLITE_PLACE_SCHEMA
+                    };
+                    sess.batch(&format!(
+                        "PRAGMA {schema}.journal_mode = OFF; PRAGMA {schema}.synchronous = OFF"
+                    ))?;
+                }
+                if self.cfg.into == LoadInto::Temp {
+                    sess.batch(&format!(
+                        "CREATE TEMP TABLE IF NOT EXISTS {t} {}",
+                        self.columns
+                    ))?;
+                }
+            }
+            Dialect::Postgres if self.cfg.into == LoadInto::Temp => {
+                if let Some(ts) = &self.tablespace {
+                    sess.batch(&format!("SET temp_tablespaces = {ts}"))?;
+                }
+                sess.batch(&format!(
+                    "CREATE TEMP TABLE IF NOT EXISTS {t} {}",
+                    self.columns
+                ))?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, sess: &mut dyn Session, rec: &mut Recorder) -> Result<(), TargetError> {
+        if self.done {
+            return Ok(());
+        }
+        self.done = true;
+        let (load, g1, g2) = self.names;
+        let t0 = rec.now();
+        let result = self.load(sess);
+        let t1 = rec.now();
+        let loaded = match result {
+            Ok(n) => {
+                rec.ok(load, t0, t1, n);
+                n
+            }
+            Err(e) => {
+                rec.error(load, t0, t1, &e.class);
+                self.arrive(0);
+                return Err(e);
+            }
+        };
+        self.arrive(loaded);
+        if self.session != 0 {
+            return Ok(());
+        }
+        // Session 0 waits for every load, records the parallel load's span, then aggregates.
+        let (m, cv) = &*self.shared;
+        let mut sh = m.lock().unwrap_or_else(|e| e.into_inner());
+        while sh.arrived < self.cfg.sessions {
+            sh = cv.wait(sh).unwrap_or_else(|e| e.into_inner());
+        }
+        let all_loaded = sh.loaded;
+        let load_end = rec.now();
+        sh.steps.push(StepResult {
+            step: format!("load ({} sessions)", self.cfg.sessions),
+            rows: all_loaded,
+            seconds: (load_end - t0) as f64 / 1e9,
+        });
+        drop(sh);
+        if all_loaded != self.cfg.rows {
+            let e = check_error(format!(
+                "{all_loaded} rows loaded of {} (a session's load failed)",
+                self.cfg.rows
+            ));
+            rec.error(g1, load_end, load_end, &e.class);
+            return Err(e);
+        }
+        for (i, name) in [g1, g2].into_iter().enumerate() {
+            let a = rec.now();
+            let result = self.group_by(sess);
+            let b = rec.now();
+            match result {
+                Ok(groups) => {
+                    rec.ok(name, a, b, groups);
+                    let mut sh = m.lock().unwrap_or_else(|e| e.into_inner());
+                    sh.steps.push(StepResult {
+                        step: format!("group by #{}", i + 1),
+                        rows: all_loaded,
+                        seconds: (b - a) as f64 / 1e9,
+                    });
+                    sh.checked = Some(format!("ok: {groups} groups, counts sum to {all_loaded}"));
+                }
+                Err(e) => {
+                    rec.error(name, a, b, &e.class);
+                    m.lock().unwrap_or_else(|e| e.into_inner()).checked = Some(e.message.clone());
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> BulkloadConfig {
+        BulkloadConfig {
+            table: "b".into(),
+            rows: 100,
+            groups: 7,
+            row_bytes: 16,
+            into: LoadInto::Logged,
+            place: Placement::Default,
+            sessions: 2,
+        }
+    }
+
+    #[test]
+    fn options_are_checked() {
+        assert!(BulkloadWorkload::new(cfg(), Dialect::Sqlite).is_ok());
+        let e = |c: BulkloadConfig| {
+            BulkloadWorkload::new(c, Dialect::Postgres)
+                .err()
+                .unwrap()
+                .to_string()
+        };
+        assert!(e(BulkloadConfig { rows: 0, ..cfg() }).contains("--rows"));
+        assert!(e(BulkloadConfig { groups: 0, ..cfg() }).contains("--groups 0"));
+        assert!(e(BulkloadConfig {
+            row_bytes: 11,
+            ..cfg()
+        })
+        .contains("--row-bytes 11"));
+        assert!(e(BulkloadConfig {
+            into: LoadInto::Temp,
+            ..cfg()
+        })
+        .contains("--into unlogged"));
+        assert!("global".parse::<LoadInto>().is_err());
+    }
+}

@@ -1,0 +1,631 @@
+//! The `lookup` workload (seed 001's cached vs placed primary-key lookups): one table of `--rows`
+//! keys filled once (COPY on PostgreSQL, one transaction on SQLite) and reused while its shape
+//! matches; each session looks up seeded keys, uniform or Zipf-distributed, one event per lookup.
+//! Placement (`--tablespace-dir`) and cache state (`--cache cold|warm`) are the experiment's knobs.
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+use std::sync::Mutex;
+
+use dbscope_core::counters::{Counter, CounterSection, CounterValue};
+use dbscope_core::{NameId, Recorder};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Zipf};
+
+use super::place::{self, Found, Placement, Shape};
+use super::{check_identifier, SessionWork, Workload};
+use crate::db::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
+use crate::error::Error;
+
+/// How keys are drawn.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum KeyDist {
+    /// Every key equally likely.
+    Uniform,
+    /// Zipf with exponent `s` over ranks 1..=rows: key 1 is the hottest.
+    Zipf(f64),
+}
+
+impl FromStr for KeyDist {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        if s == "uniform" {
+            return Ok(KeyDist::Uniform);
+        }
+        match s.strip_prefix("zipf:").map(str::parse::<f64>) {
+            Some(Ok(x)) if x.is_finite() && x > 0.0 && x <= 10.0 => Ok(KeyDist::Zipf(x)),
+            _ => Err(Error::Config(format!(
+                "--dist {s:?}: expected `uniform` or `zipf:S` with 0 < S ≤ 10 (e.g. zipf:0.99)"
+            ))),
+        }
+    }
+}
+
+impl std::fmt::Display for KeyDist {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeyDist::Uniform => write!(f, "uniform"),
+            KeyDist::Zipf(s) => write!(f, "zipf:{s}"),
+        }
+    }
+}
+
+/// Cache state before the lookups start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheState {
+    /// Empty what dbscope can (and say what it could not).
+    Cold,
+    /// Read everything once first.
+    Warm,
+}
+
+impl FromStr for CacheState {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "cold" => Ok(CacheState::Cold),
+            "warm" => Ok(CacheState::Warm),
+            _ => Err(Error::Config(format!(
+                "--cache {s:?}: expected `cold` or `warm`"
+            ))),
+        }
+    }
+}
+
+/// The lookup workload's options.
+#[derive(Clone, Debug)]
+pub struct LookupConfig {
+    /// Table name.
+    pub table: String,
+    /// Rows (keys 1..=rows).
+    pub rows: u64,
+    /// Bytes of user data per row: the 8-byte id plus a text pad of `row_bytes - 8`.
+    pub row_bytes: u32,
+    /// Key distribution.
+    pub dist: KeyDist,
+    /// Where the table lives.
+    pub place: Placement,
+    /// Cache state before the lookups.
+    pub cache: CacheState,
+    /// Drop and refill the table first.
+    pub fresh: bool,
+}
+
+/// The lookup workload.
+pub struct LookupWorkload {
+    cfg: LookupConfig,
+    dialect: Dialect,
+    /// What setup did and found (created or reused, what the cache step could and could not do).
+    notes: Mutex<Vec<String>>,
+    fill_s: Mutex<Option<f64>>,
+}
+
+impl LookupWorkload {
+    /// Checks the options.
+    pub fn new(cfg: LookupConfig, dialect: Dialect) -> Result<Self, Error> {
+        check_identifier(&cfg.table)?;
+        if cfg.rows == 0 {
+            return Err(Error::Config(
+                "--rows must be at least 1 (the table's keys are 1..=rows)".into(),
+            ));
+        }
+        if cfg.rows > i64::MAX as u64 / 2 {
+            return Err(Error::Config(format!("--rows {} is too large", cfg.rows)));
+        }
+        if !(9..=1_000_000).contains(&cfg.row_bytes) {
+            return Err(Error::Config(format!(
+                "--row-bytes {}: expected 9 to 1000000 (8 bytes of id plus at least 1 of pad)",
+                cfg.row_bytes
+            )));
+        }
+        Ok(LookupWorkload {
+            cfg,
+            dialect,
+            notes: Mutex::new(Vec::new()),
+            fill_s: Mutex::new(None),
+        })
+    }
+
+    fn shape(&self) -> String {
+        format!(
+            "rows={} row_bytes={} place={}",
+            self.cfg.rows,
+            self.cfg.row_bytes,
+            self.cfg.place.describe()
+        )
+    }
+
+    fn note(&self, s: String) {
+        self.notes.lock().unwrap_or_else(|e| e.into_inner()).push(s);
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.notes.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn pad_len(&self) -> usize {
+        self.cfg.row_bytes as usize - 8
+    }
+
+    fn setup_pg(&self, s: &mut dyn Session) -> TargetResult<()> {
+        let t = &self.cfg.table;
+        let ts = place::pg_tablespace(s, &self.cfg.place)?;
+        if self.cfg.fresh {
+            s.batch(&format!("DROP TABLE IF EXISTS {t}"))?;
+        }
+        let shape = Shape {
+            prefix: "",
+            table: t,
+            want: self.shape(),
+        };
+        if shape.check(s, Dialect::Postgres)? == Found::Same {
+            self.note(format!("table {t} reused ({})", shape.want));
+        } else {
+            let started = std::time::Instant::now();
+            let (ts_table, ts_index) = match &ts {
+                Some(n) => (
+                    format!(" TABLESPACE {n}"),
+                    format!(" USING INDEX TABLESPACE {n}"),
+                ),
+                None => (String::new(), String::new()),
+            };
+            s.batch("BEGIN")?;
+            let filled = (|| {
+                s.batch(&format!(
+                    "CREATE TABLE {t} (id BIGINT NOT NULL, pad TEXT NOT NULL){ts_table}"
+                ))?;
+                let src = place::pad_source(self.pad_len(), 1);
+                let (rows, pad) = (self.cfg.rows, self.pad_len());
+                let mut next = 1u64;
+                let n = s.copy_in(&format!("COPY {t} (id, pad) FROM STDIN"), &mut |buf| {
+                    use std::io::Write;
+                    while next <= rows && buf.len() < (1 << 20) {
+                        let off = (next as usize).wrapping_mul(7919) % (src.len() - pad);
+                        let _ = write!(buf, "{next}\t");
+                        buf.extend_from_slice(&src[off..off + pad]);
+                        buf.push(b'\n');
+                        next += 1;
+                    }
+                    Ok(next <= rows)
+                })?;
+                if n != rows {
+                    return Err(TargetError::config(format!(
+                        "COPY loaded {n} rows into {t}, expected {rows}"
+                    )));
+                }
+                s.batch(&format!(
+                    "ALTER TABLE {t} ADD CONSTRAINT {t}_pkey PRIMARY KEY (id){ts_index}"
+                ))?;
+                shape.record(s, Dialect::Postgres)?;
+                s.batch("COMMIT")
+            })();
+            if let Err(e) = filled {
+                let _ = s.batch("ROLLBACK");
+                return Err(e);
+            }
+            // Hint bits and the visibility map set now, so the lookups do not write.
+            s.batch(&format!("VACUUM ANALYZE {t}"))?;
+            *self.fill_s.lock().unwrap_or_else(|e| e.into_inner()) =
+                Some(started.elapsed().as_secs_f64());
+            self.note(format!(
+                "table {t} created and filled by COPY ({}){}",
+                shape.want,
+                ts.as_ref()
+                    .map(|n| format!(", in tablespace {n}"))
+                    .unwrap_or_default()
+            ));
+        }
+        let rels = [t.clone(), format!("{t}_pkey")];
+        match self.cfg.cache {
+            CacheState::Warm => {
+                let prewarm = s
+                    .batch("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+                    .and_then(|()| {
+                        s.query_rows(
+                            "SELECT pg_prewarm($1::regclass), pg_prewarm($2::regclass)",
+                            &[Param::Text(rels[0].clone()), Param::Text(rels[1].clone())],
+                        )
+                    });
+                match prewarm {
+                    Ok(r) => {
+                        let blocks = r.first().cloned().unwrap_or_default();
+                        self.note(format!(
+                            "warm: pg_prewarm read {} blocks of {} and {} of {} into shared_buffers",
+                            blocks.first().cloned().flatten().unwrap_or_default(),
+                            rels[0],
+                            blocks.get(1).cloned().flatten().unwrap_or_default(),
+                            rels[1]
+                        ));
+                    }
+                    Err(e) => {
+                        s.query_rows(&format!("SELECT count(*), sum(length(pad)) FROM {t}"), &[])?;
+                        self.note(format!(
+                            "warm: pg_prewarm unavailable ({}); a sequential scan read the table \
+                             (a table over a quarter of shared_buffers passes through a small ring \
+                             buffer, so it stays mostly in the OS cache), the index was not read",
+                            e.message
+                        ));
+                    }
+                }
+            }
+            CacheState::Cold => {
+                for n in place::pg_make_cold(s, &rels) {
+                    self.note(format!("cold: {n}"));
+                }
+                self.note(
+                    "cold: sessions connect anew (no session state or plans carried over)".into(),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn setup_sqlite(&self, s: &mut dyn Session) -> TargetResult<()> {
+        let t = &self.cfg.table;
+        let prefix = place::sqlite_attach(s, &self.cfg.place, t)?;
+        if self.cfg.fresh {
+            s.batch(&format!("DROP TABLE IF EXISTS {prefix}{t}"))?;
+        }
+        let shape = Shape {
+            prefix: &prefix,
+            table: t,
+            want: self.shape(),
+        };
+        if shape.check(s, Dialect::Sqlite)? == Found::Same {
+            self.note(format!("table {t} reused ({})", shape.want));
+        } else {
+            let started = std::time::Instant::now();
+            s.begin()?;
+            let filled = (|| {
+                s.batch(&format!(
+                    "CREATE TABLE {prefix}{t} (id INTEGER PRIMARY KEY, pad TEXT NOT NULL)"
+                ))?;
+                let ins = s.prepare(&format!(
+                    "INSERT INTO {prefix}{t} (id, pad) VALUES (?1, ?2)"
+                ))?;
+                let src = place::pad_source(self.pad_len(), 1);
+                let pad = self.pad_len();
+                for id in 1..=self.cfg.rows {
+                    let off = (id as usize).wrapping_mul(7919) % (src.len() - pad);
+                    let text = String::from_utf8_lossy(&src[off..off + pad]).into_owned();
+                    s.execute(ins, &[Param::Int(id as i64), Param::Text(text)])?;
+                }
+                shape.record(s, Dialect::Sqlite)?;
+                s.commit()
+            })();
+            if let Err(e) = filled {
+                let _ = s.rollback();
+                return Err(e);
+            }
+            *self.fill_s.lock().unwrap_or_else(|e| e.into_inner()) =
+                Some(started.elapsed().as_secs_f64());
+            self.note(format!(
+                "table {t} created and filled in one transaction ({})",
+                shape.want
+            ));
+        }
+        let schema = if prefix.is_empty() {
+            "main"
+        } else {
+            place::SQLITE_PLACE_SCHEMA
+        };
+        let file = place::sqlite_file_of(s, schema)?;
+        match self.cfg.cache {
+            CacheState::Warm => {
+                s.query_rows(
+                    &format!("SELECT count(*), sum(length(pad)) FROM {prefix}{t}"),
+                    &[],
+                )?;
+                self.note(
+                    "warm: setup read the whole table (OS page cache); each session reads it \
+                     once more before its first lookup, into its own page cache (cache_size \
+                     decides how much of it stays: --set cache_size=-KIB)"
+                        .into(),
+                );
+            }
+            CacheState::Cold => match file {
+                Some(f) => {
+                    for n in place::sqlite_make_cold(&f) {
+                        self.note(format!("cold: {n}"));
+                    }
+                }
+                None => self.note("cold: an in-memory database has no file cache to empty".into()),
+            },
+        }
+        Ok(())
+    }
+}
+
+impl Workload for LookupWorkload {
+    fn name(&self) -> &'static str {
+        "lookup"
+    }
+
+    fn params(&self) -> BTreeMap<String, serde_json::Value> {
+        BTreeMap::from([
+            ("table".to_string(), self.cfg.table.clone().into()),
+            ("rows".to_string(), self.cfg.rows.into()),
+            ("row_bytes".to_string(), self.cfg.row_bytes.into()),
+            ("dist".to_string(), self.cfg.dist.to_string().into()),
+            ("placement".to_string(), self.cfg.place.describe().into()),
+            (
+                "cache".to_string(),
+                match self.cfg.cache {
+                    CacheState::Cold => "cold",
+                    CacheState::Warm => "warm",
+                }
+                .into(),
+            ),
+            ("fresh".to_string(), self.cfg.fresh.into()),
+            ("setup".to_string(), self.notes().into()),
+        ])
+    }
+
+    fn headline_event(&self) -> &'static str {
+        "lookup"
+    }
+
+    fn setup(&self, target: &dyn Target, _sessions: u32) -> TargetResult<()> {
+        let mut s = target.connect()?;
+        match self.dialect {
+            Dialect::Postgres => self.setup_pg(s.as_mut()),
+            Dialect::Sqlite => self.setup_sqlite(s.as_mut()),
+            Dialect::Null => Ok(()),
+        }
+    }
+
+    fn session(&self, _session: u32, seed: u64) -> Box<dyn SessionWork> {
+        let zipf = match self.cfg.dist {
+            KeyDist::Zipf(s) => Zipf::new(self.cfg.rows as f64, s).ok(),
+            KeyDist::Uniform => None,
+        };
+        Box::new(LookupSession {
+            table: self.cfg.table.clone(),
+            place: self.cfg.place.clone(),
+            dialect: self.dialect,
+            warm: self.cfg.cache == CacheState::Warm,
+            rows: self.cfg.rows,
+            zipf,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            stmt: None,
+            name: 0,
+        })
+    }
+
+    fn counters(&self) -> Option<CounterSection> {
+        // TODO(issue 14): the buffer hits and reads of this table and its index during the run
+        // (pg_statio_user_tables / pg_statio_user_indexes deltas, sqlite3_db_status cache
+        // hit/miss) come from issue 14's snapshots; the report puts their ratio next to latency.
+        let mut counters = vec![
+            Counter::new(
+                "rows",
+                "rows in the table",
+                CounterValue::count(self.cfg.rows),
+                "rows",
+            ),
+            Counter::new(
+                "row_bytes",
+                "bytes per row (id + pad)",
+                CounterValue::count(self.cfg.row_bytes as u64),
+                "B",
+            ),
+            Counter::new(
+                "placement",
+                "placement",
+                CounterValue::Text(self.cfg.place.describe()),
+                "",
+            ),
+        ];
+        if let Some(s) = *self.fill_s.lock().unwrap_or_else(|e| e.into_inner()) {
+            counters
+                .push(Counter::new("fill_s", "fill time", CounterValue::Float(s), "s").decimals(3));
+            counters.push(
+                Counter::new(
+                    "fill_rows_per_s",
+                    "fill rate",
+                    CounterValue::float((s > 0.0).then(|| self.cfg.rows as f64 / s)),
+                    "rows/s",
+                )
+                .decimals(0),
+            );
+        }
+        Some(CounterSection {
+            key: "lookup".into(),
+            title: "lookup: table and cache state".into(),
+            final_counts: true,
+            counters,
+            tables: Vec::new(),
+            notes: self.notes(),
+        })
+    }
+}
+
+struct LookupSession {
+    table: String,
+    place: Placement,
+    dialect: Dialect,
+    warm: bool,
+    rows: u64,
+    zipf: Option<Zipf<f64>>,
+    rng: ChaCha8Rng,
+    stmt: Option<StmtId>,
+    name: NameId,
+}
+
+impl SessionWork for LookupSession {
+    fn prepare(&mut self, sess: &mut dyn Session, rec: &Recorder) -> TargetResult<()> {
+        let t = &self.table;
+        let prefix = if self.dialect == Dialect::Sqlite {
+            let prefix = place::sqlite_attach(sess, &self.place, t)?;
+            if !prefix.is_empty() {
+                // `--set cache_size` applies to the main schema; the attached file gets the same.
+                let size = sess.query_i64("PRAGMA main.cache_size")?;
+                if let Some(n) = size.first() {
+                    sess.batch(&format!(
+                        "PRAGMA {}.cache_size = {n}",
+                        place::SQLITE_PLACE_SCHEMA
+                    ))?;
+                }
+            }
+            if self.warm {
+                sess.query_rows(
+                    &format!("SELECT count(*), sum(length(pad)) FROM {prefix}{t}"),
+                    &[],
+                )?;
+            }
+            prefix
+        } else {
+            String::new()
+        };
+        let p = self.dialect.placeholder(1);
+        self.stmt = Some(sess.prepare(&format!("SELECT pad FROM {prefix}{t} WHERE id = {p}"))?);
+        self.name = rec.name("lookup");
+        Ok(())
+    }
+
+    fn step(&mut self, sess: &mut dyn Session, rec: &mut Recorder) -> Result<(), TargetError> {
+        let stmt = self
+            .stmt
+            .ok_or_else(|| TargetError::config("lookup workload used before prepare"))?;
+        let key = match &self.zipf {
+            Some(z) => (z.sample(&mut self.rng) as u64).clamp(1, self.rows),
+            None => self.rng.random_range(1..=self.rows),
+        };
+        let t0 = rec.now();
+        let result = sess.execute(stmt, &[Param::Int(key as i64)]);
+        let t1 = rec.now();
+        match result {
+            Ok(1) => {
+                rec.ok(self.name, t0, t1, 1);
+                Ok(())
+            }
+            Ok(n) => {
+                let class = "check:lookup-rows";
+                rec.error(self.name, t0, t1, class);
+                Err(TargetError {
+                    class: class.into(),
+                    message: format!(
+                        "key {key} returned {n} rows from {} (expected exactly 1: was the table \
+                         changed outside dbscope?)",
+                        self.table
+                    ),
+                    connection_lost: false,
+                })
+            }
+            Err(e) => {
+                rec.error(self.name, t0, t1, &e.class);
+                Err(e)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::SqliteTarget;
+
+    #[test]
+    fn options_parse_and_are_checked() {
+        assert_eq!("uniform".parse::<KeyDist>().unwrap(), KeyDist::Uniform);
+        assert_eq!("zipf:0.99".parse::<KeyDist>().unwrap(), KeyDist::Zipf(0.99));
+        for bad in ["zipf:0", "zipf:-1", "zipf:x", "zipf", "normal", "zipf:NaN"] {
+            assert!(bad.parse::<KeyDist>().is_err(), "{bad}");
+        }
+        assert!("hot".parse::<CacheState>().is_err());
+        let cfg = LookupConfig {
+            table: "t".into(),
+            rows: 0,
+            row_bytes: 100,
+            dist: KeyDist::Uniform,
+            place: Placement::Default,
+            cache: CacheState::Warm,
+            fresh: false,
+        };
+        let e = LookupWorkload::new(cfg.clone(), Dialect::Sqlite)
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("--rows must be at least 1"), "{e}");
+        let e = LookupWorkload::new(
+            LookupConfig {
+                rows: 10,
+                row_bytes: 8,
+                ..cfg
+            },
+            Dialect::Sqlite,
+        )
+        .err()
+        .unwrap();
+        assert!(e.to_string().contains("--row-bytes 8"), "{e}");
+    }
+
+    /// Zipf keys stay in range and favour the low ranks; the same seed draws the same keys.
+    #[test]
+    fn zipf_keys_are_seeded_and_skewed() {
+        let z = Zipf::new(1000.0, 0.99).unwrap();
+        let draw = |seed| {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            (0..10_000)
+                .map(|_| (z.sample(&mut rng) as u64).clamp(1, 1000))
+                .collect::<Vec<_>>()
+        };
+        let a = draw(7);
+        assert_eq!(a, draw(7));
+        assert!(a.iter().all(|k| (1..=1000).contains(k)));
+        let top10 = a.iter().filter(|&&k| k <= 10).count();
+        // Uniform would put 1% in the top 10 keys; Zipf(0.99) over 1,000 keys puts about 38%.
+        assert!(top10 > 2_500, "{top10}");
+    }
+
+    #[test]
+    fn sqlite_fill_reuse_and_shape_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = SqliteTarget::new(&dir.path().join("l.db"), &[]).unwrap();
+        let cfg = LookupConfig {
+            table: "lk".into(),
+            rows: 500,
+            row_bytes: 40,
+            dist: KeyDist::Uniform,
+            place: Placement::Default,
+            cache: CacheState::Cold,
+            fresh: false,
+        };
+        let w = LookupWorkload::new(cfg.clone(), Dialect::Sqlite).unwrap();
+        w.setup(&target, 1).unwrap();
+        let mut s = target.connect().unwrap();
+        assert_eq!(
+            s.query_i64("SELECT count(*) FROM lk WHERE length(pad) = 32")
+                .unwrap(),
+            vec![500]
+        );
+        assert!(w.notes()[0].contains("created"), "{:?}", w.notes());
+        assert!(
+            w.notes().iter().any(|n| n.contains("emptied")),
+            "{:?}",
+            w.notes()
+        );
+        let w = LookupWorkload::new(cfg.clone(), Dialect::Sqlite).unwrap();
+        w.setup(&target, 1).unwrap();
+        assert!(w.notes()[0].contains("reused"), "{:?}", w.notes());
+        let other = LookupConfig {
+            rows: 600,
+            ..cfg.clone()
+        };
+        let e = LookupWorkload::new(other.clone(), Dialect::Sqlite)
+            .unwrap()
+            .setup(&target, 1)
+            .unwrap_err();
+        assert!(e.message.contains("add --fresh"), "{e}");
+        let w = LookupWorkload::new(
+            LookupConfig {
+                fresh: true,
+                ..other
+            },
+            Dialect::Sqlite,
+        )
+        .unwrap();
+        w.setup(&target, 1).unwrap();
+        assert_eq!(s.query_i64("SELECT count(*) FROM lk").unwrap(), vec![600]);
+    }
+}
