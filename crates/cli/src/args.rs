@@ -33,7 +33,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a workload against a database and record every operation.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Summarise a recorded run: per event count, errors, throughput, R's summary(), percentiles.
     Report(ReportArgs),
     /// Write a run's events as CSV or Parquet for R, pandas or DuckDB.

@@ -36,7 +36,7 @@ use exit::Exit;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run(a) => cmd_run::cmd_run(a),
+        Command::Run(a) => cmd_run::cmd_run(*a),
         Command::Report(a) => cmd_report::cmd_report(a),
         Command::Export(a) => cmd_report::cmd_export(a),
         Command::Compare(a) => cmd_compare::cmd_compare(a),
