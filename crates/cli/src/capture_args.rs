@@ -23,6 +23,52 @@ pub enum CaptureCommand {
     /// What a capture holds: sessions, calls, time span, statements by frequency and total time,
     /// the read/write mix, and what could not be captured.
     Info(CaptureInfoArgs),
+    /// A capture from PostgreSQL's own server logs (log_min_duration_statement = 0,
+    /// log_connections, log_disconnections): csvlog, jsonlog or stderr.
+    Log(CaptureLogArgs),
+}
+
+/// `--format` of `capture log`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum LogFormatArg {
+    /// log_destination = csvlog.
+    Csv,
+    /// log_destination = jsonlog (PostgreSQL 15+).
+    Json,
+    /// log_destination = stderr, with --prefix.
+    Stderr,
+}
+
+/// `dbscope capture log FILE… --out CAP`
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  dbscope capture log /var/lib/postgresql/15/main/log/postgresql-*.csv --out cap1 --database bench
+  dbscope capture log postgresql.json --out cap2
+  dbscope capture log postgresql.log --prefix '%m [%p] %q%u@%d ' --out cap3
+
+The server must log every statement with its duration, and connections:
+  log_min_duration_statement = 0, log_connections = on, log_disconnections = on
+(and for csvlog/jsonlog: logging_collector = on, log_destination = 'csvlog' or 'jsonlog').
+A simple query is one call; an extended-protocol execution is one call with the values of its
+`parameters:` detail; an ERROR with its statement is a failed call. Logs do not say how many rows a
+statement touched nor its command tag: a replay of a log capture compares errors only. Times are
+as exact as the log: the end to the millisecond (csvlog, %m), the duration to the microsecond.")]
+pub struct CaptureLogArgs {
+    /// Server log files, in any order (they are merged by time).
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// The capture directory to create.
+    #[arg(long, value_name = "CAP")]
+    pub out: PathBuf,
+    /// The format (default: by file name: .csv, .json, else stderr).
+    #[arg(long, value_enum)]
+    pub format: Option<LogFormatArg>,
+    /// log_line_prefix of a stderr log (%m %t %n %p %c %l %u %d %a %h %r %q are understood).
+    #[arg(long, default_value = dbscope_capture::log::DEFAULT_PREFIX)]
+    pub prefix: String,
+    /// Only the sessions of this database.
+    #[arg(long, value_name = "DB")]
+    pub database: Option<String>,
 }
 
 /// `dbscope capture proxy --listen ADDR --upstream URI --out CAP`

@@ -14,7 +14,42 @@ pub fn cmd_capture(a: CaptureArgs) -> Result<u8, Exit> {
     match a.command {
         CaptureCommand::Proxy(p) => cmd_proxy(p),
         CaptureCommand::Info(i) => cmd_info(i),
+        CaptureCommand::Log(l) => cmd_log(l),
     }
+}
+
+fn cmd_log(a: crate::capture_args::CaptureLogArgs) -> Result<u8, Exit> {
+    use crate::capture_args::LogFormatArg;
+    use dbscope_capture::log::{capture_log, LogFormat, LogOptions};
+    if a.out.exists() {
+        return Err(Exit::from(anyhow!(
+            "{} already exists: give a new directory for the capture",
+            a.out.display()
+        )));
+    }
+    let opts = LogOptions {
+        format: a.format.map(|f| match f {
+            LogFormatArg::Csv => LogFormat::Csv,
+            LogFormatArg::Json => LogFormat::Json,
+            LogFormatArg::Stderr => LogFormat::Stderr,
+        }),
+        prefix: a.prefix.clone(),
+        database: a.database.clone(),
+    };
+    let s = capture_log(&a.files, &a.out, &opts, redacted_command_line())?;
+    println!(
+        "captured {} calls from {} sessions ({} log records{}) into {}; see: dbscope capture info {}",
+        s.calls,
+        s.sessions,
+        s.records,
+        match s.bad {
+            0 => String::new(),
+            n => format!(", {n} unreadable"),
+        },
+        s.dir.display(),
+        s.dir.display()
+    );
+    Ok(0)
 }
 
 fn cmd_proxy(a: CaptureProxyArgs) -> Result<u8, Exit> {

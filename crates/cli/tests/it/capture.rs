@@ -464,3 +464,199 @@ fn capture_reset_replay_gives_the_same_database() {
         &["restore-point", "drop", &rp, "--target", &target],
     );
 }
+
+/// The statements of a capture: fingerprint → calls, and the errors.
+fn statements(dir: &Path, cap: &Path) -> (std::collections::BTreeMap<String, u64>, u64, u64) {
+    let info: Value =
+        serde_json::from_str(&ok(dir, &["capture", "info", s(cap), "--json"])).unwrap();
+    let by = info["statements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["statement"].as_str().unwrap().to_string(),
+                s["calls"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    (
+        by,
+        info["errors"].as_u64().unwrap(),
+        info["sessions"].as_u64().unwrap(),
+    )
+}
+
+/// The same run, captured through the proxy and read back from the server's csvlog, jsonlog and
+/// stderr logs, gives the same sessions, statements (with pgbench's values) and errors; and the
+/// log capture replays to the same database.
+#[test]
+fn log_capture_matches_the_proxy_capture() {
+    let pg = PgCluster::logging();
+    let d = tempdir();
+    let db = pg.create_db("cap_log");
+    let sock = pg.socket_dir().display().to_string();
+    let port = pg.port().to_string();
+    pgbench(pg, &["-i", "-s", "1", "-q", "-h", &sock, "-p", &port, &db]);
+    let target = pg.uri(&db);
+    let rp = format!("logs_{}", std::process::id());
+    ok(
+        d.path(),
+        &["restore-point", "create", &rp, "--target", &target],
+    );
+    // Only what follows goes to new log files (their names carry the second they were opened).
+    let before: Vec<PathBuf> = std::fs::read_dir(pg.log_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    pg.query("postgres", "SELECT pg_rotate_logfile()");
+    let proxy = start_proxy(d.path(), pg);
+    let pport = proxy.port.to_string();
+    pgbench(
+        pg,
+        &[
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &pport,
+            "-c",
+            "2",
+            "-j",
+            "2",
+            "-T",
+            "1",
+            "-M",
+            "extended",
+            &db,
+        ],
+    );
+    let out = Command::new(pg.psql())
+        .args([
+            "-X",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &pport,
+            "-U",
+            pg.user(),
+            "-d",
+            &db,
+            "-c",
+            "SELECT 1/0",
+        ])
+        .env("PGPASSWORD", pg.password())
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("division by zero"));
+    let (_, cap) = proxy.stop();
+    // The server writes its logs asynchronously (read again until complete), and no query on the
+    // database until they are read: it would be logged too.
+    let logs = |ext: &str| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(pg.log_dir())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| !before.contains(p) && p.extension().is_some_and(|x| x == ext))
+            .map(|p| p.display().to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    let proxy_statements = statements(d.path(), &cap);
+    assert_eq!(proxy_statements.1, 1, "the division by zero");
+    let mut sums = Vec::new();
+    for ext in ["csv", "json", "log"] {
+        let files = logs(ext);
+        assert!(
+            !files.is_empty(),
+            "no new .{ext} log in {}",
+            pg.log_dir().display()
+        );
+        let out = d.path().join(format!("from-{ext}"));
+        let mut args = vec!["capture", "log"];
+        args.extend(files.iter().map(String::as_str));
+        args.extend(["--database", db.as_str(), "--out", s(&out)]);
+        if ext == "log" {
+            args.extend(["--prefix", "%m [%p] %q%u@%d "]);
+        }
+        ok(d.path(), &args);
+        let mut got = statements(d.path(), &out);
+        for _ in 0..50 {
+            if got == proxy_statements {
+                break;
+            }
+            // The log may not be complete yet: read it again.
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            std::fs::remove_dir_all(&out).unwrap();
+            ok(d.path(), &args);
+            got = statements(d.path(), &out);
+        }
+        assert_eq!(
+            got, proxy_statements,
+            "{ext}: the log gives what the proxy saw"
+        );
+        // pgbench's values are in the log's parameters: the history deltas add up.
+        let calls = calls(&out);
+        let captured: i64 = calls
+            .iter()
+            .filter(|c| {
+                c["sql"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("INSERT INTO pgbench_history")
+            })
+            .map(|c| c["params"][3].as_str().unwrap().parse::<i64>().unwrap())
+            .sum();
+        sums.push((ext, captured));
+    }
+    let state = "SELECT sum(abalance) || ' ' || (SELECT count(*) FROM pgbench_history) FROM pgbench_accounts";
+    let after_run = pg.query(&db, state);
+    let stored: i64 = pg
+        .query(&db, "SELECT coalesce(sum(delta), 0) FROM pgbench_history")
+        .parse()
+        .unwrap();
+    for (ext, captured) in sums {
+        assert_eq!(captured, stored, "{ext}: pgbench's values are in the log");
+    }
+    let run = d.path().join("replay-from-csv");
+    ok(
+        d.path(),
+        &[
+            "replay",
+            s(&d.path().join("from-csv")),
+            "--target",
+            &target,
+            "--restore",
+            &rp,
+            "--out",
+            s(&run),
+            "-q",
+        ],
+    );
+    let replayed = pg.query(&db, state);
+    assert_eq!(
+        replayed, after_run,
+        "the log capture replays to the same database"
+    );
+    let r: Value = serde_json::from_str(&ok(d.path(), &["report", s(&run), "--json"])).unwrap();
+    assert_eq!(r["replay"]["diverged"], 0, "{}", r["replay"]);
+    ok(
+        d.path(),
+        &["restore-point", "drop", &rp, "--target", &target],
+    );
+    fails(
+        d.path(),
+        &[
+            "capture",
+            "log",
+            s(&cap.join("manifest.json")),
+            "--out",
+            s(&d.path().join("x")),
+        ],
+        2,
+        &[
+            "no statement durations found",
+            "log_min_duration_statement = 0",
+        ],
+    );
+}

@@ -76,6 +76,10 @@ pub struct Call {
     /// The statement text or a value was longer than the proxy keeps and is cut.
     #[serde(default, skip_serializing_if = "is_false")]
     pub cut: bool,
+    /// Read from a server log (`capture log`): rows and command tags are not known, the
+    /// transaction state is inferred.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub from_log: bool,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -173,6 +177,7 @@ impl Tracker {
             unfinished: false,
             unknown_statement: false,
             cut: false,
+            from_log: false,
         }
     }
 

@@ -67,6 +67,8 @@ pub struct CaptureInfo {
     pub cut: u64,
     /// Lines of the calls file that could not be read (a torn last line after a crash).
     pub bad_lines: u64,
+    /// Calls read from a server log (`capture log`): their rows and command tags are unknown.
+    pub from_log: u64,
     /// Statements by total time, longest first.
     pub statements: Vec<StatementInfo>,
 }
@@ -138,6 +140,7 @@ pub fn read(dir: &Path) -> Result<CaptureInfo, CaptureError> {
                 info.copy_calls += u64::from(c.copy.is_some());
                 info.unknown_statements += u64::from(c.unknown_statement);
                 info.cut += u64::from(c.cut);
+                info.from_log += u64::from(c.from_log);
                 let name = event_name(&c);
                 let s = by_stmt
                     .entry(name.clone())
@@ -247,6 +250,10 @@ pub fn render(info: &CaptureInfo, top: usize) -> String {
     note(
         info.cut,
         "calls whose text or values exceeded 16 MiB and were cut",
+    );
+    note(
+        info.from_log,
+        "calls read from a server log: rows and command tags not known (a replay compares errors only)",
     );
     note(
         info.bad_lines,

@@ -10,6 +10,7 @@
 pub mod calls;
 pub mod fingerprint;
 pub mod info;
+pub mod log;
 pub mod proxy;
 pub mod replay;
 pub mod restore;

@@ -265,11 +265,41 @@ impl PgCluster {
         u32::try_from(n).unwrap_or(0)
     }
 
+    /// A third cluster that logs every statement with its duration, and connections, in
+    /// stderr (`log_line_prefix` `%m [%p] %q%u@%d `), csvlog and jsonlog files under
+    /// [`PgCluster::log_dir`], as `dbscope capture log` reads them.
+    pub fn logging() -> &'static PgCluster {
+        static LOGGING: OnceLock<Result<PgCluster, String>> = OnceLock::new();
+        let options = [
+            "logging_collector=on",
+            "log_destination=stderr,csvlog,jsonlog",
+            "log_directory=log",
+            "log_min_duration_statement=0",
+            "log_connections=on",
+            "log_disconnections=on",
+            "log_line_prefix=%m [%p] %q%u@%d ",
+        ];
+        match LOGGING.get_or_init(|| PgCluster::start_with(&options)) {
+            Ok(cluster) => cluster,
+            Err(msg) => panic!("cannot start the logging test PostgreSQL cluster:\n{msg}"),
+        }
+    }
+
+    /// Where a [`PgCluster::logging`] cluster writes its logs.
+    pub fn log_dir(&self) -> PathBuf {
+        self.data_dir.join("log")
+    }
+
     fn start() -> Result<PgCluster, String> {
+        Self::start_with(&[])
+    }
+
+    /// Starts a cluster with extra `-c` settings.
+    fn start_with(options: &[&str]) -> Result<PgCluster, String> {
         let bin_dir = find_bin_dir()?;
         let run_as = RunAs::detect()?;
         let base_dir = make_base_dir(&run_as)?;
-        let result = Self::start_in(bin_dir, &run_as, base_dir.clone());
+        let result = Self::start_in(bin_dir, &run_as, base_dir.clone(), options);
         if result.is_err() {
             // If the wrapper never started, nobody else removes the dir. If
             // it did, it removes the dir too once the (now dropped) lifeline
@@ -279,7 +309,12 @@ impl PgCluster {
         result
     }
 
-    fn start_in(bin_dir: PathBuf, run_as: &RunAs, base_dir: PathBuf) -> Result<PgCluster, String> {
+    fn start_in(
+        bin_dir: PathBuf,
+        run_as: &RunAs,
+        base_dir: PathBuf,
+        options: &[&str],
+    ) -> Result<PgCluster, String> {
         let data_dir = base_dir.join("data");
         let socket_dir = base_dir.join("sock");
         let log_file = base_dir.join("server.log");
@@ -337,6 +372,7 @@ impl PgCluster {
             .arg("-c")
             .arg(format!("unix_socket_directories={}", socket_dir.display()))
             .args(["-c", "fsync=on", "-c", "max_connections=100"])
+            .args(options.iter().flat_map(|o| ["-c", o]))
             .current_dir(&base_dir)
             .env("LC_ALL", "C")
             .stdin(Stdio::piped())
