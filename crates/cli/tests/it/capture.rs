@@ -100,6 +100,48 @@ fn pgbench(pg: &PgCluster, args: &[&str]) -> String {
     text
 }
 
+/// `pgbench -i -s 1` on `db`, straight to the server.
+fn pgbench_init(pg: &PgCluster, db: &str) {
+    let sock = pg.socket_dir().display().to_string();
+    let port = pg.port().to_string();
+    pgbench(pg, &["-i", "-s", "1", "-q", "-h", &sock, "-p", &port, db]);
+}
+
+/// pgbench's TPC-B-like script through the proxy: `clients` clients (2 threads) for `secs`
+/// seconds with protocol `mode`; pgbench's output.
+fn pgbench_through(
+    proxy: &Proxy,
+    pg: &PgCluster,
+    clients: u32,
+    secs: u32,
+    mode: &str,
+    db: &str,
+) -> String {
+    let (port, c, t) = (
+        proxy.port.to_string(),
+        clients.to_string(),
+        secs.to_string(),
+    );
+    pgbench(
+        pg,
+        &[
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-c",
+            &c,
+            "-j",
+            "2",
+            "-T",
+            &t,
+            "-M",
+            mode,
+            db,
+        ],
+    )
+}
+
 /// pgbench's own count of transactions.
 fn transactions(out: &str) -> u64 {
     out.lines()
@@ -118,29 +160,9 @@ fn pgbench_through_the_proxy_is_captured_whole() {
     for mode in ["simple", "extended"] {
         let d = tempdir();
         let db = pg.create_db(&format!("cap_pgbench_{mode}"));
-        let sock = pg.socket_dir().display().to_string();
-        let port = pg.port().to_string();
-        pgbench(pg, &["-i", "-s", "1", "-q", "-h", &sock, "-p", &port, &db]);
+        pgbench_init(pg, &db);
         let proxy = start_proxy(d.path(), pg);
-        let pport = proxy.port.to_string();
-        let out = pgbench(
-            pg,
-            &[
-                "-h",
-                "127.0.0.1",
-                "-p",
-                &pport,
-                "-c",
-                "4",
-                "-j",
-                "2",
-                "-T",
-                "2",
-                "-M",
-                mode,
-                &db,
-            ],
-        );
+        let out = pgbench_through(&proxy, pg, 4, 2, mode, &db);
         let n = transactions(&out);
         assert!(n > 50, "{out}");
         assert!(out.contains("number of failed transactions: 0"), "{out}");
@@ -349,9 +371,7 @@ fn capture_reset_replay_gives_the_same_database() {
     let pg = PgCluster::shared();
     let d = tempdir();
     let db = pg.create_db("cap_replay");
-    let sock = pg.socket_dir().display().to_string();
-    let port = pg.port().to_string();
-    pgbench(pg, &["-i", "-s", "1", "-q", "-h", &sock, "-p", &port, &db]);
+    pgbench_init(pg, &db);
     let target = pg.uri(&db);
     let rp = format!("before_{}", std::process::id());
     ok(
@@ -361,25 +381,7 @@ fn capture_reset_replay_gives_the_same_database() {
     let listed = ok(d.path(), &["restore-point", "list", "--target", &target]);
     assert!(listed.contains(&rp) && listed.contains(&db), "{listed}");
     let proxy = start_proxy(d.path(), pg);
-    let pport = proxy.port.to_string();
-    let out = pgbench(
-        pg,
-        &[
-            "-h",
-            "127.0.0.1",
-            "-p",
-            &pport,
-            "-c",
-            "4",
-            "-j",
-            "2",
-            "-T",
-            "2",
-            "-M",
-            "extended",
-            &db,
-        ],
-    );
+    let out = pgbench_through(&proxy, pg, 4, 2, "extended", &db);
     let n = transactions(&out);
     let (_, cap) = proxy.stop();
     let state = || {
@@ -495,9 +497,7 @@ fn log_capture_matches_the_proxy_capture() {
     let pg = PgCluster::logging();
     let d = tempdir();
     let db = pg.create_db("cap_log");
-    let sock = pg.socket_dir().display().to_string();
-    let port = pg.port().to_string();
-    pgbench(pg, &["-i", "-s", "1", "-q", "-h", &sock, "-p", &port, &db]);
+    pgbench_init(pg, &db);
     let target = pg.uri(&db);
     let rp = format!("logs_{}", std::process::id());
     ok(
@@ -513,24 +513,7 @@ fn log_capture_matches_the_proxy_capture() {
     pg.query("postgres", "SELECT pg_rotate_logfile()");
     let proxy = start_proxy(d.path(), pg);
     let pport = proxy.port.to_string();
-    pgbench(
-        pg,
-        &[
-            "-h",
-            "127.0.0.1",
-            "-p",
-            &pport,
-            "-c",
-            "2",
-            "-j",
-            "2",
-            "-T",
-            "1",
-            "-M",
-            "extended",
-            &db,
-        ],
-    );
+    pgbench_through(&proxy, pg, 2, 1, "extended", &db);
     let out = Command::new(pg.psql())
         .args([
             "-X",

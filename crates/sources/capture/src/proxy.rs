@@ -504,18 +504,7 @@ fn relay(client: Sock, upstream: Sock, ctx: &SessionCtx, rec: Recorder, line: se
             let (mut from, mut to) = (upstream2, client2);
             let mut framer = Framer::new(server_keeps);
             let mut buf = vec![0u8; 1 << 16];
-            loop {
-                let n = match from.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => n,
-                    Err(e) if is_timeout(&e) => {
-                        if ctx.stop.is_set() {
-                            break;
-                        }
-                        continue;
-                    }
-                    Err(_) => break,
-                };
+            while let Some(n) = read_some(&mut from, &mut buf, ctx) {
                 let t = ctx.clock.now_ns();
                 if to.write_all(&buf[..n]).is_err() {
                     break;
@@ -536,18 +525,7 @@ fn relay(client: Sock, upstream: Sock, ctx: &SessionCtx, rec: Recorder, line: se
         let (mut from, mut to) = (client, upstream);
         let mut framer = Framer::new(client_keeps);
         let mut buf = vec![0u8; 1 << 16];
-        loop {
-            let n = match from.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if is_timeout(&e) => {
-                    if ctx.stop.is_set() {
-                        break;
-                    }
-                    continue;
-                }
-                Err(_) => break,
-            };
+        while let Some(n) = read_some(&mut from, &mut buf, ctx) {
             let t = ctx.clock.now_ns();
             {
                 let mut s = shared.lock().unwrap_or_else(PoisonError::into_inner);
@@ -579,6 +557,23 @@ fn relay(client: Sock, upstream: Sock, ctx: &SessionCtx, rec: Recorder, line: se
         session_line["unmatched_answers"] = json!(s.tracker.unmatched);
     }
     ctx.calls.write(&format!("{session_line}\n"));
+}
+
+/// The next bytes from `from` into `buf`: their count, or `None` at the end of the stream, on an
+/// error, or once the capture stops (a read times out every [`POLL`] to look).
+fn read_some(from: &mut Sock, buf: &mut [u8], ctx: &SessionCtx) -> Option<usize> {
+    loop {
+        match from.read(buf) {
+            Ok(0) => return None,
+            Ok(n) => return Some(n),
+            Err(e) if is_timeout(&e) => {
+                if ctx.stop.is_set() {
+                    return None;
+                }
+            }
+            Err(_) => return None,
+        }
+    }
 }
 
 fn is_timeout(e: &io::Error) -> bool {
