@@ -380,6 +380,53 @@ fn capture_reset_replay_gives_the_same_database() {
     );
     let listed = ok(d.path(), &["restore-point", "list", "--target", &target]);
     assert!(listed.contains(&rp) && listed.contains(&db), "{listed}");
+    // The simple protocol first (replayed at its timing), then the extended one (at its timing
+    // and at full speed).
+    let proxy = start_proxy(d.path(), pg);
+    let out = pgbench_through(&proxy, pg, 4, 2, "simple", &db);
+    let simple_n = transactions(&out);
+    let (_, simple_cap) = proxy.stop();
+    std::fs::rename(&simple_cap, d.path().join("cap-simple")).unwrap();
+    let simple_cap = d.path().join("cap-simple");
+    let simple_state = pg.query(
+        &db,
+        "SELECT count(*) || ' ' || sum(delta) FROM pgbench_history",
+    );
+    ok(
+        d.path(),
+        &["restore-point", "reset", &rp, "--target", &target],
+    );
+    let run = d.path().join("replay-simple");
+    ok(
+        d.path(),
+        &[
+            "replay",
+            s(&simple_cap),
+            "--target",
+            &target,
+            "--restore",
+            &rp,
+            "--out",
+            s(&run),
+            "-q",
+        ],
+    );
+    assert_eq!(
+        pg.query(
+            &db,
+            "SELECT count(*) || ' ' || sum(delta) FROM pgbench_history"
+        ),
+        simple_state,
+        "simple protocol: the replay leaves the captured history ({simple_n} transactions)"
+    );
+    let r: Value = serde_json::from_str(&ok(d.path(), &["report", s(&run), "--json"])).unwrap();
+    assert_eq!(r["replay"]["diverged"], 0, "{}", r["replay"]);
+    assert_eq!(r["replay"]["replayed"], calls(&simple_cap).len() as u64);
+    ok(
+        d.path(),
+        &["restore-point", "reset", &rp, "--target", &target],
+    );
+
     let proxy = start_proxy(d.path(), pg);
     let out = pgbench_through(&proxy, pg, 4, 2, "extended", &db);
     let n = transactions(&out);
