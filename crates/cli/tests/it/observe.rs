@@ -284,6 +284,57 @@ fn issue_14_sqlite_run_has_counters_and_os_section() {
     assert!(!run_dir.join("samples.jsonl").exists());
 }
 
+/// SQLite's `sqlite3_db_status` counters are current in every snapshot, not only in the end one:
+/// a periodic snapshot in the middle of the run already counts the sessions' page cache use.
+#[test]
+fn issue_14_sqlite_counters_are_current_in_periodic_snapshots() {
+    let dir = tempdir();
+    let db = join(dir.path(), "p.db");
+    ok(
+        dir.path(),
+        &[
+            "run",
+            "commit",
+            "--target",
+            &format!("sqlite:{}", s(&db)),
+            "--sessions",
+            "2",
+            "--duration",
+            "2s",
+            "--snapshot-every",
+            "300ms",
+            "--out",
+            "p",
+            "-q",
+        ],
+    );
+    let text = std::fs::read_to_string(join(dir.path(), "p").join("snapshots.jsonl")).unwrap();
+    let snaps: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let labels: Vec<&str> = snaps.iter().map(|s| s["label"].as_str().unwrap()).collect();
+    assert!(labels.len() >= 4, "{labels:?}");
+    assert_eq!(labels[labels.len() - 1], "end");
+    let counter = |snap: &Value, k: &str| -> f64 {
+        snap["sections"]["sqlite.db_status"]["counters"][k]
+            .as_f64()
+            .unwrap_or(0.0)
+    };
+    let middle = &snaps[snaps.len() / 2];
+    assert_eq!(middle["label"], "periodic", "{labels:?}");
+    let (hit, miss) = (counter(middle, "cache_hit"), counter(middle, "cache_miss"));
+    assert!(hit + miss > 0.0, "{middle}");
+    assert!(counter(middle, "cache_write") > 0.0, "{middle}");
+    // They grow from the middle to the end, and never go back.
+    let hits: Vec<f64> = snaps.iter().map(|s| counter(s, "cache_hit")).collect();
+    assert!(hits.windows(2).all(|w| w[0] <= w[1]), "{hits:?}");
+    assert!(
+        counter(&snaps[snaps.len() - 1], "cache_hit") > hit,
+        "{hits:?}"
+    );
+}
+
 /// An imported Oracle 10046 trace shows its waits in the same Top timed events shape; the
 /// database calls (EXEC, FETCH, …), whose time includes the waits, are left out.
 #[test]
@@ -362,4 +413,10 @@ fn issue_14_a_killed_run_keeps_its_periodic_snapshots() {
     assert!(notes.contains("no end snapshot"), "{notes}");
     assert!(o["snapshots"].as_u64().unwrap() >= 3, "{o}");
     assert!(o["span_s"].as_f64().unwrap() > 0.0, "{o}");
+    // SQLite's own counters are there up to the last snapshot, though no session ended.
+    assert!(figure(&r, "cache_write") > 0.0, "{o}");
+    assert!(
+        figure(&r, "cache_hit") + figure(&r, "cache_miss") > 0.0,
+        "{o}"
+    );
 }
