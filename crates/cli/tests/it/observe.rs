@@ -109,6 +109,41 @@ fn issue_14_wal_waits_and_syncs_per_commit_follow_synchronous_commit() {
     assert!(line.contains('%'), "{line}");
 }
 
+/// The report joins the samples to the client's operations: the WAL waits of the commit
+/// workload happen while `commit` is in flight, not `update`.
+#[test]
+fn issue_14_wal_waits_are_attributed_to_the_commit_event() {
+    let pg = PgCluster::private();
+    let _guard = PgCluster::private_lock();
+    let db = pg.create_db("walduring");
+    let dir = tempdir();
+    let r = commit_run(dir.path(), &pg.uri(&db), "d", &["--sessions", "2"]);
+    let rows = top_rows(&r);
+    let (mut wal, mut during_commit, mut during_update) = (0u64, 0u64, 0u64);
+    for row in rows
+        .iter()
+        .filter(|r| r["event"].as_str().unwrap().starts_with("WAL"))
+    {
+        wal += row["samples"].as_u64().unwrap();
+        for d in row["during"].as_array().expect("during") {
+            let n = d["samples"].as_u64().unwrap();
+            match d["event"].as_str().unwrap() {
+                "commit" => during_commit += n,
+                "update" => during_update += n,
+                _ => {}
+            }
+        }
+    }
+    assert!(wal >= 5, "WAL wait samples: {rows:?}");
+    assert!(
+        during_commit * 10 >= wal * 8,
+        "WAL waits mostly during commit: {during_commit} of {wal} ({during_update} during update): {rows:?}"
+    );
+    assert!(during_update < during_commit, "{rows:?}");
+    let text = ok(dir.path(), &["report", s(&join(dir.path(), "d"))]);
+    assert!(text.contains("during: commit"), "{text}");
+}
+
 /// Sessions updating one shared row wait on each other's row lock: Lock waits on top.
 #[test]
 fn issue_14_lock_contention_shows_lock_waits_on_top() {
