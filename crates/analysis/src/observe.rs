@@ -33,6 +33,10 @@ pub struct ObserveReport {
     pub per_commit_basis: Option<String>,
     /// Counter figures, in display order.
     pub counters: Vec<Figure>,
+    /// The statements that took the most execution time over the run (`pg_stat_statements`,
+    /// from the first to the last snapshot), most first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub top_statements: Vec<StatementRow>,
     /// I/O by file type.
     pub io_by_file_type: Vec<IoRow>,
     /// One row per device holding the database files or the run directory.
@@ -182,6 +186,29 @@ impl SampleJoin {
             }
         }
     }
+}
+
+/// One statement of `pg_stat_statements` over the run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct StatementRow {
+    /// The server's query id.
+    pub query_id: String,
+    /// The start of its normalised text (`UPDATE t SET v = v + $1 WHERE id = $2`).
+    pub query: String,
+    /// Executions over the run.
+    pub calls: f64,
+    /// Execution time over the run, in ms.
+    pub total_exec_ms: f64,
+    /// Mean execution time, in ms.
+    pub mean_exec_ms: Option<f64>,
+    /// Rows returned or affected.
+    pub rows: f64,
+    /// Shared blocks hit and read.
+    pub shared_blks_hit: f64,
+    /// Shared blocks read.
+    pub shared_blks_read: f64,
+    /// WAL bytes generated.
+    pub wal_bytes: f64,
 }
 
 /// A named figure with its unit.
@@ -391,7 +418,35 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
+fn top_statements(d: &Snapshot) -> Vec<StatementRow> {
+    let Some(st) = sec(d, "pg_stat_statements").filter(|s| s.missing.is_none()) else {
+        return Vec::new();
+    };
+    let mut rows: Vec<StatementRow> = st
+        .rows
+        .iter()
+        .map(|(id, row)| {
+            let v = |k: &str| row.get(k).copied().unwrap_or(0.0);
+            StatementRow {
+                query_id: id.clone(),
+                query: st.text.get(id).cloned().unwrap_or_default(),
+                calls: v("calls"),
+                total_exec_ms: v("total_exec_time"),
+                mean_exec_ms: ratio(Some(v("total_exec_time")), Some(v("calls"))),
+                rows: v("rows"),
+                shared_blks_hit: v("shared_blks_hit"),
+                shared_blks_read: v("shared_blks_read"),
+                wal_bytes: v("wal_bytes"),
+            }
+        })
+        .filter(|r| r.calls > 0.0)
+        .collect();
+    rows.sort_by(|a, b| b.total_exec_ms.total_cmp(&a.total_exec_ms));
+    rows
+}
+
 fn pg_figures(r: &mut ObserveReport, d: &Snapshot, span: f64, client: Option<f64>) {
+    r.top_statements = top_statements(d);
     let db = sec(d, "pg_stat_database");
     let wal = sec(d, "pg_stat_wal");
     let c = |s: Option<&Section>, k: &str| s.and_then(|s| s.counter(k));
@@ -1020,6 +1075,28 @@ pub fn push_text(out: &mut String, r: &ObserveReport) {
                 f.label,
                 format_num(f.value),
                 f.unit
+            );
+        }
+    }
+    if !r.top_statements.is_empty() {
+        let _ = writeln!(
+            out,
+            "Top statements (pg_stat_statements, by execution time)"
+        );
+        let _ = writeln!(
+            out,
+            "  {:>10} {:>12} {:>10} {:>12}  statement",
+            "calls", "total ms", "mean ms", "WAL bytes"
+        );
+        for st in r.top_statements.iter().take(10) {
+            let _ = writeln!(
+                out,
+                "  {:>10} {:>12} {:>10} {:>12}  {}",
+                format_num(st.calls),
+                sig3(st.total_exec_ms),
+                fmt_opt(st.mean_exec_ms),
+                format_num(st.wal_bytes),
+                st.query
             );
         }
     }

@@ -144,6 +144,45 @@ fn issue_14_wal_waits_are_attributed_to_the_commit_event() {
     assert!(text.contains("during: commit"), "{text}");
 }
 
+/// pg_stat_statements present (a cluster started with it preloaded, the extension created in
+/// the database): the report's top statements show the workload's UPDATE, with its calls.
+#[test]
+fn issue_14_pg_stat_statements_shows_the_workloads_update() {
+    let pg = PgCluster::with_statements();
+    let db = pg.create_db("stmts");
+    pg.query(&db, "CREATE EXTENSION pg_stat_statements");
+    let dir = tempdir();
+    let r = commit_run(dir.path(), &pg.uri(&db), "st", &["--sessions", "2"]);
+    let o = &r["observe"];
+    assert!(o["missing"]["pg_stat_statements"].is_null(), "{o}");
+    let top = o["top_statements"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no top statements: {o}"));
+    let update = top
+        .iter()
+        .find(|t| t["query"].as_str().unwrap().starts_with("UPDATE"))
+        .unwrap_or_else(|| panic!("no UPDATE among the top statements: {top:?}"));
+    let commits = r["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "update")
+        .map(|e| e["count"].as_f64().unwrap())
+        .unwrap();
+    let calls = update["calls"].as_f64().unwrap();
+    assert!(
+        calls >= commits,
+        "calls {calls} vs updates {commits}: {update}"
+    );
+    assert!(update["total_exec_ms"].as_f64().unwrap() > 0.0, "{update}");
+    let text = ok(dir.path(), &["report", s(&join(dir.path(), "st"))]);
+    assert!(
+        text.contains("Top statements (pg_stat_statements"),
+        "{text}"
+    );
+    assert!(text.contains("  UPDATE "), "{text}");
+}
+
 /// Sessions updating one shared row wait on each other's row lock: Lock waits on top.
 #[test]
 fn issue_14_lock_contention_shows_lock_waits_on_top() {
