@@ -33,6 +33,10 @@ pub struct ObserveReport {
     pub per_commit_basis: Option<String>,
     /// Counter figures, in display order.
     pub counters: Vec<Figure>,
+    /// The statements that took the most execution time over the run (`pg_stat_statements`,
+    /// from the first to the last snapshot), most first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub top_statements: Vec<StatementRow>,
     /// I/O by file type.
     pub io_by_file_type: Vec<IoRow>,
     /// One row per device holding the database files or the run directory.
@@ -79,6 +83,132 @@ pub struct TopRow {
     pub pct_db_time: f64,
     /// The statement most often seen with it.
     pub top_statement: Option<String>,
+    /// The client events in flight when it was sampled (the events of the sample's session whose
+    /// span contains the sample's time), most first; `(no client event)` for samples between
+    /// them. Empty when the run's events were not read (`compare`) or for a trace.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub during: Vec<During>,
+}
+
+/// A client event in flight during a share of a wait event's samples.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct During {
+    /// The client event's name (`commit`, `update`, …).
+    pub event: String,
+    /// Samples of the wait event taken while it was in flight.
+    pub samples: u64,
+    /// Their share of the wait event's samples, in %. Nested client events can each claim the
+    /// same sample, so the shares can add up to more than 100.
+    pub pct: f64,
+}
+
+/// Label of the samples taken while the session had no client event in flight.
+pub const NO_CLIENT_EVENT: &str = "(no client event)";
+
+/// Joins a run's active-session samples to its client events while the events are read (one
+/// pass, shared with the rest of the report): a sample is attributed to every event of its
+/// session whose span contains the sample's time. Cost: one binary search per event in the
+/// session's sorted sample times.
+pub struct SampleJoin {
+    lines: Vec<SampleLine>,
+    /// Per session: (time, index into `lines`) of its active samples, by time.
+    by_session: Vec<Vec<(u64, u32)>>,
+    /// Per line: the indices (into `names`) of the client events in flight.
+    during: Vec<Vec<u32>>,
+    names: Vec<String>,
+    index: std::collections::HashMap<String, u32>,
+}
+
+impl SampleJoin {
+    /// Reads the run's samples; `None` when it has none or they cannot be read (the report
+    /// notes the latter when it reads them again).
+    pub fn load(run: &RunDir) -> Option<SampleJoin> {
+        let lines: Vec<SampleLine> = read_lines(&run.path, SAMPLES_FILE).ok()??;
+        Some(SampleJoin::from_lines(lines))
+    }
+
+    /// For samples already read.
+    pub fn from_lines(lines: Vec<SampleLine>) -> SampleJoin {
+        let mut by_session: Vec<Vec<(u64, u32)>> = Vec::new();
+        for (i, l) in lines.iter().enumerate() {
+            if let SampleLine::Sample(s) = l {
+                if s.state != "active" {
+                    continue;
+                }
+                let k = s.session as usize;
+                if k >= by_session.len() {
+                    if k > 1_000_000 {
+                        continue;
+                    }
+                    by_session.resize_with(k + 1, Vec::new);
+                }
+                by_session[k].push((s.t_ns, i as u32));
+            }
+        }
+        for v in &mut by_session {
+            v.sort_unstable();
+        }
+        SampleJoin {
+            during: vec![Vec::new(); lines.len()],
+            lines,
+            by_session,
+            names: Vec::new(),
+            index: std::collections::HashMap::new(),
+        }
+    }
+
+    /// Attributes the samples that fall inside `events`.
+    pub fn add_block(&mut self, names: &dbscope_core::NameTable, events: &[dbscope_core::Event]) {
+        for e in events {
+            let Some(v) = self.by_session.get(e.session as usize) else {
+                continue;
+            };
+            let end = e.start_ns.saturating_add(e.duration_ns);
+            let lo = v.partition_point(|x| x.0 < e.start_ns);
+            for &(t, line) in &v[lo..] {
+                if t > end {
+                    break;
+                }
+                let name = names.name(e.name);
+                let id = match self.index.get(&name) {
+                    Some(&id) => id,
+                    None => {
+                        let id = self.names.len() as u32;
+                        self.names.push(name.clone());
+                        self.index.insert(name, id);
+                        id
+                    }
+                };
+                let d = &mut self.during[line as usize];
+                if !d.contains(&id) {
+                    d.push(id);
+                }
+            }
+        }
+    }
+}
+
+/// One statement of `pg_stat_statements` over the run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct StatementRow {
+    /// The server's query id.
+    pub query_id: String,
+    /// The start of its normalised text (`UPDATE t SET v = v + $1 WHERE id = $2`).
+    pub query: String,
+    /// Executions over the run.
+    pub calls: f64,
+    /// Execution time over the run, in ms.
+    pub total_exec_ms: f64,
+    /// Mean execution time, in ms.
+    pub mean_exec_ms: Option<f64>,
+    /// Rows returned or affected.
+    pub rows: f64,
+    /// Shared blocks hit and read.
+    pub shared_blks_hit: f64,
+    /// Shared blocks read.
+    pub shared_blks_read: f64,
+    /// WAL bytes generated.
+    pub wal_bytes: f64,
 }
 
 /// A named figure with its unit.
@@ -159,8 +289,21 @@ pub fn build_with(
     events: &[EventReport],
     client_commits: Option<f64>,
 ) -> Result<Option<ObserveReport>, dbscope_core::Error> {
+    build_joined(run, events, client_commits, None)
+}
+
+/// [`build_with`], with the samples already read and joined to the client events.
+pub fn build_joined(
+    run: &RunDir,
+    events: &[EventReport],
+    client_commits: Option<f64>,
+    join: Option<SampleJoin>,
+) -> Result<Option<ObserveReport>, dbscope_core::Error> {
     let snaps: Option<Vec<Snapshot>> = read_lines(&run.path, SNAPSHOTS_FILE)?;
-    let samples: Option<Vec<SampleLine>> = read_lines(&run.path, SAMPLES_FILE)?;
+    let (samples, during) = match join {
+        Some(j) => (Some(j.lines), Some((j.during, j.names))),
+        None => (read_lines(&run.path, SAMPLES_FILE)?, None),
+    };
     if run.manifest.source == "trace" {
         return Ok(Some(from_trace(events)));
     }
@@ -221,7 +364,7 @@ pub fn build_with(
         _ => {}
     }
     if let Some(lines) = samples {
-        r.top_events = Some(top_from_samples(&lines));
+        r.top_events = Some(top_from_samples(&lines, None, during.as_ref()));
     } else if target == "postgres" {
         r.notes
             .push("no active-session samples (--sample-hz 0)".into());
@@ -232,7 +375,20 @@ pub fn build_with(
 
 /// [`build`], with a file that cannot be read turned into a note (the rest of the report stands).
 pub fn build_or_note(run: &RunDir, events: &[EventReport]) -> Option<ObserveReport> {
-    build(run, events).unwrap_or_else(|e| {
+    build_or_note_joined(run, events, None)
+}
+
+/// [`build_or_note`] with the samples joined to the client events ([`SampleJoin`]).
+pub fn build_or_note_joined(
+    run: &RunDir,
+    events: &[EventReport],
+    join: Option<SampleJoin>,
+) -> Option<ObserveReport> {
+    let client_commits = events
+        .iter()
+        .find(|e| e.name == "commit")
+        .map(|e| (e.count + e.warmup_excluded) as f64);
+    build_joined(run, events, client_commits, join).unwrap_or_else(|e| {
         Some(ObserveReport {
             notes: vec![format!("the snapshots or samples cannot be read: {e}")],
             ..ObserveReport::default()
@@ -262,7 +418,35 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
+fn top_statements(d: &Snapshot) -> Vec<StatementRow> {
+    let Some(st) = sec(d, "pg_stat_statements").filter(|s| s.missing.is_none()) else {
+        return Vec::new();
+    };
+    let mut rows: Vec<StatementRow> = st
+        .rows
+        .iter()
+        .map(|(id, row)| {
+            let v = |k: &str| row.get(k).copied().unwrap_or(0.0);
+            StatementRow {
+                query_id: id.clone(),
+                query: st.text.get(id).cloned().unwrap_or_default(),
+                calls: v("calls"),
+                total_exec_ms: v("total_exec_time"),
+                mean_exec_ms: ratio(Some(v("total_exec_time")), Some(v("calls"))),
+                rows: v("rows"),
+                shared_blks_hit: v("shared_blks_hit"),
+                shared_blks_read: v("shared_blks_read"),
+                wal_bytes: v("wal_bytes"),
+            }
+        })
+        .filter(|r| r.calls > 0.0)
+        .collect();
+    rows.sort_by(|a, b| b.total_exec_ms.total_cmp(&a.total_exec_ms));
+    rows
+}
+
 fn pg_figures(r: &mut ObserveReport, d: &Snapshot, span: f64, client: Option<f64>) {
+    r.top_statements = top_statements(d);
     let db = sec(d, "pg_stat_database");
     let wal = sec(d, "pg_stat_wal");
     let c = |s: Option<&Section>, k: &str| s.and_then(|s| s.counter(k));
@@ -563,21 +747,57 @@ fn os_figures(r: &mut ObserveReport, d: &Snapshot, span: f64, client: Option<f64
     }
 }
 
-fn top_from_samples(lines: &[SampleLine]) -> TopEvents {
+/// The top wait event of a run (or of the part of it between `window_ns.0` and `window_ns.1`,
+/// run-clock ns, both included): the (wait event, class) with the most active samples, `CPU*`
+/// for active samples without a wait event. `None` when the run has no samples (not
+/// PostgreSQL, `--sample-hz 0`) or none active in the window. Reads `samples.jsonl` only.
+pub fn top_wait_event(
+    run: &RunDir,
+    window_ns: Option<(u64, u64)>,
+) -> Result<Option<TopRow>, dbscope_core::Error> {
+    let Some(lines) = read_lines::<SampleLine>(&run.path, SAMPLES_FILE)? else {
+        return Ok(None);
+    };
+    Ok(top_from_samples(&lines, window_ns, None)
+        .rows
+        .into_iter()
+        .next())
+}
+
+type Joined = (Vec<Vec<u32>>, Vec<String>);
+
+fn top_from_samples(
+    lines: &[SampleLine],
+    window_ns: Option<(u64, u64)>,
+    during: Option<&Joined>,
+) -> TopEvents {
     let mut t = TopEvents {
         source: "pg_stat_activity samples".into(),
         ..TopEvents::default()
     };
-    let mut by: BTreeMap<(String, String), (u64, BTreeMap<String, u64>)> = BTreeMap::new();
-    for l in lines {
+    let inside = |ns: u64| window_ns.is_none_or(|(a, b)| a <= ns && ns <= b);
+    #[derive(Default)]
+    struct Acc {
+        n: u64,
+        queries: BTreeMap<String, u64>,
+        during: BTreeMap<u32, u64>,
+        outside: u64,
+    }
+    let mut by: BTreeMap<(String, String), Acc> = BTreeMap::new();
+    for (i, l) in lines.iter().enumerate() {
         match l {
             SampleLine::Header { hz, .. } => t.hz = Some(*hz),
             SampleLine::Gap(g) => {
-                t.gaps += 1;
-                t.gap_s += g.to_ns.saturating_sub(g.from_ns) as f64 / 1e9;
+                if inside(g.from_ns) || inside(g.to_ns) {
+                    t.gaps += 1;
+                    t.gap_s += g.to_ns.saturating_sub(g.from_ns) as f64 / 1e9;
+                }
             }
             SampleLine::Tick { .. } => {}
             SampleLine::Sample(s) => {
+                if !inside(s.t_ns) {
+                    continue;
+                }
                 t.samples += 1;
                 if s.state != "active" {
                     continue;
@@ -588,9 +808,18 @@ fn top_from_samples(lines: &[SampleLine]) -> TopEvents {
                     _ => ("CPU*".to_string(), "CPU".to_string()),
                 };
                 let e = by.entry(key).or_default();
-                e.0 += 1;
+                e.n += 1;
                 if let Some(q) = &s.query {
-                    *e.1.entry(q.clone()).or_default() += 1;
+                    *e.queries.entry(q.clone()).or_default() += 1;
+                }
+                if let Some((d, _)) = during {
+                    let names = d.get(i).map_or(&[][..], |v| v.as_slice());
+                    if names.is_empty() {
+                        e.outside += 1;
+                    }
+                    for &n in names {
+                        *e.during.entry(n).or_default() += 1;
+                    }
                 }
             }
         }
@@ -600,13 +829,37 @@ fn top_from_samples(lines: &[SampleLine]) -> TopEvents {
     let active = t.db_time_samples.max(1) as f64;
     t.rows = by
         .into_iter()
-        .map(|((event, class), (n, qs))| TopRow {
-            event,
-            class,
-            samples: n,
-            est_s: n as f64 / hz,
-            pct_db_time: 100.0 * n as f64 / active,
-            top_statement: qs.into_iter().max_by_key(|(_, c)| *c).map(|(q, _)| q),
+        .map(|((event, class), a)| {
+            let mut shares: Vec<During> = a
+                .during
+                .into_iter()
+                .map(|(id, k)| {
+                    (
+                        during.map_or(String::new(), |d| d.1[id as usize].clone()),
+                        k,
+                    )
+                })
+                .chain((a.outside > 0).then(|| (NO_CLIENT_EVENT.to_string(), a.outside)))
+                .map(|(event, k)| During {
+                    event,
+                    samples: k,
+                    pct: 100.0 * k as f64 / a.n.max(1) as f64,
+                })
+                .collect();
+            shares.sort_by(|x, y| y.samples.cmp(&x.samples).then(x.event.cmp(&y.event)));
+            TopRow {
+                event,
+                class,
+                samples: a.n,
+                est_s: a.n as f64 / hz,
+                pct_db_time: 100.0 * a.n as f64 / active,
+                top_statement: a
+                    .queries
+                    .into_iter()
+                    .max_by_key(|(_, c)| *c)
+                    .map(|(q, _)| q),
+                during: shares,
+            }
         })
         .collect();
     t.rows
@@ -729,6 +982,15 @@ pub fn push_text(out: &mut String, r: &ObserveReport) {
                 row.pct_db_time,
                 row.top_statement.as_deref().unwrap_or("")
             );
+            if !row.during.is_empty() {
+                let shares: Vec<String> = row
+                    .during
+                    .iter()
+                    .take(5)
+                    .map(|d| format!("{} {:.0} %", d.event, d.pct))
+                    .collect();
+                let _ = writeln!(out, "      during: {}", shares.join(", "));
+            }
         }
     }
     if !r.counters.is_empty() {
@@ -813,6 +1075,28 @@ pub fn push_text(out: &mut String, r: &ObserveReport) {
                 f.label,
                 format_num(f.value),
                 f.unit
+            );
+        }
+    }
+    if !r.top_statements.is_empty() {
+        let _ = writeln!(
+            out,
+            "Top statements (pg_stat_statements, by execution time)"
+        );
+        let _ = writeln!(
+            out,
+            "  {:>10} {:>12} {:>10} {:>12}  statement",
+            "calls", "total ms", "mean ms", "WAL bytes"
+        );
+        for st in r.top_statements.iter().take(10) {
+            let _ = writeln!(
+                out,
+                "  {:>10} {:>12} {:>10} {:>12}  {}",
+                format_num(st.calls),
+                sig3(st.total_exec_ms),
+                fmt_opt(st.mean_exec_ms),
+                format_num(st.wal_bytes),
+                st.query
             );
         }
     }
@@ -962,5 +1246,91 @@ pub fn push_compare_text(out: &mut String, c: &ObserveComparison) {
                 f.unit
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dbscope_core::observe::Sample;
+    use dbscope_core::{Event, NameTable};
+
+    fn sample(t_ns: u64, session: u32, event: Option<&str>) -> SampleLine {
+        SampleLine::Sample(Sample {
+            t_ns,
+            session,
+            state: "active".into(),
+            wait_class: event.map(|_| "IO".into()),
+            wait_event: event.map(Into::into),
+            query_id: None,
+            query: None,
+            op: None,
+        })
+    }
+
+    #[test]
+    fn samples_are_attributed_to_the_events_of_their_session_in_flight() {
+        let names = NameTable::new();
+        let (update, commit) = (names.intern("update"), names.intern("commit"));
+        let ev = |name, session, start_ns, duration_ns| Event {
+            session,
+            name,
+            start_ns,
+            duration_ns,
+            ..Event::default()
+        };
+        let mut j = SampleJoin::from_lines(vec![
+            sample(150, 0, Some("WALSync")),
+            sample(160, 1, Some("WALSync")),
+            sample(250, 0, Some("WALSync")),
+            sample(500, 0, Some("WALSync")),
+            sample(120, 0, None),
+        ]);
+        // Session 0: update 100..200, commit 200..300; session 1: commit 100..200.
+        j.add_block(
+            &names,
+            &[
+                ev(update, 0, 100, 100),
+                ev(commit, 0, 200, 100),
+                ev(commit, 1, 100, 100),
+            ],
+        );
+        let t = top_from_samples(&j.lines, None, Some(&(j.during, j.names)));
+        let wal = &t.rows[0];
+        assert_eq!((wal.event.as_str(), wal.samples), ("WALSync", 4));
+        let shares: Vec<(&str, u64)> = wal
+            .during
+            .iter()
+            .map(|d| (d.event.as_str(), d.samples))
+            .collect();
+        assert_eq!(
+            shares,
+            [("commit", 2), (NO_CLIENT_EVENT, 1), ("update", 1)],
+            "{wal:?}"
+        );
+        assert_eq!(wal.during[0].pct, 50.0);
+        let cpu = &t.rows[1];
+        assert_eq!(cpu.event, "CPU*");
+        assert_eq!(cpu.during[0].event, "update");
+    }
+
+    #[test]
+    fn the_top_wait_event_of_a_window_counts_only_its_samples() {
+        let lines = vec![
+            sample(100, 0, Some("WALSync")),
+            sample(200, 0, Some("WALSync")),
+            sample(300, 0, Some("transactionid")),
+            sample(400, 0, Some("transactionid")),
+            sample(500, 0, Some("transactionid")),
+        ];
+        let all = top_from_samples(&lines, None, None);
+        assert_eq!(all.rows[0].event, "transactionid");
+        let early = top_from_samples(&lines, Some((0, 250)), None);
+        assert_eq!(early.rows[0].event, "WALSync");
+        assert_eq!(early.db_time_samples, 2);
+        assert!(early.rows[0].during.is_empty());
+        assert!(top_from_samples(&lines, Some((600, 700)), None)
+            .rows
+            .is_empty());
     }
 }

@@ -277,7 +277,14 @@ pub fn build(run: &RunDir, opts: &ReportOptions) -> Result<Report, Error> {
         present
     });
     let mut acc = Accumulator::new(opts.include_warmup);
-    let (_, tail) = readable.for_each_block(|names, events| acc.add_block(names, events))?;
+    // Active-session samples are joined to the client events in the same pass.
+    let mut join = crate::observe::SampleJoin::load(run);
+    let (_, tail) = readable.for_each_block(|names, events| {
+        acc.add_block(names, events);
+        if let Some(j) = join.as_mut() {
+            j.add_block(names, events);
+        }
+    })?;
 
     let mut incomplete = incompleteness(run, &tail, &missing_files);
     // Counters the run cannot give are reported like missing data, not as an error: the events
@@ -309,7 +316,7 @@ pub fn build(run: &RunDir, opts: &ReportOptions) -> Result<Report, Error> {
     };
     let open_loop = acc.backlog.finish().map(|b| b.with_pacing(&counters));
     let events: Vec<EventReport> = acc.names.into_iter().map(|n| n.finish(span_ns)).collect();
-    let observe = crate::observe::build_or_note(run, &events);
+    let observe = crate::observe::build_or_note_joined(run, &events, join);
 
     let elapsed_s = m.ended_utc.map(|end| {
         let d = end - m.started_utc;

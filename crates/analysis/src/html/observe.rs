@@ -60,6 +60,7 @@ pub fn section(o: &ObserveReport) -> String {
                 "est. s",
                 "% DB time",
                 "statement",
+                "during (client events)",
             ],
             t.rows
                 .iter()
@@ -72,6 +73,12 @@ pub fn section(o: &ObserveReport) -> String {
                         format_num(r.est_s),
                         format!("{:.1}", r.pct_db_time),
                         r.top_statement.clone().unwrap_or_default(),
+                        r.during
+                            .iter()
+                            .take(5)
+                            .map(|d| format!("{} {:.0} %", d.event, d.pct))
+                            .collect::<Vec<_>>()
+                            .join(", "),
                     ]
                 })
                 .collect(),

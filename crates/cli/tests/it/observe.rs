@@ -109,6 +109,80 @@ fn issue_14_wal_waits_and_syncs_per_commit_follow_synchronous_commit() {
     assert!(line.contains('%'), "{line}");
 }
 
+/// The report joins the samples to the client's operations: the WAL waits of the commit
+/// workload happen while `commit` is in flight, not `update`.
+#[test]
+fn issue_14_wal_waits_are_attributed_to_the_commit_event() {
+    let pg = PgCluster::private();
+    let _guard = PgCluster::private_lock();
+    let db = pg.create_db("walduring");
+    let dir = tempdir();
+    let r = commit_run(dir.path(), &pg.uri(&db), "d", &["--sessions", "2"]);
+    let rows = top_rows(&r);
+    let (mut wal, mut during_commit, mut during_update) = (0u64, 0u64, 0u64);
+    for row in rows
+        .iter()
+        .filter(|r| r["event"].as_str().unwrap().starts_with("WAL"))
+    {
+        wal += row["samples"].as_u64().unwrap();
+        for d in row["during"].as_array().expect("during") {
+            let n = d["samples"].as_u64().unwrap();
+            match d["event"].as_str().unwrap() {
+                "commit" => during_commit += n,
+                "update" => during_update += n,
+                _ => {}
+            }
+        }
+    }
+    assert!(wal >= 5, "WAL wait samples: {rows:?}");
+    assert!(
+        during_commit * 10 >= wal * 8,
+        "WAL waits mostly during commit: {during_commit} of {wal} ({during_update} during update): {rows:?}"
+    );
+    assert!(during_update < during_commit, "{rows:?}");
+    let text = ok(dir.path(), &["report", s(&join(dir.path(), "d"))]);
+    assert!(text.contains("during: commit"), "{text}");
+}
+
+/// pg_stat_statements present (a cluster started with it preloaded, the extension created in
+/// the database): the report's top statements show the workload's UPDATE, with its calls.
+#[test]
+fn issue_14_pg_stat_statements_shows_the_workloads_update() {
+    let pg = PgCluster::with_statements();
+    let db = pg.create_db("stmts");
+    pg.query(&db, "CREATE EXTENSION pg_stat_statements");
+    let dir = tempdir();
+    let r = commit_run(dir.path(), &pg.uri(&db), "st", &["--sessions", "2"]);
+    let o = &r["observe"];
+    assert!(o["missing"]["pg_stat_statements"].is_null(), "{o}");
+    let top = o["top_statements"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no top statements: {o}"));
+    let update = top
+        .iter()
+        .find(|t| t["query"].as_str().unwrap().starts_with("UPDATE"))
+        .unwrap_or_else(|| panic!("no UPDATE among the top statements: {top:?}"));
+    let commits = r["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "update")
+        .map(|e| e["count"].as_f64().unwrap())
+        .unwrap();
+    let calls = update["calls"].as_f64().unwrap();
+    assert!(
+        calls >= commits,
+        "calls {calls} vs updates {commits}: {update}"
+    );
+    assert!(update["total_exec_ms"].as_f64().unwrap() > 0.0, "{update}");
+    let text = ok(dir.path(), &["report", s(&join(dir.path(), "st"))]);
+    assert!(
+        text.contains("Top statements (pg_stat_statements"),
+        "{text}"
+    );
+    assert!(text.contains("  UPDATE "), "{text}");
+}
+
 /// Sessions updating one shared row wait on each other's row lock: Lock waits on top.
 #[test]
 fn issue_14_lock_contention_shows_lock_waits_on_top() {
@@ -284,6 +358,57 @@ fn issue_14_sqlite_run_has_counters_and_os_section() {
     assert!(!run_dir.join("samples.jsonl").exists());
 }
 
+/// SQLite's `sqlite3_db_status` counters are current in every snapshot, not only in the end one:
+/// a periodic snapshot in the middle of the run already counts the sessions' page cache use.
+#[test]
+fn issue_14_sqlite_counters_are_current_in_periodic_snapshots() {
+    let dir = tempdir();
+    let db = join(dir.path(), "p.db");
+    ok(
+        dir.path(),
+        &[
+            "run",
+            "commit",
+            "--target",
+            &format!("sqlite:{}", s(&db)),
+            "--sessions",
+            "2",
+            "--duration",
+            "2s",
+            "--snapshot-every",
+            "300ms",
+            "--out",
+            "p",
+            "-q",
+        ],
+    );
+    let text = std::fs::read_to_string(join(dir.path(), "p").join("snapshots.jsonl")).unwrap();
+    let snaps: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let labels: Vec<&str> = snaps.iter().map(|s| s["label"].as_str().unwrap()).collect();
+    assert!(labels.len() >= 4, "{labels:?}");
+    assert_eq!(labels[labels.len() - 1], "end");
+    let counter = |snap: &Value, k: &str| -> f64 {
+        snap["sections"]["sqlite.db_status"]["counters"][k]
+            .as_f64()
+            .unwrap_or(0.0)
+    };
+    let middle = &snaps[snaps.len() / 2];
+    assert_eq!(middle["label"], "periodic", "{labels:?}");
+    let (hit, miss) = (counter(middle, "cache_hit"), counter(middle, "cache_miss"));
+    assert!(hit + miss > 0.0, "{middle}");
+    assert!(counter(middle, "cache_write") > 0.0, "{middle}");
+    // They grow from the middle to the end, and never go back.
+    let hits: Vec<f64> = snaps.iter().map(|s| counter(s, "cache_hit")).collect();
+    assert!(hits.windows(2).all(|w| w[0] <= w[1]), "{hits:?}");
+    assert!(
+        counter(&snaps[snaps.len() - 1], "cache_hit") > hit,
+        "{hits:?}"
+    );
+}
+
 /// An imported Oracle 10046 trace shows its waits in the same Top timed events shape; the
 /// database calls (EXEC, FETCH, …), whose time includes the waits, are left out.
 #[test]
@@ -362,4 +487,10 @@ fn issue_14_a_killed_run_keeps_its_periodic_snapshots() {
     assert!(notes.contains("no end snapshot"), "{notes}");
     assert!(o["snapshots"].as_u64().unwrap() >= 3, "{o}");
     assert!(o["span_s"].as_f64().unwrap() > 0.0, "{o}");
+    // SQLite's own counters are there up to the last snapshot, though no session ended.
+    assert!(figure(&r, "cache_write") > 0.0, "{o}");
+    assert!(
+        figure(&r, "cache_hit") + figure(&r, "cache_miss") > 0.0,
+        "{o}"
+    );
 }

@@ -425,7 +425,8 @@ fn session_loop(mut c: SessionCtx<'_>) {
         return;
     }
     let limit = c.cfg.ops_per_session.unwrap_or(u64::MAX);
-    let status_at_start = c.probe.session_start(c.sess.as_mut());
+    c.probe.session_start(id, c.sess.as_mut());
+    let mut publish_at = c.rec.now() + observe::PUBLISH_EVERY_NS;
     let mut done = 0u64;
     let mut pacer = c.cfg.pacing.map(|p| {
         let n = c.cfg.sessions;
@@ -459,6 +460,10 @@ fn session_loop(mut c: SessionCtx<'_>) {
         c.probe.begin_op(id, done + 1);
         let result = c.work.step(c.sess.as_mut(), &mut c.rec);
         done += 1;
+        if c.rec.last_ns() >= publish_at {
+            publish_at = c.rec.last_ns() + observe::PUBLISH_EVERY_NS;
+            c.probe.publish(id, c.sess.as_mut());
+        }
         if done & 63 == 0 {
             c.ops.fetch_add(64, Ordering::Relaxed);
         }
@@ -487,7 +492,7 @@ fn session_loop(mut c: SessionCtx<'_>) {
         }
     }
     c.ops.fetch_add(done & 63, Ordering::Relaxed);
-    c.probe.session_end(c.sess.as_mut(), &status_at_start);
+    c.probe.publish(id, c.sess.as_mut());
     if let Some(p) = &pacer {
         let end = c.deadline_ns.map_or(c.rec.now(), |d| d.min(c.rec.now()));
         c.left_due.fetch_add(p.due(end), Ordering::Relaxed);
@@ -512,6 +517,8 @@ fn reconnect(c: &mut SessionCtx<'_>) -> Result<(), String> {
         });
         match attempt {
             Ok(s) => {
+                c.probe
+                    .connection_replaced(c.rec.session(), c.sess.as_mut());
                 c.sess = s;
                 return Ok(());
             }

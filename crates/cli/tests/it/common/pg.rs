@@ -109,6 +109,18 @@ impl PgCluster {
         }
     }
 
+    /// A cluster started with `shared_preload_libraries = 'pg_stat_statements'` (issue 14), for
+    /// tests that need the extension present; each test creates it in its own database.
+    pub fn with_statements() -> &'static PgCluster {
+        static STATEMENTS: OnceLock<Result<PgCluster, String>> = OnceLock::new();
+        match STATEMENTS
+            .get_or_init(|| PgCluster::start_with(&["shared_preload_libraries=pg_stat_statements"]))
+        {
+            Ok(cluster) => cluster,
+            Err(msg) => panic!("cannot start the pg_stat_statements test cluster:\n{msg}"),
+        }
+    }
+
     /// Serialises the tests that measure on [`PgCluster::private`].
     pub fn private_lock() -> std::sync::MutexGuard<'static, ()> {
         static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -294,12 +306,12 @@ impl PgCluster {
         Self::start_with(&[])
     }
 
-    /// Starts a cluster with extra `-c` settings.
-    fn start_with(options: &[&str]) -> Result<PgCluster, String> {
+    /// [`PgCluster::start`] with extra `-c NAME=VALUE` server settings.
+    fn start_with(settings: &[&str]) -> Result<PgCluster, String> {
         let bin_dir = find_bin_dir()?;
         let run_as = RunAs::detect()?;
         let base_dir = make_base_dir(&run_as)?;
-        let result = Self::start_in(bin_dir, &run_as, base_dir.clone(), options);
+        let result = Self::start_in(bin_dir, &run_as, base_dir.clone(), settings);
         if result.is_err() {
             // If the wrapper never started, nobody else removes the dir. If
             // it did, it removes the dir too once the (now dropped) lifeline
@@ -313,7 +325,7 @@ impl PgCluster {
         bin_dir: PathBuf,
         run_as: &RunAs,
         base_dir: PathBuf,
-        options: &[&str],
+        settings: &[&str],
     ) -> Result<PgCluster, String> {
         let data_dir = base_dir.join("data");
         let socket_dir = base_dir.join("sock");
@@ -372,7 +384,7 @@ impl PgCluster {
             .arg("-c")
             .arg(format!("unix_socket_directories={}", socket_dir.display()))
             .args(["-c", "fsync=on", "-c", "max_connections=100"])
-            .args(options.iter().flat_map(|o| ["-c", o]))
+            .args(settings.iter().flat_map(|kv| ["-c", kv]))
             .current_dir(&base_dir)
             .env("LC_ALL", "C")
             .stdin(Stdio::piped())

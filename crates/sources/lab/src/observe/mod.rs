@@ -75,11 +75,40 @@ pub fn run_id() -> String {
 }
 
 /// What the run's sessions share with the observer: their names, the operation each has in
-/// flight (one relaxed store per operation), and SQLite's per-connection counters.
+/// flight (one relaxed store per operation), and SQLite's per-connection counters (each session
+/// publishes its own into its slot about every [`PUBLISH_EVERY_NS`]; a snapshot sums the slots, so
+/// periodic snapshots and a killed run's last one are current).
 pub struct SessionProbe {
     run_id: String,
     ops: Vec<AtomicU64>,
-    totals: Mutex<BTreeMap<&'static str, i64>>,
+    status: Vec<Mutex<StatusSlot>>,
+}
+
+/// How often (run-clock ns) a session publishes its connection's counters: 100 ms.
+pub const PUBLISH_EVERY_NS: u64 = 100_000_000;
+
+/// One session's connection counters: what it grew by since the session's first operation.
+#[derive(Default)]
+struct StatusSlot {
+    /// The connection's values when the session started (or 0 for a replacement connection).
+    base: Vec<(&'static str, i64)>,
+    /// Totals of the connections the session had before this one.
+    carried: BTreeMap<&'static str, i64>,
+    /// The current connection's growth, as last published.
+    current: BTreeMap<&'static str, i64>,
+}
+
+impl StatusSlot {
+    fn publish(&mut self, now: Vec<(&'static str, i64)>) {
+        for (name, v) in now {
+            let base = self
+                .base
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map_or(0, |p| p.1);
+            self.current.insert(name, v - base);
+        }
+    }
 }
 
 impl SessionProbe {
@@ -88,7 +117,7 @@ impl SessionProbe {
         SessionProbe {
             run_id: run_id.into(),
             ops: (0..sessions).map(|_| AtomicU64::new(0)).collect(),
-            totals: Mutex::new(BTreeMap::new()),
+            status: (0..sessions).map(|_| Mutex::default()).collect(),
         }
     }
 
@@ -121,31 +150,58 @@ impl SessionProbe {
         (v > 0).then_some(v)
     }
 
-    /// The connection's own counters when the session starts its loop.
-    pub fn session_start(&self, sess: &mut dyn Session) -> Vec<(&'static str, i64)> {
-        sess.status_counters()
+    fn slot(&self, session: u32) -> Option<std::sync::MutexGuard<'_, StatusSlot>> {
+        self.status
+            .get(session as usize)
+            .map(|m| m.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// Adds what the connection's own counters grew by since [`SessionProbe::session_start`].
-    pub fn session_end(&self, sess: &mut dyn Session, start: &[(&'static str, i64)]) {
-        let end = sess.status_counters();
-        if end.is_empty() {
+    /// Notes the connection's own counters when session `i` starts its loop: what they grow by
+    /// from here on is the session's.
+    pub fn session_start(&self, session: u32, sess: &mut dyn Session) {
+        let now = sess.status_counters();
+        if let Some(mut slot) = self.slot(session) {
+            slot.base = now;
+            slot.current.clear();
+        }
+    }
+
+    /// Publishes what session `i`'s connection counters grew by so far (the session calls it
+    /// about every [`PUBLISH_EVERY_NS`], and when it ends). Targets without per-connection
+    /// counters return at once.
+    pub fn publish(&self, session: u32, sess: &mut dyn Session) {
+        let now = sess.status_counters();
+        if now.is_empty() {
             return;
         }
-        let mut totals = self.totals.lock().unwrap_or_else(|e| e.into_inner());
-        for (name, v) in end {
-            let base = start.iter().find(|(n, _)| *n == name).map_or(0, |p| p.1);
-            *totals.entry(name).or_default() += v - base;
+        if let Some(mut slot) = self.slot(session) {
+            slot.publish(now);
         }
     }
 
+    /// Session `i` replaces its connection (after a lost one): what the old one counted is kept,
+    /// and the new one counts from zero.
+    pub fn connection_replaced(&self, session: u32, old: &mut dyn Session) {
+        self.publish(session, old);
+        if let Some(mut slot) = self.slot(session) {
+            let slot = &mut *slot;
+            for (name, v) in std::mem::take(&mut slot.current) {
+                *slot.carried.entry(name).or_default() += v;
+            }
+            slot.base.clear();
+        }
+    }
+
+    /// The sessions' counters summed, as last published.
     fn totals(&self) -> BTreeMap<String, f64> {
-        self.totals
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .map(|(k, v)| (k.to_string(), *v as f64))
-            .collect()
+        let mut out = BTreeMap::new();
+        for m in &self.status {
+            let slot = m.lock().unwrap_or_else(|e| e.into_inner());
+            for (name, v) in slot.carried.iter().chain(slot.current.iter()) {
+                *out.entry(name.to_string()).or_insert(0.0) += *v as f64;
+            }
+        }
+        out
     }
 }
 
@@ -306,7 +362,7 @@ impl Observer {
                     counters: self.sessions.totals(),
                     text: BTreeMap::from([(
                         "scope".into(),
-                        "summed over the run's sessions, from each session's first operation to its last".into(),
+                        "summed over the run's sessions, from each session's first operation; each session publishes its own about every 100 ms".into(),
                     )]),
                     ..Section::default()
                 },
