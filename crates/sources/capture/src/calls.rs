@@ -181,11 +181,11 @@ impl Tracker {
         }
     }
 
-    /// A message from the client, received at `t`.
+    /// A message from the client, received at `t`. Not only after the startup: the proxy reads
+    /// the server's `ReadyForQuery` after forwarding it, so the client's first query can reach
+    /// the tracker before it (the client's messages before that are authentication, which no
+    /// arm below takes).
     pub fn client(&mut self, m: &Msg<'_>, t: u64) {
-        if !self.ready {
-            return;
-        }
         let mut f = Fields::new(m.body);
         match m.kind {
             b'Q' => {
@@ -622,6 +622,26 @@ mod tests {
         assert_eq!(t.done[0].txn, Some('E'));
         assert!(t.done[1].unfinished);
         assert_eq!(t.done[1].end_ns, 20);
+    }
+
+    /// The client's first query can be read before the server's first ReadyForQuery (the proxy
+    /// forwards that before reading it): it is still the first call.
+    #[test]
+    fn a_query_read_before_the_startup_ends() {
+        let mut t = Tracker::new(0);
+        feed(&mut t, true, &[m(b'p', b"SCRAM...")], 1);
+        feed(&mut t, true, &[m(b'Q', b"SELECT 1\0")], 5);
+        feed(&mut t, false, &[m(b'R', &[0, 0, 0, 0]), m(b'Z', b"I")], 4);
+        feed(&mut t, false, &[m(b'C', b"SELECT 1\0"), m(b'Z', b"I")], 9);
+        feed(&mut t, true, &[m(b'Q', b"SELECT 2\0")], 10);
+        feed(&mut t, false, &[m(b'C', b"SELECT 1\0"), m(b'Z', b"I")], 12);
+        assert_eq!(t.done.len(), 2);
+        assert_eq!(
+            (t.done[0].sql.as_str(), t.done[0].start_ns, t.done[0].end_ns),
+            ("SELECT 1", 5, 9)
+        );
+        assert_eq!(t.done[1].sql, "SELECT 2");
+        assert_eq!(t.unmatched, 0);
     }
 
     #[test]
