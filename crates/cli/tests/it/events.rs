@@ -352,6 +352,83 @@ fn iterations_print_cerns_table() {
     assert!(join(dir.path(), "it/2-batch/manifest.json").is_file());
 }
 
+/// CERN's AWR column: on PostgreSQL each iteration's line names the run's most sampled wait
+/// event (as `report` ranks them) and its share of DB time; SQLite has no wait interface.
+#[test]
+fn iterations_show_each_iterations_top_wait_event() {
+    let pg = PgCluster::shared();
+    let db = pg.create_db("events_iter");
+    let uri = pg.uri(&db);
+    let dir = tempdir();
+    let out = ok(
+        dir.path(),
+        &[
+            "run",
+            "events",
+            "--target",
+            &uri,
+            "--clients",
+            "6",
+            "--rate",
+            "1000",
+            "--connections",
+            "2",
+            "--duration",
+            "1s",
+            "--sample-hz",
+            "50",
+            "--iterations",
+            "--out",
+            "it",
+        ],
+    );
+    assert!(out.contains("top wait (% DB time)"), "{out}");
+    for (i, strategy) in STRATEGIES.iter().enumerate() {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(&format!("{strategy} ")))
+            .unwrap_or_else(|| panic!("no line for {strategy}: {out}"));
+        let run = join(dir.path(), &format!("it/{}-{strategy}", i + 1));
+        let r = report_json(dir.path(), &run);
+        let top = &r["observe"]["top_events"]["rows"][0];
+        let event = top["event"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{strategy}: no sampled wait event: {}", r["observe"]));
+        let pct = format!("{:.0}%", top["pct_db_time"].as_f64().unwrap());
+        assert!(
+            line.contains(&format!(" {event} {pct} ")),
+            "{strategy}: {event} {pct} not in {line:?}"
+        );
+    }
+
+    let target = format!("sqlite:{}", s(&join(dir.path(), "ev.db")));
+    let out = ok(
+        dir.path(),
+        &[
+            "run",
+            "events",
+            "--target",
+            &target,
+            "--clients",
+            "2",
+            "--rate",
+            "100",
+            "--duration",
+            "1s",
+            "--iterations",
+            "--out",
+            "sq",
+        ],
+    );
+    for strategy in STRATEGIES {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(&format!("{strategy} ")))
+            .unwrap_or_else(|| panic!("no line for {strategy}: {out}"));
+        assert!(line.contains(" no wait interface "), "{line}");
+    }
+}
+
 #[test]
 fn bad_event_options_are_refused() {
     let dir = tempdir();
