@@ -270,6 +270,109 @@ fn lost_connections_mid_run_lose_nothing_and_store_nothing_twice() {
     check(&acked, &pg.query(&db, PER_CLIENT), &pg.query(&db, STALE), 6);
 }
 
+/// The issue's own fault: the PostgreSQL server restarted mid-run (`pg_ctl restart -m fast`, on a
+/// cluster of this test's own). Every connection is cut and refused until the server is back;
+/// the failed transactions are counted, the connections come back and resend what was not
+/// acknowledged; nothing acknowledged is lost and nothing is stored twice.
+#[test]
+fn a_server_restart_mid_run_loses_nothing_and_stores_nothing_twice() {
+    let pg = PgCluster::throwaway(&[]);
+    let db = pg.create_db("events_restart");
+    let uri = pg.uri(&db);
+    let dir = tempdir();
+    let run = join(dir.path(), "r");
+    let child = crate::crash::start_and_wait(
+        dir.path(),
+        &[
+            "run",
+            "events",
+            "--target",
+            &uri,
+            "--clients",
+            "6",
+            "--rate",
+            "200",
+            "--connections",
+            "2",
+            "--duration",
+            "5s",
+            "--strategy",
+            "staged",
+            "--fresh",
+            "--out",
+            "r",
+            "-q",
+        ],
+        &run,
+    );
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let started = pg.query("postgres", "SELECT pg_postmaster_start_time()");
+    pg.restart_fast();
+    assert_ne!(
+        pg.query("postgres", "SELECT pg_postmaster_start_time()"),
+        started,
+        "the server was restarted"
+    );
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "the run survives the restart: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = report_json(dir.path(), &run);
+    let a = &r["archive"];
+    assert!(a["failed_batches"].as_u64().unwrap() >= 1, "{a}");
+    // Events kept coming after the restart: the last second committed some.
+    let committed_last = a["per_second"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|row| row["offered"].as_u64().unwrap_or(0) > 0)
+        .map(|row| row["committed"].as_u64().unwrap());
+    assert!(committed_last.unwrap_or(0) > 0, "{}", a["per_second"]);
+    let acked = acknowledged(dir.path(), &run);
+    check(&acked, &pg.query(&db, PER_CLIENT), &pg.query(&db, STALE), 6);
+}
+
+/// A server that refuses a connection (max_connections reached) stops the run before it starts,
+/// with the connection's number, the server's message and what to do.
+#[test]
+fn a_refused_connection_is_named_with_what_to_do() {
+    let pg = PgCluster::throwaway(&["max_connections=4", "superuser_reserved_connections=0"]);
+    let db = pg.create_db("events_refused");
+    let uri = pg.uri(&db);
+    let dir = tempdir();
+    let e = fails(
+        dir.path(),
+        &[
+            "run",
+            "events",
+            "--target",
+            &uri,
+            "--clients",
+            "8",
+            "--connections",
+            "8",
+            "--duration",
+            "1s",
+            "--out",
+            "r",
+            "-q",
+        ],
+        2,
+        &[
+            " of 8: ",
+            "sorry, too many clients already",
+            "--connections",
+            "ask for fewer, or raise the server's limit",
+        ],
+    );
+    assert!(!e.contains(pg.password()), "{e}");
+    // Refused before the run began: nothing was recorded.
+    assert!(!join(dir.path(), "r/manifest.json").exists());
+}
+
 /// A rate SQLite cannot keep (a commit per event, fsynced, 20,000 events a second): the backlog
 /// grows, and the latency from each event's intended time dwarfs the service time.
 #[test]
