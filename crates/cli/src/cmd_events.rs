@@ -57,6 +57,15 @@ pub fn run_events(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
         supported(s, dialect).map_err(|why| anyhow!("--strategy {}: {why}", s.as_str()))?;
         vec![s]
     };
+    if e.preallocate > 0
+        && (dialect != Dialect::Postgres || !strategies.contains(&Strategy::Partitioned))
+    {
+        return Err(anyhow!(
+            "--preallocate: space pre-allocation is done for --strategy partitioned on PostgreSQL \
+             only (SQLite and PostgreSQL's other strategies extend their files as they go)"
+        )
+        .into());
+    }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
     let connections = match e.connections {
         Some(0) => return Err(anyhow!("--connections must be at least 1").into()),
@@ -98,6 +107,11 @@ pub fn run_events(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
             warmup_ns: a.warmup.as_nanos() as u64,
             // Each iteration starts from empty tables of its own shape.
             fresh: a.fresh || e.iterations,
+            preallocate: if *strategy == Strategy::Partitioned {
+                e.preallocate
+            } else {
+                0
+            },
             seed: a.seed,
         };
         let workload = EventsWorkload::new(cfg, dialect)

@@ -373,6 +373,83 @@ fn a_refused_connection_is_named_with_what_to_do() {
     assert!(!join(dir.path(), "r/manifest.json").exists());
 }
 
+/// CERN's space pre-allocation for `partitioned` on PostgreSQL: each client's partition holds the
+/// pages of `--preallocate` events before the run (the placeholder rows are gone), and the run's
+/// events are all there once; elsewhere the option is refused with the reason.
+#[test]
+fn partitions_are_preallocated_on_postgres_and_the_option_refused_elsewhere() {
+    let pg = PgCluster::shared();
+    let db = pg.create_db("events_prealloc");
+    let uri = pg.uri(&db);
+    let dir = tempdir();
+    ok(
+        dir.path(),
+        &[
+            "run",
+            "events",
+            "--target",
+            &uri,
+            "--clients",
+            "3",
+            "--rate",
+            "100",
+            "--duration",
+            "1s",
+            "--strategy",
+            "partitioned",
+            "--preallocate",
+            "5000",
+            "--fresh",
+            "--set",
+            "synchronous_commit=off",
+            "--out",
+            "r",
+            "-q",
+        ],
+    );
+    let run = join(dir.path(), "r");
+    assert_eq!(manifest(&run)["workload"]["params"]["preallocate"], 5000);
+    let acked = acknowledged(dir.path(), &run);
+    check(&acked, &pg.query(&db, PER_CLIENT), &pg.query(&db, STALE), 3);
+    for c in 0..3 {
+        // 5,000 rows of 16-byte payloads fill well over 20 pages; the ~100 events of the run
+        // alone fill one or two.
+        let pages: u64 = pg
+            .query(
+                &db,
+                &format!("SELECT pg_relation_size('events_history_p{c}') / 8192"),
+            )
+            .parse()
+            .unwrap();
+        assert!(pages >= 20, "partition {c}: {pages} pages");
+    }
+    assert_eq!(
+        pg.query(&db, "SELECT count(*) FROM events_history WHERE seq < 0"),
+        "0"
+    );
+    let d = tempdir();
+    let target = format!("sqlite:{}", s(&join(d.path(), "ev.db")));
+    for (t, strategy) in [(target.as_str(), "partitioned"), (uri.as_str(), "staged")] {
+        fails(
+            d.path(),
+            &[
+                "run",
+                "events",
+                "--target",
+                t,
+                "--strategy",
+                strategy,
+                "--preallocate",
+                "10",
+                "--duration",
+                "1s",
+            ],
+            2,
+            &["--preallocate", "partitioned on PostgreSQL only"],
+        );
+    }
+}
+
 /// A rate SQLite cannot keep (a commit per event, fsynced, 20,000 events a second): the backlog
 /// grows, and the latency from each event's intended time dwarfs the service time.
 #[test]
