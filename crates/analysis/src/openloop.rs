@@ -151,6 +151,20 @@ fn bump(v: &mut Vec<u64>, ns: u64) {
     v[s] += 1;
 }
 
+/// The backlog series of a run alone (what `report` computes with the rest), for `compare
+/// --html`; `None` when no event carries an intended start.
+pub fn backlog_of(run: &dbscope_core::RunDir) -> Result<Option<Backlog>, dbscope_core::Error> {
+    let mut acc = BacklogAcc::default();
+    run.for_each_block(|_, events| {
+        for e in events {
+            acc.add(e);
+        }
+    })?;
+    // Without readable counters the series stands on the events alone, as in `report`.
+    let counters = run.counters().map(|c| c.sections).unwrap_or_default();
+    Ok(acc.finish().map(|b| b.with_pacing(&counters)))
+}
+
 /// The CO-corrected line of one event, under its service-time lines.
 pub fn push_event_text(out: &mut String, f: &FromIntended) {
     let s = &f.summary_us;

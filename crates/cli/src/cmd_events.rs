@@ -57,6 +57,15 @@ pub fn run_events(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
         supported(s, dialect).map_err(|why| anyhow!("--strategy {}: {why}", s.as_str()))?;
         vec![s]
     };
+    if e.preallocate > 0
+        && (dialect != Dialect::Postgres || !strategies.contains(&Strategy::Partitioned))
+    {
+        return Err(anyhow!(
+            "--preallocate: space pre-allocation is done for --strategy partitioned on PostgreSQL \
+             only (SQLite and PostgreSQL's other strategies extend their files as they go)"
+        )
+        .into());
+    }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
     let connections = match e.connections {
         Some(0) => return Err(anyhow!("--connections must be at least 1").into()),
@@ -98,6 +107,11 @@ pub fn run_events(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
             warmup_ns: a.warmup.as_nanos() as u64,
             // Each iteration starts from empty tables of its own shape.
             fresh: a.fresh || e.iterations,
+            preallocate: if *strategy == Strategy::Partitioned {
+                e.preallocate
+            } else {
+                0
+            },
             seed: a.seed,
         };
         let workload = EventsWorkload::new(cfg, dialect)
@@ -209,6 +223,8 @@ struct Row {
     strategy: Strategy,
     dir: PathBuf,
     values: std::collections::BTreeMap<String, Option<f64>>,
+    /// The iteration's top wait event and its share of DB time, or why there is none.
+    top_wait: String,
 }
 
 fn table_row(strategy: Strategy, dir: &Path) -> Result<Row, Exit> {
@@ -229,7 +245,28 @@ fn table_row(strategy: Strategy, dir: &Path) -> Result<Row, Exit> {
         strategy,
         dir: dir.to_path_buf(),
         values,
+        top_wait: top_wait(&run),
     })
+}
+
+/// CERN's AWR column: the iteration's most sampled wait event (`CPU*` when its sessions were
+/// active without one) and its share of DB time, from the run's active-session samples.
+fn top_wait(run: &RunDir) -> String {
+    use dbscope_analysis::observe;
+    let Some(o) = observe::build_or_note(run, &[]) else {
+        return "no samples".into();
+    };
+    if !o.wait_interface {
+        return if o.target == "sqlite" || o.target == "null" {
+            "no wait interface".into()
+        } else {
+            o.notes.first().cloned().unwrap_or_else(|| "-".into())
+        };
+    }
+    match o.top_events.as_ref().and_then(|t| t.rows.first()) {
+        Some(top) => format!("{} {:.0}%", top.event, top.pct_db_time),
+        None => "no active samples".into(),
+    }
 }
 
 fn render_table(rows: &[Row], clients: u32, rate: f64) -> String {
@@ -240,15 +277,22 @@ fn render_table(rows: &[Row], clients: u32, rate: f64) -> String {
         thousands(rate as u64)
     );
     out.push_str(&format!(
-        "{:<12} {:>11} {:>11} {:>12} {:>10} {:>10} {:>10}  run\n",
-        "strategy", "offered/s", "achieved/s", "backlog end", "p50", "p99", "p99.9"
+        "{:<12} {:>11} {:>11} {:>12} {:>10} {:>10} {:>10}  {:<22} run\n",
+        "strategy",
+        "offered/s",
+        "achieved/s",
+        "backlog end",
+        "p50",
+        "p99",
+        "p99.9",
+        "top wait (% DB time)"
     ));
     for r in rows {
         let v = |k: &str| r.values.get(k).copied().flatten();
         let n = |k: &str| v(k).map_or("-".into(), |x| thousands(x.round() as u64));
         let us = |k: &str| v(k).map_or("-".into(), sig3);
         out.push_str(&format!(
-            "{:<12} {:>11} {:>11} {:>12} {:>10} {:>10} {:>10}  {}\n",
+            "{:<12} {:>11} {:>11} {:>12} {:>10} {:>10} {:>10}  {:<22} {}\n",
             r.strategy.as_str(),
             n("offered_per_s"),
             n("achieved_per_s"),
@@ -256,6 +300,7 @@ fn render_table(rows: &[Row], clients: u32, rate: f64) -> String {
             us("co_p50_us"),
             us("co_p99_us"),
             us("co_p99_9_us"),
+            r.top_wait,
             r.dir.display()
         ));
     }

@@ -61,6 +61,17 @@ pub struct EventsArgs {
           help_heading = "events workload")]
     pub batch_wait: Duration,
 
+    /// events: `partitioned` on PostgreSQL: before the run, allocate space for N events in each
+    /// client's partition (rows inserted, deleted and vacuumed without truncation, so the run
+    /// fills existing pages instead of extending files). 0: none. Refused elsewhere.
+    #[arg(
+        long,
+        default_value_t = 0,
+        value_name = "EVENTS",
+        help_heading = "events workload"
+    )]
+    pub preallocate: u64,
+
     /// events: run every strategy in order at the same offered load (each into DIR/N-STRATEGY,
     /// tables rebuilt) and print CERN's table: offered and achieved ev/s, backlog, latencies.
     #[arg(long, help_heading = "events workload")]

@@ -2,10 +2,12 @@
 //! curves, the top-N largest events, throughput and p99 over time) in one file with inline CSS, no
 //! scripts and no network, readable in light and dark mode and printable. Every string that comes
 //! from a run (SQL text, event names, paths, settings, counters) is escaped. Run-level counter
-//! sections follow the summary table: one table of counters and one per counter table.
+//! sections follow the summary table: one table of counters and one per counter table. An open-loop
+//! run adds its CO-corrected latencies and backlog plot after the summary ([`openloop`]).
 
 pub mod data;
 mod observe;
+mod openloop;
 pub mod svg;
 
 use std::fmt::Write;
@@ -74,6 +76,9 @@ pub fn render_run(run: &RunDir, opts: &HtmlOptions) -> dbscope_core::Result<Html
     body.push_str(&run_table(&rep));
     body.push_str(&settings_table(&rep));
     body.push_str(&summary_table(&rep));
+    let (open_loop, open_loop_svgs) = openloop::run_section(&rep);
+    body.push_str(&open_loop);
+    svgs.extend(open_loop_svgs);
     for section in &rep.counters {
         body.push_str(&counters_section(section));
     }
@@ -202,6 +207,8 @@ pub fn render_compare(
     for section in &cmp.counters {
         body.push_str(&counters_comparison(section));
     }
+    let (open_loop, open_loop_svgs) = openloop::compare_section(a, b, cmp)?;
+    body.push_str(&open_loop);
     if let Some(o) = &cmp.observe {
         body.push_str(&observe::comparison(o));
     }
@@ -215,7 +222,10 @@ pub fn render_compare(
             series: &sb,
         },
     ];
-    let mut svgs = Vec::new();
+    let mut svgs: Vec<(String, String)> = open_loop_svgs
+        .into_iter()
+        .map(|(f, svg)| (f, standalone_svg(&svg)))
+        .collect();
     for e in &cmp.events {
         let _ = write!(
             body,

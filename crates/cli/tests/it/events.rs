@@ -270,6 +270,186 @@ fn lost_connections_mid_run_lose_nothing_and_store_nothing_twice() {
     check(&acked, &pg.query(&db, PER_CLIENT), &pg.query(&db, STALE), 6);
 }
 
+/// The issue's own fault: the PostgreSQL server restarted mid-run (`pg_ctl restart -m fast`, on a
+/// cluster of this test's own). Every connection is cut and refused until the server is back;
+/// the failed transactions are counted, the connections come back and resend what was not
+/// acknowledged; nothing acknowledged is lost and nothing is stored twice.
+#[test]
+fn a_server_restart_mid_run_loses_nothing_and_stores_nothing_twice() {
+    let pg = PgCluster::throwaway(&[]);
+    let db = pg.create_db("events_restart");
+    let uri = pg.uri(&db);
+    let dir = tempdir();
+    let run = join(dir.path(), "r");
+    let child = crate::crash::start_and_wait(
+        dir.path(),
+        &[
+            "run",
+            "events",
+            "--target",
+            &uri,
+            "--clients",
+            "6",
+            "--rate",
+            "200",
+            "--connections",
+            "2",
+            "--duration",
+            "5s",
+            "--strategy",
+            "staged",
+            "--fresh",
+            "--out",
+            "r",
+            "-q",
+        ],
+        &run,
+    );
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let started = pg.query("postgres", "SELECT pg_postmaster_start_time()");
+    pg.restart_fast();
+    assert_ne!(
+        pg.query("postgres", "SELECT pg_postmaster_start_time()"),
+        started,
+        "the server was restarted"
+    );
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "the run survives the restart: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = report_json(dir.path(), &run);
+    let a = &r["archive"];
+    assert!(a["failed_batches"].as_u64().unwrap() >= 1, "{a}");
+    // Events kept coming after the restart: the last second committed some.
+    let committed_last = a["per_second"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|row| row["offered"].as_u64().unwrap_or(0) > 0)
+        .map(|row| row["committed"].as_u64().unwrap());
+    assert!(committed_last.unwrap_or(0) > 0, "{}", a["per_second"]);
+    let acked = acknowledged(dir.path(), &run);
+    check(&acked, &pg.query(&db, PER_CLIENT), &pg.query(&db, STALE), 6);
+}
+
+/// A server that refuses a connection (max_connections reached) stops the run before it starts,
+/// with the connection's number, the server's message and what to do.
+#[test]
+fn a_refused_connection_is_named_with_what_to_do() {
+    let pg = PgCluster::throwaway(&["max_connections=4", "superuser_reserved_connections=0"]);
+    let db = pg.create_db("events_refused");
+    let uri = pg.uri(&db);
+    let dir = tempdir();
+    let e = fails(
+        dir.path(),
+        &[
+            "run",
+            "events",
+            "--target",
+            &uri,
+            "--clients",
+            "8",
+            "--connections",
+            "8",
+            "--duration",
+            "1s",
+            "--out",
+            "r",
+            "-q",
+        ],
+        2,
+        &[
+            " of 8: ",
+            "sorry, too many clients already",
+            "--connections",
+            "ask for fewer, or raise the server's limit",
+        ],
+    );
+    assert!(!e.contains(pg.password()), "{e}");
+    // Refused before the run began: nothing was recorded.
+    assert!(!join(dir.path(), "r/manifest.json").exists());
+}
+
+/// CERN's space pre-allocation for `partitioned` on PostgreSQL: each client's partition holds the
+/// pages of `--preallocate` events before the run (the placeholder rows are gone), and the run's
+/// events are all there once; elsewhere the option is refused with the reason.
+#[test]
+fn partitions_are_preallocated_on_postgres_and_the_option_refused_elsewhere() {
+    let pg = PgCluster::shared();
+    let db = pg.create_db("events_prealloc");
+    let uri = pg.uri(&db);
+    let dir = tempdir();
+    ok(
+        dir.path(),
+        &[
+            "run",
+            "events",
+            "--target",
+            &uri,
+            "--clients",
+            "3",
+            "--rate",
+            "100",
+            "--duration",
+            "1s",
+            "--strategy",
+            "partitioned",
+            "--preallocate",
+            "5000",
+            "--fresh",
+            "--set",
+            "synchronous_commit=off",
+            "--out",
+            "r",
+            "-q",
+        ],
+    );
+    let run = join(dir.path(), "r");
+    assert_eq!(manifest(&run)["workload"]["params"]["preallocate"], 5000);
+    let acked = acknowledged(dir.path(), &run);
+    check(&acked, &pg.query(&db, PER_CLIENT), &pg.query(&db, STALE), 3);
+    for c in 0..3 {
+        // 5,000 rows of 16-byte payloads fill well over 20 pages; the ~100 events of the run
+        // alone fill one or two.
+        let pages: u64 = pg
+            .query(
+                &db,
+                &format!("SELECT pg_relation_size('events_history_p{c}') / 8192"),
+            )
+            .parse()
+            .unwrap();
+        assert!(pages >= 20, "partition {c}: {pages} pages");
+    }
+    assert_eq!(
+        pg.query(&db, "SELECT count(*) FROM events_history WHERE seq < 0"),
+        "0"
+    );
+    let d = tempdir();
+    let target = format!("sqlite:{}", s(&join(d.path(), "ev.db")));
+    for (t, strategy) in [(target.as_str(), "partitioned"), (uri.as_str(), "staged")] {
+        fails(
+            d.path(),
+            &[
+                "run",
+                "events",
+                "--target",
+                t,
+                "--strategy",
+                strategy,
+                "--preallocate",
+                "10",
+                "--duration",
+                "1s",
+            ],
+            2,
+            &["--preallocate", "partitioned on PostgreSQL only"],
+        );
+    }
+}
+
 /// A rate SQLite cannot keep (a commit per event, fsynced, 20,000 events a second): the backlog
 /// grows, and the latency from each event's intended time dwarfs the service time.
 #[test]
@@ -350,6 +530,83 @@ fn iterations_print_cerns_table() {
         "{out}"
     );
     assert!(join(dir.path(), "it/2-batch/manifest.json").is_file());
+}
+
+/// CERN's AWR column: on PostgreSQL each iteration's line names the run's most sampled wait
+/// event (as `report` ranks them) and its share of DB time; SQLite has no wait interface.
+#[test]
+fn iterations_show_each_iterations_top_wait_event() {
+    let pg = PgCluster::shared();
+    let db = pg.create_db("events_iter");
+    let uri = pg.uri(&db);
+    let dir = tempdir();
+    let out = ok(
+        dir.path(),
+        &[
+            "run",
+            "events",
+            "--target",
+            &uri,
+            "--clients",
+            "6",
+            "--rate",
+            "1000",
+            "--connections",
+            "2",
+            "--duration",
+            "1s",
+            "--sample-hz",
+            "50",
+            "--iterations",
+            "--out",
+            "it",
+        ],
+    );
+    assert!(out.contains("top wait (% DB time)"), "{out}");
+    for (i, strategy) in STRATEGIES.iter().enumerate() {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(&format!("{strategy} ")))
+            .unwrap_or_else(|| panic!("no line for {strategy}: {out}"));
+        let run = join(dir.path(), &format!("it/{}-{strategy}", i + 1));
+        let r = report_json(dir.path(), &run);
+        let top = &r["observe"]["top_events"]["rows"][0];
+        let event = top["event"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{strategy}: no sampled wait event: {}", r["observe"]));
+        let pct = format!("{:.0}%", top["pct_db_time"].as_f64().unwrap());
+        assert!(
+            line.contains(&format!(" {event} {pct} ")),
+            "{strategy}: {event} {pct} not in {line:?}"
+        );
+    }
+
+    let target = format!("sqlite:{}", s(&join(dir.path(), "ev.db")));
+    let out = ok(
+        dir.path(),
+        &[
+            "run",
+            "events",
+            "--target",
+            &target,
+            "--clients",
+            "2",
+            "--rate",
+            "100",
+            "--duration",
+            "1s",
+            "--iterations",
+            "--out",
+            "sq",
+        ],
+    );
+    for strategy in STRATEGIES {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(&format!("{strategy} ")))
+            .unwrap_or_else(|| panic!("no line for {strategy}: {out}"));
+        assert!(line.contains(" no wait interface "), "{line}");
+    }
 }
 
 #[test]

@@ -132,6 +132,94 @@ fn a_sustainable_rate_is_met_and_compare_shows_co_latency() {
     assert_eq!(v["from_intended"][0]["name"], "update");
 }
 
+/// `report --html` and `compare --html` of an open-loop run show what the text report shows: the
+/// latency from the intended start beside the service time, and the backlog second by second
+/// (as a table and a plot), with the figures `report --json` gives.
+#[test]
+fn an_open_loop_runs_html_shows_co_latency_beside_service_time_and_the_backlog() {
+    use dbscope_analysis::text::{format_num, round_sig3};
+    let dir = tempdir();
+    let target = format!("sqlite:{}", s(&join(dir.path(), "db.sqlite")));
+    for out in ["a", "b"] {
+        ok(
+            dir.path(),
+            &[
+                "run",
+                "commit",
+                "--target",
+                &target,
+                "--rate",
+                "20000",
+                "--duration",
+                "2s",
+                "--out",
+                out,
+                "-q",
+            ],
+        );
+    }
+    let run = join(dir.path(), "a");
+    let r = report_json(dir.path(), &run);
+    let svg_dir = join(dir.path(), "svg");
+    ok(
+        dir.path(),
+        &["report", "a", "--html", "a.html", "--svg", s(&svg_dir)],
+    );
+    let page = std::fs::read_to_string(join(dir.path(), "a.html")).unwrap();
+    assert!(page.contains("<h2>Open loop</h2>"), "no open-loop section");
+    assert!(page.contains("CO-corrected median"), "no CO column");
+    let commit = event(&r, "commit");
+    let service = round_sig3(commit["summary_us"]["median"].as_f64().unwrap());
+    let co = round_sig3(
+        commit["from_intended"]["summary_us"]["median"]
+            .as_f64()
+            .unwrap(),
+    );
+    let late = format_num(commit["from_intended"]["late"].as_f64().unwrap());
+    let count = format_num(commit["from_intended"]["count"].as_f64().unwrap());
+    let row =
+        format!("<td>commit</td><td>{count}</td><td>{late}</td><td>{service}</td><td>{co}</td>");
+    assert!(
+        page.contains(&row),
+        "service median beside CO median: {row}"
+    );
+    // The backlog at the end of each second, as in report --json.
+    let backlog = r["open_loop"]["backlog"].as_array().unwrap();
+    assert!(backlog.len() >= 2);
+    let at_end = format_num(r["open_loop"]["at_end"].as_f64().unwrap());
+    assert!(
+        page.contains(&format!("at the end {at_end}.</p>")),
+        "backlog at the end {at_end}"
+    );
+    let ol = &r["open_loop"];
+    for (i, b) in backlog.iter().enumerate() {
+        let n = |k: &str| format_num(ol[k][i].as_f64().unwrap());
+        let row = format!(
+            "<tr><td>{i}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            n("due_per_s"),
+            n("started_per_s"),
+            format_num(b.as_f64().unwrap())
+        );
+        assert!(page.contains(&row), "{row}");
+    }
+    assert!(page.contains("open loop: backlog at the end of each second"));
+    let svg = std::fs::read_to_string(join(&svg_dir, "open-loop-backlog.svg")).unwrap();
+    assert!(svg.contains("<polyline") || svg.contains("<path"), "{svg}");
+
+    ok(dir.path(), &["compare", "a", "b", "--html", "c.html"]);
+    let page = std::fs::read_to_string(join(dir.path(), "c.html")).unwrap();
+    assert!(page.contains("<h2>Open loop</h2>"), "no open-loop section");
+    assert!(
+        page.contains("<td>commit</td><td>B</td>"),
+        "no CO row for B"
+    );
+    assert!(
+        page.contains("<p>A: ") && page.contains(&format!("at the end {at_end}.</p>")),
+        "A's backlog at the end {at_end}"
+    );
+    assert!(page.contains("A backlog") && page.contains("B backlog"));
+}
+
 #[test]
 fn bad_rates_are_refused() {
     let dir = tempdir();

@@ -67,6 +67,12 @@ echo "$pid" >"$base/server.pid"
 while read -r _line; do :; done
 kill -INT "$pid" 2>/dev/null
 wait "$pid"
+# A server restarted by `pg_ctl restart` is no child of ours: its pid heads postmaster.pid.
+if [ -f "$base/data/postmaster.pid" ]; then
+  p=$(head -n 1 "$base/data/postmaster.pid")
+  kill -INT "$p" 2>/dev/null
+  while kill -0 "$p" 2>/dev/null; do sleep 0.1; done
+fi
 rm -rf "$base"
 "#;
 
@@ -81,6 +87,8 @@ pub struct PgCluster {
     password: String,
     server_version_num: u32,
     server_version: String,
+    /// Who runs the server's programs (`pg_ctl` for [`PgCluster::restart_fast`]).
+    run_as: RunAs,
     /// Write end of the wrapper's stdin. Never written to: it is closed by the
     /// kernel when this process exits, which shuts the cluster down.
     _lifeline: ChildStdin,
@@ -119,6 +127,40 @@ impl PgCluster {
             Ok(cluster) => cluster,
             Err(msg) => panic!("cannot start the pg_stat_statements test cluster:\n{msg}"),
         }
+    }
+
+    /// A cluster of the caller's own, with extra server settings (`max_connections=6`), for tests
+    /// that restart the server or need settings the shared clusters cannot have. It shuts down
+    /// when the test binary exits.
+    pub fn throwaway(settings: &[&str]) -> PgCluster {
+        PgCluster::start_with(settings)
+            .unwrap_or_else(|msg| panic!("cannot start a throwaway PostgreSQL cluster:\n{msg}"))
+    }
+
+    /// `pg_ctl restart -m fast`: ends every connection (fast shutdown), then starts the server
+    /// again with the same options and waits until it accepts connections. Only for a
+    /// [`PgCluster::throwaway`] cluster: other tests share the others.
+    pub fn restart_fast(&self) {
+        let pg_ctl = self.bin_dir.join("pg_ctl");
+        let mut cmd = self.run_as.command(&pg_ctl);
+        cmd.args(["restart", "-m", "fast", "-w", "-t", "60", "-D"])
+            .arg(&self.data_dir)
+            .arg("-l")
+            .arg(&self.log_file)
+            .current_dir(&self.base_dir)
+            .env("LC_ALL", "C")
+            .stdin(Stdio::null());
+        let out = cmd
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", pg_ctl.display()));
+        assert!(
+            out.status.success(),
+            "{cmd:?} failed ({}):\n{}{}\n--- server log tail ---\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+            self.log_tail(30)
+        );
     }
 
     /// Serialises the tests that measure on [`PgCluster::private`].
@@ -311,7 +353,7 @@ impl PgCluster {
         let bin_dir = find_bin_dir()?;
         let run_as = RunAs::detect()?;
         let base_dir = make_base_dir(&run_as)?;
-        let result = Self::start_in(bin_dir, &run_as, base_dir.clone(), settings);
+        let result = Self::start_in(bin_dir, run_as, base_dir.clone(), settings);
         if result.is_err() {
             // If the wrapper never started, nobody else removes the dir. If
             // it did, it removes the dir too once the (now dropped) lifeline
@@ -323,7 +365,7 @@ impl PgCluster {
 
     fn start_in(
         bin_dir: PathBuf,
-        run_as: &RunAs,
+        run_as: RunAs,
         base_dir: PathBuf,
         settings: &[&str],
     ) -> Result<PgCluster, String> {
@@ -407,6 +449,7 @@ impl PgCluster {
             password,
             server_version_num: 0,
             server_version: String::new(),
+            run_as,
             _lifeline: lifeline,
         };
         cluster.wait_ready()?;

@@ -121,6 +121,9 @@ pub struct EventsConfig {
     pub warmup_ns: u64,
     /// Drop and rebuild the tables first.
     pub fresh: bool,
+    /// `partitioned` on PostgreSQL: events' worth of space to allocate in each client's partition
+    /// before the run (CERN's space pre-allocation); 0: none.
+    pub preallocate: u64,
     /// Run seed (each client's element and value stream derives from it).
     pub seed: u64,
 }
@@ -148,6 +151,11 @@ impl EventsConfig {
         }
         if self.batch == 0 {
             return Err(Error::Config("--batch must be at least 1".into()));
+        }
+        if self.preallocate > 100_000_000 {
+            return Err(Error::Config(
+                "--preallocate: at most 100,000,000 events per partition".into(),
+            ));
         }
         Ok(())
     }
@@ -299,6 +307,30 @@ impl EventsWorkload {
                 cols.join(", "),
                 COLUMNS.join(", ")
             )));
+        }
+        Ok(())
+    }
+
+    /// CERN's space pre-allocation, as PostgreSQL can have it: each client's partition is grown
+    /// by `preallocate` events' worth of rows, which are deleted again; `VACUUM (TRUNCATE false)`
+    /// then records the empty pages in the free space map (and `vacuum_truncate = false` keeps
+    /// autovacuum from giving them back), so the run's inserts fill pages that exist instead of
+    /// extending the file under the relation extension lock.
+    fn preallocate(&self, s: &mut dyn Session) -> TargetResult<()> {
+        let n = self.cfg.preallocate;
+        if n == 0 || self.dialect != Dialect::Postgres || self.cfg.strategy != Strategy::Partitioned
+        {
+            return Ok(());
+        }
+        for c in 0..self.cfg.clients {
+            let p = format!("{HISTORY}_p{c}");
+            s.batch(&format!(
+                "ALTER TABLE {p} SET (vacuum_truncate = false); \
+                 INSERT INTO {p} SELECT {c}, 0, -g, 0, 0, repeat('x', {}) \
+                 FROM generate_series(1, {n}) g; DELETE FROM {p} WHERE seq < 0",
+                self.cfg.payload
+            ))?;
+            s.batch(&format!("VACUUM (TRUNCATE false) {p}"))?;
         }
         Ok(())
     }
@@ -552,6 +584,7 @@ impl Workload for EventsWorkload {
                 (c.batch_wait_ns as f64 / 1e6).into(),
             ),
             ("fresh".to_string(), c.fresh.into()),
+            ("preallocate".to_string(), c.preallocate.into()),
         ])
     }
 
@@ -566,7 +599,8 @@ impl Workload for EventsWorkload {
         } else {
             self.check_shape(s.as_mut())?;
         }
-        self.create(s.as_mut())
+        self.create(s.as_mut())?;
+        self.preallocate(s.as_mut())
     }
 
     /// Client streams derive from the run seed and the client number (not the session's seed),
