@@ -13,6 +13,7 @@ mod cmd_events;
 mod cmd_io;
 mod cmd_report;
 mod cmd_run;
+mod cmd_sweep;
 mod cmd_tpch;
 mod cmd_trace;
 mod common;
@@ -22,6 +23,7 @@ mod exit;
 mod io_args;
 mod lab_args;
 mod parse;
+mod sweep_args;
 mod tpch_args;
 mod trace_args;
 
@@ -47,6 +49,7 @@ fn main() -> ExitCode {
         Command::Capture(a) => cmd_capture::cmd_capture(a),
         Command::Replay(a) => cmd_capture::cmd_replay(a),
         Command::RestorePoint(a) => cmd_capture::cmd_restore_point(a),
+        Command::Sweep(a) => cmd_sweep::cmd_sweep(a),
     };
     match result {
         Ok(code) => ExitCode::from(code),
