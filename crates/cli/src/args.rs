@@ -63,6 +63,9 @@ pub enum Command {
     /// Run a workload at several concurrencies (`sweep --sessions 1,2,4,8 -- run commit …`) and
     /// fit the Universal Scalability Law: contention σ, coherency κ, the peak.
     Sweep(crate::sweep_args::SweepArgs),
+    /// Move a PostgreSQL table to files or files into a table, SQOOP-style: one connection per
+    /// mapper over key ranges, COPY, row counts and a checksum verified end to end.
+    Transfer(crate::transfer_args::TransferArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -16,6 +16,7 @@ mod cmd_run;
 mod cmd_sweep;
 mod cmd_tpch;
 mod cmd_trace;
+mod cmd_transfer;
 mod common;
 mod compare_args;
 mod events_args;
@@ -26,6 +27,7 @@ mod parse;
 mod sweep_args;
 mod tpch_args;
 mod trace_args;
+mod transfer_args;
 
 use std::process::ExitCode;
 
@@ -50,6 +52,7 @@ fn main() -> ExitCode {
         Command::Replay(a) => cmd_capture::cmd_replay(a),
         Command::RestorePoint(a) => cmd_capture::cmd_restore_point(a),
         Command::Sweep(a) => cmd_sweep::cmd_sweep(a),
+        Command::Transfer(a) => cmd_transfer::cmd_transfer(a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -22,3 +22,4 @@ mod sqlite;
 mod sweep;
 mod tpch;
 mod trace;
+mod transfer;
