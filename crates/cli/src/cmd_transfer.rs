@@ -46,6 +46,7 @@ pub fn cmd_transfer(a: TransferArgs) -> Result<u8, Exit> {
             header: a.header,
             null: a.null.clone(),
         },
+        checksum: a.verify == "checksum",
         run,
         command_line: redacted_command_line(),
     };

@@ -49,6 +49,10 @@ pub struct TransferArgs {
     /// The NULL marker. Default: `\N` (tbl), an empty unquoted field (csv).
     #[arg(long, value_name = "TEXT")]
     pub null: Option<String>,
+    /// What is verified end to end: `checksum` (row counts, file CRC-32s and the table's checksum,
+    /// which costs the server one more pass over the table) or `count` (row counts and CRC-32s).
+    #[arg(long, default_value = "checksum", value_parser = ["checksum", "count"])]
+    pub verify: String,
     /// Run directory for the mappers' events. Default: runs/<UTC timestamp>-transfer.
     #[arg(long, value_name = "DIR")]
     pub run: Option<PathBuf>,

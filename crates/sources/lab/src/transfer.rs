@@ -187,8 +187,9 @@ pub struct TransferManifest {
     pub key: String,
     /// Rows in the table (in the snapshot the files were copied in).
     pub rows: u64,
-    /// `sum(hashtextextended(row::text, 0))` over the table, as a decimal number.
-    pub checksum: String,
+    /// `sum(hashtextextended(row::text, 0))` over the table, as a decimal number; `None` when the
+    /// transfer was made with `--verify count`.
+    pub checksum: Option<String>,
     /// The files.
     pub files: Vec<FileEntry>,
 }
@@ -209,6 +210,9 @@ pub struct TransferConfig {
     pub key: Option<String>,
     /// File format options.
     pub file: FileOptions,
+    /// Compute and check the table checksum (`--verify checksum`); row counts and file CRCs only
+    /// when false (`--verify count`).
+    pub checksum: bool,
     /// Run directory for the events.
     pub run: PathBuf,
     /// The command line (redacted).
@@ -230,6 +234,8 @@ pub struct MapperWork {
     pub start_ns: u64,
     /// End, ns on the run's clock.
     pub end_ns: u64,
+    /// CRC-32 of the file written (out).
+    pub crc32: u32,
     /// Why it failed.
     pub error: Option<String>,
 }
@@ -354,6 +360,7 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
         .flatten()
         .unwrap_or_default();
     let ranges = split_ranges(lo, hi, cfg.mappers);
+    let single = ranges.len() == 1;
     std::fs::create_dir_all(&cfg.dir)
         .map_err(|e| Error::Config(format!("cannot create {}: {e}", cfg.dir.display())))?;
     let _ = std::fs::remove_file(cfg.dir.join(TRANSFER_FILE));
@@ -372,8 +379,11 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
                 let path = cfg.dir.join(&name);
                 s.spawn(move || {
                     let where_ = match range {
-                        Some((a, b)) => format!(" WHERE {key} BETWEEN {a} AND {b}"),
-                        None => String::new(),
+                        // One mapper copies the whole snapshot: no filter to evaluate per row.
+                        Some((a, b)) if !single => {
+                            format!(" WHERE {key} BETWEEN {a} AND {b}")
+                        }
+                        _ => String::new(),
                     };
                     let sql = format!("COPY (SELECT * FROM {table}{where_}) TO STDOUT {opts}");
                     let mut w = MapperWork {
@@ -391,14 +401,12 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
                 })
             })
             .collect();
-        let checksum = one(
-            &mut coord,
-            &format!(
-                "SELECT coalesce(sum(hashtextextended(dbscope_row::text, 0)::numeric), 0)::text \
-                 FROM {table} AS dbscope_row"
-            ),
-        )
-        .map(|r| r.first().cloned().flatten().unwrap_or_default());
+        let checksum = if cfg.checksum {
+            one(&mut coord, &checksum_sql(table))
+                .map(|r| Some(r.get(1).cloned().flatten().unwrap_or_default()))
+        } else {
+            Ok(None)
+        };
         let works: Vec<MapperWork> = handles
             .into_iter()
             .map(|h| h.join().expect("mapper thread"))
@@ -425,12 +433,11 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
             .iter()
             .zip(&ranges)
             .map(|(w, r)| {
-                let path = cfg.dir.join(&w.files[0]);
                 Ok(FileEntry {
                     name: w.files[0].clone(),
                     rows: w.rows,
                     bytes: w.bytes,
-                    crc32: crc_of(&path)?,
+                    crc32: w.crc32,
                     key_range: *r,
                 })
             })
@@ -452,6 +459,14 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
         }
     }
     finish(rec, &clock, "copy-out", &works, detail)
+}
+
+/// Row count and checksum of a table: `sum(hashtextextended(row::text, 0))` as a decimal.
+fn checksum_sql(table: &str) -> String {
+    format!(
+        "SELECT count(*), coalesce(sum(hashtextextended(dbscope_row::text, 0)::numeric), 0)::text \
+         FROM {table} AS dbscope_row"
+    )
 }
 
 /// Splits `lo..=hi` into `n` ranges of (nearly) equal width, as Sqoop splits an integer column;
@@ -488,14 +503,17 @@ fn mapper_out(
     let file = std::fs::File::create(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
     let mut out = BufWriter::with_capacity(1 << 20, file);
     let mut bytes = 0u64;
+    let mut crc = crc32fast::Hasher::new();
     w.start_ns = clock.now_ns();
     let copied = c.copy_out(sql, &mut |d: &[u8]| {
         bytes += d.len() as u64;
+        crc.update(d);
         out.write_all(d)
             .map_err(|e| format!("{}: {e}", tmp.display()))
     });
     w.end_ns = clock.now_ns();
     w.bytes = bytes;
+    w.crc32 = crc.finalize();
     let done = copied.map_err(|e| db("COPY", e)).and_then(|rows| {
         w.rows = rows;
         let f = out
@@ -512,21 +530,6 @@ fn mapper_out(
         let _ = one(&mut c, "COMMIT");
     }
     done
-}
-
-fn crc_of(path: &Path) -> Result<u32, String> {
-    let mut f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut h = crc32fast::Hasher::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f
-            .read(&mut buf)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        if n == 0 {
-            return Ok(h.finalize());
-        }
-        h.update(&buf[..n]);
-    }
 }
 
 /// Files back into an (empty) table, verified against `transfer.json` when the directory has one.
@@ -640,13 +643,11 @@ pub fn transfer_in(cfg: &TransferConfig) -> Result<TransferResult, Error> {
     });
     let mut detail = works.iter().find_map(|w| w.error.clone());
     if let (None, Some(m)) = (&detail, &manifest) {
-        let row = one(
-            &mut coord,
-            &format!(
-                "SELECT count(*), coalesce(sum(hashtextextended(dbscope_row::text, 0)::numeric), 0)::text \
-                 FROM {table} AS dbscope_row"
-            ),
-        );
+        let sql = match (&m.checksum, cfg.checksum) {
+            (Some(_), true) => checksum_sql(table),
+            _ => format!("SELECT count(*), NULL FROM {table}"),
+        };
+        let row = one(&mut coord, &sql);
         detail = match row {
             Err(e) => Some(db("table checksum", e)),
             Ok(r) => {
@@ -656,17 +657,18 @@ pub fn transfer_in(cfg: &TransferConfig) -> Result<TransferResult, Error> {
                     .flatten()
                     .and_then(|v| v.parse().ok())
                     .unwrap_or(0);
-                let sum = r.get(1).cloned().flatten().unwrap_or_default();
+                let sum = r.get(1).cloned().flatten();
                 if rows != m.rows {
                     Some(format!(
                         "{table} holds {rows} rows after the load; {} were transferred out",
                         m.rows
                     ))
-                } else if sum != m.checksum {
-                    Some(format!(
-                        "{table}'s checksum {sum} differs from the source's {} (same row count {rows})",
-                        m.checksum
-                    ))
+                } else if let (Some(sum), Some(want)) = (&sum, &m.checksum) {
+                    (sum != want).then(|| {
+                        format!(
+                            "{table}'s checksum {sum} differs from the source's {want} (same row count {rows})"
+                        )
+                    })
                 } else {
                     None
                 }
