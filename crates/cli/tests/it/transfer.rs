@@ -219,6 +219,8 @@ fn csv_with_header_round_trips_and_a_changed_file_is_caught() {
             s(&data2),
             "--verify",
             "count",
+            "--mappers",
+            "1",
             "--run",
             s(&run4),
             "-q",
@@ -228,6 +230,8 @@ fn csv_with_header_round_trips_and_a_changed_file_is_caught() {
         serde_json::from_str(&std::fs::read_to_string(data2.join("transfer.json")).unwrap())
             .unwrap();
     assert!(tj["checksum"].is_null(), "{tj}");
+    // One mapper: one file, the whole table, no key needed.
+    assert_eq!(files(&data2), ["part-00000.tbl", "transfer.json"]);
     assert_eq!(tj["rows"], 20_000);
     pg.query(&dst, "TRUNCATE t");
     let run5 = join(dir.path(), "r5");

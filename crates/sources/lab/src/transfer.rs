@@ -314,45 +314,51 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
         "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
     )
     .map_err(cfgerr)?;
-    let key = match &cfg.key {
-        Some(k) => k.clone(),
-        None => {
-            let sql = format!(
-                "SELECT a.attname, i.indnatts FROM pg_index i JOIN pg_attribute a \
-                 ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] \
-                 WHERE i.indrelid = '{table}'::regclass AND i.indisprimary"
-            );
-            let row = one(&mut coord, &sql).map_err(cfgerr)?;
-            match row.first().cloned().flatten() {
-                Some(k) => k,
-                None => {
-                    return Err(Error::Config(format!(
+    // One mapper without --key copies the whole snapshot: no key, no split, and the COPY's own
+    // count is the table's (the same snapshot), so the extra scan for min/max/count is skipped.
+    let (key, lo, hi, count) = if cfg.mappers == 1 && cfg.key.is_none() {
+        (String::new(), None, None, None)
+    } else {
+        let key = match &cfg.key {
+            Some(k) => k.clone(),
+            None => {
+                let sql = format!(
+                    "SELECT a.attname, i.indnatts FROM pg_index i JOIN pg_attribute a \
+                     ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] \
+                     WHERE i.indrelid = '{table}'::regclass AND i.indisprimary"
+                );
+                let row = one(&mut coord, &sql).map_err(cfgerr)?;
+                match row.first().cloned().flatten() {
+                    Some(k) => k,
+                    None => {
+                        return Err(Error::Config(format!(
                         "{table} has no primary key to split by: name an integer column with --key"
                     )))
+                    }
                 }
             }
+        };
+        if !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(Error::Config(format!("--key {key:?}: a plain column name")));
         }
+        let row = one(
+            &mut coord,
+            &format!("SELECT min({key})::bigint, max({key})::bigint, count(*) FROM {table}"),
+        )
+        .map_err(|e| {
+            Error::Config(db(
+                &format!("{table} split by {key} (an integer column)"),
+                e,
+            ))
+        })?;
+        let num = |i: usize| {
+            row.get(i)
+                .cloned()
+                .flatten()
+                .and_then(|v| v.parse::<i64>().ok())
+        };
+        (key, num(0), num(1), num(2).map(|c| c.max(0) as u64))
     };
-    if !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        return Err(Error::Config(format!("--key {key:?}: a plain column name")));
-    }
-    let row = one(
-        &mut coord,
-        &format!("SELECT min({key})::bigint, max({key})::bigint, count(*) FROM {table}"),
-    )
-    .map_err(|e| {
-        Error::Config(db(
-            &format!("{table} split by {key} (an integer column)"),
-            e,
-        ))
-    })?;
-    let num = |i: usize| {
-        row.get(i)
-            .cloned()
-            .flatten()
-            .and_then(|v| v.parse::<i64>().ok())
-    };
-    let (lo, hi, count) = (num(0), num(1), num(2).unwrap_or(0) as u64);
     let snapshot = one(&mut coord, "SELECT pg_export_snapshot()")
         .map_err(cfgerr)?
         .first()
@@ -423,6 +429,7 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
             None
         }
     };
+    let count = count.unwrap_or(copied);
     if detail.is_none() && copied != count {
         detail = Some(format!(
             "the mappers copied {copied} rows but {table} holds {count} (rows outside the key ranges?)"
