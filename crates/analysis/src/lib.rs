@@ -13,3 +13,4 @@ pub mod openloop;
 pub mod report;
 pub mod text;
 pub mod top;
+pub mod usl;

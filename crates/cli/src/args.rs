@@ -60,6 +60,12 @@ pub enum Command {
     /// Restore points of a PostgreSQL database: take one before a capture, reset to it before
     /// each replay.
     RestorePoint(crate::capture_args::RestorePointArgs),
+    /// Run a workload at several concurrencies (`sweep --sessions 1,2,4,8 -- run commit …`) and
+    /// fit the Universal Scalability Law: contention σ, coherency κ, the peak.
+    Sweep(crate::sweep_args::SweepArgs),
+    /// Move a PostgreSQL table to files or files into a table, SQOOP-style: one connection per
+    /// mapper over key ranges, COPY, row counts and a checksum verified end to end.
+    Transfer(crate::transfer_args::TransferArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -199,6 +205,10 @@ pub struct RunArgs {
     /// No progress display and no report at the end; print only the run directory.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+
+    /// Print nothing at the end (a `sweep` point; the sweep reads the run).
+    #[arg(skip)]
+    pub silent: bool,
 
     #[command(flatten)]
     pub events: crate::events_args::EventsArgs,

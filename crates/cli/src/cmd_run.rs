@@ -152,6 +152,9 @@ fn run_with(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
     }
     // Errors here happen before the first operation (target, setup, run directory): bad input.
     let result = result.map_err(|e: dbscope_lab::Error| Exit(EXIT_USAGE, e.into()))?;
+    if a.silent {
+        return Ok(crate::common::outcome_code(result.outcome));
+    }
 
     finish_run(
         &result.dir,

@@ -63,11 +63,7 @@ pub fn finish_run(
     errors: Option<u64>,
     quiet: bool,
 ) -> Result<u8, Exit> {
-    let code = match outcome {
-        Outcome::Complete | Outcome::Running => 0,
-        Outcome::Interrupted => EXIT_INTERRUPTED,
-        Outcome::Failed => EXIT_FAILED,
-    };
+    let code = outcome_code(outcome);
     if quiet {
         println!("{}", dir.display());
     } else {
@@ -95,6 +91,15 @@ pub fn finish_run(
         );
     }
     Ok(code)
+}
+
+/// The exit code of a run that ended with `outcome`.
+pub fn outcome_code(outcome: Outcome) -> u8 {
+    match outcome {
+        Outcome::Complete | Outcome::Running => 0,
+        Outcome::Interrupted => EXIT_INTERRUPTED,
+        Outcome::Failed => EXIT_FAILED,
+    }
 }
 
 /// The command line as typed, with every password removed: what runs record in their manifest.

@@ -13,8 +13,10 @@ mod cmd_events;
 mod cmd_io;
 mod cmd_report;
 mod cmd_run;
+mod cmd_sweep;
 mod cmd_tpch;
 mod cmd_trace;
+mod cmd_transfer;
 mod common;
 mod compare_args;
 mod events_args;
@@ -22,8 +24,10 @@ mod exit;
 mod io_args;
 mod lab_args;
 mod parse;
+mod sweep_args;
 mod tpch_args;
 mod trace_args;
+mod transfer_args;
 
 use std::process::ExitCode;
 
@@ -47,6 +51,8 @@ fn main() -> ExitCode {
         Command::Capture(a) => cmd_capture::cmd_capture(a),
         Command::Replay(a) => cmd_capture::cmd_replay(a),
         Command::RestorePoint(a) => cmd_capture::cmd_restore_point(a),
+        Command::Sweep(a) => cmd_sweep::cmd_sweep(a),
+        Command::Transfer(a) => cmd_transfer::cmd_transfer(a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -19,5 +19,7 @@ mod observe;
 mod pacing;
 mod postgres;
 mod sqlite;
+mod sweep;
 mod tpch;
 mod trace;
+mod transfer;

@@ -7,6 +7,7 @@ pub mod mux;
 pub mod observe;
 pub mod pace;
 pub mod runner;
+pub mod transfer;
 pub mod workload;
 
 pub use error::Error;

@@ -578,6 +578,76 @@ impl WireConn {
         }
     }
 
+    /// Runs `COPY … TO STDOUT` (simple-query protocol), giving each CopyData message's bytes to
+    /// `sink`; returns the rows copied (the server's `COPY n`). A `sink` error abandons the
+    /// connection (the server cannot be stopped mid-COPY without a cancel request) and comes back
+    /// as `WireError::Protocol` with `sink`'s message.
+    pub fn copy_out(
+        &mut self,
+        sql: &str,
+        sink: &mut dyn FnMut(&[u8]) -> Result<(), String>,
+    ) -> Result<u64, WireError> {
+        frontend::query(sql, &mut self.wbuf)?;
+        self.send()?;
+        loop {
+            match self.recv()? {
+                Message::CopyOutResponse(_) => break,
+                Message::ErrorResponse(body) => {
+                    let e = db_error(&body);
+                    self.until_ready(|_| Ok(()))?;
+                    return Err(e);
+                }
+                Message::NoticeResponse(_) | Message::ParameterStatus(_) => {}
+                _ => {
+                    self.broken = true;
+                    return Err(WireError::Protocol("expected CopyOutResponse".into()));
+                }
+            }
+        }
+        loop {
+            match self.recv()? {
+                Message::CopyData(body) => {
+                    if let Err(msg) = sink(body.data()) {
+                        self.broken = true;
+                        return Err(WireError::Protocol(msg));
+                    }
+                }
+                Message::CopyDone => break,
+                Message::ErrorResponse(body) => {
+                    let e = db_error(&body);
+                    if let WireError::Db { code, .. } = &e {
+                        if code.starts_with("57P") {
+                            self.broken = true;
+                            return Err(e);
+                        }
+                    }
+                    self.until_ready(|_| Ok(()))?;
+                    return Err(e);
+                }
+                Message::NoticeResponse(_) | Message::ParameterStatus(_) => {}
+                _ => {
+                    self.broken = true;
+                    return Err(WireError::Protocol(
+                        "unexpected message during COPY OUT".into(),
+                    ));
+                }
+            }
+        }
+        let mut count = 0u64;
+        self.until_ready(|msg| {
+            if let Message::CommandComplete(body) = msg {
+                count = body
+                    .tag()?
+                    .rsplit(' ')
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0);
+            }
+            Ok(())
+        })?;
+        Ok(count)
+    }
+
     /// Reads messages until ReadyForQuery, giving each to `f`; the first ErrorResponse is returned
     /// after the server is ready again, so the connection stays in step.
     fn until_ready(

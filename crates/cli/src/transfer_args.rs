@@ -1,0 +1,62 @@
+//! Arguments of `dbscope transfer` (SQOOP-style bulk transfer, issue 15 part 3).
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum TransferFormat {
+    /// PostgreSQL's text format, `|` between columns (TPC-H's .tbl without the trailing `|`).
+    Tbl,
+    /// CSV (PostgreSQL's CSV format).
+    Csv,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  dbscope transfer --from postgres://bench@/bench/orders?host=/tmp --to out/orders --mappers 4
+  dbscope transfer --from out/orders --to postgres://bench@/copy/orders?host=/tmp --mappers 4
+
+Out: the table is split into --mappers ranges of its primary key (or --key), each copied by its own
+connection (COPY … TO STDOUT, one snapshot for all) into DIR/part-NNNNN.EXT, written under a
+temporary name and renamed when complete; DIR/transfer.json records rows, the table's checksum and
+each file's CRC-32. In: the files are spread over the mappers (COPY … FROM STDIN) into an empty
+table, then its row count and checksum are checked against transfer.json. Each mapper's work is an
+event of the run (--run); see docs/transfer.md.")]
+pub struct TransferArgs {
+    /// Source: postgres://…/DATABASE/TABLE (out) or a directory of files (in).
+    #[arg(long, value_name = "URI|DIR")]
+    pub from: String,
+    /// Destination: a directory (out) or postgres://…/DATABASE/TABLE (in).
+    #[arg(long, value_name = "DIR|URI")]
+    pub to: String,
+    /// File format.
+    #[arg(long, value_enum, default_value = "tbl")]
+    pub format: TransferFormat,
+    /// Mappers: connections (and, out, files) working in parallel.
+    #[arg(long, default_value_t = 4, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub mappers: u32,
+    /// Out: the integer column to split by. Default: the table's primary key (its first column).
+    #[arg(long, value_name = "COLUMN")]
+    pub key: Option<String>,
+    /// Column delimiter (one ASCII character). Default: `|` (tbl), `,` (csv).
+    #[arg(long, value_name = "C")]
+    pub delimiter: Option<char>,
+    /// csv: a header line with the column names.
+    #[arg(long)]
+    pub header: bool,
+    /// The NULL marker. Default: `\N` (tbl), an empty unquoted field (csv).
+    #[arg(long, value_name = "TEXT")]
+    pub null: Option<String>,
+    /// What is verified end to end: `checksum` (row counts, file CRC-32s and the table's checksum,
+    /// which costs the server one more pass over the table) or `count` (row counts and CRC-32s).
+    #[arg(long, default_value = "checksum", value_parser = ["checksum", "count"])]
+    pub verify: String,
+    /// Run directory for the mappers' events. Default: runs/<UTC timestamp>-transfer.
+    #[arg(long, value_name = "DIR")]
+    pub run: Option<PathBuf>,
+    /// Print only the run directory.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}

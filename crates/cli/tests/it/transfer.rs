@@ -1,0 +1,372 @@
+//! `dbscope transfer` (issue 15 part 3) on a real PostgreSQL server: a 1,000,000-row table out to
+//! files with 4 mappers and back into an empty table (same rows, same checksum); a mapper whose
+//! connection is killed fails the run and leaves no file that looks complete.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::cli::*;
+use crate::common::pg::PgCluster;
+
+const SCHEMA: &str = "CREATE TABLE t (id bigint PRIMARY KEY, name text, amount numeric(12,2), \
+                      note text, at timestamptz)";
+
+/// The table's URI for `transfer`: `postgres://…/DB/TABLE?…`.
+fn table_uri(pg: &PgCluster, db: &str, table: &str) -> String {
+    pg.uri(db)
+        .replacen(&format!("/{db}?"), &format!("/{db}/{table}?"), 1)
+}
+
+/// An independent digest of the whole table (not the one `transfer` uses): md5 of every row's
+/// text in key order.
+fn digest(pg: &PgCluster, db: &str) -> String {
+    pg.query(
+        db,
+        "SELECT count(*) || ':' || md5(string_agg(t::text, E'\\n' ORDER BY id)) FROM t",
+    )
+}
+
+fn fill(pg: &PgCluster, db: &str, rows: u64) {
+    pg.query(db, SCHEMA);
+    // Awkward values on purpose: delimiters, quotes, backslashes, newlines, NULLs, negatives.
+    pg.query(
+        db,
+        &format!(
+            "INSERT INTO t SELECT g, 'n|' || g || ',\"q\"' || CASE WHEN g % 97 = 0 THEN E'\\n\\\\x' ELSE '' END, \
+             (g % 100000) / 100.0 - 500, CASE WHEN g % 10 = 0 THEN NULL ELSE repeat('x', (g % 50)::int) END, \
+             timestamptz '2026-01-01' + g * interval '1 second' FROM generate_series(1, {rows}) g"
+        ),
+    );
+}
+
+fn files(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_million_rows_out_with_4_mappers_and_back_into_an_empty_table() {
+    let pg = PgCluster::shared();
+    let src = pg.create_db("transfer_src");
+    let dst = pg.create_db("transfer_dst");
+    fill(pg, &src, 1_000_000);
+    pg.query(&dst, SCHEMA);
+    let dir = tempdir();
+    let data = join(dir.path(), "data");
+    let out_run = join(dir.path(), "out-run");
+    let from = table_uri(pg, &src, "t");
+    ok(
+        dir.path(),
+        &[
+            "transfer",
+            "--from",
+            &from,
+            "--to",
+            s(&data),
+            "--mappers",
+            "4",
+            "--run",
+            s(&out_run),
+            "-q",
+        ],
+    );
+    assert_eq!(
+        files(&data),
+        [
+            "part-00000.tbl",
+            "part-00001.tbl",
+            "part-00002.tbl",
+            "part-00003.tbl",
+            "transfer.json"
+        ]
+    );
+    let tj: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(data.join("transfer.json")).unwrap())
+            .unwrap();
+    assert_eq!(tj["rows"], 1_000_000);
+    let per_file: Vec<u64> = tj["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rows"].as_u64().unwrap())
+        .collect();
+    assert_eq!(per_file, [250_000; 4], "{tj}");
+    // Every mapper's work is an event with its rows; the password is nowhere in the run.
+    let r = report_json(dir.path(), &out_run);
+    let ev = event(&r, "copy-out");
+    assert_eq!(ev["count"], 4);
+    assert_eq!(r["transfer"]["rows"], 1_000_000);
+    assert_eq!(r["transfer"]["mappers"].as_array().unwrap().len(), 4);
+    let manifest_text = std::fs::read_to_string(out_run.join("manifest.json")).unwrap();
+    assert!(
+        !manifest_text.contains(pg.password()),
+        "password in the manifest"
+    );
+
+    let in_run = join(dir.path(), "in-run");
+    let to = table_uri(pg, &dst, "t");
+    ok(
+        dir.path(),
+        &[
+            "transfer",
+            "--from",
+            s(&data),
+            "--to",
+            &to,
+            "--mappers",
+            "4",
+            "--run",
+            s(&in_run),
+            "-q",
+        ],
+    );
+    assert_eq!(digest(pg, &dst), digest(pg, &src));
+    assert!(digest(pg, &dst).starts_with("1000000:"));
+    let r = report_json(dir.path(), &in_run);
+    assert_eq!(event(&r, "copy-in")["count"], 4);
+    assert_eq!(r["transfer"]["verified"], true);
+
+    // Into a table that is not empty: refused before anything is loaded.
+    fails(
+        dir.path(),
+        &[
+            "transfer",
+            "--from",
+            s(&data),
+            "--to",
+            &to,
+            "--run",
+            s(&join(dir.path(), "again")),
+        ],
+        2,
+        &["not empty"],
+    );
+}
+
+#[test]
+fn csv_with_header_round_trips_and_a_changed_file_is_caught() {
+    let pg = PgCluster::shared();
+    let src = pg.create_db("transfer_csv_src");
+    let dst = pg.create_db("transfer_csv_dst");
+    fill(pg, &src, 20_000);
+    pg.query(&dst, SCHEMA);
+    let dir = tempdir();
+    let data = join(dir.path(), "csv");
+    let base = [
+        "--format",
+        "csv",
+        "--header",
+        "--null",
+        "NULL",
+        "--mappers",
+        "3",
+        "-q",
+    ];
+    let mut a = vec!["transfer", "--from"];
+    let from = table_uri(pg, &src, "t");
+    let to = table_uri(pg, &dst, "t");
+    let run1 = join(dir.path(), "r1");
+    a.extend([from.as_str(), "--to", s(&data), "--run", s(&run1)]);
+    a.extend(base);
+    ok(dir.path(), &a);
+    let first = std::fs::read_to_string(data.join("part-00000.csv")).unwrap();
+    assert!(
+        first.starts_with("id,name,amount,note,at\n"),
+        "{}",
+        &first[..80]
+    );
+    assert!(first.contains(",NULL,"), "NULL marker");
+
+    let mut b = vec!["transfer", "--from", s(&data), "--to", to.as_str()];
+    let run2 = join(dir.path(), "r2");
+    b.extend(["--run", s(&run2)]);
+    b.extend(base);
+    ok(dir.path(), &b);
+    assert_eq!(digest(pg, &dst), digest(pg, &src));
+
+    // A file changed after the transfer (same size): its CRC-32 no longer matches.
+    pg.query(&dst, "TRUNCATE t");
+    let p = data.join("part-00001.csv");
+    let text = std::fs::read_to_string(&p).unwrap();
+    std::fs::write(&p, text.replacen("n|", "m|", 1)).unwrap();
+    let run3 = join(dir.path(), "r3");
+    let mut c = vec!["transfer", "--from", s(&data), "--to", to.as_str()];
+    c.extend(["--run", s(&run3)]);
+    c.extend(base);
+    let o = run(dir.path(), &c);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("part-00001.csv") && err.contains("CRC-32"),
+        "{err}"
+    );
+    assert_eq!(manifest(&run3)["outcome"], "failed");
+
+    // --verify count: no table checksum in transfer.json; counts and CRC-32s still checked.
+    let data2 = join(dir.path(), "counted");
+    let run4 = join(dir.path(), "r4");
+    ok(
+        dir.path(),
+        &[
+            "transfer",
+            "--from",
+            &from,
+            "--to",
+            s(&data2),
+            "--verify",
+            "count",
+            "--mappers",
+            "1",
+            "--run",
+            s(&run4),
+            "-q",
+        ],
+    );
+    let tj: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(data2.join("transfer.json")).unwrap())
+            .unwrap();
+    assert!(tj["checksum"].is_null(), "{tj}");
+    // One mapper: one file, the whole table, no key needed.
+    assert_eq!(files(&data2), ["part-00000.tbl", "transfer.json"]);
+    assert_eq!(tj["rows"], 20_000);
+    pg.query(&dst, "TRUNCATE t");
+    let run5 = join(dir.path(), "r5");
+    ok(
+        dir.path(),
+        &[
+            "transfer",
+            "--from",
+            s(&data2),
+            "--to",
+            &to,
+            "--run",
+            s(&run5),
+            "-q",
+        ],
+    );
+    assert_eq!(digest(pg, &dst), digest(pg, &src));
+}
+
+#[test]
+fn a_mapper_whose_connection_is_killed_fails_the_run_and_leaves_no_complete_looking_file() {
+    let pg = PgCluster::shared();
+    let src = pg.create_db("transfer_kill");
+    fill(pg, &src, 1_000_000);
+    let dir = tempdir();
+    let data = join(dir.path(), "data");
+    let out_run = join(dir.path(), "run");
+    let from = table_uri(pg, &src, "t");
+    let child = dbscope(dir.path())
+        .args([
+            "transfer",
+            "--from",
+            &from,
+            "--to",
+            s(&data),
+            "--mappers",
+            "4",
+            "--run",
+            s(&out_run),
+            "-q",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until mapper 1's COPY is running, then terminate its backend.
+    let mut client = pg.connect("postgres");
+    let started = Instant::now();
+    let mut killed = false;
+    while started.elapsed() < Duration::from_secs(60) {
+        let rows = client
+            .query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE datname = $1 AND application_name = 'dbscope/transfer/1' \
+                   AND state = 'active' AND query LIKE 'COPY%'",
+                &[&src],
+            )
+            .unwrap();
+        if rows.iter().any(|r| r.get::<_, bool>(0)) {
+            killed = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        killed,
+        "mapper 1's COPY was never seen running; dbscope said: {err}"
+    );
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    // The server says why (57P01) unless the backend was blocked sending to us when it was
+    // terminated: then it drops the message and the client sees the connection close.
+    assert!(
+        err.contains("mapper 1")
+            && (err.contains("terminating connection") || err.contains("closed the connection")),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    let names = files(&data);
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.contains("00001") || n.ends_with(".partial")),
+        "{names:?}"
+    );
+    assert!(!names.contains(&"transfer.json".to_string()), "{names:?}");
+    let m = manifest(&out_run);
+    assert_eq!(m["outcome"], "failed");
+    assert!(
+        m["outcome_detail"].as_str().unwrap().contains("mapper 1"),
+        "{m}"
+    );
+}
+
+#[test]
+fn transfer_bad_input() {
+    let dir = tempdir();
+    let d = s(dir.path());
+    fails(
+        dir.path(),
+        &["transfer", "--from", d, "--to", d],
+        2,
+        &["neither --from nor --to"],
+    );
+    fails(
+        dir.path(),
+        &["transfer", "--from", "postgres://u:hunter2@h/db", "--to", d],
+        2,
+        &["DATABASE/TABLE"],
+    );
+    let o = run(
+        dir.path(),
+        &["transfer", "--from", "postgres://u:hunter2@h/db", "--to", d],
+    );
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("hunter2"));
+    fails(
+        dir.path(),
+        &["transfer", "--from", "postgres://h/db/t;drop", "--to", d],
+        2,
+        &["not a plain name"],
+    );
+    fails(
+        dir.path(),
+        &[
+            "transfer",
+            "--from",
+            d,
+            "--to",
+            "postgres://h/db/t",
+            "--format",
+            "csv",
+        ],
+        2,
+        &["no *.csv files"],
+    );
+    assert!(!dir.path().join("runs").exists());
+}

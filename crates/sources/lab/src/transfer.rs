@@ -1,0 +1,934 @@
+//! `dbscope transfer`: a PostgreSQL table to files and files back into a table, SQOOP-style
+//! (seed 001: "direct path, partition per mapper"), each mapper's work a timed event of a run
+//! (issue 15 part 3).
+//!
+//! Out: the table is split by ranges of an integer key (its primary key unless `--key`), one
+//! mapper per range, each with its own connection running `COPY (SELECT … WHERE key BETWEEN lo AND
+//! hi) TO STDOUT` inside the coordinator's exported snapshot (`pg_export_snapshot`), so the
+//! files are one consistent picture of the table; each file is written under a temporary name
+//! and renamed when complete and synced. In: the files are spread over the mappers, each
+//! streaming its files through `COPY … FROM STDIN`.
+//!
+//! Verification, end to end: out writes `transfer.json` beside the files (table rows, the
+//! table's checksum — `sum(hashtextextended(row::text, 0))` in the same snapshot — and per file
+//! its rows, bytes and CRC-32); in checks every file's CRC-32 as it streams it and, after the
+//! load, the table's row count and checksum against `transfer.json`.
+
+use std::collections::BTreeMap;
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use dbscope_core::redact::redact;
+use dbscope_core::{
+    Column, Counter, CounterSection, CounterTable, CounterValue, Event, Manifest, Outcome,
+    Recording, RunClock, TargetInfo, WorkloadInfo,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::db::{connect_with, WireConn, WireError};
+use crate::Error;
+
+/// The file format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// PostgreSQL's text format with `|` between columns (TPC-H's `.tbl` without the trailing `|`).
+    Tbl,
+    /// RFC 4180 CSV (PostgreSQL's CSV format).
+    Csv,
+}
+
+impl Format {
+    /// The file name extension.
+    pub fn ext(self) -> &'static str {
+        match self {
+            Format::Tbl => "tbl",
+            Format::Csv => "csv",
+        }
+    }
+}
+
+/// How the files are written and read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FileOptions {
+    /// Format.
+    pub format: Format,
+    /// Column delimiter; default `|` (tbl) or `,` (csv).
+    pub delimiter: Option<char>,
+    /// CSV: a header line with the column names.
+    pub header: bool,
+    /// The NULL marker; default `\N` (tbl) or an empty unquoted field (csv).
+    pub null: Option<String>,
+}
+
+impl FileOptions {
+    /// Refuses a delimiter or NULL marker COPY cannot use, and a header on tbl.
+    pub fn validate(&self) -> Result<(), Error> {
+        if let Some(d) = self.delimiter {
+            if !d.is_ascii() || d == '\n' || d == '\r' || d == '\'' || d == '\\' {
+                return Err(Error::Config(format!(
+                    "--delimiter {d:?}: use one ASCII character other than a newline, quote or backslash"
+                )));
+            }
+        }
+        if let Some(n) = &self.null {
+            if n.contains(['\n', '\r']) || n.contains('\'') {
+                return Err(Error::Config(format!(
+                    "--null {n:?}: a NULL marker may not hold a newline or a quote"
+                )));
+            }
+        }
+        if self.header && self.format == Format::Tbl {
+            return Err(Error::Config("--header applies to --format csv".into()));
+        }
+        Ok(())
+    }
+
+    /// COPY's option list, e.g. `(FORMAT csv, HEADER true, DELIMITER ',')`.
+    fn copy_options(&self) -> String {
+        let mut o = vec![match self.format {
+            Format::Tbl => "FORMAT text".to_string(),
+            Format::Csv => "FORMAT csv".to_string(),
+        }];
+        if self.header {
+            o.push("HEADER true".into());
+        }
+        let delim = self.delimiter.unwrap_or(match self.format {
+            Format::Tbl => '|',
+            Format::Csv => ',',
+        });
+        o.push(format!("DELIMITER '{delim}'"));
+        if let Some(n) = &self.null {
+            o.push(format!("NULL '{n}'"));
+        }
+        format!("({})", o.join(", "))
+    }
+}
+
+/// `postgres://…/DATABASE/TABLE` split into a connection string and a table name.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableUri {
+    /// The connection string without the table (`postgres://…/DATABASE?…`).
+    pub conn: String,
+    /// The table, `name` or `schema.name`.
+    pub table: String,
+}
+
+/// True for `postgres://` and `postgresql://` strings.
+pub fn is_table_uri(s: &str) -> bool {
+    s.starts_with("postgres://") || s.starts_with("postgresql://")
+}
+
+/// Parses `postgres://[user[:password]@][host][:port]/DATABASE/TABLE[?params]`.
+pub fn parse_table_uri(s: &str) -> Result<TableUri, Error> {
+    let bad = |why: &str| {
+        Error::Config(format!(
+            "{}: {why}; expected postgres://[user@][host][:port]/DATABASE/TABLE[?host=…]",
+            redact(s)
+        ))
+    };
+    let scheme_end = s.find("://").ok_or_else(|| bad("not a postgres:// URI"))? + 3;
+    let (main, query) = match s.find('?') {
+        Some(q) => (&s[..q], &s[q..]),
+        None => (s, ""),
+    };
+    let slash = main[scheme_end..]
+        .find('/')
+        .map(|i| scheme_end + i)
+        .ok_or_else(|| bad("no database and table"))?;
+    let path: Vec<&str> = main[slash + 1..].split('/').collect();
+    let [db, table] = path[..] else {
+        return Err(bad("the path must be DATABASE/TABLE"));
+    };
+    if db.is_empty() {
+        return Err(bad("the database name is empty"));
+    }
+    let ident = |p: &str| {
+        let mut c = p.chars();
+        c.next()
+            .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
+            && c.all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '$')
+    };
+    let parts: Vec<&str> = table.split('.').collect();
+    if parts.len() > 2 || !parts.iter().all(|p| ident(p)) {
+        return Err(bad(&format!(
+            "table {table:?} is not a plain name (letters, digits, _; optionally schema.name)"
+        )));
+    }
+    Ok(TableUri {
+        conn: format!("{}/{db}{query}", &main[..slash]),
+        table: table.to_string(),
+    })
+}
+
+/// One file of a transfer, as `transfer.json` lists it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FileEntry {
+    /// File name inside the directory.
+    pub name: String,
+    /// Rows (COPY's count).
+    pub rows: u64,
+    /// Bytes.
+    pub bytes: u64,
+    /// CRC-32 of the file's bytes.
+    pub crc32: u32,
+    /// The key range the file holds (inclusive), when written by `transfer` out.
+    pub key_range: Option<(i64, i64)>,
+}
+
+/// `transfer.json`: what a directory written by `transfer` out holds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TransferManifest {
+    /// The source table.
+    pub table: String,
+    /// How the files are written.
+    pub options: FileOptions,
+    /// The key the table was split by.
+    pub key: String,
+    /// Rows in the table (in the snapshot the files were copied in).
+    pub rows: u64,
+    /// `sum(hashtextextended(row::text, 0))` over the table, as a decimal number; `None` when the
+    /// transfer was made with `--verify count`.
+    pub checksum: Option<String>,
+    /// The files.
+    pub files: Vec<FileEntry>,
+}
+
+/// The name of the manifest a transfer out writes beside its files.
+pub const TRANSFER_FILE: &str = "transfer.json";
+
+/// What a transfer needs besides its direction.
+#[derive(Clone, Debug)]
+pub struct TransferConfig {
+    /// The table.
+    pub table: TableUri,
+    /// The directory of the files.
+    pub dir: PathBuf,
+    /// Mappers (connections).
+    pub mappers: u32,
+    /// Key column to split by (out); default the table's primary key.
+    pub key: Option<String>,
+    /// File format options.
+    pub file: FileOptions,
+    /// Compute and check the table checksum (`--verify checksum`); row counts and file CRCs only
+    /// when false (`--verify count`).
+    pub checksum: bool,
+    /// Run directory for the events.
+    pub run: PathBuf,
+    /// The command line (redacted).
+    pub command_line: Vec<String>,
+}
+
+/// One mapper's work.
+#[derive(Clone, Debug, Default)]
+pub struct MapperWork {
+    /// Mapper number, from 0.
+    pub mapper: u32,
+    /// Files written or read.
+    pub files: Vec<String>,
+    /// Rows.
+    pub rows: u64,
+    /// Bytes.
+    pub bytes: u64,
+    /// Start and end, ns on the run's clock.
+    pub start_ns: u64,
+    /// End, ns on the run's clock.
+    pub end_ns: u64,
+    /// CRC-32 of the file written (out).
+    pub crc32: u32,
+    /// Why it failed.
+    pub error: Option<String>,
+}
+
+/// How a transfer ended.
+#[derive(Debug)]
+pub struct TransferResult {
+    /// The run directory.
+    pub run: PathBuf,
+    /// Outcome of the run.
+    pub outcome: Outcome,
+    /// Why it did not complete.
+    pub detail: Option<String>,
+    /// Rows moved.
+    pub rows: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Seconds from the first mapper's start to the last one's end.
+    pub seconds: f64,
+    /// Events written.
+    pub events: u64,
+}
+
+fn db(what: &str, e: WireError) -> String {
+    match &e {
+        WireError::Db { code, .. } => format!("{what}: {e} ({code})"),
+        _ => format!("{what}: {e}"),
+    }
+}
+
+fn connect(spec: &str, who: &str) -> Result<WireConn, String> {
+    connect_with(spec, who, None).map(|(c, _)| c)
+}
+
+fn one(c: &mut WireConn, sql: &str) -> Result<Vec<Option<String>>, WireError> {
+    Ok(c.simple_query(sql)?.into_iter().next().unwrap_or_default())
+}
+
+fn begin(cfg: &TransferConfig, workload: &str, spec: &str) -> Result<Recording, Error> {
+    let params = BTreeMap::from([
+        ("table".to_string(), cfg.table.table.clone().into()),
+        ("dir".to_string(), cfg.dir.display().to_string().into()),
+        ("mappers".to_string(), cfg.mappers.into()),
+        ("format".to_string(), cfg.file.format.ext().into()),
+    ]);
+    let mut m = Manifest::new(
+        "transfer",
+        WorkloadInfo {
+            name: workload.into(),
+            params,
+        },
+        0,
+    );
+    m.command_line = cfg.command_line.clone();
+    m.target = Some(TargetInfo {
+        kind: "postgres".into(),
+        location: redact(spec),
+        ..Default::default()
+    });
+    Ok(Recording::begin(&cfg.run, m)?)
+}
+
+/// The table to files: one file per mapper, `transfer.json` beside them.
+pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
+    cfg.file.validate()?;
+    if cfg.mappers == 0 {
+        return Err(Error::Config("--mappers must be at least 1".into()));
+    }
+    let spec = cfg.table.conn.as_str();
+    let table = cfg.table.table.as_str();
+    let mut coord = connect(spec, "dbscope/transfer")
+        .map_err(|e| Error::Config(format!("cannot connect to {}: {e}", redact(spec))))?;
+    let cfgerr = |e: WireError| Error::Config(db(table, e));
+    one(
+        &mut coord,
+        "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
+    )
+    .map_err(cfgerr)?;
+    // One mapper without --key copies the whole snapshot: no key, no split, and the COPY's own
+    // count is the table's (the same snapshot), so the extra scan for min/max/count is skipped.
+    let (key, lo, hi, count) = if cfg.mappers == 1 && cfg.key.is_none() {
+        (String::new(), None, None, None)
+    } else {
+        let key = match &cfg.key {
+            Some(k) => k.clone(),
+            None => {
+                let sql = format!(
+                    "SELECT a.attname, i.indnatts FROM pg_index i JOIN pg_attribute a \
+                     ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] \
+                     WHERE i.indrelid = '{table}'::regclass AND i.indisprimary"
+                );
+                let row = one(&mut coord, &sql).map_err(cfgerr)?;
+                match row.first().cloned().flatten() {
+                    Some(k) => k,
+                    None => {
+                        return Err(Error::Config(format!(
+                        "{table} has no primary key to split by: name an integer column with --key"
+                    )))
+                    }
+                }
+            }
+        };
+        if !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(Error::Config(format!("--key {key:?}: a plain column name")));
+        }
+        let row = one(
+            &mut coord,
+            &format!("SELECT min({key})::bigint, max({key})::bigint, count(*) FROM {table}"),
+        )
+        .map_err(|e| {
+            Error::Config(db(
+                &format!("{table} split by {key} (an integer column)"),
+                e,
+            ))
+        })?;
+        let num = |i: usize| {
+            row.get(i)
+                .cloned()
+                .flatten()
+                .and_then(|v| v.parse::<i64>().ok())
+        };
+        (key, num(0), num(1), num(2).map(|c| c.max(0) as u64))
+    };
+    let snapshot = one(&mut coord, "SELECT pg_export_snapshot()")
+        .map_err(cfgerr)?
+        .first()
+        .cloned()
+        .flatten()
+        .unwrap_or_default();
+    let ranges = split_ranges(lo, hi, cfg.mappers);
+    let single = ranges.len() == 1;
+    std::fs::create_dir_all(&cfg.dir)
+        .map_err(|e| Error::Config(format!("cannot create {}: {e}", cfg.dir.display())))?;
+    let _ = std::fs::remove_file(cfg.dir.join(TRANSFER_FILE));
+
+    let mut rec = begin(cfg, "transfer-out", spec)?;
+    let clock = rec.start_clock()?;
+    let opts = cfg.file.copy_options();
+    let ext = cfg.file.format.ext();
+    let (works, checksum) = std::thread::scope(|s| {
+        let handles: Vec<_> = ranges
+            .iter()
+            .enumerate()
+            .map(|(i, range)| {
+                let (clock, snapshot, opts, key) = (&clock, &snapshot, &opts, &key);
+                let name = format!("part-{i:05}.{ext}");
+                let path = cfg.dir.join(&name);
+                s.spawn(move || {
+                    let where_ = match range {
+                        // One mapper copies the whole snapshot: no filter to evaluate per row.
+                        Some((a, b)) if !single => {
+                            format!(" WHERE {key} BETWEEN {a} AND {b}")
+                        }
+                        _ => String::new(),
+                    };
+                    let sql = format!("COPY (SELECT * FROM {table}{where_}) TO STDOUT {opts}");
+                    let mut w = MapperWork {
+                        mapper: i as u32,
+                        files: vec![name],
+                        ..Default::default()
+                    };
+                    if let Err(e) = mapper_out(spec, &path, &sql, snapshot, clock, &mut w) {
+                        let range = range.map_or("the whole table".to_string(), |(a, b)| {
+                            format!("{key} {a}..={b}")
+                        });
+                        w.error = Some(format!("mapper {i} ({range}): {e}"));
+                    }
+                    w
+                })
+            })
+            .collect();
+        let checksum = if cfg.checksum {
+            one(&mut coord, &checksum_sql(table))
+                .map(|r| Some(r.get(1).cloned().flatten().unwrap_or_default()))
+        } else {
+            Ok(None)
+        };
+        let works: Vec<MapperWork> = handles
+            .into_iter()
+            .map(|h| h.join().expect("mapper thread"))
+            .collect();
+        (works, checksum)
+    });
+    let _ = one(&mut coord, "COMMIT");
+    let copied: u64 = works.iter().map(|w| w.rows).sum();
+    let mut detail = works.iter().find_map(|w| w.error.clone());
+    let checksum = match checksum {
+        Ok(c) => Some(c),
+        Err(e) => {
+            detail.get_or_insert(db("table checksum", e));
+            None
+        }
+    };
+    let count = count.unwrap_or(copied);
+    if detail.is_none() && copied != count {
+        detail = Some(format!(
+            "the mappers copied {copied} rows but {table} holds {count} (rows outside the key ranges?)"
+        ));
+    }
+    if let (None, Some(checksum)) = (&detail, checksum) {
+        let files = works
+            .iter()
+            .zip(&ranges)
+            .map(|(w, r)| {
+                Ok(FileEntry {
+                    name: w.files[0].clone(),
+                    rows: w.rows,
+                    bytes: w.bytes,
+                    crc32: w.crc32,
+                    key_range: *r,
+                })
+            })
+            .collect::<Result<Vec<_>, String>>();
+        match files {
+            Ok(files) => {
+                let m = TransferManifest {
+                    table: table.to_string(),
+                    options: cfg.file.clone(),
+                    key: key.clone(),
+                    rows: count,
+                    checksum,
+                    files,
+                };
+                let json = serde_json::to_vec_pretty(&m).expect("serialisable");
+                dbscope_core::atomic::write_atomic(&cfg.dir.join(TRANSFER_FILE), &json)?;
+            }
+            Err(e) => detail = Some(e),
+        }
+    }
+    finish(rec, &clock, "copy-out", &works, detail)
+}
+
+/// Row count and checksum of a table: `sum(hashtextextended(row::text, 0))` as a decimal.
+fn checksum_sql(table: &str) -> String {
+    format!(
+        "SELECT count(*), coalesce(sum(hashtextextended(dbscope_row::text, 0)::numeric), 0)::text \
+         FROM {table} AS dbscope_row"
+    )
+}
+
+/// Splits `lo..=hi` into `n` ranges of (nearly) equal width, as Sqoop splits an integer column;
+/// one `None` (the whole table) when the table is empty.
+pub fn split_ranges(lo: Option<i64>, hi: Option<i64>, n: u32) -> Vec<Option<(i64, i64)>> {
+    let (Some(lo), Some(hi)) = (lo, hi) else {
+        return vec![None];
+    };
+    let span = hi as i128 - lo as i128 + 1;
+    let n = (n as i128).min(span).max(1);
+    (0..n)
+        .map(|i| {
+            let a = lo as i128 + span * i / n;
+            let b = lo as i128 + span * (i + 1) / n - 1;
+            Some((a as i64, b as i64))
+        })
+        .collect()
+}
+
+fn mapper_out(
+    spec: &str,
+    path: &Path,
+    sql: &str,
+    snapshot: &str,
+    clock: &RunClock,
+    w: &mut MapperWork,
+) -> Result<(), String> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = path.with_file_name(format!(".{name}.partial"));
+    let mut c = connect(spec, &format!("dbscope/transfer/{}", w.mapper))?;
+    one(&mut c, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY").map_err(|e| db("BEGIN", e))?;
+    one(&mut c, &format!("SET TRANSACTION SNAPSHOT '{snapshot}'"))
+        .map_err(|e| db("SET TRANSACTION SNAPSHOT", e))?;
+    let file = std::fs::File::create(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    let mut out = BufWriter::with_capacity(1 << 20, file);
+    let mut bytes = 0u64;
+    let mut crc = crc32fast::Hasher::new();
+    w.start_ns = clock.now_ns();
+    let copied = c.copy_out(sql, &mut |d: &[u8]| {
+        bytes += d.len() as u64;
+        crc.update(d);
+        out.write_all(d)
+            .map_err(|e| format!("{}: {e}", tmp.display()))
+    });
+    w.end_ns = clock.now_ns();
+    w.bytes = bytes;
+    w.crc32 = crc.finalize();
+    let done = copied.map_err(|e| db("COPY", e)).and_then(|rows| {
+        w.rows = rows;
+        let f = out
+            .into_inner()
+            .map_err(|e| format!("{}: {}", tmp.display(), e.error()))?;
+        f.sync_all()
+            .map_err(|e| format!("{}: {e}", tmp.display()))?;
+        std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
+    });
+    if done.is_err() {
+        // A mapper that failed leaves nothing that looks like a finished file.
+        let _ = std::fs::remove_file(&tmp);
+    } else {
+        let _ = one(&mut c, "COMMIT");
+    }
+    done
+}
+
+/// Files back into an (empty) table, verified against `transfer.json` when the directory has one.
+pub fn transfer_in(cfg: &TransferConfig) -> Result<TransferResult, Error> {
+    cfg.file.validate()?;
+    if cfg.mappers == 0 {
+        return Err(Error::Config("--mappers must be at least 1".into()));
+    }
+    let manifest: Option<TransferManifest> = match std::fs::read(cfg.dir.join(TRANSFER_FILE)) {
+        Ok(b) => Some(serde_json::from_slice(&b).map_err(|e| {
+            Error::Config(format!("{}: {e}", cfg.dir.join(TRANSFER_FILE).display()))
+        })?),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(Error::Config(format!("{}: {e}", cfg.dir.display()))),
+    };
+    let files: Vec<(String, Option<FileEntry>)> = match &manifest {
+        Some(m) => {
+            if m.options.format != cfg.file.format {
+                return Err(Error::Config(format!(
+                    "{} holds {} files (transfer.json); --format {} given",
+                    cfg.dir.display(),
+                    m.options.format.ext(),
+                    cfg.file.format.ext()
+                )));
+            }
+            m.files
+                .iter()
+                .map(|f| (f.name.clone(), Some(f.clone())))
+                .collect()
+        }
+        None => {
+            let ext = format!(".{}", cfg.file.format.ext());
+            let mut v: Vec<(String, Option<FileEntry>)> = std::fs::read_dir(&cfg.dir)
+                .map_err(|e| Error::Config(format!("{}: {e}", cfg.dir.display())))?
+                .filter_map(|d| d.ok())
+                .map(|d| d.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.ends_with(&ext) && !n.starts_with('.'))
+                .map(|n| (n, None))
+                .collect();
+            v.sort_by(|a, b| a.0.cmp(&b.0));
+            if v.is_empty() {
+                return Err(Error::Config(format!(
+                    "{} has no *{ext} files and no {TRANSFER_FILE}",
+                    cfg.dir.display()
+                )));
+            }
+            v
+        }
+    };
+    // The options the files were written with win over the command line's.
+    let opts = manifest
+        .as_ref()
+        .map_or(&cfg.file, |m| &m.options)
+        .copy_options();
+    for (name, entry) in &files {
+        let p = cfg.dir.join(name);
+        let len = std::fs::metadata(&p)
+            .map_err(|e| Error::Config(format!("{}: {e}", p.display())))?
+            .len();
+        if let Some(e) = entry {
+            if e.bytes != len {
+                return Err(Error::Config(format!(
+                    "{}: {len} bytes, {TRANSFER_FILE} says {} (incomplete or changed)",
+                    p.display(),
+                    e.bytes
+                )));
+            }
+        }
+    }
+    let spec = cfg.table.conn.as_str();
+    let table = cfg.table.table.as_str();
+    let mut coord = connect(spec, "dbscope/transfer")
+        .map_err(|e| Error::Config(format!("cannot connect to {}: {e}", redact(spec))))?;
+    let has_rows = one(
+        &mut coord,
+        &format!("SELECT count(*) FROM (SELECT 1 FROM {table} LIMIT 1) x"),
+    )
+    .map_err(|e| Error::Config(db(table, e)))?;
+    if has_rows.first().cloned().flatten().as_deref() != Some("0") {
+        return Err(Error::Config(format!(
+            "{table} is not empty: transfer loads into an empty table (so the row count and checksum can be verified)"
+        )));
+    }
+
+    let mut rec = begin(cfg, "transfer-in", spec)?;
+    let clock = rec.start_clock()?;
+    let n = (cfg.mappers as usize).min(files.len()).max(1);
+    let sql = format!("COPY {table} FROM STDIN {opts}");
+    let works: Vec<MapperWork> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..n)
+            .map(|i| {
+                let mine: Vec<&(String, Option<FileEntry>)> =
+                    files.iter().skip(i).step_by(n).collect();
+                let (clock, sql) = (&clock, &sql);
+                s.spawn(move || {
+                    let mut w = MapperWork {
+                        mapper: i as u32,
+                        ..Default::default()
+                    };
+                    if let Err(e) = mapper_in(spec, &cfg.dir, &mine, sql, clock, &mut w) {
+                        w.error = Some(format!("mapper {i}: {e}"));
+                    }
+                    w
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("mapper thread"))
+            .collect()
+    });
+    let mut detail = works.iter().find_map(|w| w.error.clone());
+    if let (None, Some(m)) = (&detail, &manifest) {
+        let sql = match (&m.checksum, cfg.checksum) {
+            (Some(_), true) => checksum_sql(table),
+            _ => format!("SELECT count(*), NULL FROM {table}"),
+        };
+        let row = one(&mut coord, &sql);
+        detail = match row {
+            Err(e) => Some(db("table checksum", e)),
+            Ok(r) => {
+                let rows: u64 = r
+                    .first()
+                    .cloned()
+                    .flatten()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                let sum = r.get(1).cloned().flatten();
+                if rows != m.rows {
+                    Some(format!(
+                        "{table} holds {rows} rows after the load; {} were transferred out",
+                        m.rows
+                    ))
+                } else if let (Some(sum), Some(want)) = (&sum, &m.checksum) {
+                    (sum != want).then(|| {
+                        format!(
+                            "{table}'s checksum {sum} differs from the source's {want} (same row count {rows})"
+                        )
+                    })
+                } else {
+                    None
+                }
+            }
+        };
+    }
+    finish(rec, &clock, "copy-in", &works, detail)
+}
+
+fn mapper_in(
+    spec: &str,
+    dir: &Path,
+    files: &[&(String, Option<FileEntry>)],
+    sql: &str,
+    clock: &RunClock,
+    w: &mut MapperWork,
+) -> Result<(), String> {
+    let mut c = connect(spec, &format!("dbscope/transfer/{}", w.mapper))?;
+    w.start_ns = clock.now_ns();
+    for (name, entry) in files {
+        let path = dir.join(name);
+        let mut f = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut h = crc32fast::Hasher::new();
+        let mut bytes = 0u64;
+        let expect = entry.as_ref().map(|e| e.crc32);
+        let mut fill = |chunk: &mut Vec<u8>| -> Result<bool, String> {
+            chunk.resize(1 << 20, 0);
+            let n = f
+                .read(chunk)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            chunk.truncate(n);
+            h.update(chunk);
+            bytes += n as u64;
+            if n == 0 {
+                let crc = h.clone().finalize();
+                if let Some(want) = expect.filter(|&want| want != crc) {
+                    return Err(format!(
+                        "{}: CRC-32 {crc:08x}, {TRANSFER_FILE} says {want:08x} (the file changed)",
+                        path.display()
+                    ));
+                }
+            }
+            Ok(n > 0)
+        };
+        let rows = c
+            .copy_in(sql, &mut fill)
+            .map_err(|e| db(&format!("COPY {name}"), e))?;
+        w.rows += rows;
+        w.bytes += bytes;
+        w.files.push(name.clone());
+    }
+    w.end_ns = clock.now_ns();
+    Ok(())
+}
+
+/// Writes one event per mapper and the `transfer` counters, and ends the run.
+fn finish(
+    mut rec: Recording,
+    clock: &RunClock,
+    event: &str,
+    works: &[MapperWork],
+    detail: Option<String>,
+) -> Result<TransferResult, Error> {
+    let name = rec.names().intern(event);
+    let failed = rec.names().intern_outcome("mapper-failed");
+    let mut events: Vec<Event> = works
+        .iter()
+        .map(|w| Event {
+            session: w.mapper,
+            name,
+            start_ns: w.start_ns,
+            duration_ns: w.end_ns.saturating_sub(w.start_ns).max(1),
+            intended_start_ns: None,
+            outcome: if w.error.is_some() { failed } else { 0 },
+            flags: 0,
+            rows: w.rows.min(u32::MAX as u64) as u32,
+        })
+        .collect();
+    events.sort_by_key(|e| e.start_ns);
+    rec.write_block(&events)?;
+    let rows: u64 = works.iter().map(|w| w.rows).sum();
+    let bytes: u64 = works.iter().map(|w| w.bytes).sum();
+    let first = works.iter().map(|w| w.start_ns).min().unwrap_or(0);
+    let last = works
+        .iter()
+        .map(|w| w.end_ns)
+        .max()
+        .unwrap_or(clock.now_ns());
+    let seconds = last.saturating_sub(first) as f64 / 1e9;
+    let rate = |v: u64, s: f64| (s > 0.0).then(|| v as f64 / s);
+    let table_rows = works
+        .iter()
+        .map(|w| {
+            let s = w.end_ns.saturating_sub(w.start_ns) as f64 / 1e9;
+            vec![
+                CounterValue::count(w.mapper as u64),
+                CounterValue::count(w.rows),
+                CounterValue::count(w.bytes),
+                CounterValue::Float(s),
+                CounterValue::float(rate(w.rows, s)),
+                CounterValue::float(rate(w.bytes, s).map(|b| b / 1e6)),
+                CounterValue::Text(w.files.join(" ")),
+                CounterValue::Text(w.error.clone().unwrap_or_default()),
+            ]
+        })
+        .collect();
+    rec.write_counters(CounterSection {
+        key: "transfer".into(),
+        title: format!("Transfer ({event})"),
+        final_counts: true,
+        counters: vec![
+            Counter::new("rows", "rows", CounterValue::count(rows), ""),
+            Counter::new("bytes", "bytes", CounterValue::count(bytes), ""),
+            Counter::new("seconds", "elapsed", CounterValue::Float(seconds), "s").decimals(3),
+            Counter::new(
+                "rows_per_s",
+                "rows/s",
+                CounterValue::float(rate(rows, seconds)),
+                "/s",
+            )
+            .decimals(0),
+            Counter::new(
+                "mb_per_s",
+                "MB/s",
+                CounterValue::float(rate(bytes, seconds).map(|b| b / 1e6)),
+                "MB/s",
+            )
+            .decimals(1),
+            Counter::new(
+                "verified",
+                "verified",
+                CounterValue::Bool(detail.is_none()),
+                "",
+            ),
+        ],
+        tables: vec![CounterTable {
+            key: "mappers".into(),
+            title: "per mapper".into(),
+            columns: vec![
+                Column::new("mapper", "mapper", ""),
+                Column::new("rows", "rows", ""),
+                Column::new("bytes", "bytes", ""),
+                Column::new("seconds", "time", "s").decimals(3),
+                Column::new("rows_per_s", "rows/s", "/s").decimals(0),
+                Column::new("mb_per_s", "MB/s", "MB/s").decimals(1),
+                Column::new("files", "files", ""),
+                Column::new("error", "error", ""),
+            ],
+            rows: table_rows,
+        }],
+        notes: Vec::new(),
+    })?;
+    let outcome = if detail.is_some() {
+        Outcome::Failed
+    } else {
+        Outcome::Complete
+    };
+    let run = rec.finish(outcome, detail.clone())?;
+    Ok(TransferResult {
+        run: run.path.clone(),
+        outcome,
+        detail,
+        rows,
+        bytes,
+        seconds,
+        events: events.len() as u64,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_uris() {
+        let t = parse_table_uri("postgres://bench:pw@db:5433/shop/orders?host=/tmp").unwrap();
+        assert_eq!(t.conn, "postgres://bench:pw@db:5433/shop?host=/tmp");
+        assert_eq!(t.table, "orders");
+        let t = parse_table_uri("postgresql:///shop/public.orders").unwrap();
+        assert_eq!(
+            (t.conn.as_str(), t.table.as_str()),
+            ("postgresql:///shop", "public.orders")
+        );
+        for bad in [
+            "postgres://h/shop",
+            "postgres://h/shop/a/b",
+            "postgres://h//orders",
+            "postgres://h/shop/or;ders",
+            "postgres://h/shop/1x",
+        ] {
+            assert!(parse_table_uri(bad).is_err(), "{bad}");
+        }
+        let e = parse_table_uri("postgres://u:secret@h/shop")
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("secret") && e.contains("DATABASE/TABLE"), "{e}");
+    }
+
+    #[test]
+    fn ranges_cover_the_keys_once() {
+        assert_eq!(split_ranges(None, None, 4), vec![None]);
+        assert_eq!(
+            split_ranges(Some(1), Some(10), 3),
+            vec![Some((1, 3)), Some((4, 6)), Some((7, 10))]
+        );
+        assert_eq!(
+            split_ranges(Some(5), Some(6), 4),
+            vec![Some((5, 5)), Some((6, 6))]
+        );
+        let r = split_ranges(Some(i64::MIN), Some(i64::MAX), 4);
+        assert_eq!(r[0].unwrap().0, i64::MIN);
+        assert_eq!(r[3].unwrap().1, i64::MAX);
+        for w in r.windows(2) {
+            assert_eq!(w[0].unwrap().1 + 1, w[1].unwrap().0);
+        }
+    }
+
+    #[test]
+    fn copy_options() {
+        let o = FileOptions {
+            format: Format::Csv,
+            delimiter: None,
+            header: true,
+            null: Some("NULL".into()),
+        };
+        assert_eq!(
+            o.copy_options(),
+            "(FORMAT csv, HEADER true, DELIMITER ',', NULL 'NULL')"
+        );
+        let t = FileOptions {
+            format: Format::Tbl,
+            delimiter: None,
+            header: false,
+            null: None,
+        };
+        assert_eq!(t.copy_options(), "(FORMAT text, DELIMITER '|')");
+        assert!(FileOptions {
+            delimiter: Some('\''),
+            ..t.clone()
+        }
+        .validate()
+        .is_err());
+        assert!(FileOptions {
+            header: true,
+            ..t.clone()
+        }
+        .validate()
+        .is_err());
+        assert!(FileOptions {
+            null: Some("a'b".into()),
+            ..t
+        }
+        .validate()
+        .is_err());
+    }
+}
