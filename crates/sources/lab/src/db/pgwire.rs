@@ -408,12 +408,7 @@ impl WireConn {
         self.until_ready(|msg| {
             match msg {
                 Message::CommandComplete(body) => {
-                    let tag = body.tag()?;
-                    count = tag
-                        .rsplit(' ')
-                        .next()
-                        .and_then(|n| n.parse().ok())
-                        .unwrap_or(data_rows);
+                    count = tag_count(body.tag()?).unwrap_or(data_rows);
                 }
                 Message::DataRow(_) => data_rows += 1,
                 _ => {}
@@ -508,19 +503,19 @@ impl WireConn {
         }
     }
 
-    /// Runs `COPY … FROM STDIN` (simple-query protocol), streaming the chunks `fill` produces as
-    /// CopyData messages; returns the rows copied. A `fill` error is sent as CopyFail, so the server
-    /// loads nothing, and comes back as `WireError::Protocol` with `fill`'s message.
-    pub fn copy_in(
+    /// Sends a COPY statement and reads up to the response `is` recognises (`what` names it in
+    /// the error when another comes); a server error is returned once the server is ready again.
+    fn start_copy(
         &mut self,
         sql: &str,
-        fill: &mut dyn FnMut(&mut Vec<u8>) -> Result<bool, String>,
-    ) -> Result<u64, WireError> {
+        is: impl Fn(&Message) -> bool,
+        what: &str,
+    ) -> Result<(), WireError> {
         frontend::query(sql, &mut self.wbuf)?;
         self.send()?;
         loop {
             match self.recv()? {
-                Message::CopyInResponse(_) => break,
+                m if is(&m) => return Ok(()),
                 Message::ErrorResponse(body) => {
                     let e = db_error(&body);
                     self.until_ready(|_| Ok(()))?;
@@ -529,10 +524,25 @@ impl WireConn {
                 Message::NoticeResponse(_) | Message::ParameterStatus(_) => {}
                 _ => {
                     self.broken = true;
-                    return Err(WireError::Protocol("expected CopyInResponse".into()));
+                    return Err(WireError::Protocol(format!("expected {what}")));
                 }
             }
         }
+    }
+
+    /// Runs `COPY … FROM STDIN` (simple-query protocol), streaming the chunks `fill` produces as
+    /// CopyData messages; returns the rows copied. A `fill` error is sent as CopyFail, so the server
+    /// loads nothing, and comes back as `WireError::Protocol` with `fill`'s message.
+    pub fn copy_in(
+        &mut self,
+        sql: &str,
+        fill: &mut dyn FnMut(&mut Vec<u8>) -> Result<bool, String>,
+    ) -> Result<u64, WireError> {
+        self.start_copy(
+            sql,
+            |m| matches!(m, Message::CopyInResponse(_)),
+            "CopyInResponse",
+        )?;
         let mut chunk = Vec::with_capacity(1 << 20);
         let mut failure = None;
         loop {
@@ -563,12 +573,7 @@ impl WireConn {
         let mut count = 0u64;
         let result = self.until_ready(|msg| {
             if let Message::CommandComplete(body) = msg {
-                count = body
-                    .tag()?
-                    .rsplit(' ')
-                    .next()
-                    .and_then(|n| n.parse().ok())
-                    .unwrap_or(0);
+                count = tag_count(body.tag()?).unwrap_or(0);
             }
             Ok(())
         });
@@ -587,23 +592,11 @@ impl WireConn {
         sql: &str,
         sink: &mut dyn FnMut(&[u8]) -> Result<(), String>,
     ) -> Result<u64, WireError> {
-        frontend::query(sql, &mut self.wbuf)?;
-        self.send()?;
-        loop {
-            match self.recv()? {
-                Message::CopyOutResponse(_) => break,
-                Message::ErrorResponse(body) => {
-                    let e = db_error(&body);
-                    self.until_ready(|_| Ok(()))?;
-                    return Err(e);
-                }
-                Message::NoticeResponse(_) | Message::ParameterStatus(_) => {}
-                _ => {
-                    self.broken = true;
-                    return Err(WireError::Protocol("expected CopyOutResponse".into()));
-                }
-            }
-        }
+        self.start_copy(
+            sql,
+            |m| matches!(m, Message::CopyOutResponse(_)),
+            "CopyOutResponse",
+        )?;
         loop {
             match self.recv()? {
                 Message::CopyData(body) => {
@@ -636,12 +629,7 @@ impl WireConn {
         let mut count = 0u64;
         self.until_ready(|msg| {
             if let Message::CommandComplete(body) = msg {
-                count = body
-                    .tag()?
-                    .rsplit(' ')
-                    .next()
-                    .and_then(|n| n.parse().ok())
-                    .unwrap_or(0);
+                count = tag_count(body.tag()?).unwrap_or(0);
             }
             Ok(())
         })?;
