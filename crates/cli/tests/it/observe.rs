@@ -497,3 +497,39 @@ fn issue_14_a_killed_run_keeps_its_periodic_snapshots() {
         "{o}"
     );
 }
+
+/// A user without superuser (or pg_read_all_settings) runs as well: the report says which
+/// sections are missing and why (the data directory, so the data device and the server's
+/// processes), and the sampler still sees the run's own sessions.
+#[test]
+fn issue_14_a_plain_user_gets_the_missing_sections_named() {
+    let pg = PgCluster::shared();
+    let role = format!("plain_{}", std::process::id());
+    let db = format!("{role}_db");
+    pg.query(
+        "postgres",
+        &format!("CREATE ROLE {role} LOGIN PASSWORD 'pw-{role}'"),
+    );
+    pg.query("postgres", &format!("CREATE DATABASE {db} OWNER {role}"));
+    let uri = format!(
+        "postgres://{role}:pw-{role}@/{db}?host={}&port={}",
+        pg.socket_dir().display(),
+        pg.port()
+    );
+    let dir = tempdir();
+    let r = commit_run(dir.path(), &uri, "plain", &[]);
+    let missing = &r["observe"]["missing"];
+    let why = missing["os.disk.data"].as_str().unwrap_or_default();
+    assert!(why.contains("pg_read_all_settings"), "{missing}");
+    assert!(
+        !top_rows(&r).is_empty(),
+        "the run's own sessions are sampled: {}",
+        r["observe"]
+    );
+    let manifest =
+        std::fs::read_to_string(join(dir.path(), "plain").join("manifest.json")).unwrap();
+    assert!(
+        !manifest.contains(&format!("pw-{role}")),
+        "no password in the run"
+    );
+}
