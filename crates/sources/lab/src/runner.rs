@@ -167,8 +167,17 @@ pub fn run(
     let mut sessions: Vec<Box<dyn Session>> = Vec::with_capacity(cfg.sessions as usize);
     for i in 0..cfg.sessions {
         let mut s = spec.target.connect().map_err(|e| {
+            // The server's connection limit (SQLSTATE 53300, "too many clients", "remaining
+            // connection slots are reserved") gets the hint; other failures are said as they are.
+            let limit = e.class.ends_with("53300")
+                || e.message.contains("too many clients")
+                || e.message.contains("connection slots");
+            let hint = match limit {
+                true => "; each session (events: each of --connections) needs a connection of its own: ask for fewer, or raise the server's limit",
+                false => "",
+            };
             Error::Config(format!(
-                "connection {} of {}: {}; each session (events: each of --connections) needs a connection of its own: ask for fewer, or raise the server's limit",
+                "connection {} of {}: {}{hint}",
                 i + 1,
                 cfg.sessions,
                 e.message
