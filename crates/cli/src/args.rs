@@ -267,6 +267,16 @@ fn parse_set(s: &str) -> Result<(String, String), dbscope_lab::db::TargetError> 
     dbscope_lab::db::parse_setting(s)
 }
 
+impl RunArgs {
+    /// The database- and OS-side observation the run asked for (`--sample-hz`, `--snapshot-every`).
+    pub fn observe_config(&self) -> dbscope_lab::observe::ObserveConfig {
+        dbscope_lab::observe::ObserveConfig {
+            sample_hz: self.sample_hz,
+            snapshot_every: self.snapshot_every,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,7 +14,7 @@ use dbscope_lab::workload::events::{EventsConfig, EventsWorkload, Strategy};
 
 use crate::args::RunArgs;
 use crate::common::{
-    finish_run, format_us, redacted_command_line, run_progress_bar, stop_on_ctrl_c,
+    finish_run, redacted_command_line, run_progress_bar, show_run_progress, stop_on_ctrl_c,
 };
 use crate::exit::{Exit, EXIT_USAGE};
 
@@ -126,33 +126,12 @@ pub fn run_events(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
             max_errors: a.max_errors,
             threads: a.threads,
             pacing: None,
-            observe: dbscope_lab::observe::ObserveConfig {
-                sample_hz: a.sample_hz,
-                snapshot_every: a.snapshot_every,
-            },
+            observe: a.observe_config(),
         };
         let stop = stop_on_ctrl_c();
         let quiet = a.quiet || e.iterations;
         let bar = run_progress_bar(quiet && !e.iterations);
-        let mut on_progress = |p: &Progress| {
-            if let Some(bar) = &bar {
-                if let Some(f) = p.fraction {
-                    bar.set_position((f * 1000.0) as u64);
-                }
-                let p99 = p
-                    .p99_ns
-                    .map(|ns| format_us(ns as f64 / 1000.0))
-                    .unwrap_or_else(|| "-".into());
-                bar.set_message(format!(
-                    "{}commits {}  {:.0}/s  p99 {} µs  errors {}",
-                    if p.warming_up { "warm-up  " } else { "" },
-                    p.ops,
-                    p.ops_per_s,
-                    p99,
-                    p.errors
-                ));
-            }
-        };
+        let mut on_progress = |p: &Progress| show_run_progress(&bar, p, "commits");
         let result = runner::run(
             RunSpec {
                 out: dir.clone(),

@@ -11,7 +11,8 @@ use dbscope_lab::workload::{CommitWorkload, Keys};
 
 use crate::args::{RunArgs, WorkloadName};
 use crate::common::{
-    default_run_dir, finish_run, format_us, redacted_command_line, run_progress_bar, stop_on_ctrl_c,
+    default_run_dir, finish_run, redacted_command_line, run_progress_bar, show_run_progress,
+    stop_on_ctrl_c,
 };
 use crate::exit::{Exit, EXIT_USAGE};
 
@@ -72,10 +73,7 @@ fn run_with(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
         seed: a.seed,
         max_errors: a.max_errors,
         threads: a.threads,
-        observe: dbscope_lab::observe::ObserveConfig {
-            sample_hz: a.sample_hz,
-            snapshot_every: a.snapshot_every,
-        },
+        observe: a.observe_config(),
         pacing: pacing(a)?,
     };
     config.validate()?;
@@ -114,26 +112,7 @@ fn run_with(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
 
     let stop = stop_on_ctrl_c();
     let bar = run_progress_bar(a.quiet);
-    let mut on_progress = |p: &Progress| {
-        if let Some(bar) = &bar {
-            if let Some(f) = p.fraction {
-                bar.set_position((f * 1000.0) as u64);
-            }
-            let p99 = p
-                .p99_ns
-                .map(|ns| format_us(ns as f64 / 1000.0))
-                .unwrap_or_else(|| "-".into());
-            bar.set_message(format!(
-                "{}{} {}  {:.0}/s  p99 {} µs  errors {}",
-                if p.warming_up { "warm-up  " } else { "" },
-                p.headline,
-                p.ops,
-                p.ops_per_s,
-                p99,
-                p.errors
-            ));
-        }
-    };
+    let mut on_progress = |p: &Progress| show_run_progress(&bar, p, p.headline);
 
     let command_line = redacted_command_line();
     let result = runner::run(

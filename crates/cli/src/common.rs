@@ -53,6 +53,32 @@ pub fn run_progress_bar(quiet: bool) -> Option<ProgressBar> {
     progress_bar(quiet, 1000, "{spinner} {elapsed_precise} [{bar:30}] {msg}")
 }
 
+/// Shows a run's progress on its bar (when there is one): fraction done, warm-up, `label` (the
+/// headline event) with its count and rate, live p99, errors.
+pub fn show_run_progress(
+    bar: &Option<ProgressBar>,
+    p: &dbscope_lab::runner::Progress,
+    label: &str,
+) {
+    let Some(bar) = bar else { return };
+    if let Some(f) = p.fraction {
+        bar.set_position((f * 1000.0) as u64);
+    }
+    let p99 = p
+        .p99_ns
+        .map(|ns| format_us(ns as f64 / 1000.0))
+        .unwrap_or_else(|| "-".into());
+    bar.set_message(format!(
+        "{}{} {}  {:.0}/s  p99 {} µs  errors {}",
+        if p.warming_up { "warm-up  " } else { "" },
+        label,
+        p.ops,
+        p.ops_per_s,
+        p99,
+        p.errors
+    ));
+}
+
 /// After a run: prints the run directory (quiet) or its report and a closing line, says why it
 /// did not complete, and returns the exit code for its outcome.
 pub fn finish_run(
