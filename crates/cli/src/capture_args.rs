@@ -77,6 +77,8 @@ pub struct CaptureLogArgs {
   dbscope capture proxy --listen 127.0.0.1:6543 --upstream postgres://localhost:5432 --out cap1
   pgbench -h 127.0.0.1 -p 6543 -c 4 -T 60 bench      # the application, pointed at the proxy
   dbscope capture info cap1
+  dbscope capture proxy --listen /tmp/.s.PGSQL.6543 --upstream 'host=/var/run/postgresql' --out cap2
+  psql -h /tmp -p 6543 bench                          # a Unix socket: libpq's host=DIR port=N
 
 Stop with Ctrl-C (or --duration): everything recorded is kept. The capture is a run: `dbscope
 report cap1` shows every statement's latency as the application saw it (through the proxy), and
@@ -86,7 +88,8 @@ clients with sslmode=prefer (libpq's default) continue in clear; sslmode=require
 client's own library. Only where the upstream is is taken from --upstream (host, port or socket):
 the application's own user, database and password reach the server.")]
 pub struct CaptureProxyArgs {
-    /// Address to listen on (IP:PORT).
+    /// Where to listen: IP:PORT, or the path of a Unix socket (clients reach DIR/.s.PGSQL.N with
+    /// libpq's host=DIR port=N).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:6543")]
     pub listen: String,
     /// The server to forward to: a libpq connection string (URI or key=value; only host, port and
@@ -99,6 +102,11 @@ pub struct CaptureProxyArgs {
     /// Stop after this long (e.g. 60s, 10m); default: until Ctrl-C.
     #[arg(long, value_parser = crate::parse::parse_duration)]
     pub duration: Option<Duration>,
+    /// Threads forwarding messages. One event loop serves every session with the fewest
+    /// wake-ups (best on small machines); give more when one core cannot keep up with many
+    /// busy clients.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub threads: u16,
     /// No progress line.
     #[arg(long, short)]
     pub quiet: bool,

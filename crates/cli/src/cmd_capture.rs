@@ -65,12 +65,13 @@ fn cmd_proxy(a: CaptureProxyArgs) -> Result<u8, Exit> {
         upstream: a.upstream.clone(),
         out: a.out.clone(),
         duration: a.duration,
+        threads: usize::from(a.threads),
         command_line: redacted_command_line(),
     };
     let live = !a.quiet && std::io::stderr().is_terminal();
     let quiet = a.quiet;
     let upstream = dbscope_core::redact::redact(&a.upstream);
-    let listening = |addr: std::net::SocketAddr| {
+    let listening = |addr: &proxy::Listening| {
         if !quiet {
             eprintln!(
                 "dbscope: capturing: clients connect to {addr} (forwarded to {upstream}); Ctrl-C stops and keeps everything"

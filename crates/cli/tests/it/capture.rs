@@ -297,6 +297,138 @@ fn psql_through_the_proxy() {
     assert!(text.contains("errors    1"), "{text}");
 }
 
+/// The proxy on a Unix socket (what libpq reaches with host=DIR port=N), with big messages both
+/// ways at once: a 4 MB COPY in and 4 MB results out, from two sessions, through the one event
+/// loop. The data arrives whole, every call is recorded, the socket file is gone after the stop,
+/// and a second proxy on a path that exists is refused with the reason.
+#[test]
+fn unix_socket_proxy_carries_big_messages_both_ways() {
+    let pg = PgCluster::shared();
+    let d = tempdir();
+    let db = pg.create_db("cap_unix");
+    pg.query(&db, "CREATE TABLE big (n int, pad text)");
+    let sock_dir = d.path().join("sock");
+    std::fs::create_dir(&sock_dir).unwrap();
+    let sock = sock_dir.join(".s.PGSQL.6543");
+    let out = d.path().join("cap");
+    let mut child = dbscope(d.path())
+        .args([
+            "capture",
+            "proxy",
+            "--listen",
+            s(&sock),
+            "--upstream",
+            &upstream(pg),
+        ])
+        .args(["--out", s(&out), "--threads", "2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("dbscope starts");
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(
+        line.contains(&format!("clients connect to {}", sock.display())),
+        "{line}"
+    );
+    fails(
+        d.path(),
+        &[
+            "capture",
+            "proxy",
+            "--listen",
+            s(&sock),
+            "--upstream",
+            &upstream(pg),
+            "--out",
+            s(&d.path().join("cap2")),
+        ],
+        2,
+        &["already exists", "remove it if nothing listens"],
+    );
+    let copy_in: String = (0..40_000)
+        .map(|i| format!("{i}\t{}\n", "y".repeat(100)))
+        .collect();
+    let psql = |stdin: String| {
+        let mut c = Command::new(pg.psql())
+            .args([
+                "-X",
+                "-q",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-h",
+                s(&sock_dir),
+                "-p",
+                "6543",
+            ])
+            .args(["-U", pg.user(), "-d", &db])
+            .env("PGPASSWORD", pg.password())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut input = c.stdin.take().unwrap();
+        std::thread::spawn(move || {
+            use std::io::Write;
+            input.write_all(stdin.as_bytes()).unwrap();
+        });
+        c
+    };
+    let loader = psql(format!("\\copy big from stdin\n{copy_in}\\.\n"));
+    let reader =
+        psql("SELECT length(repeat('x', 4000000)) AS a, repeat('z', 4000000) AS b;\n".into());
+    let (loaded, read) = (
+        loader.wait_with_output().unwrap(),
+        reader.wait_with_output().unwrap(),
+    );
+    assert!(
+        loaded.status.success(),
+        "{}",
+        String::from_utf8_lossy(&loaded.stderr)
+    );
+    assert!(
+        read.status.success(),
+        "{}",
+        String::from_utf8_lossy(&read.stderr)
+    );
+    let text = String::from_utf8_lossy(&read.stdout);
+    assert!(
+        text.contains("4000000 | zzzz"),
+        "{}",
+        &text[..200.min(text.len())]
+    );
+    assert!(text.contains(&"z".repeat(4_000_000)));
+    assert_eq!(
+        pg.query(&db, "SELECT count(*) || ' ' || sum(length(pad)) FROM big"),
+        "40000 4000000"
+    );
+    // SAFETY: kill(2) on our own child's pid.
+    #[allow(unsafe_code)]
+    let r = unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    assert_eq!(r, 0);
+    assert!(child.wait().unwrap().success());
+    assert!(!sock.exists(), "the socket file is removed at the stop");
+    let calls = calls(&out);
+    let copy = calls
+        .iter()
+        .find(|c| c["copy"] == "in")
+        .unwrap_or_else(|| panic!("no COPY call in {calls:?}"));
+    assert_eq!(copy["rows"], 40_000);
+    let select = calls
+        .iter()
+        .find(|c| {
+            c["sql"]
+                .as_str()
+                .unwrap()
+                .starts_with("SELECT length(repeat")
+        })
+        .unwrap_or_else(|| panic!("no SELECT call in {calls:?}"));
+    assert_eq!(select["rows"], 1);
+    assert!(select.get("error").is_none_or(|e| e.is_null()), "{select}");
+}
+
 /// A wrong password through the proxy: the client sees the server's own error, the capture keeps
 /// the refused session. An unreachable upstream is refused before anything is recorded.
 #[test]

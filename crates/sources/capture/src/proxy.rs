@@ -1,19 +1,20 @@
 //! `dbscope capture proxy`: a PostgreSQL wire-protocol proxy that forwards every byte unchanged and
 //! records every call of every session (see [`crate::calls`]) into a capture.
 //!
-//! Each client connection gets two threads, one per direction, each blocked in `read` on its
-//! socket: a message costs one wake-up, as it would through the server's own socket, and a slow
-//! direction never holds up the other. What the client sends is read by the tracker *before* it
-//! is forwarded (so the server's answer can never be seen before the request it answers); what
-//! the server sends is forwarded first and read afterwards. Authentication passes through
+//! Every session is served by one event loop (tokio, one thread by default): a thread wakes only
+//! when no socket was ready, so under load one wake-up serves many messages, and a slow direction
+//! never holds up the other. What the client sends is read by the tracker *before* it is
+//! forwarded (so the server's answer can never be seen before the request it answers); what the
+//! server sends is forwarded first and read afterwards. Authentication passes through
 //! untouched (password, MD5, SCRAM-SHA-256: the proxy never sees a password in clear, and the
 //! `PasswordMessage` body is not even kept in memory). TLS is declined (`N` to an `SSLRequest` or
 //! `GSSENCRequest`): a client with `sslmode=prefer` (libpq's default) goes on in clear, one with
 //! `sslmode=require` is refused by its own library, which says so.
 
-use std::io::{self, BufWriter, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::os::unix::net::UnixStream;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::{self, BufWriter, Write as _};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -21,9 +22,11 @@ use std::time::{Duration, Instant};
 
 use dbscope_core::manifest::{Manifest, Outcome, TargetInfo, WorkloadInfo};
 use dbscope_core::redact::redact;
-use dbscope_core::{Recorder, Recording, RunClock, StopSignal};
+use dbscope_core::{Recorder, Recording, RunClock, Sessions, StopSignal};
 use dbscope_lab::db::{connect_socket, RawSocket};
 use serde_json::json;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::watch;
 
 use crate::calls::{Call, Tracker};
 use crate::fingerprint::fingerprint;
@@ -34,14 +37,17 @@ use crate::{CaptureError, CALLS_FILE};
 
 /// How long a client may take to send its startup message.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
-/// How often blocked reads look at the stop signal.
-const POLL: Duration = Duration::from_millis(200);
-/// How often the calls file is flushed (so a crash loses at most this much).
+/// How often the accept loop looks at the stop signal and the duration.
+const POLL: Duration = Duration::from_millis(100);
+/// How often the calls file is written and flushed (so a crash loses at most this much).
 const FLUSH_EVERY: Duration = Duration::from_millis(200);
+/// Bytes read at once from a socket.
+const BUF: usize = 1 << 16;
 
 /// What to run.
 pub struct ProxyConfig {
-    /// Address to listen on, e.g. `127.0.0.1:6543`.
+    /// Where to listen: `IP:PORT` (TCP), or a path (a Unix socket, e.g. `/tmp/.s.PGSQL.6543`, which
+    /// libpq clients reach with `host=/tmp port=6543`).
     pub listen: String,
     /// The server, as a libpq connection string (only where it is: host, port, socket).
     pub upstream: String,
@@ -49,8 +55,28 @@ pub struct ProxyConfig {
     pub out: PathBuf,
     /// Stop by itself after this long (else on the stop signal only).
     pub duration: Option<Duration>,
+    /// Threads forwarding (1: one event loop for every session, the least wake-ups).
+    pub threads: usize,
     /// The command line, for the manifest (redacted there).
     pub command_line: Vec<String>,
+}
+
+/// Where the proxy listens, once it does.
+#[derive(Debug, Clone)]
+pub enum Listening {
+    /// A TCP address (a port 0 asked for is resolved).
+    Tcp(SocketAddr),
+    /// A Unix socket's path.
+    Unix(PathBuf),
+}
+
+impl fmt::Display for Listening {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Listening::Tcp(a) => write!(f, "{a}"),
+            Listening::Unix(p) => write!(f, "{}", p.display()),
+        }
+    }
 }
 
 /// What a capture recorded.
@@ -68,7 +94,7 @@ pub struct ProxySummary {
     pub seconds: f64,
 }
 
-/// Live figures, shared by the session threads.
+/// Live figures, shared by the sessions.
 #[derive(Default)]
 pub struct Live {
     /// Sessions so far.
@@ -87,8 +113,19 @@ pub struct Live {
     pub unmatched: AtomicU64,
 }
 
-/// The calls file, written by every session.
+/// One line of the calls file, waiting to be written. (Nearly every line is a call: boxing the
+/// call to shrink the rare session line would cost an allocation per call.)
+#[allow(clippy::large_enum_variant)]
+enum Line {
+    Call(Call),
+    Session(serde_json::Value),
+}
+
+/// The calls file. Sessions hand it finished calls (a push under a lock, nothing else on the
+/// forwarding path); [`CallsFile::flush`], called by the recording thread every [`FLUSH_EVERY`],
+/// turns them into JSON and writes them.
 pub(crate) struct CallsFile {
+    pending: Mutex<Vec<Line>>,
     out: Mutex<BufWriter<std::fs::File>>,
     error: Mutex<Option<String>>,
     path: PathBuf,
@@ -98,23 +135,50 @@ impl CallsFile {
     fn create(path: &Path) -> Result<Self, CaptureError> {
         let f = std::fs::File::create(path).map_err(|e| CaptureError::io(path, e))?;
         Ok(CallsFile {
+            pending: Mutex::new(Vec::new()),
             out: Mutex::new(BufWriter::with_capacity(1 << 16, f)),
             error: Mutex::new(None),
             path: path.to_path_buf(),
         })
     }
 
-    /// Appends lines (each a JSON object ending in a newline); the first failure is kept.
-    fn write(&self, text: &str) {
-        let mut out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Err(e) = out.write_all(text.as_bytes()) {
-            self.fail(e);
+    fn push_calls(&self, done: Vec<Call>) {
+        if done.is_empty() {
+            return;
         }
+        let mut p = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        p.extend(done.into_iter().map(Line::Call));
     }
 
+    fn push_session(&self, line: serde_json::Value) {
+        let mut p = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        p.push(Line::Session(line));
+    }
+
+    /// Writes what the sessions handed in so far and flushes; the first failure is kept.
     fn flush(&self) {
+        let lines =
+            std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner));
         let mut out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Err(e) = out.flush() {
+        let mut text = String::new();
+        for l in lines {
+            match l {
+                Line::Call(c) => {
+                    let mut v = serde_json::to_value(&c).unwrap_or_default();
+                    v["type"] = json!("call");
+                    text.push_str(&v.to_string());
+                }
+                Line::Session(v) => text.push_str(&v.to_string()),
+            }
+            text.push('\n');
+            if text.len() >= 1 << 16 {
+                if let Err(e) = out.write_all(text.as_bytes()) {
+                    self.fail(e);
+                }
+                text.clear();
+            }
+        }
+        if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
             self.fail(e);
         }
     }
@@ -125,70 +189,97 @@ impl CallsFile {
     }
 }
 
-/// One side of a session: a TCP or Unix socket.
-enum Sock {
-    Tcp(TcpStream),
-    Unix(UnixStream),
+/// The reading half of a socket (TCP or Unix).
+type Reader = Box<dyn AsyncRead + Unpin + Send>;
+/// The writing half of a socket (TCP or Unix).
+type Writer = Box<dyn AsyncWrite + Unpin + Send>;
+
+/// The listening socket.
+enum Listener {
+    Tcp(tokio::net::TcpListener),
+    Unix(tokio::net::UnixListener, PathBuf),
 }
 
-impl Sock {
-    fn try_clone(&self) -> io::Result<Sock> {
-        Ok(match self {
-            Sock::Tcp(s) => Sock::Tcp(s.try_clone()?),
-            Sock::Unix(s) => Sock::Unix(s.try_clone()?),
-        })
-    }
-
-    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        match self {
-            Sock::Tcp(s) => s.set_read_timeout(t),
-            Sock::Unix(s) => s.set_read_timeout(t),
+impl Listener {
+    /// Binds `spec`: a path (anything with a `/`) is a Unix socket, the rest `IP:PORT`.
+    fn bind(spec: &str) -> Result<(Listener, Listening), String> {
+        if spec.contains('/') {
+            let path = PathBuf::from(spec);
+            if path.exists() {
+                return Err(format!(
+                    "{spec} already exists (another proxy or server listening there, or a socket left \
+                     by one that died: remove it if nothing listens)"
+                ));
+            }
+            let l = tokio::net::UnixListener::bind(&path).map_err(|e| e.to_string())?;
+            Ok((Listener::Unix(l, path.clone()), Listening::Unix(path)))
+        } else {
+            let std = std::net::TcpListener::bind(spec).map_err(|e| e.to_string())?;
+            let addr = std.local_addr().map_err(|e| e.to_string())?;
+            std.set_nonblocking(true).map_err(|e| e.to_string())?;
+            let l = tokio::net::TcpListener::from_std(std).map_err(|e| e.to_string())?;
+            Ok((Listener::Tcp(l), Listening::Tcp(addr)))
         }
     }
 
-    fn shutdown(&self, how: Shutdown) {
-        let _ = match self {
-            Sock::Tcp(s) => s.shutdown(how),
-            Sock::Unix(s) => s.shutdown(how),
-        };
-    }
-}
-
-impl Read for Sock {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+    /// The next client: its halves and what to call it in the capture.
+    async fn accept(&self) -> io::Result<(Reader, Writer, String)> {
         match self {
-            Sock::Tcp(s) => s.read(buf),
-            Sock::Unix(s) => s.read(buf),
+            Listener::Tcp(l) => {
+                let (s, addr) = l.accept().await?;
+                let _ = s.set_nodelay(true);
+                let (r, w) = s.into_split();
+                Ok((Box::new(r), Box::new(w), addr.to_string()))
+            }
+            Listener::Unix(l, path) => {
+                let (s, _) = l.accept().await?;
+                let (r, w) = s.into_split();
+                Ok((Box::new(r), Box::new(w), format!("unix:{}", path.display())))
+            }
         }
     }
 }
 
-impl Write for Sock {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Sock::Tcp(s) => s.write(buf),
-            Sock::Unix(s) => s.write(buf),
+impl Drop for Listener {
+    fn drop(&mut self) {
+        if let Listener::Unix(_, path) = self {
+            let _ = std::fs::remove_file(path);
         }
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
     }
 }
 
 /// Runs the proxy until `stop` fires (or `duration` passes): accepts clients, forwards, records.
 /// `progress` is called about every second with the live figures.
-/// `listening` is told the address listened on (a port 0 in `listen` is chosen by the system)
+/// `listening` is told where the proxy listens (a port 0 in `listen` is chosen by the system)
 /// once the upstream has answered and the capture has begun.
+///
+/// Every session is served by one event loop ([`ProxyConfig::threads`] = 1, the default) or a
+/// few: a message costs the proxy a `read` and a `write`, and a thread wakes only when nothing was
+/// ready, so under load one wake-up serves many messages. (One thread per direction per session
+/// costs two wake-ups per round trip: on two cores that halved `pgbench -S`.) Writing the calls
+/// file happens on the recording thread, off the forwarding path.
 pub fn run(
     cfg: &ProxyConfig,
     stop: &Arc<StopSignal>,
-    listening: impl FnOnce(SocketAddr),
+    listening: impl FnOnce(&Listening),
     mut progress: impl FnMut(&Live, Duration),
 ) -> Result<ProxySummary, CaptureError> {
-    let cannot =
-        |e: io::Error| CaptureError::Config(format!("cannot listen on {}: {e}", cfg.listen));
-    let listener = TcpListener::bind(&cfg.listen).map_err(cannot)?;
-    let local = listener.local_addr().map_err(cannot)?;
+    let rt = match cfg.threads {
+        0 | 1 => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        n => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(n)
+            .thread_name("capture-proxy")
+            .enable_all()
+            .build(),
+    }
+    .map_err(|e| CaptureError::Config(format!("cannot start the proxy: {e}")))?;
+    let (listener, local) = {
+        let _in = rt.enter();
+        Listener::bind(&cfg.listen)
+            .map_err(|e| CaptureError::Config(format!("cannot listen on {}: {e}", cfg.listen)))?
+    };
     // The upstream must be reachable now: better said at once than at the first client.
     match connect_socket(&cfg.upstream) {
         Ok(s) => drop(s),
@@ -199,7 +290,7 @@ pub fn run(
             )))
         }
     }
-    let mut params = std::collections::BTreeMap::new();
+    let mut params = BTreeMap::new();
     params.insert("listen".to_string(), json!(cfg.listen));
     let mut manifest = Manifest::new(
         "capture",
@@ -220,68 +311,23 @@ pub fn run(
     let clock = rec.start_clock()?;
     let (sessions, batches) = rec.sessions(&clock, 0, 256);
     let live = Arc::new(Live::default());
-    listener
-        .set_nonblocking(true)
-        .map_err(|e| CaptureError::Config(format!("cannot listen on {}: {e}", cfg.listen)))?;
     let started = Instant::now();
-    listening(local);
-    let accept = {
-        let clock = clock.clone();
-        let (stop, live, calls, upstream) = (
-            Arc::clone(stop),
-            Arc::clone(&live),
-            Arc::clone(&calls),
-            cfg.upstream.clone(),
-        );
+    listening(&local);
+    let base = Arc::new(Base {
+        upstream: cfg.upstream.clone(),
+        clock,
+        calls: Arc::clone(&calls),
+        live: Arc::clone(&live),
+    });
+    let forward = {
+        let stop = Arc::clone(stop);
         let duration = cfg.duration;
         std::thread::Builder::new()
-            .name("capture-accept".into())
+            .name("capture-proxy".into())
             .spawn(move || {
-                let mut threads = Vec::new();
-                let mut next = 0u32;
-                while !stop.is_set() {
-                    if duration.is_some_and(|d| started.elapsed() >= d) {
-                        stop.interrupt();
-                        break;
-                    }
-                    match listener.accept() {
-                        Ok((client, addr)) => {
-                            let session = next;
-                            next += 1;
-                            live.sessions.fetch_add(1, Ordering::Relaxed);
-                            let ctx = SessionCtx {
-                                session,
-                                addr,
-                                upstream: upstream.clone(),
-                                clock: clock.clone(),
-                                calls: Arc::clone(&calls),
-                                live: Arc::clone(&live),
-                                stop: Arc::clone(&stop),
-                            };
-                            let rec = sessions.recorder(session);
-                            let spawned = std::thread::Builder::new()
-                                .name(format!("capture-{session}"))
-                                .spawn(move || serve(client, ctx, rec));
-                            match spawned {
-                                Ok(h) => threads.push(h),
-                                Err(e) => stop.fail(format!("cannot start a session thread: {e}")),
-                            }
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                            std::thread::sleep(Duration::from_millis(5));
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(e) => {
-                            stop.fail(format!("accepting connections failed: {e}"));
-                            break;
-                        }
-                    }
-                    threads.retain(|h: &std::thread::JoinHandle<()>| !h.is_finished());
-                }
-                drop(sessions);
-                for h in threads {
-                    let _ = h.join();
-                }
+                rt.block_on(serve_all(listener, base, sessions, stop, duration, started));
+                // Sessions still being set up (connecting upstream) are dropped here.
+                rt.shutdown_timeout(Duration::from_secs(1));
             })
             .map_err(|e| CaptureError::Config(format!("cannot start the proxy: {e}")))?
     };
@@ -297,7 +343,7 @@ pub fn run(
             last_progress = Instant::now();
         }
     });
-    let _ = accept.join();
+    let _ = forward.join();
     calls.flush();
     let seconds = started.elapsed().as_secs_f64();
     let calls_error = calls
@@ -338,15 +384,61 @@ pub fn run(
     })
 }
 
-/// What a session thread needs.
-struct SessionCtx {
-    session: u32,
-    addr: SocketAddr,
+/// What every session needs.
+struct Base {
     upstream: String,
     clock: RunClock,
     calls: Arc<CallsFile>,
     live: Arc<Live>,
+}
+
+/// Accepts clients until the stop signal (or the duration), then stops every session and waits
+/// for them to write what they recorded.
+async fn serve_all(
+    listener: Listener,
+    base: Arc<Base>,
+    sessions: Sessions,
     stop: Arc<StopSignal>,
+    duration: Option<Duration>,
+    started: Instant,
+) {
+    let (stopping, stopped) = watch::channel(false);
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut tick = tokio::time::interval(POLL);
+    let mut next = 0u32;
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((r, w, peer)) => {
+                    let session = next;
+                    next += 1;
+                    base.live.sessions.fetch_add(1, Ordering::Relaxed);
+                    let rec = sessions.recorder(session);
+                    tasks.spawn(serve(r, w, peer, session, Arc::clone(&base), rec, stopped.clone()));
+                }
+                Err(e) if matches!(e.kind(), io::ErrorKind::Interrupted
+                    | io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset) => {}
+                Err(e) => {
+                    stop.fail(format!("accepting connections failed: {e}"));
+                    break;
+                }
+            },
+            _ = tick.tick() => {
+                if duration.is_some_and(|d| started.elapsed() >= d) {
+                    stop.interrupt();
+                }
+                if stop.is_set() {
+                    break;
+                }
+            }
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+        }
+    }
+    drop(listener);
+    let _ = stopping.send(true);
+    while tasks.join_next().await.is_some() {}
+    // The last recorder is gone with the sessions: the recording thread's pump ends.
+    drop(sessions);
 }
 
 /// What both directions of a session share.
@@ -356,61 +448,82 @@ struct Shared {
 }
 
 /// One client connection, from its startup message to its end.
-fn serve(client: TcpStream, ctx: SessionCtx, rec: Recorder) {
-    let _ = client.set_nodelay(true);
-    let _ = client.set_nonblocking(false);
-    ctx.live.open.fetch_add(1, Ordering::Relaxed);
-    let mut client = Sock::Tcp(client);
-    let connected = ctx.clock.now_ns();
-    let mut line = json!({"type": "session", "session": ctx.session, "connect_ns": connected,
-        "client": ctx.addr.to_string()});
-    match startup(&mut client, &ctx, &mut line) {
-        Ok(Some(upstream)) => relay(client, upstream, &ctx, rec, line),
+async fn serve(
+    mut cr: Reader,
+    mut cw: Writer,
+    peer: String,
+    session: u32,
+    base: Arc<Base>,
+    rec: Recorder,
+    stopped: watch::Receiver<bool>,
+) {
+    base.live.open.fetch_add(1, Ordering::Relaxed);
+    let connected = base.clock.now_ns();
+    let mut line = json!({"type": "session", "session": session, "connect_ns": connected,
+        "client": peer});
+    let started = tokio::select! {
+        s = startup(&mut cr, &mut cw, &base, &mut line) => s,
+        _ = until_stopped(stopped.clone()) => Ok(None),
+    };
+    match started {
+        Ok(Some((ur, uw))) => relay(cr, cw, ur, uw, session, &base, rec, line, stopped).await,
         Ok(None) => {}
         Err(why) => {
             line["error"] = json!(why);
-            line["disconnect_ns"] = json!(ctx.clock.now_ns());
-            ctx.calls.write(&format!("{line}\n"));
+            line["disconnect_ns"] = json!(base.clock.now_ns());
+            base.calls.push_session(line);
         }
     }
-    ctx.live.open.fetch_sub(1, Ordering::Relaxed);
+    base.live.open.fetch_sub(1, Ordering::Relaxed);
+}
+
+async fn until_stopped(mut stopped: watch::Receiver<bool>) {
+    let _ = stopped.wait_for(|s| *s).await;
 }
 
 /// Reads the client's startup message (declining TLS and GSS encryption), connects to the
 /// upstream and sends it there. `None` for a cancel request (forwarded, nothing to record).
-fn startup(
-    client: &mut Sock,
-    ctx: &SessionCtx,
+async fn startup(
+    cr: &mut Reader,
+    cw: &mut Writer,
+    base: &Base,
     line: &mut serde_json::Value,
-) -> Result<Option<Sock>, String> {
-    client
-        .set_read_timeout(Some(STARTUP_TIMEOUT))
-        .map_err(|e| e.to_string())?;
+) -> Result<Option<(Reader, Writer)>, String> {
     loop {
         let mut head = [0u8; 8];
-        client
-            .read_exact(&mut head)
-            .map_err(|e| format!("no startup message from the client: {e}"))?;
+        match tokio::time::timeout(STARTUP_TIMEOUT, cr.read_exact(&mut head)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(format!("no startup message from the client: {e}")),
+            Err(_) => {
+                return Err(format!(
+                    "no startup message from the client in {} s",
+                    STARTUP_TIMEOUT.as_secs()
+                ))
+            }
+        }
         let len = u32::from_be_bytes([head[0], head[1], head[2], head[3]]) as usize;
         let code = u32::from_be_bytes([head[4], head[5], head[6], head[7]]);
         if !(8..=10_000).contains(&len) {
             return Err(format!("not a PostgreSQL startup message (length {len})"));
         }
         let mut rest = vec![0u8; len - 8];
-        client
-            .read_exact(&mut rest)
-            .map_err(|e| format!("startup message cut short: {e}"))?;
+        match tokio::time::timeout(STARTUP_TIMEOUT, cr.read_exact(&mut rest)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(format!("startup message cut short: {e}")),
+            Err(_) => return Err("startup message cut short: timed out".to_string()),
+        }
+        let mut msg = head.to_vec();
+        msg.extend_from_slice(&rest);
         match code {
             SSL_REQUEST | GSSENC_REQUEST => {
-                client
-                    .write_all(b"N")
+                cw.write_all(b"N")
+                    .await
                     .map_err(|e| format!("client went away: {e}"))?;
             }
             CANCEL_REQUEST => {
-                let mut up = open_upstream(&ctx.upstream)?;
-                let mut msg = head.to_vec();
-                msg.extend_from_slice(&rest);
-                let _ = up.write_all(&msg);
+                let (_, mut uw) = open_upstream(&base.upstream).await?;
+                let _ = uw.write_all(&msg).await;
+                let _ = uw.shutdown().await;
                 return Ok(None);
             }
             PROTOCOL_3 => {
@@ -419,43 +532,60 @@ fn startup(
                         line[k] = json!(v);
                     }
                 }
-                let mut up = match open_upstream(&ctx.upstream) {
+                let (ur, mut uw) = match open_upstream(&base.upstream).await {
                     Ok(up) => up,
                     Err(why) => {
-                        let _ = client.write_all(&error_response(&format!(
-                            "dbscope capture proxy: cannot reach the upstream server: {why}"
-                        )));
+                        let _ = cw
+                            .write_all(&error_response(&format!(
+                                "dbscope capture proxy: cannot reach the upstream server: {why}"
+                            )))
+                            .await;
                         return Err(why);
                     }
                 };
-                let mut msg = head.to_vec();
-                msg.extend_from_slice(&rest);
-                up.write_all(&msg)
+                uw.write_all(&msg)
+                    .await
                     .map_err(|e| format!("upstream went away: {e}"))?;
-                client
-                    .set_read_timeout(Some(POLL))
-                    .map_err(|e| e.to_string())?;
-                return Ok(Some(up));
+                return Ok(Some((ur, uw)));
             }
             other => {
-                let _ = client.write_all(&error_response(&format!(
-                    "dbscope capture proxy: unsupported protocol {}.{}",
-                    other >> 16,
-                    other & 0xffff
-                )));
+                let _ = cw
+                    .write_all(&error_response(&format!(
+                        "dbscope capture proxy: unsupported protocol {}.{}",
+                        other >> 16,
+                        other & 0xffff
+                    )))
+                    .await;
                 return Err(format!("unsupported protocol version code {other}"));
             }
         }
     }
 }
 
-fn open_upstream(spec: &str) -> Result<Sock, String> {
-    let s = match connect_socket(spec)? {
-        RawSocket::Tcp(s) => Sock::Tcp(s),
-        RawSocket::Unix(s) => Sock::Unix(s),
+/// Connects to the upstream (libpq's rules, on a blocking-pool thread: the event loop goes on).
+async fn open_upstream(spec: &str) -> Result<(Reader, Writer), String> {
+    let spec = spec.to_string();
+    let raw = tokio::task::spawn_blocking(move || connect_socket(&spec))
+        .await
+        .map_err(|e| format!("connecting failed: {e}"))??;
+    let halves = match raw {
+        RawSocket::Tcp(s) => {
+            let _ = s.set_nodelay(true);
+            s.set_nonblocking(true).map_err(|e| e.to_string())?;
+            let (r, w) = tokio::net::TcpStream::from_std(s)
+                .map_err(|e| e.to_string())?
+                .into_split();
+            (Box::new(r) as Reader, Box::new(w) as Writer)
+        }
+        RawSocket::Unix(s) => {
+            s.set_nonblocking(true).map_err(|e| e.to_string())?;
+            let (r, w) = tokio::net::UnixStream::from_std(s)
+                .map_err(|e| e.to_string())?
+                .into_split();
+            (Box::new(r) as Reader, Box::new(w) as Writer)
+        }
     };
-    s.set_read_timeout(Some(POLL)).map_err(|e| e.to_string())?;
-    Ok(s)
+    Ok(halves)
 }
 
 /// A FATAL `ErrorResponse` (SQLSTATE 08006) with `message`.
@@ -489,102 +619,87 @@ fn server_keeps(kind: u8) -> bool {
 }
 
 /// Forwards both directions until either side closes or the capture stops; records the calls.
-fn relay(client: Sock, upstream: Sock, ctx: &SessionCtx, rec: Recorder, line: serde_json::Value) {
+/// What the client sends is given to the tracker before it is forwarded; what the server sends
+/// is forwarded first. Each direction waits on its own socket, so a slow side never holds up the
+/// other (a client writing a long COPY while its answers pile up is served both ways).
+#[allow(clippy::too_many_arguments)]
+async fn relay(
+    mut cr: Reader,
+    mut cw: Writer,
+    mut ur: Reader,
+    mut uw: Writer,
+    session: u32,
+    base: &Base,
+    rec: Recorder,
+    mut line: serde_json::Value,
+    stopped: watch::Receiver<bool>,
+) {
     let shared = Mutex::new(Shared {
-        tracker: Tracker::new(ctx.session),
+        tracker: Tracker::new(session),
         rec,
     });
-    let (Ok(client2), Ok(upstream2)) = (client.try_clone(), upstream.try_clone()) else {
-        return;
-    };
-    let mut session_line = line;
-    std::thread::scope(|scope| {
-        // Server to client.
-        scope.spawn(|| {
-            let (mut from, mut to) = (upstream2, client2);
-            let mut framer = Framer::new(server_keeps);
-            let mut buf = vec![0u8; 1 << 16];
-            while let Some(n) = read_some(&mut from, &mut buf, ctx) {
-                let t = ctx.clock.now_ns();
-                if to.write_all(&buf[..n]).is_err() {
-                    break;
-                }
-                ctx.live.bytes_out.fetch_add(n as u64, Ordering::Relaxed);
-                let done = {
-                    let mut s = shared.lock().unwrap_or_else(PoisonError::into_inner);
-                    let s = &mut *s;
-                    framer.feed(&buf[..n], |m| s.tracker.server(&m, t));
-                    take_done(s, ctx)
-                };
-                write_calls(&done, ctx);
-            }
-            from.shutdown(Shutdown::Both);
-            to.shutdown(Shutdown::Both);
-        });
-        // Client to server, here.
-        let (mut from, mut to) = (client, upstream);
+    let lock = || shared.lock().unwrap_or_else(PoisonError::into_inner);
+    let client_to_server = async {
         let mut framer = Framer::new(client_keeps);
-        let mut buf = vec![0u8; 1 << 16];
-        while let Some(n) = read_some(&mut from, &mut buf, ctx) {
-            let t = ctx.clock.now_ns();
+        let mut buf = vec![0u8; BUF];
+        while let Ok(n @ 1..) = cr.read(&mut buf).await {
+            let t = base.clock.now_ns();
             {
-                let mut s = shared.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut s = lock();
                 framer.feed(&buf[..n], |m| s.tracker.client(&m, t));
             }
-            if to.write_all(&buf[..n]).is_err() {
+            if uw.write_all(&buf[..n]).await.is_err() {
                 break;
             }
-            ctx.live.bytes_in.fetch_add(n as u64, Ordering::Relaxed);
+            base.live.bytes_in.fetch_add(n as u64, Ordering::Relaxed);
         }
-        from.shutdown(Shutdown::Both);
-        to.shutdown(Shutdown::Both);
-    });
-    let end = ctx.clock.now_ns();
+    };
+    let server_to_client = async {
+        let mut framer = Framer::new(server_keeps);
+        let mut buf = vec![0u8; BUF];
+        while let Ok(n @ 1..) = ur.read(&mut buf).await {
+            let t = base.clock.now_ns();
+            if cw.write_all(&buf[..n]).await.is_err() {
+                break;
+            }
+            base.live.bytes_out.fetch_add(n as u64, Ordering::Relaxed);
+            let done = {
+                let mut s = lock();
+                let s = &mut *s;
+                framer.feed(&buf[..n], |m| s.tracker.server(&m, t));
+                take_done(s, base)
+            };
+            base.calls.push_calls(done);
+        }
+    };
+    // The first direction to end ends the session: the other is dropped, closing both sockets.
+    tokio::select! {
+        _ = client_to_server => {}
+        _ = server_to_client => {}
+        _ = until_stopped(stopped) => {}
+    }
+    let end = base.clock.now_ns();
     let mut s = shared.into_inner().unwrap_or_else(PoisonError::into_inner);
     s.tracker.end(end);
-    let done = take_done(&mut s, ctx);
-    write_calls(&done, ctx);
+    let done = take_done(&mut s, base);
+    base.calls.push_calls(done);
     s.rec.flush();
-    ctx.live
+    base.live
         .unmatched
         .fetch_add(s.tracker.unmatched, Ordering::Relaxed);
     if let Some((code, message)) = &s.tracker.startup_error {
-        session_line["error"] = json!(format!("{code}: {message}"));
+        line["error"] = json!(format!("{code}: {message}"));
     }
-    session_line["ready"] = json!(s.tracker.is_ready());
-    session_line["disconnect_ns"] = json!(end);
+    line["ready"] = json!(s.tracker.is_ready());
+    line["disconnect_ns"] = json!(end);
     if s.tracker.unmatched > 0 {
-        session_line["unmatched_answers"] = json!(s.tracker.unmatched);
+        line["unmatched_answers"] = json!(s.tracker.unmatched);
     }
-    ctx.calls.write(&format!("{session_line}\n"));
-}
-
-/// The next bytes from `from` into `buf`: their count, or `None` at the end of the stream, on an
-/// error, or once the capture stops (a read times out every [`POLL`] to look).
-fn read_some(from: &mut Sock, buf: &mut [u8], ctx: &SessionCtx) -> Option<usize> {
-    loop {
-        match from.read(buf) {
-            Ok(0) => return None,
-            Ok(n) => return Some(n),
-            Err(e) if is_timeout(&e) => {
-                if ctx.stop.is_set() {
-                    return None;
-                }
-            }
-            Err(_) => return None,
-        }
-    }
-}
-
-fn is_timeout(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
-    )
+    base.calls.push_session(line);
 }
 
 /// Takes the finished calls and records their events (under the session's lock).
-fn take_done(s: &mut Shared, ctx: &SessionCtx) -> Vec<Call> {
+fn take_done(s: &mut Shared, base: &Base) -> Vec<Call> {
     if s.tracker.done.is_empty() {
         return Vec::new();
     }
@@ -601,11 +716,11 @@ fn take_done(s: &mut Shared, ctx: &SessionCtx) -> Vec<Call> {
             (None, _, _) => s.rec.ok(name, c.start_ns, c.end_ns, c.rows),
         }
     }
-    ctx.live
+    base.live
         .calls
         .fetch_add(done.len() as u64, Ordering::Relaxed);
     let errors = done.iter().filter(|c| c.error.is_some()).count();
-    ctx.live.errors.fetch_add(errors as u64, Ordering::Relaxed);
+    base.live.errors.fetch_add(errors as u64, Ordering::Relaxed);
     done
 }
 
@@ -623,18 +738,4 @@ pub fn event_name(c: &Call) -> String {
     } else {
         f
     }
-}
-
-fn write_calls(done: &[Call], ctx: &SessionCtx) {
-    if done.is_empty() {
-        return;
-    }
-    let mut text = String::new();
-    for c in done {
-        let mut v = serde_json::to_value(c).unwrap_or_default();
-        v["type"] = json!("call");
-        text.push_str(&v.to_string());
-        text.push('\n');
-    }
-    ctx.calls.write(&text);
 }
