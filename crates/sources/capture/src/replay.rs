@@ -294,6 +294,8 @@ struct Tally {
     examples: BTreeMap<&'static str, Vec<serde_json::Value>>,
     divergences: Vec<serde_json::Value>,
     lags_ns: Vec<u64>,
+    /// Lags of the calls the commit order did not hold back (the replayer's own precision).
+    free_lags_ns: Vec<u64>,
     sync_waits: u64,
     sync_timeouts: u64,
     connect_errors: Vec<String>,
@@ -316,6 +318,7 @@ impl Tally {
         }
         self.divergences.extend(o.divergences);
         self.lags_ns.extend(o.lags_ns);
+        self.free_lags_ns.extend(o.free_lags_ns);
         self.sync_waits += o.sync_waits;
         self.sync_timeouts += o.sync_timeouts;
         self.connect_errors.extend(o.connect_errors);
@@ -449,6 +452,7 @@ fn replay_session(s: &SessionPlan, ctx: &Ctx<'_>, mut rec: Recorder) -> Tally {
         if let Some(at) = scheduled {
             ctx.sleep_until(at);
         }
+        let mut held = false;
         if ctx.cfg.sync_commit {
             // Never the session's own commit at or after this call (it cannot have happened).
             let own_next = ctx
@@ -471,6 +475,7 @@ fn replay_session(s: &SessionPlan, ctx: &Ctx<'_>, mut rec: Recorder) -> Tally {
                 .min(own_next);
             let reached = ctx.order.state.lock().map(|s| s.1).unwrap_or(k);
             if reached < k {
+                held = true;
                 t.sync_waits += 1;
                 let limit = match in_transaction {
                     true => SYNC_TIMEOUT_IN_TRANSACTION,
@@ -518,6 +523,9 @@ fn replay_session(s: &SessionPlan, ctx: &Ctx<'_>, mut rec: Recorder) -> Tally {
         let end = rec.now();
         if let Some(at) = scheduled {
             t.lags_ns.push(start.saturating_sub(at));
+            if !held {
+                t.free_lags_ns.push(start.saturating_sub(at));
+            }
         }
         t.replayed += 1;
         match answer {
@@ -818,6 +826,31 @@ fn section(t: &Tally, plan: &Plan, s: &ReplaySummary, cfg: &ReplayConfig) -> Cou
         }
     }
     if cfg.sync_commit {
+        let mut free = t.free_lags_ns.clone();
+        free.sort_unstable();
+        for (key, label, q) in [
+            (
+                "free_lag_p50_us",
+                "  of calls not held by the commit order p50",
+                0.5,
+            ),
+            (
+                "free_lag_p99_us",
+                "  of calls not held by the commit order p99",
+                0.99,
+            ),
+            (
+                "free_lag_max_us",
+                "  of calls not held by the commit order max",
+                1.0,
+            ),
+        ] {
+            if let Some(v) = quantile(&free, q) {
+                counters.push(
+                    Counter::new(key, label, CounterValue::Float(v as f64 / 1e3), "µs").decimals(0),
+                );
+            }
+        }
         counters.push(Counter::new(
             "sync_waits",
             "calls that waited for an earlier commit",
