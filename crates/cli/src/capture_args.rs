@@ -184,6 +184,13 @@ pub struct ReplayArgs {
     /// Keep the captured commit order across sessions (`commit`) or not (`none`).
     #[arg(long, value_enum, default_value = "commit")]
     pub sync: SyncArg,
+    /// With --sync commit, a write (anything but a read) waits for the commits that ended before
+    /// its own captured end, and up to this much after it: the capture can see a commit's answer
+    /// a little after the answer of a write that waited for that commit's locks. Less slack, less
+    /// waiting; too little, and a write can take a lock before the commit it waited for in the
+    /// capture (the replay then goes ahead after 50 ms and counts it).
+    #[arg(long, value_name = "DURATION", default_value = "2ms", value_parser = crate::parse::parse_duration)]
+    pub sync_slack: Duration,
     /// The run directory to create (default: runs/<timestamp>-replay).
     #[arg(long, value_name = "RUN")]
     pub out: Option<PathBuf>,

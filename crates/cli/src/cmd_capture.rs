@@ -152,6 +152,7 @@ pub fn cmd_replay(a: crate::capture_args::ReplayArgs) -> Result<u8, Exit> {
         out: out.clone(),
         speed: a.speed.0,
         sync_commit: a.sync == crate::capture_args::SyncArg::Commit,
+        sync_slack: a.sync_slack,
         restored_from: a.restore.clone(),
         command_line: redacted_command_line(),
     };

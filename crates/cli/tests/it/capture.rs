@@ -592,6 +592,8 @@ fn capture_reset_replay_gives_the_same_database() {
                 &rp,
                 "--speed",
                 speed,
+                "--sync-slack",
+                "3ms",
                 "--out",
                 s(&run),
                 "-q",
@@ -607,6 +609,10 @@ fn capture_reset_replay_gives_the_same_database() {
         assert_eq!(replay["replayed"], calls as u64, "{replay}");
         assert_eq!(replay["diverged"], 0, "{replay}");
         assert_eq!(replay["not_replayed"], 0, "{replay}");
+        let manifest: Value =
+            serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap())
+                .unwrap();
+        assert_eq!(manifest["workload"]["params"]["sync_slack_us"], 3000);
         if speed == "1" {
             // The lag of the calls the commit order did not hold is a part of all the lags.
             let (free, all) = (&replay["free_lag_max_us"], &replay["lag_max_us"]);

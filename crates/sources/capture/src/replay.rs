@@ -65,6 +65,9 @@ pub struct ReplayConfig {
     pub speed: Speed,
     /// Keep the captured commit order across sessions.
     pub sync_commit: bool,
+    /// With `sync_commit`: how long after a write's captured end a commit may have been seen and
+    /// still be waited for (see [`sync_bound`]; [`DEFAULT_SYNC_SLACK`] unless said).
+    pub sync_slack: Duration,
     /// The restore point the target was reset to first (recorded in the manifest).
     pub restored_from: Option<String>,
     /// The command line (redacted in the manifest).
@@ -126,16 +129,17 @@ fn is_commit_point(c: &Call) -> bool {
 ///
 /// The capture sees a commit when the proxy reads its command tag, a little after the server
 /// released the commit's locks: a write that waited for those locks can have its own tag read
-/// first. So a write also waits for commits that ended up to [`SYNC_SLACK_NS`] after it.
-fn sync_bound(c: &Call) -> u64 {
+/// first. So a write also waits for commits that ended up to a slack after it
+/// ([`ReplayConfig::sync_slack`]).
+fn sync_bound(c: &Call, slack_ns: u64) -> u64 {
     match class(&c.sql) {
         "read" => c.start_ns,
-        _ => c.end_ns + SYNC_SLACK_NS,
+        _ => c.end_ns + slack_ns,
     }
 }
 
 /// See [`sync_bound`].
-const SYNC_SLACK_NS: u64 = 2_000_000;
+pub const DEFAULT_SYNC_SLACK: Duration = Duration::from_millis(2);
 
 /// Why a call is not replayed, if it is not.
 fn not_replayed(c: &Call) -> Option<&'static str> {
@@ -454,6 +458,7 @@ fn replay_session(s: &SessionPlan, ctx: &Ctx<'_>, mut rec: Recorder) -> Tally {
         }
         let mut held = false;
         if ctx.cfg.sync_commit {
+            let slack_ns = u64::try_from(ctx.cfg.sync_slack.as_nanos()).unwrap_or(u64::MAX);
             // Never the session's own commit at or after this call (it cannot have happened).
             let own_next = ctx
                 .plan
@@ -471,7 +476,7 @@ fn replay_session(s: &SessionPlan, ctx: &Ctx<'_>, mut rec: Recorder) -> Tally {
             let k = ctx
                 .plan
                 .commits
-                .partition_point(|&end| end < sync_bound(c))
+                .partition_point(|&end| end < sync_bound(c, slack_ns))
                 .min(own_next);
             let reached = ctx.order.state.lock().map(|s| s.1).unwrap_or(k);
             if reached < k {
@@ -605,6 +610,12 @@ pub fn run(
         "sync".to_string(),
         json!(if cfg.sync_commit { "commit" } else { "none" }),
     );
+    if cfg.sync_commit {
+        params.insert(
+            "sync_slack_us".to_string(),
+            json!(cfg.sync_slack.as_micros() as u64),
+        );
+    }
     if let Some(rp) = &cfg.restored_from {
         params.insert("restore_point".to_string(), json!(rp));
     }
