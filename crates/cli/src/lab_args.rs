@@ -37,9 +37,17 @@ pub struct LabArgs {
 
     /// lookup: cache state before the lookups: `warm` reads everything once first; `cold` empties
     /// what dbscope can (new connections, SQLite's page cache, the OS page cache of the table's
-    /// files) and records what it could not (PostgreSQL's shared_buffers).
+    /// files) and records what it could not (PostgreSQL's shared_buffers, unless
+    /// --restart-cmd).
     #[arg(long, default_value = "warm", value_name = "cold|warm")]
     pub cache: String,
+
+    /// lookup --cache cold on PostgreSQL: a shell command that restarts the server, which is
+    /// what empties shared_buffers (e.g. 'pg_ctl -D /var/lib/postgresql/15/main restart -m fast
+    /// -w' or 'systemctl restart postgresql'); dbscope runs it after setup, waits until the
+    /// server accepts connections again, and records it.
+    #[arg(long, value_name = "CMD")]
+    pub restart_cmd: Option<String>,
 
     /// bulkload: distinct values of the grouped column (row id has col = (id - 1) % N).
     #[arg(long, default_value_t = 4100, value_name = "N")]
@@ -78,6 +86,7 @@ pub fn lookup(
         dist: a.dist.parse()?,
         place: Placement::from_option(a.tablespace_dir.as_deref())?,
         cache: a.cache.parse()?,
+        restart_cmd: a.restart_cmd.clone(),
         fresh,
     };
     Ok(Box::new(LookupWorkload::new(cfg, dialect)?))

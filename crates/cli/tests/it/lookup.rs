@@ -288,6 +288,116 @@ fn lookup_on_postgres_warm_hits_the_buffers() {
     );
 }
 
+/// `--cache cold --restart-cmd`: the server restarted after setup has empty shared_buffers, so
+/// the lookups read blocks (a warm run of the same lookups reads none); the restart is recorded.
+/// A restart command that fails stops the run before any lookup, saying why.
+#[test]
+fn lookup_cold_with_a_restart_reads_the_blocks() {
+    let cluster = PgCluster::throwaway(&[]);
+    let pg = &cluster;
+    let db = pg.create_db("lookup_restart");
+    let uri = pg.uri(&db);
+    let dir = tempdir();
+    let restart = pg.restart_shell_command();
+    let run_once = |out: &str, cache: &[&str]| {
+        let mut a = vec![
+            "run",
+            "lookup",
+            "--target",
+            &uri,
+            "--rows",
+            "20000",
+            "--ops",
+            "2000",
+            "--sessions",
+            "2",
+            "--out",
+            out,
+            "-q",
+        ];
+        a.extend_from_slice(cache);
+        ok(dir.path(), &a);
+        join(dir.path(), out)
+    };
+    run_once("warm1", &["--cache", "warm"]);
+    let (h0, r0) = statio(pg, &db);
+    run_once("warm2", &["--cache", "warm"]);
+    let settle = |min_hits: i64| {
+        let mut now = statio(pg, &db);
+        for _ in 0..50 {
+            if now.0 >= min_hits {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            now = statio(pg, &db);
+        }
+        now
+    };
+    let (h1, r1) = settle(h0 + 4000);
+    assert_eq!(r1 - r0, 0, "warm: no block read ({} hits)", h1 - h0);
+
+    let cold = run_once("cold", &["--cache", "cold", "--restart-cmd", &restart]);
+    let n = notes(&cold);
+    assert!(
+        n.iter()
+            .any(|l| l.starts_with("cold: server restarted by --restart-cmd")),
+        "{n:?}"
+    );
+    assert!(!n.iter().any(|l| l.contains("NOT emptied")), "{n:?}");
+    let (h2, r2) = settle(h1 + 1);
+    assert!(
+        r2 - r1 > 100,
+        "cold after a restart: the lookups read blocks ({} reads, {} hits)",
+        r2 - r1,
+        h2 - h1
+    );
+    let r = report_json(dir.path(), &cold);
+    assert_eq!(event(&r, "lookup")["count"], 2000);
+
+    fails(
+        dir.path(),
+        &[
+            "run",
+            "lookup",
+            "--target",
+            &uri,
+            "--rows",
+            "20000",
+            "--ops",
+            "10",
+            "--cache",
+            "cold",
+            "--restart-cmd",
+            "echo no such service >&2; exit 3",
+            "--out",
+            "never",
+            "-q",
+        ],
+        2,
+        &["--restart-cmd", "failed", "no such service"],
+    );
+    fails(
+        dir.path(),
+        &[
+            "run",
+            "lookup",
+            "--target",
+            &uri,
+            "--rows",
+            "20000",
+            "--cache",
+            "warm",
+            "--restart-cmd",
+            "true",
+            "--out",
+            "never2",
+            "-q",
+        ],
+        2,
+        &["--restart-cmd", "--cache cold"],
+    );
+}
+
 fn server_uid() -> Option<u32> {
     // Tests run as root start the server as `postgres`, otherwise as the current user.
     let out = std::process::Command::new("id")

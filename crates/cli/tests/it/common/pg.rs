@@ -163,6 +163,29 @@ impl PgCluster {
         );
     }
 
+    /// [`PgCluster::restart_fast`] as one shell command line (for a program that takes a restart
+    /// command, as `run lookup --restart-cmd` does).
+    pub fn restart_shell_command(&self) -> String {
+        let pg_ctl = self.bin_dir.join("pg_ctl");
+        let mut cmd = self.run_as.command(&pg_ctl);
+        cmd.args(["restart", "-m", "fast", "-w", "-t", "60", "-D"])
+            .arg(&self.data_dir)
+            .arg("-l")
+            .arg(&self.log_file);
+        let quote =
+            |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', "'\\''"));
+        let mut line = format!(
+            "cd {} && LC_ALL=C {}",
+            quote(self.base_dir.as_os_str()),
+            quote(cmd.get_program())
+        );
+        for a in cmd.get_args() {
+            line.push(' ');
+            line.push_str(&quote(a));
+        }
+        line + " </dev/null"
+    }
+
     /// Serialises the tests that measure on [`PgCluster::private`].
     pub fn private_lock() -> std::sync::MutexGuard<'static, ()> {
         static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());

@@ -88,6 +88,9 @@ pub struct LookupConfig {
     pub place: Placement,
     /// Cache state before the lookups.
     pub cache: CacheState,
+    /// `--cache cold` on PostgreSQL: a shell command that restarts the server (empties
+    /// shared_buffers).
+    pub restart_cmd: Option<String>,
     /// Drop and refill the table first.
     pub fresh: bool,
 }
@@ -112,6 +115,15 @@ impl LookupWorkload {
         }
         if cfg.rows > i64::MAX as u64 / 2 {
             return Err(Error::Config(format!("--rows {} is too large", cfg.rows)));
+        }
+        if cfg.restart_cmd.is_some()
+            && (cfg.cache != CacheState::Cold || dialect != Dialect::Postgres)
+        {
+            return Err(Error::Config(
+                "--restart-cmd empties PostgreSQL's shared_buffers for --cache cold: it needs a \
+                 PostgreSQL target and --cache cold"
+                    .into(),
+            ));
         }
         if !(9..=1_000_000).contains(&cfg.row_bytes) {
             return Err(Error::Config(format!(
@@ -249,8 +261,9 @@ impl LookupWorkload {
                     }
                 }
             }
+            CacheState::Cold if self.cfg.restart_cmd.is_some() => {} // after the restart
             CacheState::Cold => {
-                for n in place::pg_make_cold(s, &rels) {
+                for n in place::pg_make_cold(s, &rels, false) {
                     self.note(format!("cold: {n}"));
                 }
                 self.note(
@@ -258,6 +271,62 @@ impl LookupWorkload {
                 );
             }
         }
+        Ok(())
+    }
+
+    /// `--restart-cmd`: restarts the server (the setup session is gone with it), waits until it
+    /// accepts connections again, then empties the OS page cache of the table's files.
+    fn restart_pg(&self, target: &dyn Target, cmd: &str) -> TargetResult<()> {
+        let started = std::time::Instant::now();
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(cmd)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| TargetError::config(format!("--restart-cmd: cannot run sh: {e}")))?;
+        if !out.status.success() {
+            let text = String::from_utf8_lossy(&out.stderr);
+            let text = text.trim();
+            let tail: Vec<&str> = text.lines().rev().take(5).collect();
+            return Err(TargetError::config(format!(
+                "--restart-cmd {cmd:?} failed ({}){}",
+                out.status,
+                if tail.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        ": {}",
+                        tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+                    )
+                }
+            )));
+        }
+        let mut s = loop {
+            match target.connect() {
+                Ok(s) => break s,
+                Err(e) if started.elapsed() < std::time::Duration::from_secs(60) => {
+                    let _ = e;
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+                Err(e) => {
+                    return Err(TargetError::config(format!(
+                        "--restart-cmd {cmd:?} ran, but the server does not accept connections \
+                         60 s later: {}",
+                        e.message
+                    )))
+                }
+            }
+        };
+        self.note(format!(
+            "cold: server restarted by --restart-cmd {cmd:?} in {:.1} s (shared_buffers emptied)",
+            started.elapsed().as_secs_f64()
+        ));
+        let t = &self.cfg.table;
+        let rels = [t.clone(), format!("{t}_pkey")];
+        for n in place::pg_make_cold(s.as_mut(), &rels, true) {
+            self.note(format!("cold: {n}"));
+        }
+        self.note("cold: sessions connect anew (no session state or plans carried over)".into());
         Ok(())
     }
 
@@ -358,6 +427,13 @@ impl Workload for LookupWorkload {
                 .into(),
             ),
             ("fresh".to_string(), self.cfg.fresh.into()),
+            (
+                "restart_cmd".to_string(),
+                self.cfg
+                    .restart_cmd
+                    .clone()
+                    .map_or(serde_json::Value::Null, Into::into),
+            ),
             ("setup".to_string(), self.notes().into()),
         ])
     }
@@ -369,7 +445,16 @@ impl Workload for LookupWorkload {
     fn setup(&self, target: &dyn Target, _sessions: u32) -> TargetResult<()> {
         let mut s = target.connect()?;
         match self.dialect {
-            Dialect::Postgres => self.setup_pg(s.as_mut()),
+            Dialect::Postgres => {
+                self.setup_pg(s.as_mut())?;
+                match (&self.cfg.restart_cmd, self.cfg.cache) {
+                    (Some(cmd), CacheState::Cold) => {
+                        drop(s);
+                        self.restart_pg(target, cmd)
+                    }
+                    _ => Ok(()),
+                }
+            }
             Dialect::Sqlite => self.setup_sqlite(s.as_mut()),
             Dialect::Null => Ok(()),
         }
@@ -541,6 +626,7 @@ mod tests {
             dist: KeyDist::Uniform,
             place: Placement::Default,
             cache: CacheState::Warm,
+            restart_cmd: None,
             fresh: false,
         };
         let e = LookupWorkload::new(cfg.clone(), Dialect::Sqlite)
@@ -589,6 +675,7 @@ mod tests {
             dist: KeyDist::Uniform,
             place: Placement::Default,
             cache: CacheState::Cold,
+            restart_cmd: None,
             fresh: false,
         };
         let w = LookupWorkload::new(cfg.clone(), Dialect::Sqlite).unwrap();

@@ -259,16 +259,18 @@ pub fn drop_os_cache(path: &Path, segments: bool) -> std::io::Result<u64> {
 }
 
 /// Empties what can be emptied of a PostgreSQL table's caches before a cold run, and returns one
-/// line per cache saying whether it was: the server's shared buffers cannot be emptied (short of a
-/// restart dbscope does not do), the OS page cache of the table's files can when the server runs
-/// here and they are readable.
-pub fn pg_make_cold(sess: &mut dyn Session, relations: &[String]) -> Vec<String> {
-    let mut notes = vec![
-        "PostgreSQL shared_buffers: NOT emptied (no eviction before PostgreSQL 17's \
-         pg_buffercache_evict; only a server restart empties them, and dbscope did not start \
-         this server)"
-            .to_string(),
-    ];
+/// line per cache saying whether it was: the server's shared buffers cannot be emptied short of a
+/// restart (`restarted`: the caller did one), the OS page cache of the table's files can when the
+/// server runs here and they are readable.
+pub fn pg_make_cold(sess: &mut dyn Session, relations: &[String], restarted: bool) -> Vec<String> {
+    let mut notes = Vec::new();
+    if !restarted {
+        notes.push(
+            "PostgreSQL shared_buffers: NOT emptied (no eviction before PostgreSQL 17's \
+             pg_buffercache_evict; only a server restart empties them: give --restart-cmd)"
+                .to_string(),
+        );
+    }
     if let Err(e) = sess.batch("CHECKPOINT") {
         notes.push(format!(
             "CHECKPOINT refused ({}): dirty pages stay in the OS cache",
