@@ -27,32 +27,37 @@ fn upstream(pg: &PgCluster) -> String {
 }
 
 fn start_proxy(dir: &Path, pg: &PgCluster) -> Proxy {
+    spawn_proxy(dir, pg, "127.0.0.1:0", &[])
+}
+
+/// `dbscope capture proxy --listen LISTEN … EXTRA…`, once it says where clients connect.
+fn spawn_proxy(dir: &Path, pg: &PgCluster, listen: &str, extra: &[&str]) -> Proxy {
     let out = dir.join("cap");
     let mut child = dbscope(dir)
-        .args([
-            "capture",
-            "proxy",
-            "--listen",
-            "127.0.0.1:0",
-            "--upstream",
-            &upstream(pg),
-            "--out",
-            s(&out),
-        ])
+        .args(["capture", "proxy", "--listen", listen])
+        .args(["--upstream", &upstream(pg), "--out", s(&out)])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("dbscope starts");
-    // "dbscope: capturing: clients connect to 127.0.0.1:PORT (…"
+    // "dbscope: capturing: clients connect to 127.0.0.1:PORT (…" (or the socket's path)
     let mut err = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
     err.read_line(&mut line).unwrap();
-    let port = line
-        .split("clients connect to 127.0.0.1:")
+    let at = line
+        .split("clients connect to ")
         .nth(1)
         .and_then(|r| r.split(' ').next())
-        .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("no listening line: {line:?}"));
+    if !listen.contains('/') {
+        assert!(at.starts_with("127.0.0.1:"), "{line}");
+    } else {
+        assert_eq!(at, listen, "{line}");
+    }
+    let port = at
+        .strip_prefix("127.0.0.1:")
+        .map_or(0, |p| p.parse().unwrap());
     Proxy { child, port, out }
 }
 
@@ -310,28 +315,7 @@ fn unix_socket_proxy_carries_big_messages_both_ways() {
     let sock_dir = d.path().join("sock");
     std::fs::create_dir(&sock_dir).unwrap();
     let sock = sock_dir.join(".s.PGSQL.6543");
-    let out = d.path().join("cap");
-    let mut child = dbscope(d.path())
-        .args([
-            "capture",
-            "proxy",
-            "--listen",
-            s(&sock),
-            "--upstream",
-            &upstream(pg),
-        ])
-        .args(["--out", s(&out), "--threads", "2"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("dbscope starts");
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
-    assert!(
-        line.contains(&format!("clients connect to {}", sock.display())),
-        "{line}"
-    );
+    let proxy = spawn_proxy(d.path(), pg, s(&sock), &["--threads", "2"]);
     fails(
         d.path(),
         &[
@@ -404,11 +388,7 @@ fn unix_socket_proxy_carries_big_messages_both_ways() {
         pg.query(&db, "SELECT count(*) || ' ' || sum(length(pad)) FROM big"),
         "40000 4000000"
     );
-    // SAFETY: kill(2) on our own child's pid.
-    #[allow(unsafe_code)]
-    let r = unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    assert_eq!(r, 0);
-    assert!(child.wait().unwrap().success());
+    let (_, out) = proxy.stop();
     assert!(!sock.exists(), "the socket file is removed at the stop");
     let calls = calls(&out);
     let copy = calls

@@ -354,48 +354,28 @@ fn lookup_cold_with_a_restart_reads_the_blocks() {
     let r = report_json(dir.path(), &cold);
     assert_eq!(event(&r, "lookup")["count"], 2000);
 
-    fails(
-        dir.path(),
-        &[
-            "run",
-            "lookup",
-            "--target",
-            &uri,
-            "--rows",
-            "20000",
-            "--ops",
-            "10",
+    let refused = |cache: &str, cmd: &str, expect: &[&str]| {
+        let out = dir.path().join("never");
+        let args = [
+            "run", "lookup", "--target", &uri, "--rows", "20000", "--ops", "10",
+        ];
+        let more = [
             "--cache",
-            "cold",
+            cache,
             "--restart-cmd",
-            "echo no such service >&2; exit 3",
+            cmd,
             "--out",
-            "never",
+            s(&out),
             "-q",
-        ],
-        2,
+        ];
+        fails(dir.path(), &[&args[..], &more[..]].concat(), 2, expect);
+    };
+    refused(
+        "cold",
+        "echo no such service >&2; exit 3",
         &["--restart-cmd", "failed", "no such service"],
     );
-    fails(
-        dir.path(),
-        &[
-            "run",
-            "lookup",
-            "--target",
-            &uri,
-            "--rows",
-            "20000",
-            "--cache",
-            "warm",
-            "--restart-cmd",
-            "true",
-            "--out",
-            "never2",
-            "-q",
-        ],
-        2,
-        &["--restart-cmd", "--cache cold"],
-    );
+    refused("warm", "true", &["--restart-cmd", "--cache cold"]);
 }
 
 fn server_uid() -> Option<u32> {
