@@ -41,6 +41,7 @@ pub fn cmd_transfer(a: TransferArgs) -> Result<u8, Exit> {
             format: match a.format {
                 TransferFormat::Tbl => Format::Tbl,
                 TransferFormat::Csv => Format::Csv,
+                TransferFormat::Parquet => Format::Parquet,
             },
             delimiter: a.delimiter,
             header: a.header,

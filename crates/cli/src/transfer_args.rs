@@ -10,6 +10,8 @@ pub enum TransferFormat {
     Tbl,
     /// CSV (PostgreSQL's CSV format).
     Csv,
+    /// Parquet: typed columns from the table's column types, NULLs kept (docs/transfer.md).
+    Parquet,
 }
 
 #[derive(Debug, Args)]

@@ -13,6 +13,15 @@
 //! table's checksum — `sum(hashtextextended(row::text, 0))` in the same snapshot — and per file
 //! its rows, bytes and CRC-32); in checks every file's CRC-32 as it streams it and, after the
 //! load, the table's row count and checksum against `transfer.json`.
+//!
+//! `--format parquet`: the mappers read COPY's text format and write Parquet typed from the
+//! catalog (`pq`); in, the Parquet files are turned back into COPY text.
+
+mod files;
+mod pq;
+
+use files::Counted;
+use pq::{PqColumn, PqRows, PqWriter};
 
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Read, Write};
@@ -36,6 +45,8 @@ pub enum Format {
     Tbl,
     /// RFC 4180 CSV (PostgreSQL's CSV format).
     Csv,
+    /// Parquet, one typed column per table column (see `pq` for the types).
+    Parquet,
 }
 
 impl Format {
@@ -44,6 +55,7 @@ impl Format {
         match self {
             Format::Tbl => "tbl",
             Format::Csv => "csv",
+            Format::Parquet => "parquet",
         }
     }
 }
@@ -78,6 +90,13 @@ impl FileOptions {
                 )));
             }
         }
+        if self.format == Format::Parquet
+            && (self.header || self.delimiter.is_some() || self.null.is_some())
+        {
+            return Err(Error::Config(
+                "--header, --delimiter and --null apply to --format tbl|csv; Parquet has typed columns and real NULLs".into(),
+            ));
+        }
         if self.header && self.format == Format::Tbl {
             return Err(Error::Config("--header applies to --format csv".into()));
         }
@@ -86,16 +105,20 @@ impl FileOptions {
 
     /// COPY's option list, e.g. `(FORMAT csv, HEADER true, DELIMITER ',')`.
     fn copy_options(&self) -> String {
+        if self.format == Format::Parquet {
+            // The mappers read COPY's own text format and convert it (`pq`).
+            return "(FORMAT text)".into();
+        }
         let mut o = vec![match self.format {
-            Format::Tbl => "FORMAT text".to_string(),
+            Format::Tbl | Format::Parquet => "FORMAT text".to_string(),
             Format::Csv => "FORMAT csv".to_string(),
         }];
         if self.header {
             o.push("HEADER true".into());
         }
         let delim = self.delimiter.unwrap_or(match self.format {
-            Format::Tbl => '|',
             Format::Csv => ',',
+            _ => '|',
         });
         o.push(format!("DELIMITER '{delim}'"));
         if let Some(n) = &self.null {
@@ -236,6 +259,8 @@ pub struct MapperWork {
     pub end_ns: u64,
     /// CRC-32 of the file written (out).
     pub crc32: u32,
+    /// Of the time, ns spent syncing the file before its rename (out).
+    pub sync_ns: u64,
     /// Why it failed.
     pub error: Option<String>,
 }
@@ -359,6 +384,19 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
         };
         (key, num(0), num(1), num(2).map(|c| c.max(0) as u64))
     };
+    let columns: Option<Vec<PqColumn>> = if cfg.file.format == Format::Parquet {
+        let rows = coord
+            .simple_query(&pq::columns_sql(table))
+            .map_err(cfgerr)?;
+        Some(
+            rows.iter()
+                .map(|r| PqColumn::from_catalog(r))
+                .collect::<Result<_, _>>()
+                .map_err(|e| Error::Config(format!("{table}: {e}")))?,
+        )
+    } else {
+        None
+    };
     let snapshot = one(&mut coord, "SELECT pg_export_snapshot()")
         .map_err(cfgerr)?
         .first()
@@ -381,6 +419,7 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
             .enumerate()
             .map(|(i, range)| {
                 let (clock, snapshot, opts, key) = (&clock, &snapshot, &opts, &key);
+                let columns = columns.as_deref();
                 let name = format!("part-{i:05}.{ext}");
                 let path = cfg.dir.join(&name);
                 s.spawn(move || {
@@ -397,7 +436,8 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
                         files: vec![name],
                         ..Default::default()
                     };
-                    if let Err(e) = mapper_out(spec, &path, &sql, snapshot, clock, &mut w) {
+                    if let Err(e) = mapper_out(spec, &path, &sql, snapshot, columns, clock, &mut w)
+                    {
                         let range = range.map_or("the whole table".to_string(), |(a, b)| {
                             format!("{key} {a}..={b}")
                         });
@@ -493,43 +533,92 @@ pub fn split_ranges(lo: Option<i64>, hi: Option<i64>, n: u32) -> Vec<Option<(i64
         .collect()
 }
 
+enum Sink<W: Write + Send> {
+    /// tbl and csv: COPY's bytes as they come.
+    Plain(W),
+    /// Parquet: COPY's text rows converted.
+    Parquet(Box<PqWriter<W>>),
+}
+
+impl<W: Write + Send> Sink<W> {
+    fn row(&mut self, d: &[u8]) -> Result<(), String> {
+        match self {
+            Sink::Plain(w) => w.write_all(d).map_err(|e| e.to_string()),
+            Sink::Parquet(p) => p.push_row(d),
+        }
+    }
+
+    /// The writer after the last bytes (Parquet: the footer); the rows Parquet holds.
+    fn finish(self) -> Result<(W, Option<u64>), String> {
+        match self {
+            Sink::Plain(w) => Ok((w, None)),
+            Sink::Parquet(p) => {
+                let rows = p.rows;
+                Ok((p.finish()?, Some(rows)))
+            }
+        }
+    }
+}
+
 fn mapper_out(
     spec: &str,
     path: &Path,
     sql: &str,
     snapshot: &str,
+    columns: Option<&[PqColumn]>,
     clock: &RunClock,
     w: &mut MapperWork,
 ) -> Result<(), String> {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let tmp = path.with_file_name(format!(".{name}.partial"));
     let mut c = connect(spec, &format!("dbscope/transfer/{}", w.mapper))?;
+    if columns.is_some() {
+        // The text forms `pq` parses: ISO dates, timestamptz in UTC (`…+00`).
+        one(&mut c, "SET DateStyle = ISO, YMD; SET TimeZone = 'UTC'").map_err(|e| db("SET", e))?;
+    }
     one(&mut c, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY").map_err(|e| db("BEGIN", e))?;
     one(&mut c, &format!("SET TRANSACTION SNAPSHOT '{snapshot}'"))
         .map_err(|e| db("SET TRANSACTION SNAPSHOT", e))?;
     let file = std::fs::File::create(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    let mut out = BufWriter::with_capacity(1 << 20, file);
-    let mut bytes = 0u64;
-    let mut crc = crc32fast::Hasher::new();
+    let out = Counted::new(BufWriter::with_capacity(1 << 20, file));
     w.start_ns = clock.now_ns();
-    let copied = c.copy_out(sql, &mut |d: &[u8]| {
-        bytes += d.len() as u64;
-        crc.update(d);
-        out.write_all(d)
-            .map_err(|e| format!("{}: {e}", tmp.display()))
-    });
-    w.end_ns = clock.now_ns();
-    w.bytes = bytes;
-    w.crc32 = crc.finalize();
-    let done = copied.map_err(|e| db("COPY", e)).and_then(|rows| {
+    let done = (|| {
+        let mut sink = match columns {
+            Some(cols) => Sink::Parquet(Box::new(PqWriter::new(
+                out,
+                cols.to_vec(),
+                parquet::basic::Compression::UNCOMPRESSED,
+            )?)),
+            None => Sink::Plain(out),
+        };
+        let rows = c
+            .copy_out(sql, &mut |d: &[u8]| {
+                sink.row(d).map_err(|e| format!("{}: {e}", tmp.display()))
+            })
+            .map_err(|e| db("COPY", e))?;
         w.rows = rows;
+        let (out, written) = sink
+            .finish()
+            .map_err(|e| format!("{}: {e}", tmp.display()))?;
+        if let Some(n) = written.filter(|&n| n != rows) {
+            return Err(format!(
+                "{}: {n} rows written, COPY sent {rows}",
+                tmp.display()
+            ));
+        }
+        w.bytes = out.bytes;
+        w.crc32 = out.crc32();
         let f = out
             .into_inner()
+            .into_inner()
             .map_err(|e| format!("{}: {}", tmp.display(), e.error()))?;
+        let t = clock.now_ns();
         f.sync_all()
             .map_err(|e| format!("{}: {e}", tmp.display()))?;
+        w.sync_ns = clock.now_ns() - t;
         std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
-    });
+    })();
+    w.end_ns = clock.now_ns();
     if done.is_err() {
         // A mapper that failed leaves nothing that looks like a finished file.
         let _ = std::fs::remove_file(&tmp);
@@ -624,19 +713,21 @@ pub fn transfer_in(cfg: &TransferConfig) -> Result<TransferResult, Error> {
     let mut rec = begin(cfg, "transfer-in", spec)?;
     let clock = rec.start_clock()?;
     let n = (cfg.mappers as usize).min(files.len()).max(1);
-    let sql = format!("COPY {table} FROM STDIN {opts}");
+    let parquet = cfg.file.format == Format::Parquet;
     let works: Vec<MapperWork> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..n)
             .map(|i| {
                 let mine: Vec<&(String, Option<FileEntry>)> =
                     files.iter().skip(i).step_by(n).collect();
-                let (clock, sql) = (&clock, &sql);
+                let (clock, opts) = (&clock, &opts);
                 s.spawn(move || {
                     let mut w = MapperWork {
                         mapper: i as u32,
                         ..Default::default()
                     };
-                    if let Err(e) = mapper_in(spec, &cfg.dir, &mine, sql, clock, &mut w) {
+                    if let Err(e) =
+                        mapper_in(spec, &cfg.dir, &mine, (table, opts, parquet), clock, &mut w)
+                    {
                         w.error = Some(format!("mapper {i}: {e}"));
                     }
                     w
@@ -689,7 +780,7 @@ fn mapper_in(
     spec: &str,
     dir: &Path,
     files: &[&(String, Option<FileEntry>)],
-    sql: &str,
+    (table, opts, parquet): (&str, &str, bool),
     clock: &RunClock,
     w: &mut MapperWork,
 ) -> Result<(), String> {
@@ -697,6 +788,14 @@ fn mapper_in(
     w.start_ns = clock.now_ns();
     for (name, entry) in files {
         let path = dir.join(name);
+        if parquet {
+            let (rows, bytes) = parquet_in(&mut c, &path, entry.as_ref(), table)?;
+            w.rows += rows;
+            w.bytes += bytes;
+            w.files.push(name.clone());
+            continue;
+        }
+        let sql = format!("COPY {table} FROM STDIN {opts}");
         let mut f = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         let mut h = crc32fast::Hasher::new();
         let mut bytes = 0u64;
@@ -721,7 +820,7 @@ fn mapper_in(
             Ok(n > 0)
         };
         let rows = c
-            .copy_in(sql, &mut fill)
+            .copy_in(&sql, &mut fill)
             .map_err(|e| db(&format!("COPY {name}"), e))?;
         w.rows += rows;
         w.bytes += bytes;
@@ -729,6 +828,44 @@ fn mapper_in(
     }
     w.end_ns = clock.now_ns();
     Ok(())
+}
+
+/// One Parquet file into the table: its CRC-32 checked against `transfer.json` first (the reader
+/// jumps around the file), then its rows streamed as COPY text. Returns rows and file bytes.
+fn parquet_in(
+    c: &mut WireConn,
+    path: &Path,
+    entry: Option<&FileEntry>,
+    table: &str,
+) -> Result<(u64, u64), String> {
+    let shown = path.display();
+    let mut f = std::fs::File::open(path).map_err(|e| format!("{shown}: {e}"))?;
+    let mut h = crc32fast::Hasher::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut bytes = 0u64;
+    loop {
+        let n = f.read(&mut buf).map_err(|e| format!("{shown}: {e}"))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+        bytes += n as u64;
+    }
+    let crc = h.finalize();
+    if let Some(want) = entry.map(|e| e.crc32).filter(|&want| want != crc) {
+        return Err(format!(
+            "{shown}: CRC-32 {crc:08x}, {TRANSFER_FILE} says {want:08x} (the file changed)"
+        ));
+    }
+    let mut rows = PqRows::open(path)?;
+    let sql = format!(
+        "COPY {table} {} FROM STDIN (FORMAT text)",
+        rows.column_list()
+    );
+    let n = c
+        .copy_in(&sql, &mut |chunk: &mut Vec<u8>| rows.fill(chunk, 1 << 20))
+        .map_err(|e| db(&format!("COPY {shown}"), e))?;
+    Ok((n, bytes))
 }
 
 /// Writes one event per mapper and the `transfer` counters, and ends the run.
@@ -777,6 +914,7 @@ fn finish(
                 CounterValue::Float(s),
                 CounterValue::float(rate(w.rows, s)),
                 CounterValue::float(rate(w.bytes, s).map(|b| b / 1e6)),
+                CounterValue::Float(w.sync_ns as f64 / 1e9),
                 CounterValue::Text(w.files.join(" ")),
                 CounterValue::Text(w.error.clone().unwrap_or_default()),
             ]
@@ -821,6 +959,7 @@ fn finish(
                 Column::new("seconds", "time", "s").decimals(3),
                 Column::new("rows_per_s", "rows/s", "/s").decimals(0),
                 Column::new("mb_per_s", "MB/s", "MB/s").decimals(1),
+                Column::new("sync_seconds", "of which fsync", "s").decimals(3),
                 Column::new("files", "files", ""),
                 Column::new("error", "error", ""),
             ],
