@@ -14,6 +14,18 @@ pub enum TransferFormat {
     Parquet,
 }
 
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum TransferCompress {
+    /// Not compressed.
+    None,
+    /// gzip: tbl/csv files as `part-NNNNN.EXT.gz`; Parquet's GZIP codec.
+    Gzip,
+    /// Zstandard: tbl/csv files as `part-NNNNN.EXT.zst`; Parquet's ZSTD codec.
+    Zstd,
+    /// Parquet's SNAPPY codec (Parquet only).
+    Snappy,
+}
+
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
   dbscope transfer --from postgres://bench@/bench/orders?host=/tmp --to out/orders --mappers 4
@@ -51,6 +63,10 @@ pub struct TransferArgs {
     /// The NULL marker. Default: `\N` (tbl), an empty unquoted field (csv).
     #[arg(long, value_name = "TEXT")]
     pub null: Option<String>,
+    /// Compression (out): of whole tbl/csv files, or Parquet's codec. In, compressed files are
+    /// read by their extension (`.gz`, `.zst`) and Parquet's own metadata.
+    #[arg(long, value_enum, default_value = "none")]
+    pub compress: TransferCompress,
     /// What is verified end to end: `checksum` (row counts, file CRC-32s and the table's checksum,
     /// which costs the server one more pass over the table) or `count` (row counts and CRC-32s).
     #[arg(long, default_value = "checksum", value_parser = ["checksum", "count"])]

@@ -529,10 +529,7 @@ print("row23", t.column("amount")[i].as_py(), t.column("d")[i].as_py(), t.column
         .unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let types: Vec<&str> = out
-        .lines()
-        .map(|l| l.rsplit_once(':').unwrap().0)
-        .collect();
+    let types: Vec<&str> = out.lines().map(|l| l.rsplit_once(':').unwrap().0).collect();
     assert_eq!(
         types[..16],
         [
@@ -567,5 +564,183 @@ print("row23", t.column("amount")[i].as_py(), t.column("d")[i].as_py(), t.column
         out.lines().last().unwrap(),
         "row23 -499.77 1972-09-07 2025-12-31T19:23:00+00:00 'n|23,\"q\"\\t\\\\ü'",
         "{out}"
+    );
+}
+
+fn magic(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap()[..4].to_vec()
+}
+
+/// The codec of every column chunk of a Parquet file.
+fn parquet_codecs(path: &Path) -> Vec<String> {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let r = SerializedFileReader::new(std::fs::File::open(path).unwrap()).unwrap();
+    let md = r.metadata();
+    let mut v: Vec<String> = (0..md.num_row_groups())
+        .flat_map(|g| {
+            md.row_group(g)
+                .columns()
+                .iter()
+                .map(|c| c.compression().to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    v.dedup();
+    v
+}
+
+#[test]
+fn compressed_files_round_trip_by_manifest_and_by_extension_issue_15() {
+    let pg = PgCluster::shared();
+    let src = pg.create_db("transfer_z_src");
+    let dst = pg.create_db("transfer_z_dst");
+    fill(pg, &src, 20_000);
+    pg.query(&dst, SCHEMA);
+    let dir = tempdir();
+    let from = table_uri(pg, &src, "t");
+    let to = table_uri(pg, &dst, "t");
+    let mut n = 0;
+    let mut transfer = |args: &[&str]| {
+        n += 1;
+        let run = join(dir.path(), &format!("r{n}"));
+        let mut a = vec!["transfer", "--run", s(&run), "-q"];
+        a.extend(args);
+        ok(dir.path(), &a);
+    };
+
+    // tbl + gzip, back through transfer.json.
+    let gz = join(dir.path(), "gz");
+    transfer(&[
+        "--from",
+        &from,
+        "--to",
+        s(&gz),
+        "--compress",
+        "gzip",
+        "--mappers",
+        "2",
+    ]);
+    assert_eq!(
+        files(&gz),
+        ["part-00000.tbl.gz", "part-00001.tbl.gz", "transfer.json"]
+    );
+    assert_eq!(magic(&gz.join("part-00000.tbl.gz"))[..2], [0x1f, 0x8b]);
+    let tj: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(gz.join("transfer.json")).unwrap()).unwrap();
+    assert_eq!(tj["options"]["compress"], "gzip");
+    transfer(&["--from", s(&gz), "--to", &to, "--mappers", "2"]);
+    assert_eq!(digest(pg, &dst), digest(pg, &src));
+
+    // csv + zstd, back without transfer.json: found and decoded by the extension.
+    pg.query(&dst, "TRUNCATE t");
+    let zst = join(dir.path(), "zst");
+    let csv = ["--format", "csv", "--header"];
+    let mut a = vec![
+        "--from",
+        from.as_str(),
+        "--to",
+        s(&zst),
+        "--compress",
+        "zstd",
+    ];
+    a.extend(csv);
+    transfer(&a);
+    assert_eq!(
+        files(&zst),
+        [
+            "part-00000.csv.zst",
+            "part-00001.csv.zst",
+            "part-00002.csv.zst",
+            "part-00003.csv.zst",
+            "transfer.json"
+        ]
+    );
+    assert_eq!(
+        magic(&zst.join("part-00002.csv.zst")),
+        [0x28, 0xb5, 0x2f, 0xfd]
+    );
+    std::fs::remove_file(zst.join("transfer.json")).unwrap();
+    let mut b = vec!["--from", s(&zst), "--to", to.as_str()];
+    b.extend(csv);
+    transfer(&b);
+    assert_eq!(digest(pg, &dst), digest(pg, &src));
+
+    // A compressed file cut short: a clear error naming it, no panic.
+    pg.query(&dst, "TRUNCATE t");
+    let p = zst.join("part-00001.csv.zst");
+    let bytes = std::fs::read(&p).unwrap();
+    std::fs::write(&p, &bytes[..bytes.len() / 2]).unwrap();
+    let cut = join(dir.path(), "cut");
+    let mut c = vec![
+        "transfer",
+        "--from",
+        s(&zst),
+        "--to",
+        to.as_str(),
+        "--run",
+        s(&cut),
+    ];
+    c.extend(csv);
+    let o = run(dir.path(), &c);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("part-00001.csv.zst") && !err.contains("panicked"),
+        "{err}"
+    );
+
+    // Parquet: the codec is Parquet's own, inside the file.
+    pg.query(&dst, "TRUNCATE t");
+    let pz = join(dir.path(), "pz");
+    transfer(&[
+        "--from",
+        &from,
+        "--to",
+        s(&pz),
+        "--format",
+        "parquet",
+        "--compress",
+        "zstd",
+        "--mappers",
+        "2",
+    ]);
+    assert_eq!(
+        files(&pz),
+        ["part-00000.parquet", "part-00001.parquet", "transfer.json"]
+    );
+    assert_eq!(
+        parquet_codecs(&pz.join("part-00001.parquet")),
+        ["ZSTD(ZstdLevel(1))"]
+    );
+    transfer(&["--from", s(&pz), "--to", &to, "--format", "parquet"]);
+    assert_eq!(digest(pg, &dst), digest(pg, &src));
+    let ps = join(dir.path(), "ps");
+    transfer(&[
+        "--from",
+        &from,
+        "--to",
+        s(&ps),
+        "--format",
+        "parquet",
+        "--compress",
+        "snappy",
+        "--mappers",
+        "1",
+    ]);
+    assert_eq!(parquet_codecs(&ps.join("part-00000.parquet")), ["SNAPPY"]);
+
+    fails(
+        dir.path(),
+        &[
+            "transfer",
+            "--from",
+            &from,
+            "--to",
+            s(&ps),
+            "--compress",
+            "snappy",
+        ],
+        2,
+        &["snappy is a Parquet codec"],
     );
 }

@@ -20,7 +20,8 @@
 mod files;
 mod pq;
 
-use files::Counted;
+pub use files::Compress;
+use files::{Counted, Decoder, Encoder};
 use pq::{PqColumn, PqRows, PqWriter};
 
 use std::collections::BTreeMap;
@@ -71,6 +72,9 @@ pub struct FileOptions {
     pub header: bool,
     /// The NULL marker; default `\N` (tbl) or an empty unquoted field (csv).
     pub null: Option<String>,
+    /// Compression: of whole tbl/csv files (`.gz`, `.zst`), of Parquet's pages.
+    #[serde(default)]
+    pub compress: Compress,
 }
 
 impl FileOptions {
@@ -97,10 +101,23 @@ impl FileOptions {
                 "--header, --delimiter and --null apply to --format tbl|csv; Parquet has typed columns and real NULLs".into(),
             ));
         }
+        if self.compress == Compress::Snappy && self.format != Format::Parquet {
+            return Err(Error::Config(
+                "--compress snappy is a Parquet codec; tbl and csv files take gzip or zstd".into(),
+            ));
+        }
         if self.header && self.format == Format::Tbl {
             return Err(Error::Config("--header applies to --format csv".into()));
         }
         Ok(())
+    }
+
+    /// What follows the format's extension in a file name: `.gz`/`.zst` for compressed tbl/csv.
+    fn file_suffix(&self) -> &'static str {
+        match self.format {
+            Format::Parquet => "",
+            _ => self.compress.suffix(),
+        }
     }
 
     /// COPY's option list, e.g. `(FORMAT csv, HEADER true, DELIMITER ',')`.
@@ -420,7 +437,7 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
             .map(|(i, range)| {
                 let (clock, snapshot, opts, key) = (&clock, &snapshot, &opts, &key);
                 let columns = columns.as_deref();
-                let name = format!("part-{i:05}.{ext}");
+                let name = format!("part-{i:05}.{ext}{}", cfg.file.file_suffix());
                 let path = cfg.dir.join(&name);
                 s.spawn(move || {
                     let where_ = match range {
@@ -436,8 +453,15 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
                         files: vec![name],
                         ..Default::default()
                     };
-                    if let Err(e) = mapper_out(spec, &path, &sql, snapshot, columns, clock, &mut w)
-                    {
+                    if let Err(e) = mapper_out(
+                        spec,
+                        &path,
+                        &sql,
+                        snapshot,
+                        (columns, cfg.file.compress),
+                        clock,
+                        &mut w,
+                    ) {
                         let range = range.map_or("the whole table".to_string(), |(a, b)| {
                             format!("{key} {a}..={b}")
                         });
@@ -533,14 +557,16 @@ pub fn split_ranges(lo: Option<i64>, hi: Option<i64>, n: u32) -> Vec<Option<(i64
         .collect()
 }
 
-enum Sink<W: Write + Send> {
-    /// tbl and csv: COPY's bytes as they come.
-    Plain(W),
+type FileOut = BufWriter<std::fs::File>;
+
+enum Sink {
+    /// tbl and csv: COPY's bytes as they come, compressed or not.
+    Plain(Encoder<FileOut>),
     /// Parquet: COPY's text rows converted.
-    Parquet(Box<PqWriter<W>>),
+    Parquet(Box<PqWriter<Counted<FileOut>>>),
 }
 
-impl<W: Write + Send> Sink<W> {
+impl Sink {
     fn row(&mut self, d: &[u8]) -> Result<(), String> {
         match self {
             Sink::Plain(w) => w.write_all(d).map_err(|e| e.to_string()),
@@ -548,10 +574,10 @@ impl<W: Write + Send> Sink<W> {
         }
     }
 
-    /// The writer after the last bytes (Parquet: the footer); the rows Parquet holds.
-    fn finish(self) -> Result<(W, Option<u64>), String> {
+    /// The file after the last bytes (the codec's end, Parquet's footer); the rows Parquet holds.
+    fn finish(self) -> Result<(Counted<FileOut>, Option<u64>), String> {
         match self {
-            Sink::Plain(w) => Ok((w, None)),
+            Sink::Plain(w) => Ok((w.finish().map_err(|e| e.to_string())?, None)),
             Sink::Parquet(p) => {
                 let rows = p.rows;
                 Ok((p.finish()?, Some(rows)))
@@ -565,7 +591,7 @@ fn mapper_out(
     path: &Path,
     sql: &str,
     snapshot: &str,
-    columns: Option<&[PqColumn]>,
+    (columns, compress): (Option<&[PqColumn]>, Compress),
     clock: &RunClock,
     w: &mut MapperWork,
 ) -> Result<(), String> {
@@ -587,9 +613,11 @@ fn mapper_out(
             Some(cols) => Sink::Parquet(Box::new(PqWriter::new(
                 out,
                 cols.to_vec(),
-                parquet::basic::Compression::UNCOMPRESSED,
+                compress.parquet(),
             )?)),
-            None => Sink::Plain(out),
+            None => Sink::Plain(
+                Encoder::new(out, compress).map_err(|e| format!("{}: {e}", tmp.display()))?,
+            ),
         };
         let rows = c
             .copy_out(sql, &mut |d: &[u8]| {
@@ -658,11 +686,16 @@ pub fn transfer_in(cfg: &TransferConfig) -> Result<TransferResult, Error> {
         }
         None => {
             let ext = format!(".{}", cfg.file.format.ext());
+            // Compressed tbl/csv files are found by their extension too.
+            let exts: Vec<String> = match cfg.file.format {
+                Format::Parquet => vec![ext.clone()],
+                _ => vec![ext.clone(), format!("{ext}.gz"), format!("{ext}.zst")],
+            };
             let mut v: Vec<(String, Option<FileEntry>)> = std::fs::read_dir(&cfg.dir)
                 .map_err(|e| Error::Config(format!("{}: {e}", cfg.dir.display())))?
                 .filter_map(|d| d.ok())
                 .map(|d| d.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.ends_with(&ext) && !n.starts_with('.'))
+                .filter(|n| exts.iter().any(|e| n.ends_with(e.as_str())) && !n.starts_with('.'))
                 .map(|n| (n, None))
                 .collect();
             v.sort_by(|a, b| a.0.cmp(&b.0));
@@ -796,8 +829,10 @@ fn mapper_in(
             continue;
         }
         let sql = format!("COPY {table} FROM STDIN {opts}");
-        let mut f = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let mut h = crc32fast::Hasher::new();
+        let f = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        // The codec by the file's name (transfer.json lists the names it wrote).
+        let mut f = Decoder::new(f, Compress::of_name(name))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
         let mut bytes = 0u64;
         let expect = entry.as_ref().map(|e| e.crc32);
         let mut fill = |chunk: &mut Vec<u8>| -> Result<bool, String> {
@@ -806,10 +841,11 @@ fn mapper_in(
                 .read(chunk)
                 .map_err(|e| format!("{}: {e}", path.display()))?;
             chunk.truncate(n);
-            h.update(chunk);
-            bytes += n as u64;
             if n == 0 {
-                let crc = h.clone().finalize();
+                let (b, crc) = f
+                    .file_bytes_and_crc()
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                bytes = b;
                 if let Some(want) = expect.filter(|&want| want != crc) {
                     return Err(format!(
                         "{}: CRC-32 {crc:08x}, {TRANSFER_FILE} says {want:08x} (the file changed)",
@@ -1039,6 +1075,7 @@ mod tests {
             delimiter: None,
             header: true,
             null: Some("NULL".into()),
+            compress: Compress::None,
         };
         assert_eq!(
             o.copy_options(),
@@ -1049,6 +1086,7 @@ mod tests {
             delimiter: None,
             header: false,
             null: None,
+            compress: Compress::None,
         };
         assert_eq!(t.copy_options(), "(FORMAT text, DELIMITER '|')");
         assert!(FileOptions {
@@ -1059,6 +1097,12 @@ mod tests {
         .is_err());
         assert!(FileOptions {
             header: true,
+            ..t.clone()
+        }
+        .validate()
+        .is_err());
+        assert!(FileOptions {
+            compress: Compress::Snappy,
             ..t.clone()
         }
         .validate()
