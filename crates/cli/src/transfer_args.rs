@@ -67,8 +67,9 @@ pub struct TransferArgs {
     /// read by their extension (`.gz`, `.zst`) and Parquet's own metadata.
     #[arg(long, value_enum, default_value = "none")]
     pub compress: TransferCompress,
-    /// What is verified end to end: `checksum` (row counts, file CRC-32s and the table's checksum,
-    /// which costs the server one more pass over the table) or `count` (row counts and CRC-32s).
+    /// What is verified end to end: `checksum` (row counts, file CRC-32s and the table's checksum:
+    /// out, a hash of every row summed as the mappers stream; in, the loaded table read back once)
+    /// or `count` (row counts and CRC-32s).
     #[arg(long, default_value = "checksum", value_parser = ["checksum", "count"])]
     pub verify: String,
     /// Run directory for the mappers' events. Default: runs/<UTC timestamp>-transfer.

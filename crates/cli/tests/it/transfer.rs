@@ -88,6 +88,11 @@ fn a_million_rows_out_with_4_mappers_and_back_into_an_empty_table() {
         serde_json::from_str(&std::fs::read_to_string(data.join("transfer.json")).unwrap())
             .unwrap();
     assert_eq!(tj["rows"], 1_000_000);
+    // Issue 15: the checksum is the mappers' sum over the rows they streamed.
+    assert!(
+        tj["checksum"].as_str().unwrap().starts_with("xxh3-sum:"),
+        "{tj}"
+    );
     let per_file: Vec<u64> = tj["files"]
         .as_array()
         .unwrap()
@@ -187,6 +192,23 @@ fn csv_with_header_round_trips_and_a_changed_file_is_caught() {
     b.extend(base);
     ok(dir.path(), &b);
     assert_eq!(digest(pg, &dst), digest(pg, &src));
+
+    // Same rows, one column rounded by the target's type: the counts agree, the checksum
+    // (read back through COPY) does not.
+    let dst2 = pg.create_db("transfer_csv_dst2");
+    pg.query(&dst2, &SCHEMA.replace("numeric(12,2)", "numeric(12,1)"));
+    let to2 = table_uri(pg, &dst2, "t");
+    let mut d = vec!["transfer", "--from", s(&data), "--to", to2.as_str()];
+    let run_r = join(dir.path(), "rounded");
+    d.extend(["--run", s(&run_r)]);
+    d.extend(base);
+    let o = run(dir.path(), &d);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("checksum") && err.contains("differs") && err.contains("same row count 20000"),
+        "{err}"
+    );
 
     // A file changed after the transfer (same size): its CRC-32 no longer matches.
     pg.query(&dst, "TRUNCATE t");

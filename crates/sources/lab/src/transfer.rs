@@ -10,9 +10,14 @@
 //! streaming its files through `COPY … FROM STDIN`.
 //!
 //! Verification, end to end: out writes `transfer.json` beside the files (table rows, the
-//! table's checksum — `sum(hashtextextended(row::text, 0))` in the same snapshot — and per file
-//! its rows, bytes and CRC-32); in checks every file's CRC-32 as it streams it and, after the
-//! load, the table's row count and checksum against `transfer.json`.
+//! table's checksum and per file its rows, bytes and CRC-32); in checks every file's CRC-32 as it
+//! streams it and, after the load, the table's row count and checksum against `transfer.json`.
+//! The checksum (`xxh3-sum:`) is computed by the mappers from the rows as they stream: the
+//! wrapping sum of XXH3-64 of every row's bytes as COPY sends them (one CopyData message per
+//! row), so it costs the server no second pass and does not depend on the row order; in reads the
+//! loaded table back through COPY with the same options and settings and sums the same way.
+//! Older `transfer.json` files hold the server-side `sum(hashtextextended(row::text, 0))`, which
+//! in still checks with that query.
 //!
 //! `--format parquet`: the mappers read COPY's text format and write Parquet typed from the
 //! catalog (`pq`); in, the Parquet files are turned back into COPY text.
@@ -280,6 +285,8 @@ pub struct MapperWork {
     pub sync_ns: u64,
     /// Why it failed.
     pub error: Option<String>,
+    /// The wrapping sum of XXH3-64 of the rows copied (out).
+    pub row_sum: u64,
 }
 
 /// How a transfer ended.
@@ -458,7 +465,7 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
                         &path,
                         &sql,
                         snapshot,
-                        (columns, cfg.file.compress),
+                        (columns, cfg.file.compress, cfg.file.header),
                         clock,
                         &mut w,
                     ) {
@@ -471,12 +478,8 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
                 })
             })
             .collect();
-        let checksum = if cfg.checksum {
-            one(&mut coord, &checksum_sql(table))
-                .map(|r| Some(r.get(1).cloned().flatten().unwrap_or_default()))
-        } else {
-            Ok(None)
-        };
+        // The checksum comes from the mappers' rows (`row_sum`): no second pass here.
+        let checksum: Result<Option<String>, WireError> = Ok(None);
         let works: Vec<MapperWork> = handles
             .into_iter()
             .map(|h| h.join().expect("mapper thread"))
@@ -494,6 +497,14 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
         }
     };
     let count = count.unwrap_or(copied);
+    let checksum = checksum.map(|c| {
+        c.or_else(|| {
+            cfg.checksum.then(|| {
+                let sum = works.iter().fold(0u64, |a, w| a.wrapping_add(w.row_sum));
+                format!("{ROW_SUM_PREFIX}{sum:016x}")
+            })
+        })
+    });
     if detail.is_none() && copied != count {
         detail = Some(format!(
             "the mappers copied {copied} rows but {table} holds {count} (rows outside the key ranges?)"
@@ -530,6 +541,46 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
         }
     }
     finish(rec, &clock, "copy-out", &works, detail)
+}
+
+/// How a checksum computed from the rows as COPY sends them starts in `transfer.json`.
+const ROW_SUM_PREFIX: &str = "xxh3-sum:";
+
+/// The settings every transfer session runs with, so COPY's text of a value is the same on both
+/// sides (and the row checksum with it): ISO dates, UTC, shortest exact floats, hex bytea.
+const SESSION_SETTINGS: &str = "SET DateStyle = ISO, YMD; SET TimeZone = 'UTC'; \
+     SET extra_float_digits = 1; SET IntervalStyle = postgres; SET bytea_output = hex";
+
+/// The row checksum's hash of one row.
+fn row_hash(row: &[u8]) -> u64 {
+    twox_hash::XxHash3_64::oneshot(row)
+}
+
+/// Rows and row checksum of a table read back through COPY as a transfer out would write it.
+fn table_row_sum(
+    c: &mut WireConn,
+    table: &str,
+    cols: &str,
+    opts: &FileOptions,
+) -> Result<(u64, u64), WireError> {
+    one(c, SESSION_SETTINGS)?;
+    let mut skip = opts.header;
+    let mut sum = 0u64;
+    let rows = c.copy_out(
+        &format!(
+            "COPY (SELECT {cols} FROM {table}) TO STDOUT {}",
+            opts.copy_options()
+        ),
+        &mut |d: &[u8]| {
+            if skip {
+                skip = false;
+            } else {
+                sum = sum.wrapping_add(row_hash(d));
+            }
+            Ok(())
+        },
+    )?;
+    Ok((rows, sum))
 }
 
 /// Row count and checksum of a table: `sum(hashtextextended(row::text, 0))` as a decimal.
@@ -591,17 +642,15 @@ fn mapper_out(
     path: &Path,
     sql: &str,
     snapshot: &str,
-    (columns, compress): (Option<&[PqColumn]>, Compress),
+    (columns, compress, header): (Option<&[PqColumn]>, Compress, bool),
     clock: &RunClock,
     w: &mut MapperWork,
 ) -> Result<(), String> {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let tmp = path.with_file_name(format!(".{name}.partial"));
     let mut c = connect(spec, &format!("dbscope/transfer/{}", w.mapper))?;
-    if columns.is_some() {
-        // The text forms `pq` parses: ISO dates, timestamptz in UTC (`…+00`).
-        one(&mut c, "SET DateStyle = ISO, YMD; SET TimeZone = 'UTC'").map_err(|e| db("SET", e))?;
-    }
+    // Also the text forms `pq` parses: ISO dates, timestamptz in UTC (`…+00`).
+    one(&mut c, SESSION_SETTINGS).map_err(|e| db("SET", e))?;
     one(&mut c, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY").map_err(|e| db("BEGIN", e))?;
     one(&mut c, &format!("SET TRANSACTION SNAPSHOT '{snapshot}'"))
         .map_err(|e| db("SET TRANSACTION SNAPSHOT", e))?;
@@ -619,11 +668,20 @@ fn mapper_out(
                 Encoder::new(out, compress).map_err(|e| format!("{}: {e}", tmp.display()))?,
             ),
         };
+        // A CSV header is the first message; it is not a row.
+        let mut skip = header;
+        let mut sum = 0u64;
         let rows = c
             .copy_out(sql, &mut |d: &[u8]| {
+                if skip {
+                    skip = false;
+                } else {
+                    sum = sum.wrapping_add(row_hash(d));
+                }
                 sink.row(d).map_err(|e| format!("{}: {e}", tmp.display()))
             })
             .map_err(|e| db("COPY", e))?;
+        w.row_sum = sum;
         w.rows = rows;
         let (out, written) = sink
             .finish()
@@ -774,21 +832,38 @@ pub fn transfer_in(cfg: &TransferConfig) -> Result<TransferResult, Error> {
     });
     let mut detail = works.iter().find_map(|w| w.error.clone());
     if let (None, Some(m)) = (&detail, &manifest) {
-        let sql = match (&m.checksum, cfg.checksum) {
-            (Some(_), true) => checksum_sql(table),
-            _ => format!("SELECT count(*), NULL FROM {table}"),
+        let counted = match (&m.checksum, cfg.checksum) {
+            (Some(want), true) if want.starts_with(ROW_SUM_PREFIX) => {
+                // Parquet files name their columns: read them back in that order.
+                let cols = match parquet {
+                    true => PqRows::open(&cfg.dir.join(&files[0].0))
+                        .map(|r| r.column_list())
+                        .map(|l| l[1..l.len() - 1].to_string())
+                        .map_err(|e| WireError::Protocol(e.to_string())),
+                    false => Ok("*".to_string()),
+                };
+                cols.and_then(|cols| table_row_sum(&mut coord, table, &cols, &m.options))
+                    .map(|(rows, sum)| (rows, Some(format!("{ROW_SUM_PREFIX}{sum:016x}"))))
+            }
+            (sum, verify) => {
+                let sql = match (sum, verify) {
+                    (Some(_), true) => checksum_sql(table),
+                    _ => format!("SELECT count(*), NULL FROM {table}"),
+                };
+                one(&mut coord, &sql).map(|r| {
+                    let rows = r
+                        .first()
+                        .cloned()
+                        .flatten()
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(0);
+                    (rows, r.get(1).cloned().flatten())
+                })
+            }
         };
-        let row = one(&mut coord, &sql);
-        detail = match row {
+        detail = match counted {
             Err(e) => Some(db("table checksum", e)),
-            Ok(r) => {
-                let rows: u64 = r
-                    .first()
-                    .cloned()
-                    .flatten()
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0);
-                let sum = r.get(1).cloned().flatten();
+            Ok((rows, sum)) => {
                 if rows != m.rows {
                     Some(format!(
                         "{table} holds {rows} rows after the load; {} were transferred out",
@@ -818,6 +893,7 @@ fn mapper_in(
     w: &mut MapperWork,
 ) -> Result<(), String> {
     let mut c = connect(spec, &format!("dbscope/transfer/{}", w.mapper))?;
+    one(&mut c, SESSION_SETTINGS).map_err(|e| db("SET", e))?;
     w.start_ns = clock.now_ns();
     for (name, entry) in files {
         let path = dir.join(name);
