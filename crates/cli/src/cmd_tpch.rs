@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use dbscope_lab::db::open_target;
-use dbscope_lab::workload::tpch::load;
+use dbscope_lab::workload::tpch::{load, load_run};
 use dbscope_tpch::answer::{compare, official_q1_sf1, rounded, SF1_LINEITEM_ROWS};
 use dbscope_tpch::gen::{self, GenConfig, GenFormat, GenProgress, TABLES};
 use dbscope_tpch::q1::{self, Q1Config, Q1Progress, DEFAULT_DELTA};
@@ -295,24 +295,37 @@ fn cmd_load(a: LoadArgs) -> Result<u8, Exit> {
         expected,
         "{spinner} {elapsed_precise} [{bar:30}] {human_pos} rows loaded",
     );
-    let summary = with_bar(
+    let run = match &a.run {
+        Some(p) => p.clone(),
+        None => default_run_dir("tpch-load")?,
+    };
+    let cfg = load_run::LoadRunConfig {
+        fresh: a.fresh,
+        commit_every: a.commit_every,
+        parallel: cpus(),
+        run: &run,
+        command_line: redacted_command_line(),
+        dir: &a.dir,
+    };
+    let recorded = with_bar(
         bar.as_ref(),
         || (progress.load(Ordering::Relaxed), expected),
-        || {
-            load::load(
-                target.as_ref(),
-                &files,
-                a.fresh,
-                a.commit_every,
-                cpus(),
-                &progress,
-            )
-        },
+        || load_run::load_recorded(target.as_ref(), &files, &cfg, &progress),
     );
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
-    let summary = summary?;
+    let recorded = recorded?;
+    let summary = match recorded.result {
+        Ok(s) => s,
+        Err(e) => {
+            return Err(anyhow::anyhow!(
+                "{e} (the load is recorded as failed in {})",
+                recorded.run.display()
+            )
+            .into())
+        }
+    };
     let mut out = std::io::stdout().lock();
     let mut total = 0;
     for (t, rows) in &summary.tables {
@@ -327,6 +340,13 @@ fn cmd_load(a: LoadArgs) -> Result<u8, Exit> {
         total as f64 / secs.max(1e-9),
         load_method(target.dialect()),
         summary.sessions
+    )?;
+    writeln!(
+        out,
+        "recorded {} events in {}; see: dbscope report {}",
+        recorded.events,
+        recorded.run.display(),
+        recorded.run.display()
     )?;
     // The map/combine/reduce answer of the loaded lineitem files, for `dbscope run tpch-q1`.
     let lineitem: Vec<PathBuf> = files

@@ -5,12 +5,13 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 use dbscope_lab::transfer::{
-    is_table_uri, parse_table_uri, transfer_in, transfer_out, FileOptions, Format, TransferConfig,
+    is_table_uri, parse_table_uri, transfer_in, transfer_out, Compress, FileOptions, Format,
+    TransferConfig,
 };
 
 use crate::common::{default_run_dir, finish_run, redacted_command_line};
 use crate::exit::Exit;
-use crate::transfer_args::{TransferArgs, TransferFormat};
+use crate::transfer_args::{TransferArgs, TransferCompress, TransferFormat};
 
 pub fn cmd_transfer(a: TransferArgs) -> Result<u8, Exit> {
     let (out, uri, dir) = match (is_table_uri(&a.from), is_table_uri(&a.to)) {
@@ -41,10 +42,17 @@ pub fn cmd_transfer(a: TransferArgs) -> Result<u8, Exit> {
             format: match a.format {
                 TransferFormat::Tbl => Format::Tbl,
                 TransferFormat::Csv => Format::Csv,
+                TransferFormat::Parquet => Format::Parquet,
             },
             delimiter: a.delimiter,
             header: a.header,
             null: a.null.clone(),
+            compress: match a.compress {
+                TransferCompress::None => Compress::None,
+                TransferCompress::Gzip => Compress::Gzip,
+                TransferCompress::Zstd => Compress::Zstd,
+                TransferCompress::Snappy => Compress::Snappy,
+            },
         },
         checksum: a.verify == "checksum",
         run,

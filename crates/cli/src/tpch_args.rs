@@ -176,6 +176,10 @@ pub struct LoadArgs {
     /// Rows per transaction (SQLite; PostgreSQL's COPY loads each file in one transaction).
     #[arg(long, default_value_t = 100_000, value_name = "N")]
     pub commit_every: u64,
+    /// Run directory recording the load (an event per file, counters per table).
+    /// Default: runs/<UTC timestamp>-tpch-load.
+    #[arg(long, alias = "out", value_name = "DIR")]
+    pub run: Option<PathBuf>,
     /// No progress bar.
     #[arg(long, short = 'q')]
     pub quiet: bool,

@@ -10,6 +10,20 @@ pub enum TransferFormat {
     Tbl,
     /// CSV (PostgreSQL's CSV format).
     Csv,
+    /// Parquet: typed columns from the table's column types, NULLs kept (docs/transfer.md).
+    Parquet,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum TransferCompress {
+    /// Not compressed.
+    None,
+    /// gzip: tbl/csv files as `part-NNNNN.EXT.gz`; Parquet's GZIP codec.
+    Gzip,
+    /// Zstandard: tbl/csv files as `part-NNNNN.EXT.zst`; Parquet's ZSTD codec.
+    Zstd,
+    /// Parquet's SNAPPY codec (Parquet only).
+    Snappy,
 }
 
 #[derive(Debug, Args)]
@@ -49,8 +63,13 @@ pub struct TransferArgs {
     /// The NULL marker. Default: `\N` (tbl), an empty unquoted field (csv).
     #[arg(long, value_name = "TEXT")]
     pub null: Option<String>,
-    /// What is verified end to end: `checksum` (row counts, file CRC-32s and the table's checksum,
-    /// which costs the server one more pass over the table) or `count` (row counts and CRC-32s).
+    /// Compression (out): of whole tbl/csv files, or Parquet's codec. In, compressed files are
+    /// read by their extension (`.gz`, `.zst`) and Parquet's own metadata.
+    #[arg(long, value_enum, default_value = "none")]
+    pub compress: TransferCompress,
+    /// What is verified end to end: `checksum` (row counts, file CRC-32s and the table's checksum:
+    /// out, a hash of every row summed as the mappers stream; in, the loaded table read back once)
+    /// or `count` (row counts and CRC-32s).
     #[arg(long, default_value = "checksum", value_parser = ["checksum", "count"])]
     pub verify: String,
     /// Run directory for the mappers' events. Default: runs/<UTC timestamp>-transfer.

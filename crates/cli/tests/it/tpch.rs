@@ -371,10 +371,53 @@ fn load_run_and_detect_a_mismatch(dir: &Path, target: &str, parts: &str, corrupt
         dir,
         &[
             "tpch", "load", "data", "--target", target, "--fresh", "-q", "--delta", "90",
-            "--delta", "60",
+            "--delta", "60", "--run", "load-run",
         ],
     );
     assert!(out.contains("lineitem\t60175 rows"), "{out}");
+    // Issue 15: the load is a run: an event per file named by its table, counters per table.
+    let load_run = join(dir, "load-run");
+    assert!(
+        out.contains("recorded") && out.contains("load-run"),
+        "{out}"
+    );
+    let m = manifest(&load_run);
+    assert_eq!(m["outcome"], "complete");
+    assert_eq!(m["workload"]["name"], "tpch-load");
+    // postgres://dbscope:PASSWORD@/…: the password is nowhere in the run's manifest.
+    if let Some(pw) = target
+        .strip_prefix("postgres://dbscope:")
+        .and_then(|r| r.split('@').next())
+    {
+        let text = std::fs::read_to_string(load_run.join("manifest.json")).unwrap();
+        assert!(!text.contains(pw), "password in the manifest");
+    }
+    let r = report_json(dir, &load_run);
+    let parts_n: u64 = parts.parse().unwrap();
+    let li = event(&r, "lineitem");
+    assert_eq!(li["count"], parts_n, "{li}");
+    assert_eq!(li["errors"], 0);
+    assert_eq!(event(&r, "region")["count"], 1);
+    assert_eq!(event(&r, "create-tables")["count"], 1);
+    // The chunks the loader sent (1 MiB COPY data / 1,000-row INSERTs): ≥ 2 per table this size.
+    let chunks = event(&r, "lineitem chunk");
+    assert!(chunks["count"].as_u64().unwrap() >= 2, "{chunks}");
+    assert_eq!(r["tpch_load"]["rows"], 86_805);
+    let tables = r["tpch_load"]["tables"].as_array().unwrap();
+    assert_eq!(tables.len(), 8);
+    let li_row = tables.iter().find(|t| t["table"] == "lineitem").unwrap();
+    assert_eq!(li_row["rows"], 60_175);
+    assert_eq!(li_row["files"], parts_n);
+    assert_eq!(li_row["outcome"], "ok");
+    assert!(li_row["rows_per_s"].as_f64().unwrap() > 0.0, "{li_row}");
+    assert!(li_row["mb_per_s"].as_f64().unwrap() > 0.0, "{li_row}");
+    let files_bytes: u64 = std::fs::read_dir(join(dir, "data"))
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("lineitem"))
+        .map(|e| e.metadata().unwrap().len())
+        .sum();
+    assert_eq!(li_row["bytes"], files_bytes);
     assert!(out.contains("(DELTA 60, 90)"), "{out}");
     assert!(
         out.contains("stored the map/combine/reduce Q1 answer"),
@@ -389,9 +432,40 @@ fn load_run_and_detect_a_mismatch(dir: &Path, target: &str, parts: &str, corrupt
     assert!(out.contains(method), "{out}");
     fails(
         dir,
-        &["tpch", "load", "data", "--target", target, "-q"],
+        &[
+            "tpch",
+            "load",
+            "data",
+            "--target",
+            target,
+            "-q",
+            "--run",
+            "load-again",
+        ],
         2,
         &["cannot create table region", "add --fresh"],
+    );
+    // A load that failed is recorded as failed, its reason kept; compare reads two loads.
+    let again = manifest(&join(dir, "load-again"));
+    assert_eq!(again["outcome"], "failed");
+    assert!(
+        again["outcome_detail"]
+            .as_str()
+            .unwrap()
+            .contains("cannot create table region"),
+        "{again}"
+    );
+    ok(
+        dir,
+        &[
+            "tpch", "load", "data", "--target", target, "--fresh", "-q", "--delta", "90",
+            "--delta", "60", "--run", "load-2",
+        ],
+    );
+    let cmp = ok(dir, &["compare", "load-run", "load-2"]);
+    assert!(
+        cmp.contains("lineitem") && cmp.contains("TPC-H load"),
+        "{cmp}"
     );
     ok(
         dir,
@@ -501,10 +575,24 @@ fn postgres_copy_refuses_a_bad_line_and_loads_nothing_of_that_file() {
             &pg.uri(&db),
             "--fresh",
             "-q",
+            "--run",
+            "bad-run",
         ],
         2,
         &["region.tbl:3: expected 3 '|'-terminated fields for table region, found 2"],
     );
+    // Issue 15: recorded as a failed run, the file's event failed with it.
+    let m = manifest(&join(dir.path(), "bad-run"));
+    assert_eq!(m["outcome"], "failed");
+    assert!(
+        m["outcome_detail"]
+            .as_str()
+            .unwrap()
+            .contains("region.tbl:3"),
+        "{m}"
+    );
+    let r = report_json(dir.path(), &join(dir.path(), "bad-run"));
+    assert_eq!(event(&r, "region")["errors"], 1);
     assert_eq!(
         pg.query(&db, "SELECT count(*) FROM region"),
         "0",

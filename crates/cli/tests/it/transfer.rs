@@ -88,6 +88,11 @@ fn a_million_rows_out_with_4_mappers_and_back_into_an_empty_table() {
         serde_json::from_str(&std::fs::read_to_string(data.join("transfer.json")).unwrap())
             .unwrap();
     assert_eq!(tj["rows"], 1_000_000);
+    // Issue 15: the checksum is the mappers' sum over the rows they streamed.
+    assert!(
+        tj["checksum"].as_str().unwrap().starts_with("xxh3-sum:"),
+        "{tj}"
+    );
     let per_file: Vec<u64> = tj["files"]
         .as_array()
         .unwrap()
@@ -187,6 +192,23 @@ fn csv_with_header_round_trips_and_a_changed_file_is_caught() {
     b.extend(base);
     ok(dir.path(), &b);
     assert_eq!(digest(pg, &dst), digest(pg, &src));
+
+    // Same rows, one column rounded by the target's type: the counts agree, the checksum
+    // (read back through COPY) does not.
+    let dst2 = pg.create_db("transfer_csv_dst2");
+    pg.query(&dst2, &SCHEMA.replace("numeric(12,2)", "numeric(12,1)"));
+    let to2 = table_uri(pg, &dst2, "t");
+    let mut d = vec!["transfer", "--from", s(&data), "--to", to2.as_str()];
+    let run_r = join(dir.path(), "rounded");
+    d.extend(["--run", s(&run_r)]);
+    d.extend(base);
+    let o = run(dir.path(), &d);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("checksum") && err.contains("differs") && err.contains("same row count 20000"),
+        "{err}"
+    );
 
     // A file changed after the transfer (same size): its CRC-32 no longer matches.
     pg.query(&dst, "TRUNCATE t");
@@ -369,4 +391,378 @@ fn transfer_bad_input() {
         &["no *.csv files"],
     );
     assert!(!dir.path().join("runs").exists());
+}
+
+/// Every column type `--format parquet` maps, with NULLs, extremes and awkward text.
+const TYPED: &str = "CREATE TABLE t (id bigint PRIMARY KEY, i2 smallint, i4 integer NOT NULL, \
+     amount numeric(12,2), big numeric(30,5), free numeric, f4 real, f8 double precision, \
+     name text, v varchar(20), c char(5), d date, ts timestamp, tstz timestamptz, b boolean, \
+     j jsonb)";
+
+fn fill_typed(pg: &PgCluster, db: &str, rows: u64) {
+    pg.query(db, TYPED);
+    pg.query(
+        db,
+        &format!(
+            "INSERT INTO t SELECT g, \
+               CASE WHEN g % 7 = 0 THEN NULL ELSE (g % 65536 - 32768)::int2 END, \
+               g::int4 * CASE WHEN g % 2 = 0 THEN -1 ELSE 1 END, \
+               CASE WHEN g % 11 = 0 THEN NULL ELSE (g % 100000) / 100.0 - 500 END, \
+               CASE WHEN g % 13 = 0 THEN NULL ELSE g * 12345678901234.56789 END, \
+               CASE g % 5 WHEN 0 THEN NULL WHEN 1 THEN 'NaN'::numeric ELSE g / 7.0 END, \
+               CASE WHEN g % 3 = 0 THEN NULL ELSE g / 3.0 END, \
+               CASE g % 6 WHEN 0 THEN NULL WHEN 1 THEN 'Infinity' WHEN 2 THEN '-Infinity' \
+                    ELSE g * 1.1e-300 END, \
+               CASE WHEN g % 10 = 0 THEN NULL ELSE 'n|' || g || E',\"q\"\\t\\\\' || \
+                    CASE WHEN g % 97 = 0 THEN E'\\n\\r' ELSE '' END || 'ü' END, \
+               CASE WHEN g % 4 = 0 THEN '' ELSE 'v' || g END, \
+               CASE WHEN g % 9 = 0 THEN NULL ELSE 'c' || (g % 10) END, \
+               CASE WHEN g % 8 = 0 THEN NULL WHEN g % 8 = 1 THEN date '0044-03-15 BC' \
+                    ELSE date '2000-01-01' + (g % 20000)::int - 10000 END, \
+               timestamp '1969-12-31 23:59:59.5' + g * interval '1.000001 second', \
+               CASE WHEN g % 12 = 0 THEN NULL ELSE timestamptz '2026-01-01 00:00:00+05' + g * interval '1 minute' END, \
+               CASE g % 3 WHEN 0 THEN NULL WHEN 1 THEN true ELSE false END, \
+               CASE WHEN g % 2 = 0 THEN NULL ELSE jsonb_build_object('k', g, 's', E'a\\tb') END \
+             FROM generate_series(1, {rows}) g"
+        ),
+    );
+}
+
+#[test]
+fn parquet_round_trip_keeps_types_nulls_and_values_issue_15() {
+    let pg = PgCluster::shared();
+    let src = pg.create_db("transfer_pq_src");
+    let dst = pg.create_db("transfer_pq_dst");
+    fill_typed(pg, &src, 30_000);
+    pg.query(&dst, TYPED);
+    let dir = tempdir();
+    let data = join(dir.path(), "pq");
+    let from = table_uri(pg, &src, "t");
+    let to = table_uri(pg, &dst, "t");
+    let run1 = join(dir.path(), "r1");
+    ok(
+        dir.path(),
+        &[
+            "transfer",
+            "--from",
+            &from,
+            "--to",
+            s(&data),
+            "--format",
+            "parquet",
+            "--mappers",
+            "2",
+            "--run",
+            s(&run1),
+            "-q",
+        ],
+    );
+    assert_eq!(
+        files(&data),
+        ["part-00000.parquet", "part-00001.parquet", "transfer.json"]
+    );
+    let run2 = join(dir.path(), "r2");
+    ok(
+        dir.path(),
+        &[
+            "transfer",
+            "--from",
+            s(&data),
+            "--to",
+            &to,
+            "--format",
+            "parquet",
+            "--mappers",
+            "2",
+            "--run",
+            s(&run2),
+            "-q",
+        ],
+    );
+    assert_eq!(digest(pg, &dst), digest(pg, &src));
+    assert!(digest(pg, &src).starts_with("30000:"));
+    let r = report_json(dir.path(), &run2);
+    assert_eq!(r["transfer"]["verified"], true);
+    assert_eq!(r["transfer"]["rows"], 30_000);
+
+    // Not Parquet at all: the run fails naming the file, nothing panics.
+    pg.query(&dst, "TRUNCATE t");
+    let junk = join(dir.path(), "junk");
+    std::fs::create_dir(&junk).unwrap();
+    std::fs::write(junk.join("part-00000.parquet"), b"id|name\n1|x\n").unwrap();
+    let o = run(
+        dir.path(),
+        &[
+            "transfer",
+            "--from",
+            s(&junk),
+            "--to",
+            &to,
+            "--format",
+            "parquet",
+            "--run",
+            s(&join(dir.path(), "r3")),
+        ],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("part-00000.parquet") && !err.contains("panicked"),
+        "{err}"
+    );
+    fails(
+        dir.path(),
+        &[
+            "transfer",
+            "--from",
+            &from,
+            "--to",
+            s(&junk),
+            "--format",
+            "parquet",
+            "--null",
+            "x",
+        ],
+        2,
+        &["--null apply to --format tbl|csv"],
+    );
+
+    // An Arrow reader sees the types the table has.
+    if std::process::Command::new("python3")
+        .args(["-c", "import pyarrow"])
+        .status()
+        .map_or(true, |s| !s.success())
+    {
+        eprintln!("SKIPPED the pyarrow check: python3 with pyarrow is not installed");
+        return;
+    }
+    let script = r#"
+import sys, pyarrow.parquet as pq
+t = pq.read_table(sys.argv[1])
+for f in t.schema:
+    print(f"{f.name}:{f.type}:{f.nullable}:{t.column(f.name).null_count}")
+ids = t.column("id").to_pylist()
+i = ids.index(23)
+print("row23", t.column("amount")[i].as_py(), t.column("d")[i].as_py(), t.column("tstz")[i].as_py().isoformat(), repr(t.column("name")[i].as_py()))
+"#;
+    let o = std::process::Command::new("python3")
+        .args(["-c", script, s(&data.join("part-00000.parquet"))])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let types: Vec<&str> = out.lines().map(|l| l.rsplit_once(':').unwrap().0).collect();
+    assert_eq!(
+        types[..16],
+        [
+            "id:int64:False",
+            "i2:int16:True",
+            "i4:int32:False",
+            "amount:decimal128(12, 2):True",
+            "big:decimal128(30, 5):True",
+            "free:string:True",
+            "f4:float:True",
+            "f8:double:True",
+            "name:string:True",
+            "v:string:True",
+            "c:string:True",
+            "d:date32[day]:True",
+            "ts:timestamp[us]:True",
+            "tstz:timestamp[us, tz=UTC]:True",
+            "b:bool:True",
+            "j:string:True",
+        ],
+        "{out}"
+    );
+    // NULLs are nulls: 15,000 rows in this file, every 11th amount NULL.
+    let nulls: Vec<u64> = out
+        .lines()
+        .take(16)
+        .map(|l| l.rsplit(':').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(nulls[0], 0);
+    assert_eq!(nulls[3], 15_000 / 11, "{out}");
+    assert_eq!(
+        out.lines().last().unwrap(),
+        "row23 -499.77 1972-09-07 2025-12-31T19:23:00+00:00 'n|23,\"q\"\\t\\\\ü'",
+        "{out}"
+    );
+}
+
+fn magic(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap()[..4].to_vec()
+}
+
+/// The codec of every column chunk of a Parquet file.
+fn parquet_codecs(path: &Path) -> Vec<String> {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let r = SerializedFileReader::new(std::fs::File::open(path).unwrap()).unwrap();
+    let md = r.metadata();
+    let mut v: Vec<String> = (0..md.num_row_groups())
+        .flat_map(|g| {
+            md.row_group(g)
+                .columns()
+                .iter()
+                .map(|c| c.compression().to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    v.dedup();
+    v
+}
+
+#[test]
+fn compressed_files_round_trip_by_manifest_and_by_extension_issue_15() {
+    let pg = PgCluster::shared();
+    let src = pg.create_db("transfer_z_src");
+    let dst = pg.create_db("transfer_z_dst");
+    fill(pg, &src, 20_000);
+    pg.query(&dst, SCHEMA);
+    let dir = tempdir();
+    let from = table_uri(pg, &src, "t");
+    let to = table_uri(pg, &dst, "t");
+    let mut n = 0;
+    let mut transfer = |args: &[&str]| {
+        n += 1;
+        let run = join(dir.path(), &format!("r{n}"));
+        let mut a = vec!["transfer", "--run", s(&run), "-q"];
+        a.extend(args);
+        ok(dir.path(), &a);
+    };
+
+    // tbl + gzip, back through transfer.json.
+    let gz = join(dir.path(), "gz");
+    transfer(&[
+        "--from",
+        &from,
+        "--to",
+        s(&gz),
+        "--compress",
+        "gzip",
+        "--mappers",
+        "2",
+    ]);
+    assert_eq!(
+        files(&gz),
+        ["part-00000.tbl.gz", "part-00001.tbl.gz", "transfer.json"]
+    );
+    assert_eq!(magic(&gz.join("part-00000.tbl.gz"))[..2], [0x1f, 0x8b]);
+    let tj: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(gz.join("transfer.json")).unwrap()).unwrap();
+    assert_eq!(tj["options"]["compress"], "gzip");
+    transfer(&["--from", s(&gz), "--to", &to, "--mappers", "2"]);
+    assert_eq!(digest(pg, &dst), digest(pg, &src));
+
+    // csv + zstd, back without transfer.json: found and decoded by the extension.
+    pg.query(&dst, "TRUNCATE t");
+    let zst = join(dir.path(), "zst");
+    let csv = ["--format", "csv", "--header"];
+    let mut a = vec![
+        "--from",
+        from.as_str(),
+        "--to",
+        s(&zst),
+        "--compress",
+        "zstd",
+    ];
+    a.extend(csv);
+    transfer(&a);
+    assert_eq!(
+        files(&zst),
+        [
+            "part-00000.csv.zst",
+            "part-00001.csv.zst",
+            "part-00002.csv.zst",
+            "part-00003.csv.zst",
+            "transfer.json"
+        ]
+    );
+    assert_eq!(
+        magic(&zst.join("part-00002.csv.zst")),
+        [0x28, 0xb5, 0x2f, 0xfd]
+    );
+    std::fs::remove_file(zst.join("transfer.json")).unwrap();
+    let mut b = vec!["--from", s(&zst), "--to", to.as_str()];
+    b.extend(csv);
+    transfer(&b);
+    assert_eq!(digest(pg, &dst), digest(pg, &src));
+
+    // A compressed file cut short: a clear error naming it, no panic.
+    pg.query(&dst, "TRUNCATE t");
+    let p = zst.join("part-00001.csv.zst");
+    let bytes = std::fs::read(&p).unwrap();
+    std::fs::write(&p, &bytes[..bytes.len() / 2]).unwrap();
+    let cut = join(dir.path(), "cut");
+    let mut c = vec![
+        "transfer",
+        "--from",
+        s(&zst),
+        "--to",
+        to.as_str(),
+        "--run",
+        s(&cut),
+    ];
+    c.extend(csv);
+    let o = run(dir.path(), &c);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("part-00001.csv.zst") && !err.contains("panicked"),
+        "{err}"
+    );
+
+    // Parquet: the codec is Parquet's own, inside the file.
+    pg.query(&dst, "TRUNCATE t");
+    let pz = join(dir.path(), "pz");
+    transfer(&[
+        "--from",
+        &from,
+        "--to",
+        s(&pz),
+        "--format",
+        "parquet",
+        "--compress",
+        "zstd",
+        "--mappers",
+        "2",
+    ]);
+    assert_eq!(
+        files(&pz),
+        ["part-00000.parquet", "part-00001.parquet", "transfer.json"]
+    );
+    assert_eq!(
+        parquet_codecs(&pz.join("part-00001.parquet")),
+        ["ZSTD(ZstdLevel(1))"]
+    );
+    transfer(&["--from", s(&pz), "--to", &to, "--format", "parquet"]);
+    assert_eq!(digest(pg, &dst), digest(pg, &src));
+    let ps = join(dir.path(), "ps");
+    transfer(&[
+        "--from",
+        &from,
+        "--to",
+        s(&ps),
+        "--format",
+        "parquet",
+        "--compress",
+        "snappy",
+        "--mappers",
+        "1",
+    ]);
+    assert_eq!(parquet_codecs(&ps.join("part-00000.parquet")), ["SNAPPY"]);
+
+    fails(
+        dir.path(),
+        &[
+            "transfer",
+            "--from",
+            &from,
+            "--to",
+            s(&ps),
+            "--compress",
+            "snappy",
+        ],
+        2,
+        &["snappy is a Parquet codec"],
+    );
 }

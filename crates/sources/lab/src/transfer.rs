@@ -10,9 +10,24 @@
 //! streaming its files through `COPY … FROM STDIN`.
 //!
 //! Verification, end to end: out writes `transfer.json` beside the files (table rows, the
-//! table's checksum — `sum(hashtextextended(row::text, 0))` in the same snapshot — and per file
-//! its rows, bytes and CRC-32); in checks every file's CRC-32 as it streams it and, after the
-//! load, the table's row count and checksum against `transfer.json`.
+//! table's checksum and per file its rows, bytes and CRC-32); in checks every file's CRC-32 as it
+//! streams it and, after the load, the table's row count and checksum against `transfer.json`.
+//! The checksum (`xxh3-sum:`) is computed by the mappers from the rows as they stream: the
+//! wrapping sum of XXH3-64 of every row's bytes as COPY sends them (one CopyData message per
+//! row), so it costs the server no second pass and does not depend on the row order; in reads the
+//! loaded table back through COPY with the same options and settings and sums the same way.
+//! Older `transfer.json` files hold the server-side `sum(hashtextextended(row::text, 0))`, which
+//! in still checks with that query.
+//!
+//! `--format parquet`: the mappers read COPY's text format and write Parquet typed from the
+//! catalog (`pq`); in, the Parquet files are turned back into COPY text.
+
+mod files;
+mod pq;
+
+pub use files::Compress;
+use files::{Counted, Decoder, Encoder};
+use pq::{PqColumn, PqRows, PqWriter};
 
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Read, Write};
@@ -36,6 +51,8 @@ pub enum Format {
     Tbl,
     /// RFC 4180 CSV (PostgreSQL's CSV format).
     Csv,
+    /// Parquet, one typed column per table column (see `pq` for the types).
+    Parquet,
 }
 
 impl Format {
@@ -44,6 +61,7 @@ impl Format {
         match self {
             Format::Tbl => "tbl",
             Format::Csv => "csv",
+            Format::Parquet => "parquet",
         }
     }
 }
@@ -59,6 +77,9 @@ pub struct FileOptions {
     pub header: bool,
     /// The NULL marker; default `\N` (tbl) or an empty unquoted field (csv).
     pub null: Option<String>,
+    /// Compression: of whole tbl/csv files (`.gz`, `.zst`), of Parquet's pages.
+    #[serde(default)]
+    pub compress: Compress,
 }
 
 impl FileOptions {
@@ -78,24 +99,48 @@ impl FileOptions {
                 )));
             }
         }
+        if self.format == Format::Parquet
+            && (self.header || self.delimiter.is_some() || self.null.is_some())
+        {
+            return Err(Error::Config(
+                "--header, --delimiter and --null apply to --format tbl|csv; Parquet has typed columns and real NULLs".into(),
+            ));
+        }
+        if self.compress == Compress::Snappy && self.format != Format::Parquet {
+            return Err(Error::Config(
+                "--compress snappy is a Parquet codec; tbl and csv files take gzip or zstd".into(),
+            ));
+        }
         if self.header && self.format == Format::Tbl {
             return Err(Error::Config("--header applies to --format csv".into()));
         }
         Ok(())
     }
 
+    /// What follows the format's extension in a file name: `.gz`/`.zst` for compressed tbl/csv.
+    fn file_suffix(&self) -> &'static str {
+        match self.format {
+            Format::Parquet => "",
+            _ => self.compress.suffix(),
+        }
+    }
+
     /// COPY's option list, e.g. `(FORMAT csv, HEADER true, DELIMITER ',')`.
     fn copy_options(&self) -> String {
+        if self.format == Format::Parquet {
+            // The mappers read COPY's own text format and convert it (`pq`).
+            return "(FORMAT text)".into();
+        }
         let mut o = vec![match self.format {
-            Format::Tbl => "FORMAT text".to_string(),
+            Format::Tbl | Format::Parquet => "FORMAT text".to_string(),
             Format::Csv => "FORMAT csv".to_string(),
         }];
         if self.header {
             o.push("HEADER true".into());
         }
         let delim = self.delimiter.unwrap_or(match self.format {
-            Format::Tbl => '|',
             Format::Csv => ',',
+            _ => '|',
         });
         o.push(format!("DELIMITER '{delim}'"));
         if let Some(n) = &self.null {
@@ -236,8 +281,12 @@ pub struct MapperWork {
     pub end_ns: u64,
     /// CRC-32 of the file written (out).
     pub crc32: u32,
+    /// Of the time, ns spent syncing the file before its rename (out).
+    pub sync_ns: u64,
     /// Why it failed.
     pub error: Option<String>,
+    /// The wrapping sum of XXH3-64 of the rows copied (out).
+    pub row_sum: u64,
 }
 
 /// How a transfer ended.
@@ -359,6 +408,19 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
         };
         (key, num(0), num(1), num(2).map(|c| c.max(0) as u64))
     };
+    let columns: Option<Vec<PqColumn>> = if cfg.file.format == Format::Parquet {
+        let rows = coord
+            .simple_query(&pq::columns_sql(table))
+            .map_err(cfgerr)?;
+        Some(
+            rows.iter()
+                .map(|r| PqColumn::from_catalog(r))
+                .collect::<Result<_, _>>()
+                .map_err(|e| Error::Config(format!("{table}: {e}")))?,
+        )
+    } else {
+        None
+    };
     let snapshot = one(&mut coord, "SELECT pg_export_snapshot()")
         .map_err(cfgerr)?
         .first()
@@ -381,7 +443,8 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
             .enumerate()
             .map(|(i, range)| {
                 let (clock, snapshot, opts, key) = (&clock, &snapshot, &opts, &key);
-                let name = format!("part-{i:05}.{ext}");
+                let columns = columns.as_deref();
+                let name = format!("part-{i:05}.{ext}{}", cfg.file.file_suffix());
                 let path = cfg.dir.join(&name);
                 s.spawn(move || {
                     let where_ = match range {
@@ -397,7 +460,15 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
                         files: vec![name],
                         ..Default::default()
                     };
-                    if let Err(e) = mapper_out(spec, &path, &sql, snapshot, clock, &mut w) {
+                    if let Err(e) = mapper_out(
+                        spec,
+                        &path,
+                        &sql,
+                        snapshot,
+                        (columns, cfg.file.compress, cfg.file.header),
+                        clock,
+                        &mut w,
+                    ) {
                         let range = range.map_or("the whole table".to_string(), |(a, b)| {
                             format!("{key} {a}..={b}")
                         });
@@ -407,12 +478,8 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
                 })
             })
             .collect();
-        let checksum = if cfg.checksum {
-            one(&mut coord, &checksum_sql(table))
-                .map(|r| Some(r.get(1).cloned().flatten().unwrap_or_default()))
-        } else {
-            Ok(None)
-        };
+        // The checksum comes from the mappers' rows (`row_sum`): no second pass here.
+        let checksum: Result<Option<String>, WireError> = Ok(None);
         let works: Vec<MapperWork> = handles
             .into_iter()
             .map(|h| h.join().expect("mapper thread"))
@@ -430,6 +497,14 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
         }
     };
     let count = count.unwrap_or(copied);
+    let checksum = checksum.map(|c| {
+        c.or_else(|| {
+            cfg.checksum.then(|| {
+                let sum = works.iter().fold(0u64, |a, w| a.wrapping_add(w.row_sum));
+                format!("{ROW_SUM_PREFIX}{sum:016x}")
+            })
+        })
+    });
     if detail.is_none() && copied != count {
         detail = Some(format!(
             "the mappers copied {copied} rows but {table} holds {count} (rows outside the key ranges?)"
@@ -468,6 +543,46 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
     finish(rec, &clock, "copy-out", &works, detail)
 }
 
+/// How a checksum computed from the rows as COPY sends them starts in `transfer.json`.
+const ROW_SUM_PREFIX: &str = "xxh3-sum:";
+
+/// The settings every transfer session runs with, so COPY's text of a value is the same on both
+/// sides (and the row checksum with it): ISO dates, UTC, shortest exact floats, hex bytea.
+const SESSION_SETTINGS: &str = "SET DateStyle = ISO, YMD; SET TimeZone = 'UTC'; \
+     SET extra_float_digits = 1; SET IntervalStyle = postgres; SET bytea_output = hex";
+
+/// The row checksum's hash of one row.
+fn row_hash(row: &[u8]) -> u64 {
+    twox_hash::XxHash3_64::oneshot(row)
+}
+
+/// Rows and row checksum of a table read back through COPY as a transfer out would write it.
+fn table_row_sum(
+    c: &mut WireConn,
+    table: &str,
+    cols: &str,
+    opts: &FileOptions,
+) -> Result<(u64, u64), WireError> {
+    one(c, SESSION_SETTINGS)?;
+    let mut skip = opts.header;
+    let mut sum = 0u64;
+    let rows = c.copy_out(
+        &format!(
+            "COPY (SELECT {cols} FROM {table}) TO STDOUT {}",
+            opts.copy_options()
+        ),
+        &mut |d: &[u8]| {
+            if skip {
+                skip = false;
+            } else {
+                sum = sum.wrapping_add(row_hash(d));
+            }
+            Ok(())
+        },
+    )?;
+    Ok((rows, sum))
+}
+
 /// Row count and checksum of a table: `sum(hashtextextended(row::text, 0))` as a decimal.
 fn checksum_sql(table: &str) -> String {
     format!(
@@ -493,43 +608,103 @@ pub fn split_ranges(lo: Option<i64>, hi: Option<i64>, n: u32) -> Vec<Option<(i64
         .collect()
 }
 
+type FileOut = BufWriter<std::fs::File>;
+
+enum Sink {
+    /// tbl and csv: COPY's bytes as they come, compressed or not.
+    Plain(Encoder<FileOut>),
+    /// Parquet: COPY's text rows converted.
+    Parquet(Box<PqWriter<Counted<FileOut>>>),
+}
+
+impl Sink {
+    fn row(&mut self, d: &[u8]) -> Result<(), String> {
+        match self {
+            Sink::Plain(w) => w.write_all(d).map_err(|e| e.to_string()),
+            Sink::Parquet(p) => p.push_row(d),
+        }
+    }
+
+    /// The file after the last bytes (the codec's end, Parquet's footer); the rows Parquet holds.
+    fn finish(self) -> Result<(Counted<FileOut>, Option<u64>), String> {
+        match self {
+            Sink::Plain(w) => Ok((w.finish().map_err(|e| e.to_string())?, None)),
+            Sink::Parquet(p) => {
+                let rows = p.rows;
+                Ok((p.finish()?, Some(rows)))
+            }
+        }
+    }
+}
+
 fn mapper_out(
     spec: &str,
     path: &Path,
     sql: &str,
     snapshot: &str,
+    (columns, compress, header): (Option<&[PqColumn]>, Compress, bool),
     clock: &RunClock,
     w: &mut MapperWork,
 ) -> Result<(), String> {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let tmp = path.with_file_name(format!(".{name}.partial"));
     let mut c = connect(spec, &format!("dbscope/transfer/{}", w.mapper))?;
+    // Also the text forms `pq` parses: ISO dates, timestamptz in UTC (`…+00`).
+    one(&mut c, SESSION_SETTINGS).map_err(|e| db("SET", e))?;
     one(&mut c, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY").map_err(|e| db("BEGIN", e))?;
     one(&mut c, &format!("SET TRANSACTION SNAPSHOT '{snapshot}'"))
         .map_err(|e| db("SET TRANSACTION SNAPSHOT", e))?;
     let file = std::fs::File::create(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    let mut out = BufWriter::with_capacity(1 << 20, file);
-    let mut bytes = 0u64;
-    let mut crc = crc32fast::Hasher::new();
+    let out = Counted::new(BufWriter::with_capacity(1 << 20, file));
     w.start_ns = clock.now_ns();
-    let copied = c.copy_out(sql, &mut |d: &[u8]| {
-        bytes += d.len() as u64;
-        crc.update(d);
-        out.write_all(d)
-            .map_err(|e| format!("{}: {e}", tmp.display()))
-    });
-    w.end_ns = clock.now_ns();
-    w.bytes = bytes;
-    w.crc32 = crc.finalize();
-    let done = copied.map_err(|e| db("COPY", e)).and_then(|rows| {
+    let done = (|| {
+        let mut sink = match columns {
+            Some(cols) => Sink::Parquet(Box::new(PqWriter::new(
+                out,
+                cols.to_vec(),
+                compress.parquet(),
+            )?)),
+            None => Sink::Plain(
+                Encoder::new(out, compress).map_err(|e| format!("{}: {e}", tmp.display()))?,
+            ),
+        };
+        // A CSV header is the first message; it is not a row.
+        let mut skip = header;
+        let mut sum = 0u64;
+        let rows = c
+            .copy_out(sql, &mut |d: &[u8]| {
+                if skip {
+                    skip = false;
+                } else {
+                    sum = sum.wrapping_add(row_hash(d));
+                }
+                sink.row(d).map_err(|e| format!("{}: {e}", tmp.display()))
+            })
+            .map_err(|e| db("COPY", e))?;
+        w.row_sum = sum;
         w.rows = rows;
+        let (out, written) = sink
+            .finish()
+            .map_err(|e| format!("{}: {e}", tmp.display()))?;
+        if let Some(n) = written.filter(|&n| n != rows) {
+            return Err(format!(
+                "{}: {n} rows written, COPY sent {rows}",
+                tmp.display()
+            ));
+        }
+        w.bytes = out.bytes;
+        w.crc32 = out.crc32();
         let f = out
             .into_inner()
+            .into_inner()
             .map_err(|e| format!("{}: {}", tmp.display(), e.error()))?;
+        let t = clock.now_ns();
         f.sync_all()
             .map_err(|e| format!("{}: {e}", tmp.display()))?;
+        w.sync_ns = clock.now_ns() - t;
         std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
-    });
+    })();
+    w.end_ns = clock.now_ns();
     if done.is_err() {
         // A mapper that failed leaves nothing that looks like a finished file.
         let _ = std::fs::remove_file(&tmp);
@@ -569,11 +744,16 @@ pub fn transfer_in(cfg: &TransferConfig) -> Result<TransferResult, Error> {
         }
         None => {
             let ext = format!(".{}", cfg.file.format.ext());
+            // Compressed tbl/csv files are found by their extension too.
+            let exts: Vec<String> = match cfg.file.format {
+                Format::Parquet => vec![ext.clone()],
+                _ => vec![ext.clone(), format!("{ext}.gz"), format!("{ext}.zst")],
+            };
             let mut v: Vec<(String, Option<FileEntry>)> = std::fs::read_dir(&cfg.dir)
                 .map_err(|e| Error::Config(format!("{}: {e}", cfg.dir.display())))?
                 .filter_map(|d| d.ok())
                 .map(|d| d.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.ends_with(&ext) && !n.starts_with('.'))
+                .filter(|n| exts.iter().any(|e| n.ends_with(e.as_str())) && !n.starts_with('.'))
                 .map(|n| (n, None))
                 .collect();
             v.sort_by(|a, b| a.0.cmp(&b.0));
@@ -624,19 +804,21 @@ pub fn transfer_in(cfg: &TransferConfig) -> Result<TransferResult, Error> {
     let mut rec = begin(cfg, "transfer-in", spec)?;
     let clock = rec.start_clock()?;
     let n = (cfg.mappers as usize).min(files.len()).max(1);
-    let sql = format!("COPY {table} FROM STDIN {opts}");
+    let parquet = cfg.file.format == Format::Parquet;
     let works: Vec<MapperWork> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..n)
             .map(|i| {
                 let mine: Vec<&(String, Option<FileEntry>)> =
                     files.iter().skip(i).step_by(n).collect();
-                let (clock, sql) = (&clock, &sql);
+                let (clock, opts) = (&clock, &opts);
                 s.spawn(move || {
                     let mut w = MapperWork {
                         mapper: i as u32,
                         ..Default::default()
                     };
-                    if let Err(e) = mapper_in(spec, &cfg.dir, &mine, sql, clock, &mut w) {
+                    if let Err(e) =
+                        mapper_in(spec, &cfg.dir, &mine, (table, opts, parquet), clock, &mut w)
+                    {
                         w.error = Some(format!("mapper {i}: {e}"));
                     }
                     w
@@ -650,21 +832,38 @@ pub fn transfer_in(cfg: &TransferConfig) -> Result<TransferResult, Error> {
     });
     let mut detail = works.iter().find_map(|w| w.error.clone());
     if let (None, Some(m)) = (&detail, &manifest) {
-        let sql = match (&m.checksum, cfg.checksum) {
-            (Some(_), true) => checksum_sql(table),
-            _ => format!("SELECT count(*), NULL FROM {table}"),
+        let counted = match (&m.checksum, cfg.checksum) {
+            (Some(want), true) if want.starts_with(ROW_SUM_PREFIX) => {
+                // Parquet files name their columns: read them back in that order.
+                let cols = match parquet {
+                    true => PqRows::open(&cfg.dir.join(&files[0].0))
+                        .map(|r| r.column_list())
+                        .map(|l| l[1..l.len() - 1].to_string())
+                        .map_err(|e| WireError::Protocol(e.to_string())),
+                    false => Ok("*".to_string()),
+                };
+                cols.and_then(|cols| table_row_sum(&mut coord, table, &cols, &m.options))
+                    .map(|(rows, sum)| (rows, Some(format!("{ROW_SUM_PREFIX}{sum:016x}"))))
+            }
+            (sum, verify) => {
+                let sql = match (sum, verify) {
+                    (Some(_), true) => checksum_sql(table),
+                    _ => format!("SELECT count(*), NULL FROM {table}"),
+                };
+                one(&mut coord, &sql).map(|r| {
+                    let rows = r
+                        .first()
+                        .cloned()
+                        .flatten()
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(0);
+                    (rows, r.get(1).cloned().flatten())
+                })
+            }
         };
-        let row = one(&mut coord, &sql);
-        detail = match row {
+        detail = match counted {
             Err(e) => Some(db("table checksum", e)),
-            Ok(r) => {
-                let rows: u64 = r
-                    .first()
-                    .cloned()
-                    .flatten()
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0);
-                let sum = r.get(1).cloned().flatten();
+            Ok((rows, sum)) => {
                 if rows != m.rows {
                     Some(format!(
                         "{table} holds {rows} rows after the load; {} were transferred out",
@@ -689,16 +888,27 @@ fn mapper_in(
     spec: &str,
     dir: &Path,
     files: &[&(String, Option<FileEntry>)],
-    sql: &str,
+    (table, opts, parquet): (&str, &str, bool),
     clock: &RunClock,
     w: &mut MapperWork,
 ) -> Result<(), String> {
     let mut c = connect(spec, &format!("dbscope/transfer/{}", w.mapper))?;
+    one(&mut c, SESSION_SETTINGS).map_err(|e| db("SET", e))?;
     w.start_ns = clock.now_ns();
     for (name, entry) in files {
         let path = dir.join(name);
-        let mut f = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let mut h = crc32fast::Hasher::new();
+        if parquet {
+            let (rows, bytes) = parquet_in(&mut c, &path, entry.as_ref(), table)?;
+            w.rows += rows;
+            w.bytes += bytes;
+            w.files.push(name.clone());
+            continue;
+        }
+        let sql = format!("COPY {table} FROM STDIN {opts}");
+        let f = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        // The codec by the file's name (transfer.json lists the names it wrote).
+        let mut f = Decoder::new(f, Compress::of_name(name))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
         let mut bytes = 0u64;
         let expect = entry.as_ref().map(|e| e.crc32);
         let mut fill = |chunk: &mut Vec<u8>| -> Result<bool, String> {
@@ -707,10 +917,11 @@ fn mapper_in(
                 .read(chunk)
                 .map_err(|e| format!("{}: {e}", path.display()))?;
             chunk.truncate(n);
-            h.update(chunk);
-            bytes += n as u64;
             if n == 0 {
-                let crc = h.clone().finalize();
+                let (b, crc) = f
+                    .file_bytes_and_crc()
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                bytes = b;
                 if let Some(want) = expect.filter(|&want| want != crc) {
                     return Err(format!(
                         "{}: CRC-32 {crc:08x}, {TRANSFER_FILE} says {want:08x} (the file changed)",
@@ -721,7 +932,7 @@ fn mapper_in(
             Ok(n > 0)
         };
         let rows = c
-            .copy_in(sql, &mut fill)
+            .copy_in(&sql, &mut fill)
             .map_err(|e| db(&format!("COPY {name}"), e))?;
         w.rows += rows;
         w.bytes += bytes;
@@ -729,6 +940,44 @@ fn mapper_in(
     }
     w.end_ns = clock.now_ns();
     Ok(())
+}
+
+/// One Parquet file into the table: its CRC-32 checked against `transfer.json` first (the reader
+/// jumps around the file), then its rows streamed as COPY text. Returns rows and file bytes.
+fn parquet_in(
+    c: &mut WireConn,
+    path: &Path,
+    entry: Option<&FileEntry>,
+    table: &str,
+) -> Result<(u64, u64), String> {
+    let shown = path.display();
+    let mut f = std::fs::File::open(path).map_err(|e| format!("{shown}: {e}"))?;
+    let mut h = crc32fast::Hasher::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut bytes = 0u64;
+    loop {
+        let n = f.read(&mut buf).map_err(|e| format!("{shown}: {e}"))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+        bytes += n as u64;
+    }
+    let crc = h.finalize();
+    if let Some(want) = entry.map(|e| e.crc32).filter(|&want| want != crc) {
+        return Err(format!(
+            "{shown}: CRC-32 {crc:08x}, {TRANSFER_FILE} says {want:08x} (the file changed)"
+        ));
+    }
+    let mut rows = PqRows::open(path)?;
+    let sql = format!(
+        "COPY {table} {} FROM STDIN (FORMAT text)",
+        rows.column_list()
+    );
+    let n = c
+        .copy_in(&sql, &mut |chunk: &mut Vec<u8>| rows.fill(chunk, 1 << 20))
+        .map_err(|e| db(&format!("COPY {shown}"), e))?;
+    Ok((n, bytes))
 }
 
 /// Writes one event per mapper and the `transfer` counters, and ends the run.
@@ -777,6 +1026,7 @@ fn finish(
                 CounterValue::Float(s),
                 CounterValue::float(rate(w.rows, s)),
                 CounterValue::float(rate(w.bytes, s).map(|b| b / 1e6)),
+                CounterValue::Float(w.sync_ns as f64 / 1e9),
                 CounterValue::Text(w.files.join(" ")),
                 CounterValue::Text(w.error.clone().unwrap_or_default()),
             ]
@@ -821,6 +1071,7 @@ fn finish(
                 Column::new("seconds", "time", "s").decimals(3),
                 Column::new("rows_per_s", "rows/s", "/s").decimals(0),
                 Column::new("mb_per_s", "MB/s", "MB/s").decimals(1),
+                Column::new("sync_seconds", "of which fsync", "s").decimals(3),
                 Column::new("files", "files", ""),
                 Column::new("error", "error", ""),
             ],
@@ -900,6 +1151,7 @@ mod tests {
             delimiter: None,
             header: true,
             null: Some("NULL".into()),
+            compress: Compress::None,
         };
         assert_eq!(
             o.copy_options(),
@@ -910,6 +1162,7 @@ mod tests {
             delimiter: None,
             header: false,
             null: None,
+            compress: Compress::None,
         };
         assert_eq!(t.copy_options(), "(FORMAT text, DELIMITER '|')");
         assert!(FileOptions {
@@ -920,6 +1173,12 @@ mod tests {
         .is_err());
         assert!(FileOptions {
             header: true,
+            ..t.clone()
+        }
+        .validate()
+        .is_err());
+        assert!(FileOptions {
+            compress: Compress::Snappy,
             ..t.clone()
         }
         .validate()

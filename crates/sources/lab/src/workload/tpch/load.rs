@@ -14,6 +14,7 @@ use dbscope_tpch::q1::Q1Answer;
 use super::reference::reference_values;
 pub use super::reference::REFERENCE_TABLE;
 use crate::db::{Dialect, Param, Session, Target, TargetError};
+use dbscope_core::RunClock;
 
 /// Rows packed into one INSERT execution.
 pub const ROWS_PER_INSERT: usize = 1000;
@@ -210,6 +211,49 @@ pub struct LoadFile {
     pub path: PathBuf,
 }
 
+/// One file's load, timed on the run's clock (`tpch load` records these as events).
+#[derive(Clone, Debug)]
+pub struct FileLoaded {
+    /// Index into the files given to [`load_timed`].
+    pub file: usize,
+    /// The loading session (worker), from 0.
+    pub session: u32,
+    /// Start, ns on the run's clock.
+    pub start_ns: u64,
+    /// End, ns on the run's clock.
+    pub end_ns: u64,
+    /// Rows loaded (0 when it failed: its transaction rolled back).
+    pub rows: u64,
+    /// The file's size.
+    pub bytes: u64,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// The chunks the loader sent, each (start ns, end ns, rows): 1 MiB of COPY data on
+    /// PostgreSQL (read, checked and sent), one multi-row INSERT on SQLite.
+    pub chunks: Vec<(u64, u64, u64)>,
+}
+
+/// Where a loader notes its chunks: the run's clock and the list.
+struct Chunks<'a> {
+    clock: &'a RunClock,
+    list: Vec<(u64, u64, u64)>,
+    start_ns: u64,
+    rows_before: u64,
+}
+
+impl Chunks<'_> {
+    /// A chunk ended with `rows` rows loaded so far in the file; the next starts now.
+    fn mark(&mut self, rows: u64) {
+        let now = self.clock.now_ns();
+        if rows > self.rows_before {
+            self.list
+                .push((self.start_ns, now, rows - self.rows_before));
+        }
+        self.start_ns = now;
+        self.rows_before = rows;
+    }
+}
+
 /// What was loaded, per table.
 #[derive(Clone, Debug, Default)]
 pub struct LoadSummary {
@@ -328,6 +372,52 @@ pub fn load(
     parallel: usize,
     progress: &AtomicU64,
 ) -> Result<LoadSummary, LoadError> {
+    let clock = RunClock::start();
+    load_timed(
+        target,
+        files,
+        fresh,
+        commit_every,
+        parallel,
+        progress,
+        &clock,
+    )
+    .1
+}
+
+/// [`load`], with every file's load timed on `clock` (returned even when the load failed, with
+/// the table creation as file `usize::MAX`).
+pub fn load_timed(
+    target: &dyn Target,
+    files: &[LoadFile],
+    fresh: bool,
+    commit_every: u64,
+    parallel: usize,
+    progress: &AtomicU64,
+    clock: &RunClock,
+) -> (Vec<FileLoaded>, Result<LoadSummary, LoadError>) {
+    let timings: Mutex<Vec<FileLoaded>> = Mutex::new(Vec::new());
+    let r = load_inner(
+        target,
+        files,
+        (fresh, commit_every, parallel),
+        progress,
+        clock,
+        &timings,
+    );
+    let mut t = timings.into_inner().expect("not poisoned");
+    t.sort_by_key(|f| (f.start_ns, f.file));
+    (t, r)
+}
+
+fn load_inner(
+    target: &dyn Target,
+    files: &[LoadFile],
+    (fresh, commit_every, parallel): (bool, u64, usize),
+    progress: &AtomicU64,
+    clock: &RunClock,
+    timings: &Mutex<Vec<FileLoaded>>,
+) -> Result<LoadSummary, LoadError> {
     let dialect = target.dialect();
     if dialect == Dialect::Null {
         return Err(LoadError::NullTarget);
@@ -337,16 +427,31 @@ pub fn load(
     tables.dedup();
     {
         let mut sess = target.connect()?;
-        for t in &tables {
-            if fresh {
-                sess.batch(&format!("DROP TABLE IF EXISTS {t}"))?;
+        let start_ns = clock.now_ns();
+        let created = (|| {
+            for t in &tables {
+                if fresh {
+                    sess.batch(&format!("DROP TABLE IF EXISTS {t}"))?;
+                }
+                sess.batch(&create_sql(t).expect("known table"))
+                    .map_err(|e| LoadError::CreateTable {
+                        table: t,
+                        message: e.message,
+                    })?;
             }
-            sess.batch(&create_sql(t).expect("known table"))
-                .map_err(|e| LoadError::CreateTable {
-                    table: t,
-                    message: e.message,
-                })?;
-        }
+            Ok::<(), LoadError>(())
+        })();
+        timings.lock().expect("not poisoned").push(FileLoaded {
+            file: usize::MAX,
+            session: 0,
+            start_ns,
+            end_ns: clock.now_ns(),
+            rows: 0,
+            bytes: 0,
+            error: created.as_ref().err().map(|e| e.to_string()),
+            chunks: Vec::new(),
+        });
+        created?;
     }
     let workers = match dialect {
         Dialect::Postgres => parallel.clamp(1, files.len().max(1)),
@@ -357,8 +462,9 @@ pub fn load(
     let rows: Mutex<Vec<u64>> = Mutex::new(vec![0; files.len()]);
     let first_error: Mutex<Option<LoadError>> = Mutex::new(None);
     std::thread::scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|| {
+        for worker in 0..workers {
+            let (next, failed, rows, first_error) = (&next, &failed, &rows, &first_error);
+            scope.spawn(move || {
                 let fail = |e: LoadError| {
                     failed.store(true, Ordering::Relaxed);
                     first_error.lock().expect("not poisoned").get_or_insert(e);
@@ -370,10 +476,32 @@ pub fn load(
                 while !failed.load(Ordering::Relaxed) {
                     let i = next.fetch_add(1, Ordering::Relaxed) as usize;
                     let Some(f) = files.get(i) else { return };
-                    let loaded = match dialect {
-                        Dialect::Postgres => copy_file(sess.as_mut(), f, progress),
-                        _ => load_file(sess.as_mut(), f, commit_every, progress),
+                    let start_ns = clock.now_ns();
+                    let mut chunks = Chunks {
+                        clock,
+                        list: Vec::new(),
+                        start_ns,
+                        rows_before: 0,
                     };
+                    let loaded = match dialect {
+                        Dialect::Postgres => copy_file(sess.as_mut(), f, progress, &mut chunks),
+                        _ => load_file(sess.as_mut(), f, commit_every, progress, &mut chunks),
+                    };
+                    timings.lock().expect("not poisoned").push(FileLoaded {
+                        file: i,
+                        session: worker as u32,
+                        start_ns,
+                        end_ns: clock.now_ns(),
+                        rows: *loaded.as_ref().unwrap_or(&0),
+                        bytes: std::fs::metadata(&f.path).map_or(0, |m| m.len()),
+                        error: loaded.as_ref().err().map(|e| e.to_string()),
+                        // A failed file's chunks were rolled back: only its event remains.
+                        chunks: if loaded.is_ok() {
+                            chunks.list
+                        } else {
+                            Vec::new()
+                        },
+                    });
                     match loaded {
                         Ok(n) => rows.lock().expect("not poisoned")[i] = n,
                         Err(e) => return fail(e),
@@ -403,7 +531,12 @@ pub fn load(
 
 /// Loads one file into PostgreSQL with `COPY … FROM STDIN` (one transaction per file), streaming
 /// it in 1 MiB chunks; every line is checked as in [`load_file`] before it is sent.
-fn copy_file(sess: &mut dyn Session, f: &LoadFile, progress: &AtomicU64) -> Result<u64, LoadError> {
+fn copy_file(
+    sess: &mut dyn Session,
+    f: &LoadFile,
+    progress: &AtomicU64,
+    chunks: &mut Chunks,
+) -> Result<u64, LoadError> {
     let columns = SCHEMA
         .iter()
         .find(|(t, _)| *t == f.table)
@@ -424,6 +557,8 @@ fn copy_file(sess: &mut dyn Session, f: &LoadFile, progress: &AtomicU64) -> Resu
     let mut rows = 0u64;
     let mut bad: Option<LoadError> = None;
     let result = sess.copy_in(&sql, &mut |buf: &mut Vec<u8>| {
+        // The previous chunk was sent (the client sends each chunk before asking for the next).
+        chunks.mark(rows);
         let before = rows;
         while buf.len() < (1 << 20) {
             let Some((i, line)) = lines.next() else {
@@ -473,6 +608,7 @@ fn copy_file(sess: &mut dyn Session, f: &LoadFile, progress: &AtomicU64) -> Resu
         progress.fetch_add(rows - before, Ordering::Relaxed);
         Ok(true)
     });
+    chunks.mark(rows);
     match (result, bad) {
         (_, Some(e)) => Err(e),
         (Err(e), None) => Err(e.into()),
@@ -486,6 +622,7 @@ fn load_file(
     f: &LoadFile,
     commit_every: u64,
     progress: &AtomicU64,
+    chunks: &mut Chunks,
 ) -> Result<u64, LoadError> {
     let ncols = SCHEMA
         .iter()
@@ -548,6 +685,7 @@ fn load_file(
                 return Err(e.into());
             }
             progress.fetch_add(ROWS_PER_INSERT as u64, Ordering::Relaxed);
+            chunks.mark(rows);
         }
         if in_tx >= commit_every && in_batch == 0 {
             sess.commit()?;
@@ -562,6 +700,7 @@ fn load_file(
     }
     progress.fetch_add(tail, Ordering::Relaxed);
     sess.commit()?;
+    chunks.mark(rows);
     Ok(rows)
 }
 

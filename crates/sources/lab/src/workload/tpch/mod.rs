@@ -10,6 +10,7 @@
 //! that answer is stored in.
 
 pub mod load;
+pub mod load_run;
 mod reference;
 
 use std::collections::BTreeMap;
