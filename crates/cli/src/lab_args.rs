@@ -59,6 +59,9 @@ pub struct LabArgs {
     pub into: String,
 }
 
+/// `lookup`'s table size without --rows.
+const DEFAULT_LOOKUP_ROWS: u64 = 1_000_000;
+
 /// The `lookup` workload and its run configuration: `--ops` is the run's total, split evenly
 /// over the sessions.
 pub fn lookup(
@@ -68,6 +71,17 @@ pub fn lookup(
     dialect: Dialect,
     config: &mut RunConfig,
 ) -> anyhow::Result<Box<dyn Workload>> {
+    if let (Some(ops), None) = (config.ops_per_session, a.rows) {
+        // 100 lookups per key of the default table is past any cache experiment: most likely
+        // --ops was meant as the table's size.
+        if ops > 100 * DEFAULT_LOOKUP_ROWS {
+            anyhow::bail!(
+                "--ops {ops} is over 100 lookups per key of the default {DEFAULT_LOOKUP_ROWS}-row \
+                 table: give --rows for the table you mean (--rows {DEFAULT_LOOKUP_ROWS} to keep \
+                 the default), or --duration to run for a time"
+            );
+        }
+    }
     if let Some(ops) = config.ops_per_session {
         let s = config.sessions as u64;
         if ops % s != 0 {
@@ -81,7 +95,7 @@ pub fn lookup(
     }
     let cfg = LookupConfig {
         table: table.unwrap_or("dbscope_lookup").to_string(),
-        rows: a.rows.unwrap_or(1_000_000),
+        rows: a.rows.unwrap_or(DEFAULT_LOOKUP_ROWS),
         row_bytes: a.row_bytes.unwrap_or(100),
         dist: a.dist.parse()?,
         place: Placement::from_option(a.tablespace_dir.as_deref())?,

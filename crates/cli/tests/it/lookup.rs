@@ -191,6 +191,15 @@ fn lookup_bad_input_is_a_clear_error() {
     );
     fails(
         dir.path(),
+        &["run", "lookup", "--ops", "200000000000"],
+        2,
+        &[
+            "--ops 200000000000 is over 100 lookups per key",
+            "give --rows",
+        ],
+    );
+    fails(
+        dir.path(),
         &["run", "lookup", "--rows", "10", "--row-bytes", "4"],
         2,
         &["--row-bytes 4"],
