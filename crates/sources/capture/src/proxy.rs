@@ -37,8 +37,6 @@ use crate::{CaptureError, CALLS_FILE};
 
 /// How long a client may take to send its startup message.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
-/// How often the accept loop looks at the stop signal and the duration.
-const POLL: Duration = Duration::from_millis(100);
 /// How often the calls file is written and flushed (so a crash loses at most this much).
 const FLUSH_EVERY: Duration = Duration::from_millis(200);
 /// Bytes read at once from a socket.
@@ -319,13 +317,15 @@ pub fn run(
         calls: Arc::clone(&calls),
         live: Arc::clone(&live),
     });
+    // The stop reaches the event loop through a channel (set below by the recording thread's
+    // ticks), so the loop has no timer of its own and sleeps in epoll_wait without a timeout.
+    let (stopping, stopped) = watch::channel(false);
     let forward = {
         let stop = Arc::clone(stop);
-        let duration = cfg.duration;
         std::thread::Builder::new()
             .name("capture-proxy".into())
             .spawn(move || {
-                rt.block_on(serve_all(listener, base, sessions, stop, duration, started));
+                rt.block_on(serve_all(listener, base, sessions, stop, stopped));
                 // Sessions still being set up (connecting upstream) are dropped here.
                 rt.shutdown_timeout(Duration::from_secs(1));
             })
@@ -334,6 +334,12 @@ pub fn run(
     let mut last_flush = Instant::now();
     let mut last_progress = Instant::now();
     let write_error = rec.pump(batches, FLUSH_EVERY, |_| {
+        if cfg.duration.is_some_and(|d| started.elapsed() >= d) {
+            stop.interrupt();
+        }
+        if stop.is_set() {
+            let _ = stopping.send(true);
+        }
         if last_flush.elapsed() >= FLUSH_EVERY {
             calls.flush();
             last_flush = Instant::now();
@@ -392,19 +398,17 @@ struct Base {
     live: Arc<Live>,
 }
 
-/// Accepts clients until the stop signal (or the duration), then stops every session and waits
-/// for them to write what they recorded.
+/// Accepts clients until `stopped` (the stop signal or the duration, seen by the recording
+/// thread) or an accept error, then stops every session and waits for them to hand in what they
+/// recorded.
 async fn serve_all(
     listener: Listener,
     base: Arc<Base>,
     sessions: Sessions,
     stop: Arc<StopSignal>,
-    duration: Option<Duration>,
-    started: Instant,
+    stopped: watch::Receiver<bool>,
 ) {
-    let (stopping, stopped) = watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();
-    let mut tick = tokio::time::interval(POLL);
     let mut next = 0u32;
     loop {
         tokio::select! {
@@ -423,19 +427,13 @@ async fn serve_all(
                     break;
                 }
             },
-            _ = tick.tick() => {
-                if duration.is_some_and(|d| started.elapsed() >= d) {
-                    stop.interrupt();
-                }
-                if stop.is_set() {
-                    break;
-                }
-            }
+            _ = until_stopped(stopped.clone()) => break,
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
         }
     }
     drop(listener);
-    let _ = stopping.send(true);
+    // After an accept error too, the sessions end when the recording thread sees the (failed)
+    // stop signal: each hands in what it recorded.
     while tasks.join_next().await.is_some() {}
     // The last recorder is gone with the sessions: the recording thread's pump ends.
     drop(sessions);
