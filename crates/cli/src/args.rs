@@ -66,6 +66,9 @@ pub enum Command {
     /// Move a PostgreSQL table to files or files into a table, SQOOP-style: one connection per
     /// mapper over key ranges, COPY, row counts and a checksum verified end to end.
     Transfer(crate::transfer_args::TransferArgs),
+    /// Apache DataFusion Ballista, embedded: `cluster scheduler`, `cluster executor` (for
+    /// `tpch q1 --engine ballista`; needs the `cluster` build feature, docs/cluster.md).
+    Cluster(crate::cluster_args::ClusterArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -16,7 +16,7 @@ use indicatif::ProgressBar;
 use crate::common::{default_run_dir, progress_bar as bar, redacted_command_line};
 use crate::exit::Exit;
 use crate::tpch_args::{
-    GenArgs, GenFormatArg, LoadArgs, Q1Args, TableChoice, TpchArgs, TpchCommand,
+    EngineArg, GenArgs, GenFormatArg, LoadArgs, Q1Args, TableChoice, TpchArgs, TpchCommand, WayArg,
 };
 
 /// Runs a `tpch` subcommand.
@@ -128,6 +128,12 @@ fn cmd_gen(a: GenArgs) -> Result<u8, Exit> {
 }
 
 fn cmd_q1(a: Q1Args) -> Result<u8, Exit> {
+    if a.engine != EngineArg::Local {
+        return crate::cmd_cluster::q1_on_cluster(a);
+    }
+    if a.scheduler.is_some() || a.way != WayArg::Sql {
+        return Err(anyhow::anyhow!("--scheduler and --way apply to --engine ballista").into());
+    }
     // The Parquet reader panics on some corrupt files; dbscope_tpch turns those panics into errors,
     // so keep the default hook's message for every other panic only.
     let default_hook = std::panic::take_hook();

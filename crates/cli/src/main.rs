@@ -7,7 +7,9 @@
 
 mod args;
 mod capture_args;
+mod cluster_args;
 mod cmd_capture;
+mod cmd_cluster;
 mod cmd_compare;
 mod cmd_events;
 mod cmd_io;
@@ -53,6 +55,7 @@ fn main() -> ExitCode {
         Command::RestorePoint(a) => cmd_capture::cmd_restore_point(a),
         Command::Sweep(a) => cmd_sweep::cmd_sweep(a),
         Command::Transfer(a) => cmd_transfer::cmd_transfer(a),
+        Command::Cluster(a) => cmd_cluster::cmd_cluster(a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -58,6 +58,28 @@ pub enum GenFormatArg {
     Parquet,
 }
 
+/// Where `tpch q1` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    /// dbscope's own map/combine/reduce job, on this machine.
+    Local,
+    /// An Apache DataFusion Ballista cluster (--scheduler; needs the `cluster` build feature).
+    Ballista,
+    /// The same plan as --engine ballista (--way) on DataFusion in this process: the baseline
+    /// the cluster is compared with (needs the `cluster` build feature).
+    Datafusion,
+}
+
+/// How `tpch q1 --engine ballista` plans Q1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WayArg {
+    /// The official SQL text, planned by DataFusion on the scheduler (the seed's Hive).
+    Sql,
+    /// The hand-written job's shape as an explicit plan: partial aggregate (combiner), shuffle by
+    /// (l_returnflag, l_linestatus), final aggregate (reducer).
+    Mapreduce,
+}
+
 /// `dbscope tpch gen`.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
@@ -104,16 +126,29 @@ Examples:
   dbscope tpch q1 tpch-sf1 --mappers 7 --no-combiner       # same answer, only slower
   dbscope tpch q1 tpch-sf1 --explain                       # the dataflow plan, without running
   dbscope tpch q1 tpch-sf1 -m 1 --repeat 5 -o a; dbscope tpch q1 tpch-sf1 -m 2 --repeat 5 -o b
-  dbscope compare a b --event q1                           # did the second mapper help?"
+  dbscope compare a b --event q1                           # did the second mapper help?
+  dbscope tpch q1 tpch-sf1 --engine ballista --scheduler df://127.0.0.1:50050 --way sql
+  dbscope tpch q1 tpch-sf1 --engine ballista --scheduler df://127.0.0.1:50050 --way mapreduce --no-combiner"
 )]
 pub struct Q1Args {
     /// lineitem .tbl or Parquet files, or directories holding lineitem*.tbl (or lineitem*.parquet) files.
     #[arg(required = true, value_name = "FILE_OR_DIR")]
     pub inputs: Vec<PathBuf>,
     /// Mapper threads; each file is split into this many byte ranges aligned to line starts.
-    /// Default: the number of CPUs.
+    /// Default: the number of CPUs. With --engine ballista: the map tasks (splits), and the
+    /// shuffle's partitions.
     #[arg(long, short = 'm', value_name = "N")]
     pub mappers: Option<usize>,
+    /// Where the job runs: dbscope's own job here, or a Ballista cluster (docs/cluster.md).
+    #[arg(long, value_enum, default_value = "local")]
+    pub engine: EngineArg,
+    /// The Ballista scheduler, with --engine ballista: df://HOST:PORT.
+    #[arg(long, value_name = "df://HOST:PORT")]
+    pub scheduler: Option<String>,
+    /// With --engine ballista: the official SQL planned by DataFusion, or the explicit
+    /// map/combine/reduce plan.
+    #[arg(long, value_enum, default_value = "sql")]
+    pub way: WayArg,
     /// Send every row's values to the reducer instead of per-mapper partial sums and counts.
     #[arg(long)]
     pub no_combiner: bool,

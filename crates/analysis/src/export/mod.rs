@@ -353,7 +353,7 @@ impl Sink {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ::parquet::basic::{Compression, LogicalType, TimeUnit};
+    use ::parquet::basic::{Compression, LogicalType, TimeUnit, TimestampType};
     use ::parquet::file::reader::{FileReader, SerializedFileReader};
     use ::parquet::record::Field;
     use dbscope_core::fake::FakeRun;
@@ -518,14 +518,20 @@ mod tests {
             .collect();
         assert_eq!(names, COLUMNS);
         assert!(matches!(
-            schema.column(2).logical_type(),
-            Some(LogicalType::Timestamp {
+            schema.column(2).logical_type_ref(),
+            Some(LogicalType::Timestamp(TimestampType {
                 is_adjusted_to_u_t_c: true,
-                unit: TimeUnit::NANOS(_)
-            })
+                unit: TimeUnit::NANOS
+            }))
         ));
-        assert_eq!(schema.column(1).logical_type(), Some(LogicalType::String));
-        assert_eq!(schema.column(6).logical_type(), Some(LogicalType::String));
+        assert_eq!(
+            schema.column(1).logical_type_ref(),
+            Some(&LogicalType::String)
+        );
+        assert_eq!(
+            schema.column(6).logical_type_ref(),
+            Some(&LogicalType::String)
+        );
         let rows = reader
             .get_row_iter(None)
             .unwrap()

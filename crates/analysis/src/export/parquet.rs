@@ -182,7 +182,7 @@ impl<W: Write + Send> ParquetWriter<W> {
             .set_column_dictionary_enabled(ColumnPath::from("p1_name"), true)
             .set_column_dictionary_enabled(ColumnPath::from("p2_name"), true)
             .set_column_dictionary_enabled(ColumnPath::from("p3_name"), true)
-            .set_max_row_group_size(row_group_rows)
+            .set_max_row_group_row_count(Some(row_group_rows))
             .set_key_value_metadata(Some(metadata))
             .build();
         let writer = SerializedFileWriter::new(out, schema, Arc::new(props))?;

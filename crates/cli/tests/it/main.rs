@@ -7,6 +7,8 @@ mod bad_input;
 mod bulkload;
 mod capture;
 mod cli;
+#[cfg(feature = "cluster")]
+mod cluster;
 mod compare;
 mod crash;
 mod events;

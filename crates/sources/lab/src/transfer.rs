@@ -610,6 +610,8 @@ pub fn split_ranges(lo: Option<i64>, hi: Option<i64>, n: u32) -> Vec<Option<(i64
 
 type FileOut = BufWriter<std::fs::File>;
 
+/// One per mapper's file, so the size of its largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Sink {
     /// tbl and csv: COPY's bytes as they come, compressed or not.
     Plain(Encoder<FileOut>),

@@ -131,14 +131,15 @@ pub enum LineitemParquetError {
         found: String,
         /// Its physical type in the file.
         found_type: PhysicalType,
-        /// Its logical type in the file.
-        found_logical: Option<LogicalType>,
+        /// Its logical type in the file (boxed: parquet 59's `LogicalType` is large, and this
+        /// error travels in every `Result` of the job).
+        found_logical: Option<Box<LogicalType>>,
         /// lineitem's column at that place.
         expected: &'static str,
         /// The physical type Q1 reads.
         expected_type: PhysicalType,
         /// The logical type Q1 reads (`None`: any).
-        expected_logical: Option<LogicalType>,
+        expected_logical: Option<Box<LogicalType>>,
     },
     /// Format: the Parquet reader failed on the data.
     #[error("{0}")]

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parquet::basic::{Compression, LogicalType, Type as PhysicalType};
+use parquet::basic::{Compression, DecimalType, LogicalType, Type as PhysicalType};
 use parquet::column::reader::{ColumnReader, ColumnReaderImpl};
 use parquet::data_type::{ByteArray, ByteArrayType, DataType, Int32Type, Int64Type};
 use parquet::errors::ParquetError;
@@ -72,7 +72,7 @@ pub fn write_lineitem(
     let schema = Arc::new(parse_message_type(LINEITEM_SCHEMA)?);
     let props = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
-        .set_max_row_group_size(row_group_rows.max(1))
+        .set_max_row_group_row_count(Some(row_group_rows.max(1)))
         .build();
     let file = File::create(path).map_err(|e| ParquetError::External(Box::new(e)))?;
     let mut w = SerializedFileWriter::new(file, schema, Arc::new(props))?;
@@ -212,16 +212,16 @@ fn open_lineitem_unguarded(
         let col = schema.column(i + 4);
         let ok = col.name() == *name
             && col.physical_type() == *phys
-            && (logical.is_none() || col.logical_type() == *logical);
+            && (logical.is_none() || col.logical_type_ref() == logical.as_ref());
         if !ok {
             return Err(LineitemParquetError::WrongColumn {
                 column: i + 5,
                 found: col.name().to_string(),
                 found_type: col.physical_type(),
-                found_logical: col.logical_type(),
+                found_logical: col.logical_type_ref().cloned().map(Box::new),
                 expected: name,
                 expected_type: *phys,
-                expected_logical: logical.clone(),
+                expected_logical: logical.clone().map(Box::new),
             });
         }
     }
@@ -235,10 +235,10 @@ fn open_lineitem_unguarded(
 }
 
 fn decimal() -> LogicalType {
-    LogicalType::Decimal {
+    LogicalType::Decimal(DecimalType {
         scale: 2,
         precision: 15,
-    }
+    })
 }
 
 /// Days since 1970-01-01 → `YYYYMMDD` (Howard Hinnant's civil-from-days).

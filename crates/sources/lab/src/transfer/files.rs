@@ -122,7 +122,9 @@ impl<R: Read> Read for CountedReader<R> {
     }
 }
 
-/// A tbl/csv file being read: the decoder over the counted file.
+/// A tbl/csv file being read: the decoder over the counted file. (One per file, so the size of
+/// its largest variant does not matter.)
+#[allow(clippy::large_enum_variant)]
 pub enum Decoder {
     /// Uncompressed.
     Plain(CountedReader<File>),

@@ -19,7 +19,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use chrono::{Datelike, NaiveDate};
-use parquet::basic::{Compression, LogicalType, Repetition, TimeUnit, Type as Physical};
+use parquet::basic::{
+    Compression, DecimalType, IntType, LogicalType, Repetition, TimeUnit, TimestampType,
+    Type as Physical,
+};
 use parquet::column::reader::ColumnReader;
 use parquet::data_type::{
     BoolType, ByteArray, ByteArrayType, DoubleType, FixedLenByteArray, FixedLenByteArrayType,
@@ -138,10 +141,10 @@ impl PqColumn {
         let (phys, logical, len) = match self.kind {
             Kind::Int16 => (
                 Physical::INT32,
-                Some(LogicalType::Integer {
+                Some(LogicalType::Integer(IntType {
                     bit_width: 16,
                     is_signed: true,
-                }),
+                })),
                 None,
             ),
             Kind::Int32 => (Physical::INT32, None, None),
@@ -152,10 +155,10 @@ impl PqColumn {
                 } else {
                     Physical::FIXED_LEN_BYTE_ARRAY
                 },
-                Some(LogicalType::Decimal {
+                Some(LogicalType::Decimal(DecimalType {
                     scale: scale as i32,
                     precision: precision as i32,
-                }),
+                })),
                 (precision > 18).then_some(16),
             ),
             Kind::Float32 => (Physical::FLOAT, None, None),
@@ -163,10 +166,10 @@ impl PqColumn {
             Kind::Date => (Physical::INT32, Some(LogicalType::Date), None),
             Kind::Timestamp | Kind::TimestampTz => (
                 Physical::INT64,
-                Some(LogicalType::Timestamp {
+                Some(LogicalType::Timestamp(TimestampType {
                     is_adjusted_to_u_t_c: self.kind == Kind::TimestampTz,
-                    unit: TimeUnit::MICROS(Default::default()),
-                }),
+                    unit: TimeUnit::MICROS,
+                })),
                 None,
             ),
             Kind::Bool => (Physical::BOOLEAN, None, None),
@@ -751,21 +754,21 @@ fn out_col(d: &ColumnDescriptor) -> Result<OutCol, String> {
     if d.max_rep_level() > 0 || d.max_def_level() > 1 {
         return Err("nested (list or struct) columns have no COPY text form here".into());
     }
-    let logical = d.logical_type();
-    let kind = match (d.physical_type(), &logical) {
-        (_, Some(LogicalType::Decimal { scale, .. })) => OutKind::Decimal(*scale),
+    let logical = d.logical_type_ref();
+    let kind = match (d.physical_type(), logical) {
+        (_, Some(LogicalType::Decimal(DecimalType { scale, .. }))) => OutKind::Decimal(*scale),
         (Physical::INT32, Some(LogicalType::Date)) => OutKind::Date,
         (
             Physical::INT64,
-            Some(LogicalType::Timestamp {
+            Some(LogicalType::Timestamp(TimestampType {
                 is_adjusted_to_u_t_c,
                 unit,
-            }),
+            })),
         ) => {
             let (per_micro, micro_div) = match unit {
-                TimeUnit::MILLIS(_) => (1000, 1),
-                TimeUnit::MICROS(_) => (1, 1),
-                TimeUnit::NANOS(_) => (1, 1000),
+                TimeUnit::MILLIS => (1000, 1),
+                TimeUnit::MICROS => (1, 1),
+                TimeUnit::NANOS => (1, 1000),
             };
             OutKind::Timestamp {
                 per_micro,
@@ -773,9 +776,7 @@ fn out_col(d: &ColumnDescriptor) -> Result<OutCol, String> {
                 utc: *is_adjusted_to_u_t_c,
             }
         }
-        (Physical::INT32 | Physical::INT64, None | Some(LogicalType::Integer { .. })) => {
-            OutKind::Int
-        }
+        (Physical::INT32 | Physical::INT64, None | Some(LogicalType::Integer(_))) => OutKind::Int,
         (Physical::FLOAT | Physical::DOUBLE, _) => OutKind::Float,
         (Physical::BOOLEAN, _) => OutKind::Bool,
         (Physical::BYTE_ARRAY, _) => OutKind::Text,

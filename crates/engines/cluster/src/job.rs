@@ -1,0 +1,214 @@
+//! Q1 as a job on a Ballista cluster: the SQL way (the client sends the logical plan, the scheduler
+//! plans it) or the mapreduce way (the client sends the explicit physical plan), then the result.
+
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use ballista::prelude::{SessionConfigExt, SessionContextExt};
+use ballista_core::execution_plans::execute_physical_plan;
+use datafusion::execution::SessionStateBuilder;
+use datafusion::physical_plan::{displayable, ExecutionPlan};
+use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion_proto::protobuf::PhysicalPlanNode;
+use std::sync::Arc;
+
+use crate::answer::ClusterAnswer;
+use crate::error::ClusterError;
+use crate::node::parse_addr;
+use crate::plan::{configure, local_context, mapreduce_plan, q1_sql, register_lineitem, Lineitem};
+
+/// How Q1 is planned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Way {
+    /// The official SQL text, planned by DataFusion on the scheduler ("Hive").
+    Sql,
+    /// The hand-written job's shape as an explicit physical plan.
+    MapReduce,
+}
+
+impl Way {
+    /// `sql` or `mapreduce`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Way::Sql => "sql",
+            Way::MapReduce => "mapreduce",
+        }
+    }
+}
+
+/// A Q1 job on the cluster.
+#[derive(Clone, Debug)]
+pub struct ClusterQ1Config {
+    /// The scheduler: `df://HOST:PORT` (Ballista's form) or `HOST:PORT`.
+    pub scheduler: String,
+    /// SQL or mapreduce.
+    pub way: Way,
+    /// Partial aggregation before the shuffle (mapreduce way only; the SQL planner always has it).
+    pub combiner: bool,
+    /// Q1's DELTA in days.
+    pub delta_days: u32,
+    /// Map tasks: the files are cut into this many splits; the shuffle has as many partitions.
+    pub map_tasks: usize,
+}
+
+/// A finished job.
+#[derive(Clone, Debug)]
+pub struct ClusterQ1Output {
+    /// The result.
+    pub answer: ClusterAnswer,
+    /// From submitting the plan to the last result row, on the client.
+    pub elapsed: Duration,
+    /// The physical plan (for the SQL way, as DataFusion plans it here; the scheduler plans the
+    /// same text with the same settings).
+    pub plan: String,
+}
+
+/// `df://HOST:PORT` or `HOST:PORT` → `HOST:PORT`.
+pub fn scheduler_addr(given: &str) -> &str {
+    given
+        .strip_prefix("df://")
+        .or_else(|| given.strip_prefix("http://"))
+        .unwrap_or(given)
+        .trim_end_matches('/')
+}
+
+/// The plan of the job, without running it (`--explain`).
+pub fn explain(input: &Lineitem, cfg: &ClusterQ1Config) -> Result<String, ClusterError> {
+    let rt = runtime()?;
+    rt.block_on(async {
+        let local = local_context(input, cfg.map_tasks).await?;
+        let plan = local_plan(&local, cfg).await?;
+        let text = displayable(plan.as_ref()).indent(true).to_string();
+        Ok(text)
+    })
+}
+
+async fn local_plan(
+    local: &SessionContext,
+    cfg: &ClusterQ1Config,
+) -> Result<Arc<dyn ExecutionPlan>, ClusterError> {
+    match cfg.way {
+        Way::MapReduce => mapreduce_plan(local, cfg.delta_days, cfg.combiner, cfg.map_tasks).await,
+        Way::Sql => local
+            .sql(&q1_sql(cfg.delta_days))
+            .await
+            .map_err(|e| ClusterError::Plan(e.to_string()))?
+            .create_physical_plan()
+            .await
+            .map_err(|e| ClusterError::Plan(e.to_string())),
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, ClusterError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(32 * 1024 * 1024)
+        .build()
+        .map_err(ClusterError::Runtime)
+}
+
+/// Runs the same plan in this process on plain DataFusion (no scheduler, no shuffle files, no
+/// Flight): the baseline that shows what the cluster adds.
+pub fn run_q1_in_process(
+    input: &Lineitem,
+    cfg: &ClusterQ1Config,
+) -> Result<ClusterQ1Output, ClusterError> {
+    let failed = |e: datafusion::error::DataFusionError| ClusterError::Job {
+        scheduler: "(in process)".into(),
+        detail: e.to_string(),
+    };
+    let rt = runtime()?;
+    rt.block_on(async {
+        let local = local_context(input, cfg.map_tasks).await?;
+        let plan = local_plan(&local, cfg).await?;
+        let plan_text = displayable(plan.as_ref()).indent(true).to_string();
+        let t0 = Instant::now();
+        let batches = datafusion::physical_plan::collect(plan, local.task_ctx())
+            .await
+            .map_err(failed)?;
+        let elapsed = t0.elapsed();
+        Ok(ClusterQ1Output {
+            answer: ClusterAnswer::from_batches(&batches)?,
+            elapsed,
+            plan: plan_text,
+        })
+    })
+}
+
+/// Runs Q1 on the cluster and reads its result.
+pub fn run_q1(input: &Lineitem, cfg: &ClusterQ1Config) -> Result<ClusterQ1Output, ClusterError> {
+    let addr = scheduler_addr(&cfg.scheduler).to_string();
+    let (_, _, sock) = parse_addr("--scheduler", &addr)?;
+    // Ballista's own connection error is a debug dump; say which scheduler does not answer.
+    TcpStream::connect_timeout(&sock, Duration::from_secs(5)).map_err(|e| {
+        ClusterError::Unreachable {
+            addr: addr.clone(),
+            detail: e.to_string(),
+        }
+    })?;
+    let job_failed = |e: datafusion::error::DataFusionError| ClusterError::Job {
+        scheduler: addr.clone(),
+        detail: e.to_string(),
+    };
+    let session_config = configure(SessionConfig::new_with_ballista(), cfg.map_tasks)
+        .with_ballista_job_name(&format!(
+            "dbscope tpch q1 --way {}{}",
+            cfg.way.name(),
+            if cfg.combiner { "" } else { " --no-combiner" }
+        ));
+    let rt = runtime()?;
+    rt.block_on(async {
+        let local = local_context(input, cfg.map_tasks).await?;
+        let plan = local_plan(&local, cfg).await?;
+        let plan_text = displayable(plan.as_ref()).indent(true).to_string();
+        let t0 = Instant::now();
+        let batches = match cfg.way {
+            Way::Sql => {
+                let state = SessionStateBuilder::new()
+                    .with_config(session_config)
+                    .with_default_features()
+                    .build();
+                let ctx = SessionContext::remote_with_state(&format!("df://{addr}"), state)
+                    .await
+                    .map_err(job_failed)?;
+                register_lineitem(&ctx, input).await?;
+                ctx.sql(&q1_sql(cfg.delta_days))
+                    .await
+                    .map_err(|e| ClusterError::Plan(e.to_string()))?
+                    .collect()
+                    .await
+                    .map_err(job_failed)?
+            }
+            Way::MapReduce => {
+                let codec = session_config.ballista_physical_extension_codec();
+                let ballista = session_config.ballista_config();
+                let session_id = format!(
+                    "dbscope-{}-{}",
+                    std::process::id(),
+                    std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_nanos())
+                );
+                let stream = execute_physical_plan::<PhysicalPlanNode>(
+                    format!("http://{addr}"),
+                    &ballista,
+                    plan,
+                    codec.as_ref(),
+                    session_id,
+                    session_config,
+                )
+                .await
+                .map_err(job_failed)?;
+                datafusion::physical_plan::common::collect(stream)
+                    .await
+                    .map_err(job_failed)?
+            }
+        };
+        let elapsed = t0.elapsed();
+        Ok(ClusterQ1Output {
+            answer: ClusterAnswer::from_batches(&batches)?,
+            elapsed,
+            plan: plan_text,
+        })
+    })
+}
