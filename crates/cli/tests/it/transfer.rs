@@ -271,6 +271,40 @@ fn csv_with_header_round_trips_and_a_changed_file_is_caught() {
         ],
     );
     assert_eq!(digest(pg, &dst), digest(pg, &src));
+
+    // Issue 15 part 4: one mapper with --key does not scan the table for min/max/count (the
+    // bench's 1-mapper case paid a full pass for it): the file holds the whole table, no key
+    // range; a --key that is no integer column is still refused before anything is copied.
+    let data3 = join(dir.path(), "keyed");
+    let keyed = |key: &'static str, run: &Path| {
+        let mut a = vec!["transfer", "--from", from.as_str(), "--to", s(&data3)];
+        a.extend(["--key", key, "--mappers", "1", "--run", s(run), "-q"]);
+        a.into_iter().map(String::from).collect::<Vec<String>>()
+    };
+    let args = keyed("id", &join(dir.path(), "r6"));
+    ok(
+        dir.path(),
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let tj: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(data3.join("transfer.json")).unwrap())
+            .unwrap();
+    assert_eq!(tj["rows"], 20_000, "{tj}");
+    assert_eq!(tj["key"], "id", "{tj}");
+    assert!(tj["files"][0]["key_range"].is_null(), "{tj}");
+    for (key, why) in [("nosuch", "no column nosuch"), ("name", "name is text")] {
+        let args = keyed(key, &join(dir.path(), &format!("r-{key}")));
+        let o = run(
+            dir.path(),
+            &args.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("an integer column") && err.contains(why),
+            "{err}"
+        );
+    }
 }
 
 #[test]

@@ -363,10 +363,38 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
         "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
     )
     .map_err(cfgerr)?;
-    // One mapper without --key copies the whole snapshot: no key, no split, and the COPY's own
-    // count is the table's (the same snapshot), so the extra scan for min/max/count is skipped.
-    let (key, lo, hi, count) = if cfg.mappers == 1 && cfg.key.is_none() {
-        (String::new(), None, None, None)
+    // One mapper copies the whole snapshot: no split, and the COPY's own count is the table's
+    // (the same snapshot), so the extra scan for min/max/count is skipped.
+    let (key, lo, hi, count) = if cfg.mappers == 1 {
+        // With --key too: one range is the whole table whatever the key holds, so the key is
+        // only checked in the catalog (an integer column), never scanned (a full pass).
+        let key = cfg.key.clone().unwrap_or_default();
+        if !key.is_empty() {
+            if !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(Error::Config(format!("--key {key:?}: a plain column name")));
+            }
+            let row = one(
+                &mut coord,
+                &format!(
+                    "SELECT atttypid::regtype::text FROM pg_attribute WHERE attrelid = \
+                     '{table}'::regclass AND attname = '{key}' AND attnum > 0 AND NOT attisdropped"
+                ),
+            )
+            .map_err(cfgerr)?;
+            let why = match row.first().cloned().flatten() {
+                None => Some(format!("{table} has no column {key}")),
+                Some(t) if !["smallint", "integer", "bigint"].contains(&t.as_str()) => {
+                    Some(format!("{key} is {t}"))
+                }
+                Some(_) => None,
+            };
+            if let Some(why) = why {
+                return Err(Error::Config(format!(
+                    "{table} split by {key} (an integer column): {why}"
+                )));
+            }
+        }
+        (key, None, None, None)
     } else {
         let key = match &cfg.key {
             Some(k) => k.clone(),
@@ -613,8 +641,9 @@ type FileOut = BufWriter<std::fs::File>;
 /// One per mapper's file, so the size of its largest variant does not matter.
 #[allow(clippy::large_enum_variant)]
 enum Sink {
-    /// tbl and csv: COPY's bytes as they come, compressed or not.
-    Plain(Encoder<FileOut>),
+    /// tbl and csv: COPY's bytes as they come, compressed or not, gathered into blocks first
+    /// so that the CRC-32, the codec and the file see a few large writes, not one per row.
+    Plain(BufWriter<Encoder<FileOut>>),
     /// Parquet: COPY's text rows converted.
     Parquet(Box<PqWriter<Counted<FileOut>>>),
 }
@@ -630,7 +659,10 @@ impl Sink {
     /// The file after the last bytes (the codec's end, Parquet's footer); the rows Parquet holds.
     fn finish(self) -> Result<(Counted<FileOut>, Option<u64>), String> {
         match self {
-            Sink::Plain(w) => Ok((w.finish().map_err(|e| e.to_string())?, None)),
+            Sink::Plain(w) => {
+                let e = w.into_inner().map_err(|e| e.error().to_string())?;
+                Ok((e.finish().map_err(|e| e.to_string())?, None))
+            }
             Sink::Parquet(p) => {
                 let rows = p.rows;
                 Ok((p.finish()?, Some(rows)))
@@ -666,9 +698,10 @@ fn mapper_out(
                 cols.to_vec(),
                 compress.parquet(),
             )?)),
-            None => Sink::Plain(
+            None => Sink::Plain(BufWriter::with_capacity(
+                1 << 20,
                 Encoder::new(out, compress).map_err(|e| format!("{}: {e}", tmp.display()))?,
-            ),
+            )),
         };
         // A CSV header is the first message; it is not a row.
         let mut skip = header;

@@ -12,7 +12,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-use bytes::BytesMut;
+use bytes::{Buf, BytesMut};
 use fallible_iterator::FallibleIterator;
 use postgres_protocol::authentication::md5_hash;
 use postgres_protocol::authentication::sasl::{ChannelBinding, ScramSha256, SCRAM_SHA_256};
@@ -104,12 +104,22 @@ impl Write for Stream {
     }
 }
 
+/// What one read asks the socket for, at least, on ordinary round trips.
+const READ_SIZE: usize = 16 << 10;
+
+/// What one read asks for during `COPY … TO STDOUT`: as much as the socket holds (a Unix socket
+/// queues about 200 KiB), so a read brings thousands of rows (libpq grows its buffer likewise).
+const COPY_READ_SIZE: usize = 256 << 10;
+
+/// The CopyData messages `copy_in` sends are at most this long: the server copies each whole
+/// message into its own buffer before parsing it, which stays in the CPU's cache at this size.
+const COPY_MESSAGE: usize = 64 << 10;
+
 /// One connection to a PostgreSQL server.
 pub struct WireConn {
     stream: Stream,
     rbuf: BytesMut,
     wbuf: BytesMut,
-    scratch: Box<[u8; 16384]>,
     broken: bool,
 }
 
@@ -213,9 +223,8 @@ impl WireConn {
             };
             let mut conn = WireConn {
                 stream,
-                rbuf: BytesMut::with_capacity(8192),
+                rbuf: BytesMut::with_capacity(READ_SIZE),
                 wbuf: BytesMut::with_capacity(1024),
-                scratch: Box::new([0; 16384]),
                 broken: false,
             };
             let started = conn
@@ -558,7 +567,9 @@ impl WireConn {
                 break;
             }
             if !chunk.is_empty() {
-                frontend::CopyData::new(&chunk[..])?.write(&mut self.wbuf);
+                for piece in chunk.chunks(COPY_MESSAGE) {
+                    frontend::CopyData::new(piece)?.write(&mut self.wbuf);
+                }
                 self.send()?;
             }
             if !more {
@@ -598,13 +609,26 @@ impl WireConn {
             "CopyOutResponse",
         )?;
         loop {
-            match self.recv()? {
-                Message::CopyData(body) => {
-                    if let Err(msg) = sink(body.data()) {
-                        self.broken = true;
-                        return Err(WireError::Protocol(msg));
-                    }
+            // The CopyData messages the buffer holds whole go to `sink` straight from it: no
+            // message object, no copy, one read for thousands of rows.
+            let (used, other) = match copy_data_run(&self.rbuf, sink) {
+                Ok(r) => r,
+                Err(RunError::Sink(msg)) => {
+                    self.broken = true;
+                    return Err(WireError::Protocol(msg));
                 }
+                Err(RunError::Protocol(msg)) => {
+                    self.broken = true;
+                    return Err(WireError::Protocol(msg));
+                }
+            };
+            self.rbuf.advance(used);
+            if !other {
+                self.read_more(COPY_READ_SIZE)?;
+                continue;
+            }
+            // Another message comes next: the general parser takes it.
+            match self.recv()? {
                 Message::CopyDone => break,
                 Message::ErrorResponse(body) => {
                     let e = db_error(&body);
@@ -618,6 +642,12 @@ impl WireConn {
                     return Err(e);
                 }
                 Message::NoticeResponse(_) | Message::ParameterStatus(_) => {}
+                Message::CopyData(body) => {
+                    if let Err(msg) = sink(body.data()) {
+                        self.broken = true;
+                        return Err(WireError::Protocol(msg));
+                    }
+                }
                 _ => {
                     self.broken = true;
                     return Err(WireError::Protocol(
@@ -698,25 +728,36 @@ impl WireConn {
                     return Err(WireError::Protocol(e.to_string()));
                 }
             }
-            let n = match self.stream.read(&mut self.scratch[..]) {
-                Ok(n) => n,
+            self.read_more(READ_SIZE)?;
+        }
+    }
+
+    /// Reads what the socket has, up to `at_least` bytes, straight into the read buffer (no
+    /// bounce buffer); waits when nothing is there yet.
+    fn read_more(&mut self, at_least: usize) -> Result<(), WireError> {
+        let len = self.rbuf.len();
+        // Zeroing the space first keeps this safe code; it costs far less than the read.
+        self.rbuf.resize(len + at_least, 0);
+        let r = loop {
+            match self.stream.read(&mut self.rbuf[len..]) {
+                Ok(0) => {
+                    break Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the server closed the connection",
+                    ))
+                }
+                Ok(n) => break Ok(n),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     if let Err(e) = crate::mux::wait_fd(self.stream.fd(), libc::POLLIN) {
-                        return Err(self.fail(e));
+                        break Err(e);
                     }
-                    continue;
                 }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(self.fail(e)),
-            };
-            self.rbuf.extend_from_slice(&self.scratch[..n]);
-            if n == 0 {
-                return Err(self.fail(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "the server closed the connection",
-                )));
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break Err(e),
             }
-        }
+        };
+        self.rbuf.truncate(len + *r.as_ref().unwrap_or(&0));
+        r.map(|_| ()).map_err(|e| self.fail(e))
     }
 
     fn fail(&mut self, e: io::Error) -> WireError {
@@ -732,6 +773,42 @@ impl Drop for WireConn {
             let _ = self.stream.write_all(&self.wbuf);
         }
     }
+}
+
+/// Why [`copy_data_run`] stopped.
+enum RunError {
+    /// `sink` refused a row.
+    Sink(String),
+    /// A message header that cannot be right.
+    Protocol(String),
+}
+
+/// Gives `sink` the data of every whole CopyData message at the start of `buf`, in order; returns
+/// the bytes they took and whether a message of another kind (or a CopyData message too long to
+/// be read whole soon) comes next, which [`WireConn::recv`] then parses.
+fn copy_data_run(
+    buf: &[u8],
+    sink: &mut dyn FnMut(&[u8]) -> Result<(), String>,
+) -> Result<(usize, bool), RunError> {
+    let mut at = 0;
+    while let Some(head) = buf.get(at..at + 5) {
+        let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
+        if len < 4 {
+            return Err(RunError::Protocol(format!(
+                "invalid message length {len} during COPY OUT"
+            )));
+        }
+        if head[0] != b'd' {
+            return Ok((at, true));
+        }
+        let Some(data) = buf.get(at + 5..at + 1 + len) else {
+            // A row longer than a read: the general parser waits for all of it.
+            return Ok((at, len >= COPY_READ_SIZE));
+        };
+        sink(data).map_err(RunError::Sink)?;
+        at += 1 + len;
+    }
+    Ok((at, false))
 }
 
 fn connect_tcp(addr: SocketAddr, timeout: Option<Duration>) -> io::Result<TcpStream> {
@@ -869,5 +946,70 @@ pub fn connect_with(
         Ok((c, _)) => Ok((c, own)),
         Err(ConnectError::Unreachable(why)) => Err(why.join("; ")),
         Err(ConnectError::Refused { error, .. }) => Err(error.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(tag: u8, body: &[u8]) -> Vec<u8> {
+        let mut m = vec![tag];
+        m.extend_from_slice(&(body.len() as u32 + 4).to_be_bytes());
+        m.extend_from_slice(body);
+        m
+    }
+
+    type Taken = (Vec<Vec<u8>>, Result<(usize, bool), String>);
+
+    fn run(buf: &[u8]) -> Taken {
+        let mut rows = Vec::new();
+        let r = copy_data_run(buf, &mut |d: &[u8]| {
+            rows.push(d.to_vec());
+            Ok(())
+        })
+        .map_err(|e| match e {
+            RunError::Sink(m) | RunError::Protocol(m) => m,
+        });
+        (rows, r)
+    }
+
+    /// Issue 15 part 4: the rows of a COPY OUT come from the buffer in bulk, each row whole and
+    /// in order; a partial message waits for the next read, another kind goes to `recv`.
+    #[test]
+    fn copy_data_run_takes_whole_rows_and_stops_where_it_must() {
+        let mut buf = [msg(b'd', b"1|a\n"), msg(b'd', b""), msg(b'd', b"22|bb\n")].concat();
+        let whole = buf.len();
+        let (rows, r) = run(&buf);
+        assert_eq!(rows, [b"1|a\n".to_vec(), vec![], b"22|bb\n".to_vec()]);
+        assert_eq!(r, Ok((whole, false)));
+        // The next row only partly read: the three whole ones are taken, the rest waits.
+        buf.extend_from_slice(&msg(b'd', b"333|ccc\n")[..7]);
+        let (rows, r) = run(&buf);
+        assert_eq!(rows.len(), 3);
+        assert_eq!(r, Ok((whole, false)));
+        // A header cut short waits too.
+        let (rows, r) = run(&buf[..whole + 3]);
+        assert_eq!((rows.len(), r), (3, Ok((whole, false))));
+        // CopyDone after the rows: handed over.
+        let done = [&buf[..whole], &msg(b'c', b"")[..]].concat();
+        assert_eq!(run(&done).1, Ok((whole, true)));
+        // A row longer than a read is handed to the general parser, which waits for all of it.
+        let long = msg(b'd', &vec![b'x'; COPY_READ_SIZE]);
+        assert_eq!(run(&long[..100]).1, Ok((0, true)));
+        // A length below 4 is refused, not looped on.
+        assert!(run(&[b'd', 0, 0, 0, 2]).1.is_err());
+    }
+
+    #[test]
+    fn copy_data_run_stops_at_a_refusing_sink() {
+        let buf = [msg(b'd', b"1\n"), msg(b'd', b"2\n")].concat();
+        let mut n = 0;
+        let r = copy_data_run(&buf, &mut |_| {
+            n += 1;
+            Err("disk full".into())
+        });
+        assert!(matches!(r, Err(RunError::Sink(m)) if m == "disk full"));
+        assert_eq!(n, 1);
     }
 }

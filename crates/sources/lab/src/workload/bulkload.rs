@@ -346,13 +346,22 @@ impl BulkSession {
         match self.dialect {
             Dialect::Postgres => {
                 let mut next = first;
+                let mut col = (first - 1) % groups;
+                let mut int = itoa::Buffer::new();
                 sess.copy_in(&format!("COPY {t} (id, col, pad) FROM STDIN"), &mut |buf| {
-                    use std::io::Write;
-                    while next <= last && buf.len() < (1 << 20) {
-                        let _ = write!(buf, "{next}\t{}\t", (next - 1) % groups);
+                    // Blocks of 256 KiB: the server parses one while the next is made.
+                    while next <= last && buf.len() < (256 << 10) {
+                        buf.extend_from_slice(int.format(next).as_bytes());
+                        buf.push(b'\t');
+                        buf.extend_from_slice(int.format(col).as_bytes());
+                        buf.push(b'\t');
                         buf.extend_from_slice(pad_of(next));
                         buf.push(b'\n');
                         next += 1;
+                        col += 1;
+                        if col == groups {
+                            col = 0;
+                        }
                     }
                     Ok(next <= last)
                 })
