@@ -63,19 +63,39 @@ fn spawn_proxy(dir: &Path, pg: &PgCluster, listen: &str, extra: &[&str]) -> Prox
 
 impl Proxy {
     /// Ctrl-C, as a user stops a capture: everything recorded is kept, exit 0.
-    fn stop(self) -> (Output, PathBuf) {
+    fn stop(mut self) -> (Output, PathBuf) {
         // SAFETY: kill(2) on our own child's pid.
         #[allow(unsafe_code)]
         let r = unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
         assert_eq!(r, 0);
-        let out = self.child.wait_with_output().unwrap();
+        let mut stdout = String::new();
+        if let Some(mut o) = self.child.stdout.take() {
+            use std::io::Read;
+            o.read_to_string(&mut stdout).unwrap();
+        }
+        let status = self.child.wait().unwrap();
+        let out = Output {
+            status,
+            stdout: stdout.into_bytes(),
+            stderr: Vec::new(),
+        };
         assert!(
             out.status.success(),
             "capture proxy ended with {:?}: {}",
             out.status,
             String::from_utf8_lossy(&out.stdout)
         );
-        (out, self.out)
+        (out, self.out.clone())
+    }
+}
+
+/// A test that fails before stopping its proxy does not leave it running.
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }
 
