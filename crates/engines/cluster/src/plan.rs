@@ -179,18 +179,9 @@ pub async fn register_lineitem(ctx: &SessionContext, input: &Lineitem) -> Result
     Ok(())
 }
 
-/// Q1's official text (TPC-H 2.4.1) with DELTA substituted.
+/// Q1's official text (TPC-H 2.4.1) with DELTA substituted, in standard SQL's date arithmetic.
 pub fn q1_sql(delta_days: u32) -> String {
-    format!(
-        "select l_returnflag, l_linestatus, sum(l_quantity) as sum_qty, \
-         sum(l_extendedprice) as sum_base_price, \
-         sum(l_extendedprice * (1 - l_discount)) as sum_disc_price, \
-         sum(l_extendedprice * (1 - l_discount) * (1 + l_tax)) as sum_charge, \
-         avg(l_quantity) as avg_qty, avg(l_extendedprice) as avg_price, \
-         avg(l_discount) as avg_disc, count(*) as count_order \
-         from lineitem where l_shipdate <= date '1998-12-01' - interval '{delta_days}' day \
-         group by l_returnflag, l_linestatus order by l_returnflag, l_linestatus"
-    )
+    dbscope_tpch::q1::sql_with_cutoff(&format!("date '1998-12-01' - interval '{delta_days}' day"))
 }
 
 /// Days from 1970-01-01 to `1998-12-01 - DELTA days` (a Date32).

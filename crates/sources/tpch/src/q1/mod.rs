@@ -20,6 +20,21 @@ mod testdata;
 pub use crate::error::Q1Error;
 pub use crate::lineitem::RowValues;
 pub use agg::{Agg, Groups, Q1Answer, Q1Row, COLUMNS};
+
+/// Q1's official text (TPC-H specification 2.4.1) with `cutoff`, an SQL expression for
+/// `date '1998-12-01' - interval 'DELTA' day` in the engine's dialect, as the shipdate bound.
+pub fn sql_with_cutoff(cutoff: &str) -> String {
+    format!(
+        "select l_returnflag, l_linestatus, sum(l_quantity) as sum_qty, \
+         sum(l_extendedprice) as sum_base_price, \
+         sum(l_extendedprice * (1 - l_discount)) as sum_disc_price, \
+         sum(l_extendedprice * (1 - l_discount) * (1 + l_tax)) as sum_charge, \
+         avg(l_quantity) as avg_qty, avg(l_extendedprice) as avg_price, \
+         avg(l_discount) as avg_disc, count(*) as count_order \
+         from lineitem where l_shipdate <= {cutoff} \
+         group by l_returnflag, l_linestatus order by l_returnflag, l_linestatus"
+    )
+}
 pub use explain::explain;
 pub use job::{
     run, run_splits, MapTiming, Q1Config, Q1Output, Q1Progress, Q1Timings, Span, CHANNEL_CAPACITY,

@@ -35,16 +35,7 @@ pub fn q1_sql(dialect: Dialect, delta: u32) -> String {
             format!("date '1998-12-01' - interval '{delta}' day")
         }
     };
-    format!(
-        "select l_returnflag, l_linestatus, sum(l_quantity) as sum_qty, \
-         sum(l_extendedprice) as sum_base_price, \
-         sum(l_extendedprice * (1 - l_discount)) as sum_disc_price, \
-         sum(l_extendedprice * (1 - l_discount) * (1 + l_tax)) as sum_charge, \
-         avg(l_quantity) as avg_qty, avg(l_extendedprice) as avg_price, \
-         avg(l_discount) as avg_disc, count(*) as count_order \
-         from lineitem where l_shipdate <= {cutoff} \
-         group by l_returnflag, l_linestatus order by l_returnflag, l_linestatus"
-    )
+    dbscope_tpch::q1::sql_with_cutoff(&cutoff)
 }
 
 /// Decimal scale of each of Q1's ten columns in the compared form (flags and count: 0).
