@@ -304,8 +304,7 @@ impl LookupWorkload {
         let mut s = loop {
             match target.connect() {
                 Ok(s) => break s,
-                Err(e) if started.elapsed() < std::time::Duration::from_secs(60) => {
-                    let _ = e;
+                Err(_) if started.elapsed() < std::time::Duration::from_secs(60) => {
                     std::thread::sleep(std::time::Duration::from_millis(100));
                 }
                 Err(e) => {
