@@ -39,6 +39,11 @@ pub struct SchedulerArgs {
     /// Host name to advertise to clients and executors. Default: the --bind host.
     #[arg(long, value_name = "HOST")]
     pub external_host: Option<String>,
+    /// Seconds without a heartbeat after which an executor counts as lost: its tasks (and the
+    /// shuffle output it held) are run again on the others. Keep it above the executors'
+    /// --heartbeat (Ballista's default, 180, with its 60 s heartbeat).
+    #[arg(long, default_value_t = 180, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub executor_timeout: u64,
 }
 
 /// `dbscope cluster executor`.
@@ -72,4 +77,8 @@ pub struct ExecutorArgs {
     /// Host name to advertise to the scheduler and other executors. Default: the --bind host.
     #[arg(long, value_name = "HOST")]
     pub external_host: Option<String>,
+    /// Seconds between heartbeats to the scheduler (it declares the executor lost after its
+    /// --executor-timeout without one).
+    #[arg(long, default_value_t = 60, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub heartbeat: u64,
 }

@@ -33,15 +33,17 @@ mod with_cluster {
     use std::io::Write;
 
     use anyhow::Context;
+    use dbscope_cluster::record::{record_cluster_q1, RecordSpec, RecordedJob};
     use dbscope_cluster::{
-        differences_from_local, run_executor, run_scheduler, ClusterQ1Config, ExecutorOptions,
-        Lineitem, SchedulerOptions, Way, BALLISTA_VERSION, DATAFUSION_VERSION,
+        differences_from_local, run_executor, run_scheduler, ClusterQ1Config, ClusterQ1Output,
+        ExecutorOptions, Lineitem, SchedulerOptions, Way, BALLISTA_VERSION, DATAFUSION_VERSION,
     };
     use dbscope_tpch::answer::{compare, official_q1_sf1, SF1_LINEITEM_ROWS};
     use dbscope_tpch::q1::{self, Q1Config, Q1Progress, DEFAULT_DELTA};
 
     use super::*;
     use crate::cluster_args::ClusterCommand;
+    use crate::common::{default_run_dir, redacted_command_line};
     use crate::exit::EXIT_FAILED;
     use crate::tpch_args::{EngineArg, WayArg};
 
@@ -53,6 +55,7 @@ mod with_cluster {
                     &SchedulerOptions {
                         bind: s.bind,
                         external_host: s.external_host,
+                        executor_timeout_s: s.executor_timeout,
                     },
                     |addr| {
                         eprintln!(
@@ -72,6 +75,7 @@ mod with_cluster {
                         external_host: e.external_host,
                         slots,
                         work_dir: e.work_dir,
+                        heartbeat_s: e.heartbeat,
                     },
                     |r| {
                         eprintln!(
@@ -117,9 +121,9 @@ mod with_cluster {
             )
             .into());
         }
-        if a.repeat != 1 || a.out.is_some() || a.no_mmap {
+        if a.no_mmap {
             return Err(anyhow::anyhow!(
-                "--repeat, --out and --no-mmap apply to --engine local (a Ballista job is not recorded as a run yet)"
+                "--no-mmap applies to --engine local (DataFusion reads the files itself)"
             )
             .into());
         }
@@ -143,73 +147,210 @@ mod with_cluster {
             print!("{}", dbscope_cluster::explain(&lineitem, &config)?);
             return Ok(0);
         }
-        let output = if in_process {
-            dbscope_cluster::run_q1_in_process(&lineitem, &config)?
-        } else {
-            dbscope_cluster::run_q1(&lineitem, &config)?
-        };
-        // The reference: dbscope's exact job over the same files, on this machine.
-        let local = q1::run(
-            &files,
-            &Q1Config {
-                delta_days: a.delta,
-                combiner: true,
-                ..Q1Config::default()
-            },
-            &Q1Progress::default(),
-        )
-        .context("the local job (the answer's reference) failed")?;
-        let mut out = std::io::stdout().lock();
-        out.write_all(output.answer.to_table().as_bytes())?;
-        let secs = output.elapsed.as_secs_f64();
-        writeln!(
-            out,
-            "\n{} rows aggregated in {secs:.3} s on {}: way {}, {} map task(s), combiner {}, {} file(s)",
-            output.answer.rows_aggregated(),
-            if in_process {
-                format!("DataFusion {DATAFUSION_VERSION} in this process")
+        let engine = if in_process { "datafusion" } else { "ballista" };
+        let show = !a.quiet;
+        let started = chrono::Utc::now();
+        let mut jobs: Vec<RecordedJob> = Vec::new();
+        let mut first: Option<ClusterQ1Output> = None;
+        let mut plan = String::new();
+        // The reference: dbscope's exact job over the same files, on this machine (run once,
+        // after the first cluster job, not timed).
+        let mut local: Option<q1::Q1Output> = None;
+        let mut failure: Option<Exit> = None;
+        for rep in 0..a.repeat {
+            let (result, report, submitted_unix_ns, elapsed) = if in_process {
+                let at = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0);
+                let t0 = std::time::Instant::now();
+                let r = dbscope_cluster::run_q1_in_process(&lineitem, &config);
+                (r, None, at, t0.elapsed())
             } else {
-                format!("Ballista at {}", dbscope_cluster::scheduler_addr(&config.scheduler))
-            },
-            way.name(),
-            map_tasks,
-            if config.combiner { "on" } else { "off" },
-            lineitem.format.name(),
-        )?;
-        let diffs = differences_from_local(&output.answer, &local.answer);
-        if diffs.is_empty() {
-            writeln!(
-                out,
-                "dbscope's exact local job: match — sums and counts to the last digit, averages as DataFusion computes them (DECIMAL(19,6), truncated)"
-            )?;
-        }
-        let mut official = None;
-        if local.lines == SF1_LINEITEM_ROWS && a.delta == DEFAULT_DELTA {
-            match compare(&output.answer.rounded(), &official_q1_sf1()) {
-                Ok(()) => writeln!(
-                    out,
-                    "official TPC-H answer (SF 1, DELTA 90, answers/q1.out): match, 40 values to the digit"
-                )?,
-                Err(m) => official = Some(m),
+                let job = dbscope_cluster::run_q1(&lineitem, &config, |line| {
+                    if show {
+                        eprintln!("{line}");
+                    }
+                })?;
+                if show {
+                    for e in &job.report.unavailable {
+                        eprintln!("note: the job's stages and tasks are not fully recorded: {e}");
+                    }
+                }
+                plan.clone_from(&job.plan);
+                (
+                    job.result,
+                    Some(job.report),
+                    job.submitted_unix_ns,
+                    job.elapsed,
+                )
+            };
+            let mut recorded = RecordedJob {
+                submitted_unix_ns,
+                elapsed_ns: elapsed.as_nanos() as u64,
+                groups: 0,
+                failure: None,
+                report,
+            };
+            match result {
+                Err(e) => {
+                    recorded.failure = Some(e.to_string());
+                    jobs.push(recorded);
+                    failure = Some(Exit(EXIT_FAILED, e.into()));
+                    break;
+                }
+                Ok(output) => {
+                    recorded.groups = output.answer.rows.len() as u64;
+                    recorded.elapsed_ns = output.elapsed.as_nanos() as u64;
+                    if plan.is_empty() {
+                        plan.clone_from(&output.plan);
+                    }
+                    if local.is_none() {
+                        local = Some(
+                            q1::run(
+                                &files,
+                                &Q1Config {
+                                    delta_days: a.delta,
+                                    combiner: true,
+                                    ..Q1Config::default()
+                                },
+                                &Q1Progress::default(),
+                            )
+                            .context("the local job (the answer's reference) failed")?,
+                        );
+                    }
+                    let reference = local.as_ref().map(|l| &l.answer);
+                    let diffs = reference
+                        .map(|l| differences_from_local(&output.answer, l))
+                        .unwrap_or_default();
+                    if !diffs.is_empty() {
+                        let why = format!(
+                            "repetition {}: the cluster's answer differs from dbscope's exact local job: {}",
+                            rep + 1,
+                            diffs.join("; ")
+                        );
+                        recorded.failure = Some(why.clone());
+                        jobs.push(recorded);
+                        failure = Some(Exit(EXIT_FAILED, anyhow::anyhow!(why)));
+                        first.get_or_insert(output);
+                        break;
+                    }
+                    if show && a.repeat > 1 {
+                        eprintln!(
+                            "repetition {}/{}: {:.3} s",
+                            rep + 1,
+                            a.repeat,
+                            output.elapsed.as_secs_f64()
+                        );
+                    }
+                    jobs.push(recorded);
+                    first.get_or_insert(output);
+                }
             }
         }
-        if !diffs.is_empty() {
-            return Err(Exit(
-                EXIT_FAILED,
-                anyhow::anyhow!(
-                    "the cluster's answer differs from dbscope's exact local job: {}",
-                    diffs.join("; ")
-                ),
-            ));
+        let mut out = std::io::stdout().lock();
+        let mut official = None;
+        if let (Some(output), Some(local)) = (&first, &local) {
+            out.write_all(output.answer.to_table().as_bytes())?;
+            let mut times: Vec<u64> = jobs
+                .iter()
+                .filter(|j| j.failure.is_none())
+                .map(|j| j.elapsed_ns)
+                .collect();
+            times.sort_unstable();
+            let secs = times.get(times.len() / 2).copied().unwrap_or(0) as f64 / 1e9;
+            writeln!(
+                out,
+                "\n{} rows aggregated in {secs:.3} s{} on {}: way {}, {} map task(s), combiner {}, {} file(s)",
+                output.answer.rows_aggregated(),
+                if times.len() > 1 {
+                    format!(" (median of {})", times.len())
+                } else {
+                    String::new()
+                },
+                if in_process {
+                    format!("DataFusion {DATAFUSION_VERSION} in this process")
+                } else {
+                    format!("Ballista at {}", dbscope_cluster::scheduler_addr(&config.scheduler))
+                },
+                way.name(),
+                map_tasks,
+                if config.combiner { "on" } else { "off" },
+                lineitem.format.name(),
+            )?;
+            if failure.is_none() {
+                writeln!(
+                    out,
+                    "dbscope's exact local job: match — sums and counts to the last digit, averages as DataFusion computes them (DECIMAL(19,6), truncated)"
+                )?;
+                if local.lines == SF1_LINEITEM_ROWS && a.delta == DEFAULT_DELTA {
+                    match compare(&output.answer.rounded(), &official_q1_sf1()) {
+                        Ok(()) => writeln!(
+                            out,
+                            "official TPC-H answer (SF 1, DELTA 90, answers/q1.out): match, 40 values to the digit"
+                        )?,
+                        Err(m) => {
+                            let why = format!(
+                                "the cluster's answer differs from the official TPC-H SF 1 answer: {m}"
+                            );
+                            if let Some(j) = jobs.first_mut() {
+                                j.failure = Some(why.clone());
+                            }
+                            official = Some(why);
+                        }
+                    }
+                }
+            }
         }
-        if let Some(m) = official {
-            return Err(Exit(
-                EXIT_FAILED,
-                anyhow::anyhow!(
-                    "the cluster's answer differs from the official TPC-H SF 1 answer: {m}"
-                ),
-            ));
+        if let Some(why) = official {
+            failure = Some(Exit(EXIT_FAILED, anyhow::anyhow!(why)));
         }
-        Ok(0)
+        if let Some(report) = jobs.iter().rev().find_map(|j| j.report.as_ref()) {
+            let lost: usize = report
+                .stages
+                .iter()
+                .flat_map(|s| s.tasks.iter().flatten())
+                .filter(|t| {
+                    matches!(
+                        t.status,
+                        dbscope_cluster::monitor::TaskStatus::Failed { .. }
+                    )
+                })
+                .count();
+            if lost > 0 {
+                writeln!(
+                    out,
+                    "{lost} task(s) failed on the cluster and were {}; see the run's events",
+                    if failure.is_none() {
+                        "run again by Ballista (the answer above is checked)"
+                    } else {
+                        "not recovered"
+                    }
+                )?;
+            }
+        }
+        if !a.no_record {
+            let dir = match &a.out {
+                Some(p) => p.clone(),
+                None => default_run_dir("tpch-q1")?,
+            };
+            let spec = RecordSpec {
+                engine,
+                config: &config,
+                input: &lineitem,
+                command_line: redacted_command_line(),
+                plan: &plan,
+                rows_aggregated: first.as_ref().map_or(0, |o| o.answer.rows_aggregated()),
+            };
+            let run = record_cluster_q1(&dir, &spec, &jobs, started)
+                .with_context(|| format!("cannot record the run in {}", dir.display()))?;
+            writeln!(
+                out,
+                "recorded in {}; see: dbscope report {}",
+                run.path.display(),
+                run.path.display()
+            )?;
+        }
+        match failure {
+            Some(Exit(code, e)) => Err(Exit(code, e)),
+            None => Ok(0),
+        }
     }
 }

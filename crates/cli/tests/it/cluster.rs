@@ -84,16 +84,21 @@ fn wait_for_port(port: u16, what: &str) {
     }
 }
 
-/// A scheduler and two executors (2 slots each) on free loopback ports.
+/// A scheduler and two executors on free loopback ports.
 struct Cluster {
     url: String,
-    _nodes: Vec<Node>,
+    /// The scheduler, then the executors.
+    nodes: Vec<Node>,
 }
 
-fn start_cluster(dir: &Path) -> Cluster {
+/// A scheduler (with `sched_extra` arguments) and two executors with `slots` slots each (and
+/// `exec_extra`).
+fn start_cluster(dir: &Path, slots: &str, sched_extra: &[&str], exec_extra: &[&str]) -> Cluster {
     let port = free_port_pair();
     let bind = format!("127.0.0.1:{port}");
-    let mut scheduler = Node::spawn(dir, "scheduler", &["cluster", "scheduler", "--bind", &bind]);
+    let mut args = vec!["cluster", "scheduler", "--bind", &bind];
+    args.extend_from_slice(sched_extra);
+    let mut scheduler = Node::spawn(dir, "scheduler", &args);
     let line = scheduler.first_line();
     assert!(line.contains(&format!("listening on {bind}")), "{line}");
     wait_for_port(port, "the scheduler");
@@ -101,22 +106,21 @@ fn start_cluster(dir: &Path) -> Cluster {
     for i in 1..=2 {
         let p = free_port_pair();
         let work = dir.join(format!("exec{i}"));
-        let mut e = Node::spawn(
-            dir,
-            &format!("executor {i}"),
-            &[
-                "cluster",
-                "executor",
-                "--scheduler",
-                &bind,
-                "--slots",
-                "2",
-                "--work-dir",
-                s(&work),
-                "--bind",
-                &format!("127.0.0.1:{p}"),
-            ],
-        );
+        let flight = format!("127.0.0.1:{p}");
+        let mut args = vec![
+            "cluster",
+            "executor",
+            "--scheduler",
+            &bind,
+            "--slots",
+            slots,
+            "--work-dir",
+            s(&work),
+            "--bind",
+            &flight,
+        ];
+        args.extend_from_slice(exec_extra);
+        let mut e = Node::spawn(dir, &format!("executor {i}"), &args);
         let line = e.first_line();
         assert!(
             line.contains(&format!("Arrow Flight on 127.0.0.1:{p}")),
@@ -127,7 +131,7 @@ fn start_cluster(dir: &Path) -> Cluster {
     }
     Cluster {
         url: format!("df://{bind}"),
-        _nodes: nodes,
+        nodes,
     }
 }
 
@@ -197,7 +201,7 @@ fn q1_on_a_ballista_cluster_both_ways_over_tbl_and_parquet() {
             "-q",
         ],
     );
-    let cluster = start_cluster(dir.path());
+    let cluster = start_cluster(dir.path(), "2", &[], &[]);
     let mut answers = Vec::new();
     for data in ["tbl", "pq"] {
         for way in [
@@ -240,6 +244,86 @@ fn q1_on_a_ballista_cluster_both_ways_over_tbl_and_parquet() {
     }
     // Every way, over either format, prints the same digits.
     assert!(answers.windows(2).all(|w| w[0] == w[1]), "{answers:?}");
+
+    // The job as a run (part 3): a task event per map and reduce task, the plan and the
+    // cluster's shape in the manifest, Hadoop-style progress on stderr; `report` and `compare`
+    // work on it as on the local job's run.
+    let args = [
+        "tpch",
+        "q1",
+        "tbl",
+        "--engine",
+        "ballista",
+        "--scheduler",
+        &cluster.url,
+        "--way",
+        "mapreduce",
+        "--mappers",
+        "3",
+        "--repeat",
+        "2",
+        "--out",
+        "run-mr",
+    ];
+    let out = run(dir.path(), &args);
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("stage 1: map 100% · stage 2: reduce 100%"),
+        "{stderr}"
+    );
+    let mr = dir.path().join("run-mr");
+    let m = manifest(&mr);
+    let p = &m["workload"]["params"];
+    assert_eq!(m["workload"]["name"], "tpch-q1-ballista-mapreduce");
+    assert_eq!(m["outcome"], "complete");
+    assert_eq!(m["target"]["kind"], "ballista");
+    assert_eq!(p["executors"].as_array().map(Vec::len), Some(2), "{p}");
+    assert_eq!(p["slots"], 4, "{p}");
+    assert_eq!(p["job_ids"].as_array().map(Vec::len), Some(2), "{p}");
+    assert!(
+        p["plan"]
+            .as_str()
+            .unwrap()
+            .contains("RepartitionExec: partitioning=Hash"),
+        "{p}"
+    );
+    let report = report_json(dir.path(), &mr);
+    assert_eq!(event(&report, "q1")["count"], 2, "{report}");
+    // Each job's map stage covers the 3 splits; every task's output went to the shuffle.
+    let maps = event(&report, "map");
+    assert!(maps["count"].as_u64().unwrap() >= 2, "{maps}");
+    assert_eq!(maps["errors"], 0, "{maps}");
+    let reduces = event(&report, "reduce");
+    assert!(reduces["count"].as_u64().unwrap() >= 2, "{reduces}");
+    ok(
+        dir.path(),
+        &[
+            "tpch",
+            "q1",
+            "tbl",
+            "--mappers",
+            "3",
+            "--repeat",
+            "2",
+            "--out",
+            "run-local",
+            "-q",
+        ],
+    );
+    let cmp = ok(dir.path(), &["compare", "run-local", "run-mr"]);
+    for name in ["q1", "map", "reduce"] {
+        assert!(
+            cmp.lines().any(|l| l.trim_start().starts_with(name)),
+            "{name} in: {cmp}"
+        );
+    }
+    ok(dir.path(), &["report", s(&mr), "--html", "mr.html"]);
+    let html = std::fs::read_to_string(dir.path().join("mr.html")).unwrap();
+    assert!(
+        html.contains("Ballista cluster at"),
+        "html lacks the cluster section"
+    );
 
     // The plan: the combiner is a partial aggregate before the shuffle; without it, none.
     let explain = |extra: &[&str]| {
@@ -330,4 +414,144 @@ fn cluster_errors_name_the_address() {
         2,
         &["--engine ballista needs --scheduler df://HOST:PORT"],
     );
+}
+
+/// Issue 17 part 4: an executor killed (SIGKILL, as a crash) while the map stage runs. Ballista
+/// either runs its tasks again on the other executor or fails the job; either way the run records
+/// what happened and dbscope never prints a wrong answer as right.
+#[test]
+fn an_executor_killed_mid_job_is_recorded_and_never_gives_a_wrong_answer() {
+    let dir = tempdir();
+    ok(
+        dir.path(),
+        &[
+            "tpch", "gen", "--sf", "0.1", "--table", "lineitem", "--out", "tbl", "-q",
+        ],
+    );
+    // Short heartbeats so the scheduler notices the loss in seconds rather than minutes.
+    let mut cluster = start_cluster(
+        dir.path(),
+        "1",
+        &["--executor-timeout", "3"],
+        &["--heartbeat", "1"],
+    );
+    let mut client = std::process::Command::new(env!("CARGO_BIN_EXE_dbscope"))
+        .current_dir(dir.path())
+        .args([
+            "tpch",
+            "q1",
+            "tbl",
+            "--engine",
+            "ballista",
+            "--scheduler",
+            &cluster.url,
+            "--way",
+            "mapreduce",
+            "--mappers",
+            "12",
+            "--out",
+            "run-kill",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("dbscope starts");
+    let stderr = client.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    // Kill executor 2 once the map stage has finished some of its tasks but not all.
+    let mut seen = Vec::new();
+    let started = Instant::now();
+    loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(120))
+            .unwrap_or_else(|_| panic!("no map progress within 2 minutes: {seen:?}"));
+        seen.push(line.clone());
+        let pct = line
+            .strip_prefix("stage 1: map ")
+            .and_then(|r| r.split('%').next())
+            .and_then(|p| p.parse::<u32>().ok());
+        if matches!(pct, Some(1..=99)) {
+            break;
+        }
+        assert!(
+            !line.starts_with("stage 1: map 100%"),
+            "the map stage finished before the kill: {seen:?}"
+        );
+    }
+    let victim = cluster.nodes.remove(2);
+    drop(victim); // SIGKILL, then reaped
+                  // The job ends one way or the other; a hang fails the test.
+    let status = loop {
+        if let Some(st) = client.try_wait().unwrap() {
+            break st;
+        }
+        if started.elapsed() > Duration::from_secs(300) {
+            let _ = client.kill();
+            panic!("the job did not end within 5 minutes of the kill: {seen:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut client.stdout.take().unwrap(), &mut stdout).unwrap();
+    seen.extend(rx.try_iter());
+    let run = dir.path().join("run-kill");
+    let m = manifest(&run);
+    let counters: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("counters.json")).unwrap()).unwrap();
+    let cluster_counters = counters["sections"]
+        .as_array()
+        .and_then(|a| a.iter().find(|s| s["key"] == "cluster"))
+        .unwrap_or_else(|| panic!("no cluster section: {counters}"));
+    let failed = cluster_counters["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["key"] == "tasks_failed")
+        .and_then(|c| c["value"].as_i64())
+        .unwrap();
+    if status.success() {
+        // Recovered: the answer was checked, and the lost tasks are in the run.
+        assert!(
+            stdout.contains("dbscope's exact local job: match"),
+            "{stdout}"
+        );
+        assert!(failed > 0, "the kill left no failed task: {counters}");
+        assert!(
+            stdout.contains("failed on the cluster and were run again by Ballista"),
+            "{stdout}"
+        );
+        assert_eq!(m["outcome"], "complete", "{m}");
+    } else {
+        // Failed: a clear error naming the scheduler, the run recorded as failed, no answer
+        // claimed as right.
+        assert_eq!(status.code(), Some(1), "{seen:?}");
+        let last = seen.last().cloned().unwrap_or_default();
+        assert!(last.starts_with("dbscope: error: "), "{seen:?}");
+        assert!(
+            last.contains(cluster.url.trim_start_matches("df://")),
+            "{last}"
+        );
+        assert!(!stdout.contains("match"), "{stdout}");
+        assert_eq!(m["outcome"], "failed", "{m}");
+    }
+    // Either way, every task the scheduler reported is an event, the failed ones with Ballista's
+    // reason as their outcome.
+    let csv = dir.path().join("kill.csv");
+    ok(dir.path(), &["export", s(&run), "-o", s(&csv)]);
+    let events = std::fs::read_to_string(&csv).unwrap();
+    let tasks: Vec<&str> = events
+        .lines()
+        .filter(|l| l.contains(",map,") || l.contains(",reduce,"))
+        .collect();
+    assert!(tasks.iter().any(|l| l.contains(",map,")), "{events}");
+    let failed_events = tasks
+        .iter()
+        .filter(|l| !l.contains(",ok,") && !l.contains(",unfinished,"))
+        .count() as i64;
+    assert_eq!(failed_events, failed, "{events}");
 }

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use crate::answer::ClusterAnswer;
 use crate::error::ClusterError;
+use crate::monitor::{JobReport, Rest};
 use crate::node::parse_addr;
 use crate::plan::{configure, local_context, mapreduce_plan, q1_sql, register_lineitem, Lineitem};
 
@@ -135,8 +136,32 @@ pub fn run_q1_in_process(
     })
 }
 
-/// Runs Q1 on the cluster and reads its result.
-pub fn run_q1(input: &Lineitem, cfg: &ClusterQ1Config) -> Result<ClusterQ1Output, ClusterError> {
+/// A job that ran on the cluster, whether it succeeded or not, with what the scheduler said about it.
+#[derive(Debug)]
+pub struct ClusterJob {
+    /// The answer, or why the job failed.
+    pub result: Result<ClusterQ1Output, ClusterError>,
+    /// Stages, tasks and executors as the scheduler's REST API gave them.
+    pub report: JobReport,
+    /// When the plan was submitted (ns since the Unix epoch, this machine's clock).
+    pub submitted_unix_ns: i64,
+    /// From submitting the plan to the end, success or not, on the client.
+    pub elapsed: Duration,
+    /// The physical plan as planned on the client.
+    pub plan: String,
+    /// The unique job name the scheduler lists it under.
+    pub job_name: String,
+}
+
+/// Runs Q1 on the cluster and reads its result, while watching the job on the scheduler's REST
+/// API (`progress` gets each new Hadoop-style line). An `Err` means the job could not be
+/// submitted (scheduler unreachable, plan invalid); a job that failed on the cluster is an `Ok`
+/// whose `result` holds the reason, with the tasks the scheduler reported.
+pub fn run_q1(
+    input: &Lineitem,
+    cfg: &ClusterQ1Config,
+    progress: impl FnMut(&str) + Send,
+) -> Result<ClusterJob, ClusterError> {
     let addr = scheduler_addr(&cfg.scheduler).to_string();
     let (_, _, sock) = parse_addr("--scheduler", &addr)?;
     // Ballista's own connection error is a debug dump; say which scheduler does not answer.
@@ -150,65 +175,90 @@ pub fn run_q1(input: &Lineitem, cfg: &ClusterQ1Config) -> Result<ClusterQ1Output
         scheduler: addr.clone(),
         detail: e.to_string(),
     };
+    let submitted = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    // Unique, so the job can be found in the scheduler's list.
+    let job_name = format!(
+        "dbscope tpch q1 --way {}{} [{}-{submitted}]",
+        cfg.way.name(),
+        if cfg.combiner { "" } else { " --no-combiner" },
+        std::process::id(),
+    );
     let session_config = configure(SessionConfig::new_with_ballista(), cfg.map_tasks)
-        .with_ballista_job_name(&format!(
-            "dbscope tpch q1 --way {}{}",
-            cfg.way.name(),
-            if cfg.combiner { "" } else { " --no-combiner" }
-        ));
+        .with_ballista_job_name(&job_name);
     let rt = runtime()?;
     rt.block_on(async {
         let local = local_context(input, cfg.map_tasks).await?;
         let plan = local_plan(&local, cfg).await?;
         let plan_text = displayable(plan.as_ref()).indent(true).to_string();
+        let rest = Rest::new(&addr);
+        let (done_tx, done_rx) = tokio::sync::watch::channel(false);
+        let watcher = rest.watch(&job_name, done_rx, progress);
         let t0 = Instant::now();
-        let batches = match cfg.way {
-            Way::Sql => {
-                let state = SessionStateBuilder::new()
-                    .with_config(session_config)
-                    .with_default_features()
-                    .build();
-                let ctx = SessionContext::remote_with_state(&format!("df://{addr}"), state)
+        let job = async {
+            let batches = match cfg.way {
+                Way::Sql => {
+                    let state = SessionStateBuilder::new()
+                        .with_config(session_config)
+                        .with_default_features()
+                        .build();
+                    let ctx = SessionContext::remote_with_state(&format!("df://{addr}"), state)
+                        .await
+                        .map_err(job_failed)?;
+                    register_lineitem(&ctx, input).await?;
+                    ctx.sql(&q1_sql(cfg.delta_days))
+                        .await
+                        .map_err(|e| ClusterError::Plan(e.to_string()))?
+                        .collect()
+                        .await
+                        .map_err(job_failed)?
+                }
+                Way::MapReduce => {
+                    let codec = session_config.ballista_physical_extension_codec();
+                    let ballista = session_config.ballista_config();
+                    let session_id = format!("dbscope-{}-{submitted}", std::process::id());
+                    let stream = execute_physical_plan::<PhysicalPlanNode>(
+                        format!("http://{addr}"),
+                        &ballista,
+                        plan,
+                        codec.as_ref(),
+                        session_id,
+                        session_config,
+                    )
                     .await
                     .map_err(job_failed)?;
-                register_lineitem(&ctx, input).await?;
-                ctx.sql(&q1_sql(cfg.delta_days))
-                    .await
-                    .map_err(|e| ClusterError::Plan(e.to_string()))?
-                    .collect()
-                    .await
-                    .map_err(job_failed)?
-            }
-            Way::MapReduce => {
-                let codec = session_config.ballista_physical_extension_codec();
-                let ballista = session_config.ballista_config();
-                let session_id = format!(
-                    "dbscope-{}-{}",
-                    std::process::id(),
-                    std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map_or(0, |d| d.as_nanos())
-                );
-                let stream = execute_physical_plan::<PhysicalPlanNode>(
-                    format!("http://{addr}"),
-                    &ballista,
-                    plan,
-                    codec.as_ref(),
-                    session_id,
-                    session_config,
-                )
-                .await
-                .map_err(job_failed)?;
-                datafusion::physical_plan::common::collect(stream)
-                    .await
-                    .map_err(job_failed)?
-            }
+                    datafusion::physical_plan::common::collect(stream)
+                        .await
+                        .map_err(job_failed)?
+                }
+            };
+            Ok::<_, ClusterError>((batches, t0.elapsed()))
         };
+        let (outcome, report) = tokio::join!(
+            async {
+                let r = job.await;
+                // Stops the watcher after one last read, whether the job succeeded or not.
+                let _ = done_tx.send(true);
+                r
+            },
+            watcher
+        );
         let elapsed = t0.elapsed();
-        Ok(ClusterQ1Output {
-            answer: ClusterAnswer::from_batches(&batches)?,
+        let result = outcome.and_then(|(batches, elapsed)| {
+            Ok(ClusterQ1Output {
+                answer: ClusterAnswer::from_batches(&batches)?,
+                elapsed,
+                plan: plan_text.clone(),
+            })
+        });
+        Ok(ClusterJob {
+            result,
+            report,
+            submitted_unix_ns: submitted as i64,
             elapsed,
             plan: plan_text,
+            job_name,
         })
     })
 }

@@ -9,14 +9,18 @@
 pub mod answer;
 pub mod error;
 pub mod job;
+pub mod monitor;
 pub mod node;
 pub mod plan;
+pub mod record;
 
 pub use answer::{differences_from_local, ClusterAnswer, ClusterRow, Scaled};
 pub use error::ClusterError;
 pub use job::{
-    explain, run_q1, run_q1_in_process, scheduler_addr, ClusterQ1Config, ClusterQ1Output, Way,
+    explain, run_q1, run_q1_in_process, scheduler_addr, ClusterJob, ClusterQ1Config,
+    ClusterQ1Output, Way,
 };
+pub use monitor::{progress_line, ExecutorInfo, JobReport};
 pub use node::{
     run_executor, run_scheduler, ExecutorOptions, ExecutorReady, SchedulerOptions,
     BALLISTA_VERSION, DATAFUSION_VERSION,

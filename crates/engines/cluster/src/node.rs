@@ -63,6 +63,9 @@ pub struct SchedulerOptions {
     pub bind: String,
     /// Host name executors and clients are told to use for this scheduler. Default: the bind host.
     pub external_host: Option<String>,
+    /// Seconds without a heartbeat after which an executor is lost and its tasks are run again
+    /// elsewhere (Ballista's default: 180).
+    pub executor_timeout_s: u64,
 }
 
 /// Runs Ballista's scheduler until Ctrl-C or SIGTERM. `ready` is called once it listens, with
@@ -91,6 +94,9 @@ pub fn run_scheduler(
             bind_host: host.clone(),
             bind_port: if port == 0 { bound.port() } else { port },
             external_host: opts.external_host.clone().unwrap_or(host),
+            executor_timeout_seconds: opts.executor_timeout_s,
+            // Checked often enough that a short timeout takes effect.
+            expire_dead_executor_interval_seconds: (opts.executor_timeout_s / 3).clamp(1, 15),
             ..SchedulerConfig::default()
         };
         let node = |e: ballista_core::error::BallistaError| ClusterError::Node {
@@ -144,6 +150,8 @@ pub struct ExecutorOptions {
     pub slots: usize,
     /// Where shuffle files are written (created if missing).
     pub work_dir: PathBuf,
+    /// Seconds between heartbeats to the scheduler (Ballista's default: 60).
+    pub heartbeat_s: u64,
 }
 
 /// What a started executor says about itself.
@@ -178,6 +186,11 @@ pub fn run_executor(
     if opts.slots == 0 {
         return Err(ClusterError::Input("--slots must be at least 1".into()));
     }
+    if opts.heartbeat_s == 0 {
+        return Err(ClusterError::Input(
+            "--heartbeat must be at least 1 second".into(),
+        ));
+    }
     TcpStream::connect_timeout(&sched_addr, Duration::from_secs(5)).map_err(|e| {
         ClusterError::Unreachable {
             addr: opts.scheduler.clone(),
@@ -210,6 +223,7 @@ pub fn run_executor(
         vcores: opts.slots,
         work_dir: Some(work_dir.display().to_string()),
         print_thread_info: false,
+        executor_heartbeat_interval_seconds: opts.heartbeat_s,
         ..ExecutorProcessConfig::default()
     };
     let rt = runtime()?;
@@ -263,6 +277,7 @@ mod tests {
             external_host: None,
             slots: 1,
             work_dir: dir.path().into(),
+            heartbeat_s: 60,
         };
         let e = run_executor(&opts, |_| panic!("must not start")).unwrap_err();
         let msg = e.to_string();
@@ -280,6 +295,7 @@ mod tests {
             &SchedulerOptions {
                 bind: addr.to_string(),
                 external_host: None,
+                executor_timeout_s: 180,
             },
             |_| panic!("must not start"),
         )
