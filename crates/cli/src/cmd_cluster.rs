@@ -31,6 +31,7 @@ pub use with_cluster::{cmd_cluster, q1_on_cluster};
 #[cfg(feature = "cluster")]
 mod with_cluster {
     use std::io::Write;
+    use std::time::Duration;
 
     use anyhow::Context;
     use dbscope_cluster::record::{record_cluster_q1, RecordSpec, RecordedJob};
@@ -162,7 +163,12 @@ mod with_cluster {
                 let at = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0);
                 let t0 = std::time::Instant::now();
                 let r = dbscope_cluster::run_q1_in_process(&lineitem, &config);
-                (r, None, at, t0.elapsed())
+                let total = t0.elapsed();
+                // The job starts after the planning: its event starts there.
+                let planning = r
+                    .as_ref()
+                    .map_or(Duration::ZERO, |o| total.saturating_sub(o.elapsed));
+                (r, None, at + planning.as_nanos() as i64, total - planning)
             } else {
                 let job = dbscope_cluster::run_q1(&lineitem, &config, |line| {
                     if show {

@@ -136,6 +136,12 @@ pub fn run_q1_in_process(
     })
 }
 
+fn now_unix_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
 /// A job that ran on the cluster, whether it succeeded or not, with what the scheduler said about it.
 #[derive(Debug)]
 pub struct ClusterJob {
@@ -196,6 +202,7 @@ pub fn run_q1(
         let (done_tx, done_rx) = tokio::sync::watch::channel(false);
         let watcher = rest.watch(&job_name, done_rx, progress);
         let t0 = Instant::now();
+        let t0_unix_ns = now_unix_ns();
         let job = async {
             let batches = match cfg.way {
                 Way::Sql => {
@@ -255,7 +262,7 @@ pub fn run_q1(
         Ok(ClusterJob {
             result,
             report,
-            submitted_unix_ns: submitted as i64,
+            submitted_unix_ns: t0_unix_ns,
             elapsed,
             plan: plan_text,
             job_name,
