@@ -44,7 +44,7 @@ mod with_cluster {
 
     use super::*;
     use crate::cluster_args::ClusterCommand;
-    use crate::common::{default_run_dir, redacted_command_line};
+    use crate::common::{default_run_dir, redacted_command_line, say_recorded};
     use crate::exit::EXIT_FAILED;
     use crate::tpch_args::{EngineArg, WayArg};
 
@@ -312,14 +312,8 @@ mod with_cluster {
             let lost: usize = report
                 .stages
                 .iter()
-                .flat_map(|s| s.tasks.iter().flatten())
-                .filter(|t| {
-                    matches!(
-                        t.status,
-                        dbscope_cluster::monitor::TaskStatus::Failed { .. }
-                    )
-                })
-                .count();
+                .map(dbscope_cluster::monitor::failed_tasks)
+                .sum();
             if lost > 0 {
                 writeln!(
                     out,
@@ -347,12 +341,7 @@ mod with_cluster {
             };
             let run = record_cluster_q1(&dir, &spec, &jobs, started)
                 .with_context(|| format!("cannot record the run in {}", dir.display()))?;
-            writeln!(
-                out,
-                "recorded in {}; see: dbscope report {}",
-                run.path.display(),
-                run.path.display()
-            )?;
+            say_recorded(&mut out, &run.path)?;
         }
         match failure {
             Some(Exit(code, e)) => Err(Exit(code, e)),

@@ -13,7 +13,7 @@ use dbscope_tpch::gen::{self, GenConfig, GenFormat, GenProgress, TABLES};
 use dbscope_tpch::q1::{self, Q1Config, Q1Progress, DEFAULT_DELTA};
 use indicatif::ProgressBar;
 
-use crate::common::{default_run_dir, progress_bar as bar, redacted_command_line};
+use crate::common::{default_run_dir, progress_bar as bar, redacted_command_line, say_recorded};
 use crate::exit::Exit;
 use crate::tpch_args::{
     EngineArg, GenArgs, GenFormatArg, LoadArgs, Q1Args, TableChoice, TpchArgs, TpchCommand, WayArg,
@@ -257,12 +257,7 @@ fn cmd_q1(a: Q1Args) -> Result<u8, Exit> {
         let run =
             dbscope_tpch::record::record_q1(&dir, command_line, &config, &names, &jobs, started)
                 .with_context(|| format!("cannot record the run in {}", dir.display()))?;
-        writeln!(
-            out,
-            "recorded in {}; see: dbscope report {}",
-            run.path.display(),
-            run.path.display()
-        )?;
+        say_recorded(&mut out, &run.path)?;
     }
     if let Some(m) = mismatch {
         return Err(Exit(

@@ -154,6 +154,16 @@ pub fn format_us(us: f64) -> String {
     }
 }
 
+/// The closing line of a command that recorded one job's run: where, and how to read it.
+pub fn say_recorded(out: &mut impl Write, run: &Path) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "recorded in {}; see: dbscope report {}",
+        run.display(),
+        run.display()
+    )
+}
+
 /// `runs/<UTC timestamp>-<workload>`, made unique with a suffix if needed.
 pub fn default_run_dir(workload: &str) -> anyhow::Result<PathBuf> {
     let stamp = chrono::Utc::now().format("%Y%m%d-%H%M%S");

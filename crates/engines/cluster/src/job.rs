@@ -15,7 +15,7 @@ use std::sync::Arc;
 use crate::answer::ClusterAnswer;
 use crate::error::ClusterError;
 use crate::monitor::{JobReport, Rest};
-use crate::node::parse_addr;
+use crate::node::{parse_addr, runtime};
 use crate::plan::{configure, local_context, mapreduce_plan, q1_sql, register_lineitem, Lineitem};
 
 /// How Q1 is planned.
@@ -98,14 +98,6 @@ async fn local_plan(
             .await
             .map_err(|e| ClusterError::Plan(e.to_string())),
     }
-}
-
-fn runtime() -> Result<tokio::runtime::Runtime, ClusterError> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_stack_size(32 * 1024 * 1024)
-        .build()
-        .map_err(ClusterError::Runtime)
 }
 
 /// Runs the same plan in this process on plain DataFusion (no scheduler, no shuffle files, no

@@ -86,6 +86,16 @@ fn partitions_done(stage: &QueryStageSummary) -> usize {
         .sum()
 }
 
+/// Tasks of the stage that failed (each was run again or failed the job).
+pub fn failed_tasks(stage: &QueryStageSummary) -> usize {
+    stage
+        .tasks
+        .iter()
+        .flatten()
+        .filter(|t| matches!(t.status, TaskStatus::Failed { .. }))
+        .count()
+}
+
 /// Hadoop's progress line: `stage 1: map 63% · stage 2: reduce 0%`.
 pub fn progress_line(stages: &[QueryStageSummary]) -> String {
     let mut sorted: Vec<&QueryStageSummary> = stages.iter().collect();
@@ -101,12 +111,7 @@ pub fn progress_line(stages: &[QueryStageSummary]) -> String {
                     _ => 0,
                 }
             };
-            let failed = s
-                .tasks
-                .iter()
-                .flatten()
-                .filter(|t| matches!(t.status, TaskStatus::Failed { .. }))
-                .count();
+            let failed = failed_tasks(s);
             let failed = if failed > 0 {
                 format!(" ({failed} task(s) failed)")
             } else {

@@ -47,8 +47,9 @@ pub fn parse_addr(
     Ok((host.to_string(), port, addr))
 }
 
-/// A multi-threaded runtime with the large stacks Ballista's binaries use (deep plans recurse).
-fn runtime() -> Result<tokio::runtime::Runtime, ClusterError> {
+/// A multi-threaded runtime with the large stacks Ballista's binaries use (deep plans recurse);
+/// the nodes and the client's jobs run on one.
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, ClusterError> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_stack_size(32 * 1024 * 1024)
