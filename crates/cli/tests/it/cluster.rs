@@ -89,6 +89,8 @@ struct Cluster {
     url: String,
     /// The scheduler, then the executors.
     nodes: Vec<Node>,
+    /// The executors' Flight ports, in the order of `nodes[1..]`.
+    flight_ports: Vec<u16>,
 }
 
 /// A scheduler (with `sched_extra` arguments) and two executors with `slots` slots each (and
@@ -103,8 +105,10 @@ fn start_cluster(dir: &Path, slots: &str, sched_extra: &[&str], exec_extra: &[&s
     assert!(line.contains(&format!("listening on {bind}")), "{line}");
     wait_for_port(port, "the scheduler");
     let mut nodes = vec![scheduler];
+    let mut flight_ports = Vec::new();
     for i in 1..=2 {
         let p = free_port_pair();
+        flight_ports.push(p);
         let work = dir.join(format!("exec{i}"));
         let flight = format!("127.0.0.1:{p}");
         let mut args = vec![
@@ -132,7 +136,62 @@ fn start_cluster(dir: &Path, slots: &str, sched_extra: &[&str], exec_extra: &[&s
     Cluster {
         url: format!("df://{bind}"),
         nodes,
+        flight_ports,
     }
+}
+
+/// The task events (`map`, `reduce`) of a run, exported as CSV, each a map of column to value.
+fn task_events(dir: &Path, run: &Path) -> Vec<std::collections::HashMap<String, String>> {
+    let csv = run.with_extension("csv");
+    ok(dir, &["export", s(run), "-o", s(&csv)]);
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<String> = lines.next().unwrap().split(',').map(String::from).collect();
+    lines
+        .map(|l| {
+            header
+                .iter()
+                .cloned()
+                .zip(l.split(',').map(String::from))
+                .collect()
+        })
+        .filter(|r: &std::collections::HashMap<String, String>| {
+            r["event"] == "map" || r["event"] == "reduce"
+        })
+        .collect()
+}
+
+/// The number (as task events' `obj`) of the executor whose Flight port is `port`, from the run's
+/// manifest.
+fn executor_number(m: &serde_json::Value, port: u16) -> String {
+    m["workload"]["params"]["executors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["port"] == port)
+        .map(|e| e["number"].to_string())
+        .unwrap_or_else(|| panic!("no executor on port {port}: {m}"))
+}
+
+/// A counter of the run's `cluster` section.
+fn cluster_counter(run: &Path, key: &str) -> serde_json::Value {
+    let counters: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("counters.json")).unwrap()).unwrap();
+    let section = counters["sections"]
+        .as_array()
+        .and_then(|a| a.iter().find(|s| s["key"] == "cluster"))
+        .unwrap_or_else(|| panic!("no cluster section: {counters}"))
+        .clone();
+    if key == "section" {
+        return section;
+    }
+    section["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["key"] == key)
+        .map(|c| c["value"].clone())
+        .unwrap_or_else(|| panic!("no counter {key}: {section}"))
 }
 
 /// DuckDB's Q1 answer over SF 0.01 lineitem.tbl (reference/tpch, committed).
@@ -296,6 +355,46 @@ fn q1_on_a_ballista_cluster_both_ways_over_tbl_and_parquet() {
     assert_eq!(maps["errors"], 0, "{maps}");
     let reduces = event(&report, "reduce");
     assert!(reduces["count"].as_u64().unwrap() >= 2, "{reduces}");
+    // Every task names the executor that ran it (obj: its number in the manifest) and the bytes
+    // it wrote, from the scheduler's task ledger; the map stages' bytes add up to the counter,
+    // and the executors table accounts for every task.
+    let tasks = task_events(dir.path(), &mr);
+    let numbers: Vec<String> = cluster
+        .flight_ports
+        .iter()
+        .map(|&p| executor_number(&m, p))
+        .collect();
+    let mut map_bytes = 0i64;
+    for t in &tasks {
+        assert!(numbers.contains(&t["obj"]), "{t:?} not on {numbers:?}");
+        assert_eq!(t["p3_name"], "bytes_out", "{t:?}");
+        let bytes: i64 = t["p3"].parse().unwrap_or_else(|_| panic!("{t:?}"));
+        assert!(bytes > 0, "a task that wrote rows wrote no bytes: {t:?}");
+        if t["event"] == "map" {
+            map_bytes += bytes;
+        }
+    }
+    assert_eq!(cluster_counter(&mr, "shuffled_bytes"), map_bytes);
+    let section = cluster_counter(&mr, "section");
+    let exec_table = section["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["key"] == "executors")
+        .unwrap();
+    let tasks_col = exec_table["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|c| c["key"] == "tasks")
+        .unwrap();
+    let listed: i64 = exec_table["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[tasks_col].as_i64().unwrap())
+        .sum();
+    assert_eq!(listed, tasks.len() as i64, "{exec_table}");
     ok(
         dir.path(),
         &[
@@ -501,26 +600,14 @@ fn an_executor_killed_mid_job_is_recorded_and_never_gives_a_wrong_answer() {
     seen.extend(rx.try_iter());
     let run = dir.path().join("run-kill");
     let m = manifest(&run);
-    let counters: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("counters.json")).unwrap()).unwrap();
-    let cluster_counters = counters["sections"]
-        .as_array()
-        .and_then(|a| a.iter().find(|s| s["key"] == "cluster"))
-        .unwrap_or_else(|| panic!("no cluster section: {counters}"));
-    let failed = cluster_counters["counters"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["key"] == "tasks_failed")
-        .and_then(|c| c["value"].as_i64())
-        .unwrap();
+    let failed = cluster_counter(&run, "tasks_failed").as_i64().unwrap();
     if status.success() {
         // Recovered: the answer was checked, and the lost tasks are in the run.
         assert!(
             stdout.contains("dbscope's exact local job: match"),
             "{stdout}"
         );
-        assert!(failed > 0, "the kill left no failed task: {counters}");
+        assert!(failed > 0, "the kill left no failed task: {m}");
         assert!(
             stdout.contains("failed on the cluster and were run again by Ballista"),
             "{stdout}"
@@ -540,18 +627,20 @@ fn an_executor_killed_mid_job_is_recorded_and_never_gives_a_wrong_answer() {
         assert_eq!(m["outcome"], "failed", "{m}");
     }
     // Either way, every task the scheduler reported is an event, the failed ones with Ballista's
-    // reason as their outcome.
-    let csv = dir.path().join("kill.csv");
-    ok(dir.path(), &["export", s(&run), "-o", s(&csv)]);
-    let events = std::fs::read_to_string(&csv).unwrap();
-    let tasks: Vec<&str> = events
-        .lines()
-        .filter(|l| l.contains(",map,") || l.contains(",reduce,"))
-        .collect();
-    assert!(tasks.iter().any(|l| l.contains(",map,")), "{events}");
-    let failed_events = tasks
+    // reason as their outcome. A lost task that had finished (ResultLost with an executor: it
+    // reported its end) finished on the killed executor, and the run says so (obj = its number);
+    // one lost while running there never reported, so its executor is not claimed.
+    let tasks = task_events(dir.path(), &run);
+    assert!(tasks.iter().any(|t| t["event"] == "map"), "{tasks:?}");
+    let failed_events: Vec<_> = tasks
         .iter()
-        .filter(|l| !l.contains(",ok,") && !l.contains(",unfinished,"))
-        .count() as i64;
-    assert_eq!(failed_events, failed, "{events}");
+        .filter(|t| t["outcome"] != "ok" && t["outcome"] != "unfinished")
+        .collect();
+    assert_eq!(failed_events.len() as i64, failed, "{tasks:?}");
+    let victim_number = executor_number(&m, cluster.flight_ports[1]);
+    for t in &failed_events {
+        if t["outcome"] == "ResultLost" && !t["obj"].is_empty() {
+            assert_eq!(t["obj"], victim_number, "{t:?} in {tasks:#?}");
+        }
+    }
 }

@@ -9,6 +9,7 @@
 pub mod answer;
 pub mod error;
 pub mod job;
+pub mod ledger;
 pub mod monitor;
 pub mod node;
 pub mod plan;

@@ -16,6 +16,8 @@ use hyper::body::Bytes;
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 
+use crate::ledger::{LedgerTask, LedgerTasks, TASKS_ROUTE};
+
 /// An executor as the scheduler lists it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ExecutorInfo {
@@ -48,6 +50,9 @@ pub struct JobReport {
     pub scheduler_version: Option<String>,
     /// Why part of this could not be read (the job itself is unaffected).
     pub unavailable: Vec<String>,
+    /// Each task's executor and shuffle output, from dbscope's task ledger; `None` when the
+    /// scheduler keeps none (a stock Ballista scheduler).
+    pub ledger: Option<Vec<LedgerTask>>,
 }
 
 /// What a stage does, from its plan: `map` when it scans the input files, `reduce` otherwise.
@@ -139,7 +144,8 @@ impl Rest {
         }
     }
 
-    async fn get(&self, path: &str) -> Result<serde_json::Value, String> {
+    /// GETs `path`; `Ok(None)` when the scheduler answers 404.
+    async fn get_if_served(&self, path: &str) -> Result<Option<serde_json::Value>, String> {
         let uri: hyper::Uri = format!("http://{}{path}", self.addr)
             .parse()
             .map_err(|e| format!("{path}: {e}"))?;
@@ -154,18 +160,35 @@ impl Rest {
             .await
             .map_err(|e| format!("GET {path} on {}: {e}", self.addr))?
             .to_bytes();
-        if !status.is_success() {
-            return Err(format!(
-                "GET {path} on {}: HTTP {status}{}",
-                self.addr,
-                if status.as_u16() == 404 {
-                    " (a scheduler built without Ballista's rest-api feature does not serve it)"
-                } else {
-                    ""
-                }
-            ));
+        if status.as_u16() == 404 {
+            return Ok(None);
         }
-        serde_json::from_slice(&body).map_err(|e| format!("GET {path} on {}: {e}", self.addr))
+        if !status.is_success() {
+            return Err(format!("GET {path} on {}: HTTP {status}", self.addr));
+        }
+        serde_json::from_slice(&body)
+            .map(Some)
+            .map_err(|e| format!("GET {path} on {}: {e}", self.addr))
+    }
+
+    async fn get(&self, path: &str) -> Result<serde_json::Value, String> {
+        self.get_if_served(path).await?.ok_or_else(|| {
+            format!(
+                "GET {path} on {}: HTTP 404 (a scheduler built without Ballista's rest-api \
+                 feature does not serve it)",
+                self.addr
+            )
+        })
+    }
+
+    /// What the executors reported about each task of a job, from dbscope's task ledger
+    /// (`crate::ledger`); `Ok(None)` from a scheduler that does not keep one (stock Ballista).
+    pub async fn ledger(&self, job_id: &str) -> Result<Option<Vec<LedgerTask>>, String> {
+        let path = TASKS_ROUTE.replace("{job_id}", job_id);
+        match self.get_if_served(&path).await? {
+            None => Ok(None),
+            Some(v) => Ok(Some(Self::decode::<LedgerTasks>(&path, v)?.tasks)),
+        }
     }
 
     fn decode<T: serde::de::DeserializeOwned>(
@@ -254,6 +277,12 @@ impl Rest {
             tokio::select! {
                 _ = done.changed() => {}
                 _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+            }
+        }
+        if let Some(id) = report.job_id.clone() {
+            match self.ledger(&id).await {
+                Ok(l) => report.ledger = l,
+                Err(e) => report.unavailable.push(e),
             }
         }
         if report.job_id.is_none() {
@@ -347,5 +376,69 @@ mod tests {
         );
         let done = vec![stage("1", "Successful", Some(map), &[(true, 8)])];
         assert_eq!(progress_line(&done), "stage 1: map 100%");
+    }
+
+    /// Serves `app` on a free loopback port; returns its address.
+    async fn serve(app: axum::Router) -> String {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        tokio::spawn(async move { axum::serve(l, app).await });
+        addr
+    }
+
+    #[test]
+    fn the_ledger_is_read_from_dbscope_s_scheduler_and_absent_from_a_stock_one() {
+        let rt = crate::node::runtime().unwrap();
+        rt.block_on(async {
+            // A scheduler without the route (a stock Ballista one answers 404).
+            let stock = serve(axum::Router::new()).await;
+            assert_eq!(Rest::new(&stock).ledger("j1").await, Ok(None));
+            // dbscope's: the ledger's own route and handler.
+            let ledger = std::sync::Arc::new(crate::ledger::TaskLedger::default());
+            ledger.note(
+                "exec-a",
+                &[ballista_core::serde::protobuf::TaskStatus {
+                    task_id: 4,
+                    job_id: "j1".into(),
+                    stage_id: 2,
+                    status: Some(
+                        ballista_core::serde::protobuf::task_status::Status::Successful(
+                            ballista_core::serde::protobuf::SuccessfulTask {
+                                partitions: vec![
+                                    ballista_core::serde::protobuf::ShuffleWritePartition {
+                                        num_bytes: 777,
+                                        num_rows: 3,
+                                        ..Default::default()
+                                    },
+                                ],
+                                ..Default::default()
+                            },
+                        ),
+                    ),
+                    ..Default::default()
+                }],
+            );
+            let ours = serve(
+                axum::Router::new()
+                    .route(
+                        TASKS_ROUTE,
+                        axum::routing::get(crate::ledger::tasks_handler),
+                    )
+                    .with_state(ledger),
+            )
+            .await;
+            let tasks = Rest::new(&ours).ledger("j1").await.unwrap().unwrap();
+            assert_eq!(tasks.len(), 1);
+            assert_eq!(
+                (
+                    tasks[0].executor_id.as_str(),
+                    tasks[0].stage,
+                    tasks[0].task,
+                    tasks[0].bytes
+                ),
+                ("exec-a", 2, 4, 777)
+            );
+            assert_eq!(Rest::new(&ours).ledger("other").await, Ok(Some(vec![])));
+        });
     }
 }

@@ -6,13 +6,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ballista_core::serde::protobuf::scheduler_grpc_server::SchedulerGrpcServer;
 use ballista_executor::executor_process::{start_executor_process, ExecutorProcessConfig};
 use ballista_scheduler::cluster::BallistaCluster;
 use ballista_scheduler::config::SchedulerConfig;
-use ballista_scheduler::scheduler_process::{create_scheduler, start_grpc_service_with_listener};
+use ballista_scheduler::scheduler_process::create_scheduler;
+use ballista_scheduler::scheduler_server::SchedulerServer;
 use datafusion_proto::protobuf::{LogicalPlanNode, PhysicalPlanNode};
 
 use crate::error::ClusterError;
+use crate::ledger::{tasks_handler, Observed, TaskLedger, TASKS_ROUTE};
 
 /// The Ballista version embedded (the wire protocol's; a stock cluster of the same major works).
 pub const BALLISTA_VERSION: &str = ballista_core::BALLISTA_VERSION;
@@ -114,10 +117,65 @@ pub fn run_scheduler(
                 .map_err(node)?;
         ready(bound);
         tokio::select! {
-            r = start_grpc_service_with_listener(listener, scheduler) => r.map_err(node),
+            r = serve(listener, scheduler) => r.map_err(|e| ClusterError::Node {
+                role: "scheduler",
+                detail: e.to_string(),
+            }),
             _ = stop_signal() => Ok(()),
         }
     })
+}
+
+/// Serves what Ballista's `start_grpc_service_with_listener` serves for this configuration —
+/// the scheduler's gRPC service, its REST API (`/api/…`) and its health probes — with the gRPC
+/// service wrapped in [`Observed`] and dbscope's task ledger route beside the REST API (see
+/// `ledger`). Not served: Ballista's Flight SQL front end and embedded Flight proxy, both off in
+/// the configuration above.
+async fn serve(
+    listener: tokio::net::TcpListener,
+    scheduler: SchedulerServer<LogicalPlanNode, PhysicalPlanNode>,
+) -> std::io::Result<()> {
+    use axum::routing::get;
+    let config = scheduler.state.config.clone();
+    let ledger = Arc::new(TaskLedger::default());
+    let grpc = SchedulerGrpcServer::new(Observed {
+        inner: scheduler.clone(),
+        ledger: ledger.clone(),
+    })
+    .max_encoding_message_size(config.grpc_server_max_encoding_message_size as usize)
+    .max_decoding_message_size(config.grpc_server_max_decoding_message_size as usize);
+    let mut routes = tonic::service::RoutesBuilder::default();
+    routes.add_service(grpc);
+    let tonic = routes
+        .routes()
+        .into_axum_router()
+        .fallback(|| async { axum::http::StatusCode::NOT_FOUND });
+    let scheduler = Arc::new(scheduler);
+    let ready = scheduler.clone();
+    let health = axum::Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route(
+            "/readyz",
+            get(move || async move {
+                if ready.is_ready() {
+                    (axum::http::StatusCode::OK, "ready\n")
+                } else {
+                    (axum::http::StatusCode::SERVICE_UNAVAILABLE, "not ready\n")
+                }
+            }),
+        );
+    let ours = axum::Router::new()
+        .route(TASKS_ROUTE, get(tasks_handler))
+        .with_state(ledger);
+    let app = ballista_scheduler::api::get_routes(scheduler)
+        .merge(ours)
+        .merge(tonic)
+        .merge(health);
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .await
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

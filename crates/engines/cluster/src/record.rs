@@ -1,8 +1,10 @@
 //! A Q1 job on Ballista (or in-process DataFusion) recorded as a run, like the local job's
 //! (`dbscope_tpch::record`): one `q1` event per job on session 0, and one event per task the
 //! scheduler reported — `map` for the stages that scan the files, `reduce` for the others — on
-//! the session numbered by its stage, with the stage, task and input rows as the event's
-//! parameters and the output rows as its rows; a task that failed carries Ballista's reason
+//! the session numbered by its stage, with the executor that ran it as `obj` (its number in the
+//! manifest's `executors`, from the scheduler's task ledger, `crate::ledger`), the task id, input
+//! rows and bytes written as the event's parameters and the output rows as its rows; a task that
+//! failed carries Ballista's reason
 //! (`ExecutorLost`, `FetchPartitionError`, …) as its outcome. The manifest holds the plan, the
 //! cluster's shape and versions; `counters.json` a `cluster` section with tables of stages and
 //! executors. So `report`, `compare` and the HTML report apply as to any run.
@@ -18,7 +20,8 @@ use dbscope_core::{
 use serde_json::json;
 
 use crate::job::ClusterQ1Config;
-use crate::monitor::{stage_kind, JobReport, TaskStatus};
+use crate::ledger::LedgerTask;
+use crate::monitor::{stage_kind, ExecutorInfo, JobReport, TaskStatus};
 use crate::node::{BALLISTA_VERSION, DATAFUSION_VERSION};
 use crate::plan::Lineitem;
 
@@ -70,6 +73,26 @@ pub fn record_cluster_q1(
     let origin_ns = started.timestamp_nanos_opt().unwrap_or(0);
     let cfg = spec.config;
     let last_report = jobs.iter().rev().find_map(|j| j.report.as_ref());
+    // The executors listed when the job was submitted, then any the task ledger names that were
+    // not (registered later); a task event's `obj` is its executor's number in this list.
+    let mut executors: Vec<ExecutorInfo> =
+        last_report.map(|r| r.executors.clone()).unwrap_or_default();
+    for t in jobs
+        .iter()
+        .filter_map(|j| j.report.as_ref()?.ledger.as_ref())
+        .flatten()
+    {
+        if !executors.iter().any(|e| e.id == t.executor_id) {
+            executors.push(ExecutorInfo {
+                id: t.executor_id.clone(),
+                host: "?".into(),
+                ..ExecutorInfo::default()
+            });
+        }
+    }
+    let ledger_missing = jobs
+        .iter()
+        .any(|j| j.report.as_ref().is_some_and(|r| r.ledger.is_none()));
     let mut params: BTreeMap<String, serde_json::Value> = BTreeMap::from([
         ("engine".to_string(), spec.engine.into()),
         ("way".to_string(), cfg.way.name().into()),
@@ -95,9 +118,13 @@ pub fn record_cluster_q1(
     if let Some(r) = last_report {
         params.insert(
             "executors".into(),
-            r.executors
+            executors
                 .iter()
-                .map(|e| json!({"id": e.id, "host": e.host, "port": e.port, "slots": e.slots}))
+                .enumerate()
+                .map(|(i, e)| {
+                    json!({"number": i + 1, "id": e.id, "host": e.host, "port": e.port,
+                           "slots": e.slots})
+                })
                 .collect::<Vec<_>>()
                 .into(),
         );
@@ -151,15 +178,18 @@ pub fn record_cluster_q1(
     }
     let mut rec = Recording::begin(out, manifest)?;
     let names = rec.names().clone();
-    let (q1, stage_p, task_p, rows_in_p) = (
+    let (q1, task_p, rows_in_p, bytes_p) = (
         names.intern("q1"),
-        names.intern("stage"),
         names.intern("task"),
         names.intern("rows_in"),
+        names.intern("bytes_out"),
     );
+    // Per executor: tasks, failed tasks, bytes written.
+    let mut per_exec = vec![(0i64, 0i64, 0i64); executors.len()];
     let mut events: Vec<(Event, EventParams)> = Vec::new();
     let mut stage_rows: Vec<Vec<CounterValue>> = Vec::new();
-    let (mut tasks, mut failed_tasks, mut shuffled_rows) = (0u64, 0u64, 0u64);
+    let (mut tasks, mut failed_tasks, mut shuffled_rows, mut shuffled_bytes) =
+        (0u64, 0u64, 0u64, 0u64);
     for (rep, job) in jobs.iter().enumerate() {
         let at = (job.submitted_unix_ns as i128 - origin_ns as i128).max(0) as u64;
         events.push((
@@ -179,11 +209,18 @@ pub fn record_cluster_q1(
             EventParams::default(),
         ));
         let Some(report) = &job.report else { continue };
+        let ledger: BTreeMap<(u32, u32), &LedgerTask> = report
+            .ledger
+            .iter()
+            .flatten()
+            .map(|t| ((t.stage, t.task), t))
+            .collect();
         for stage in &report.stages {
             let kind = stage_kind(stage);
             let name = names.intern(kind);
             let stage_id: u32 = stage.stage_id.parse().unwrap_or(0);
             let mut stage_failed = 0u64;
+            let mut stage_bytes: Option<u64> = None;
             for t in stage.tasks.iter().flatten() {
                 tasks += 1;
                 let outcome = match &t.status {
@@ -204,14 +241,22 @@ pub fn record_cluster_q1(
                     .find(|&v| v > 0)
                     .unwrap_or(start_ms);
                 let start_ns = rel_ns(start_ms, origin_ns);
+                let noted = ledger.get(&(stage_id, t.id as u32));
+                let exec = noted.and_then(|n| executors.iter().position(|e| e.id == n.executor_id));
+                if let (Some(n), Some(x)) = (noted, exec) {
+                    per_exec[x].0 += 1;
+                    per_exec[x].1 += i64::from(outcome != 0);
+                    per_exec[x].2 += n.bytes as i64;
+                    *stage_bytes.get_or_insert(0) += n.bytes;
+                }
                 let p = EventParams {
-                    obj: None,
+                    obj: exec.map(|x| x as i64 + 1),
                     p: [
-                        Some(stage_id as i64),
                         Some(t.id as i64),
                         Some(t.input_rows as i64),
+                        noted.map(|n| n.bytes as i64),
                     ],
-                    p_names: [stage_p, task_p, rows_in_p],
+                    p_names: [task_p, rows_in_p, bytes_p],
                 };
                 events.push((
                     Event {
@@ -230,6 +275,7 @@ pub fn record_cluster_q1(
             failed_tasks += stage_failed;
             if kind == "map" {
                 shuffled_rows += stage.output_rows as u64;
+                shuffled_bytes += stage_bytes.unwrap_or(0);
             }
             stage_rows.push(vec![
                 CounterValue::Int(rep as i64 + 1),
@@ -240,6 +286,7 @@ pub fn record_cluster_q1(
                 CounterValue::Int(stage_failed as i64),
                 CounterValue::Int(stage.input_rows as i64),
                 CounterValue::Int(stage.output_rows as i64),
+                stage_bytes.map_or(CounterValue::None, |b| CounterValue::Int(b as i64)),
                 stage
                     .elapsed_compute
                     .clone()
@@ -263,11 +310,18 @@ pub fn record_cluster_q1(
                 .unavailable
                 .iter()
                 .map(|e| format!("not read from the scheduler: {e}"))
-                .chain([
-                    "Ballista's REST API does not say which executor ran a task or how many bytes \
-                     it wrote to the shuffle; the stages' rows in and out are the scheduler's."
-                        .to_string(),
-                ])
+                .chain([if ledger_missing {
+                    "This scheduler keeps no task ledger (a stock Ballista scheduler: its REST \
+                     API does not say which executor ran a task or how many bytes it wrote), so \
+                     those are not recorded; `dbscope cluster scheduler` records them."
+                        .to_string()
+                } else {
+                    "Which executor ran each task (the events' obj, numbered as in the \
+                     manifest's executors) and the bytes it wrote (bytes_out) are what the \
+                     executor reported to dbscope's scheduler at the task's end (its task \
+                     ledger); rows in and out are Ballista's REST API's."
+                        .to_string()
+                }])
                 .collect(),
             counters: vec![
                 Counter::new(
@@ -296,6 +350,16 @@ pub fn record_cluster_q1(
                     "rows",
                 ),
                 Counter::new(
+                    "shuffled_bytes",
+                    "bytes written to the shuffle by the map stages (Arrow IPC, every attempt)",
+                    if ledger_missing {
+                        CounterValue::None
+                    } else {
+                        CounterValue::Int(shuffled_bytes as i64)
+                    },
+                    "bytes",
+                ),
+                Counter::new(
                     "job_status",
                     "last job's status",
                     r.status
@@ -317,6 +381,7 @@ pub fn record_cluster_q1(
                         col("failed", "failed"),
                         Column::new("input_rows", "rows in", "rows"),
                         Column::new("output_rows", "rows out", "rows"),
+                        Column::new("bytes_out", "bytes written", "bytes"),
                         col("elapsed", "elapsed (first task start to last end)"),
                     ],
                     rows: stage_rows,
@@ -325,18 +390,38 @@ pub fn record_cluster_q1(
                     key: "executors".into(),
                     title: "executors".into(),
                     columns: vec![
+                        col("number", "#"),
                         col("id", "id"),
                         col("address", "address"),
                         col("slots", "slots"),
+                        col("tasks", "tasks"),
+                        col("failed", "failed"),
+                        Column::new("bytes_out", "bytes written", "bytes"),
                     ],
-                    rows: r
-                        .executors
+                    rows: executors
                         .iter()
-                        .map(|e| {
+                        .zip(&per_exec)
+                        .enumerate()
+                        .map(|(i, (e, &(n, failed, bytes)))| {
+                            let known = |v: i64| {
+                                if ledger_missing {
+                                    CounterValue::None
+                                } else {
+                                    CounterValue::Int(v)
+                                }
+                            };
                             vec![
+                                CounterValue::Int(i as i64 + 1),
                                 CounterValue::Text(e.id.clone()),
-                                CounterValue::Text(format!("{}:{}", e.host, e.port)),
+                                CounterValue::Text(if e.port == 0 {
+                                    "(not listed when the job was submitted)".into()
+                                } else {
+                                    format!("{}:{}", e.host, e.port)
+                                }),
                                 CounterValue::Int(e.slots as i64),
+                                known(n),
+                                known(failed),
+                                known(bytes),
                             ]
                         })
                         .collect(),
