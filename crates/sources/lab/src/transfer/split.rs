@@ -226,12 +226,14 @@ pub fn plan(
             let row = one(coord, &sql).map_err(cfgerr)?;
             match row.first().cloned().flatten() {
                 Some(k) => k,
-                None => return Err(Error::Config(format!(
+                None => {
+                    return Err(Error::Config(format!(
                     "{table} has no primary key to split by{}: name an integer column with --key",
                     fallback
                         .map(|w| format!(" (not by blocks: {w})"))
                         .unwrap_or_default()
-                ))),
+                )))
+                }
             }
         }
     };
