@@ -64,7 +64,7 @@ pub enum Command {
     /// fit the Universal Scalability Law: contention σ, coherency κ, the peak.
     Sweep(crate::sweep_args::SweepArgs),
     /// Move a PostgreSQL table to files or files into a table, SQOOP-style: one connection per
-    /// mapper over key ranges, COPY, row counts and a checksum verified end to end.
+    /// mapper over block (ctid) or key ranges, COPY, row counts and a checksum verified end to end.
     Transfer(crate::transfer_args::TransferArgs),
     /// Apache DataFusion Ballista, embedded: `cluster scheduler`, `cluster executor` (for
     /// `tpch q1 --engine ballista`; needs the `cluster` build feature, docs/cluster.md).

@@ -64,6 +64,9 @@ pub fn cmd_transfer(a: TransferArgs) -> Result<u8, Exit> {
         transfer_in(&cfg)?
     };
     if !a.quiet {
+        if let Some(split) = &r.split {
+            eprintln!("dbscope: transfer: {split}");
+        }
         eprintln!(
             "dbscope: transfer: {} rows, {:.1} MB in {:.3} s ({:.0} rows/s) with {} mapper(s)",
             r.rows,

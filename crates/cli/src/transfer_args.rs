@@ -31,9 +31,15 @@ pub enum TransferCompress {
   dbscope transfer --from postgres://bench@/bench/orders?host=/tmp --to out/orders --mappers 4
   dbscope transfer --from out/orders --to postgres://bench@/copy/orders?host=/tmp --mappers 4
 
-Out: the table is split into --mappers ranges of its primary key (or --key), each copied by its own
-connection (COPY … TO STDOUT, one snapshot for all) into DIR/part-NNNNN.EXT, written under a
-temporary name and renamed when complete; DIR/transfer.json records rows, the table's checksum and
+Out: with more than one mapper and no --key, the table is split into --mappers ranges of physical
+blocks (ctid >= '(a,0)' AND ctid < '(b,0)', last range open-ended): each mapper reads only its
+blocks (a TID Range Scan, PostgreSQL 14+) and nothing scans the table to plan the split. With
+--key COL (Sqoop's --split-by), or on PostgreSQL 13 and older (the primary key, with a note), it is
+ranges of equal width between the key's min and max, read first by one full pass; without an index
+on the key every mapper scans the whole table. One mapper copies the whole table. Each range is
+copied by its own connection (COPY … TO STDOUT, one snapshot for all) into DIR/part-NNNNN.EXT,
+written under a temporary name and renamed when complete; the split used is printed, recorded in
+the run and in DIR/transfer.json; DIR/transfer.json records rows, the table's checksum and
 each file's CRC-32. In: the files are spread over the mappers (COPY … FROM STDIN) into an empty
 table, then its row count and checksum are checked against transfer.json. Each mapper's work is an
 event of the run (--run); see docs/transfer.md.")]
@@ -51,7 +57,8 @@ pub struct TransferArgs {
     #[arg(long, default_value_t = 4, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub mappers: u32,
-    /// Out: the integer column to split by. Default: the table's primary key (its first column).
+    /// Out: split by ranges of this integer column (min/max/count read first) instead of by
+    /// physical block ranges (ctid, the default with more than one mapper on PostgreSQL 14+).
     #[arg(long, value_name = "COLUMN")]
     pub key: Option<String>,
     /// Column delimiter (one ASCII character). Default: `|` (tbl), `,` (csv).

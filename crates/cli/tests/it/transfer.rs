@@ -99,7 +99,13 @@ fn a_million_rows_out_with_4_mappers_and_back_into_an_empty_table() {
         .iter()
         .map(|f| f["rows"].as_u64().unwrap())
         .collect();
-    assert_eq!(per_file, [250_000; 4], "{tj}");
+    // Split by block ranges (ctid): the rows are the same size, so the files nearly even.
+    assert_eq!(tj["split"], "ctid", "{tj}");
+    assert_eq!(per_file.iter().sum::<u64>(), 1_000_000, "{tj}");
+    assert!(
+        per_file.iter().all(|&n| n.abs_diff(250_000) < 5_000),
+        "{tj}"
+    );
     // Every mapper's work is an event with its rows; the password is nowhere in the run.
     let r = report_json(dir.path(), &out_run);
     let ev = event(&r, "copy-out");
@@ -150,6 +156,146 @@ fn a_million_rows_out_with_4_mappers_and_back_into_an_empty_table() {
         2,
         &["not empty"],
     );
+}
+
+/// `transfer.json` of a transfer out.
+fn transfer_json(data: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(data.join("transfer.json")).unwrap()).unwrap()
+}
+
+/// `transfer TABLE --to DATA --mappers N [extra…]`; returns transfer.json and the run's report.
+fn out(
+    pg: &PgCluster,
+    db: &str,
+    table: &str,
+    dir: &Path,
+    tag: &str,
+    mappers: &str,
+    extra: &[&str],
+) -> (serde_json::Value, serde_json::Value) {
+    let data = join(dir, &format!("data-{tag}"));
+    let run_dir = join(dir, &format!("run-{tag}"));
+    let from = table_uri(pg, db, table);
+    let mut a = vec!["transfer", "--from", from.as_str(), "--to", s(&data)];
+    a.extend(["--mappers", mappers, "--run", s(&run_dir), "-q"]);
+    a.extend(extra);
+    ok(dir, &a);
+    (transfer_json(&data), report_json(dir, &run_dir))
+}
+
+#[test]
+fn ctid_split_by_block_ranges_matches_one_mapper_and_the_key_split_issue_15() {
+    let pg = PgCluster::shared();
+    assert!(
+        pg.server_version_num() >= 140_000,
+        "the helper runs PostgreSQL 15"
+    );
+    let src = pg.create_db("transfer_ctid");
+    fill(pg, &src, 200_000);
+    // Holes: a run of whole blocks emptied and every 7th row of the rest gone, so the blocks
+    // hold uneven numbers of rows; the vacuum frees the space but keeps the relation's size.
+    pg.query(
+        &src,
+        "DELETE FROM t WHERE id BETWEEN 30000 AND 95000 OR id % 7 = 0",
+    );
+    pg.query(&src, "VACUUM t");
+    let want: u64 = pg.query(&src, "SELECT count(*) FROM t").parse().unwrap();
+    assert!(want > 100_000 && want < 200_000, "{want}");
+    let dir = tempdir();
+    let (one, r1) = out(pg, &src, "t", dir.path(), "one", "1", &[]);
+    let (ctid, r4) = out(pg, &src, "t", dir.path(), "ctid", "4", &[]);
+    let (keyed, rk) = out(pg, &src, "t", dir.path(), "key", "4", &["--key", "id"]);
+    assert_eq!(one["split"], "whole", "{one}");
+    assert_eq!(ctid["split"], "ctid", "{ctid}");
+    assert_eq!(keyed["split"], "key", "{keyed}");
+    for tj in [&one, &ctid, &keyed] {
+        assert_eq!(tj["rows"], want, "{tj}");
+        assert_eq!(tj["checksum"], one["checksum"], "{tj}");
+    }
+    assert_eq!(r1["transfer"]["split"], "whole");
+    assert_eq!(rk["transfer"]["split"], "key");
+    assert_eq!(r4["transfer"]["split"], "ctid");
+
+    // Four files whose block ranges follow each other from block 0, the last open-ended; the
+    // emptied blocks make the files' row counts uneven; the blocks are the table's.
+    let blocks: u64 = pg
+        .query(
+            &src,
+            "SELECT pg_relation_size('t') / current_setting('block_size')::bigint",
+        )
+        .parse()
+        .unwrap();
+    let files = ctid["files"].as_array().unwrap();
+    assert_eq!(files.len(), 4, "{ctid}");
+    let ranges: Vec<(u64, Option<u64>)> = files
+        .iter()
+        .map(|f| {
+            let r = &f["block_range"];
+            (r[0].as_u64().unwrap(), r[1].as_u64())
+        })
+        .collect();
+    assert_eq!(ranges[0].0, 0);
+    assert_eq!(ranges[3].1, None, "{ctid}");
+    for w in ranges.windows(2) {
+        assert_eq!(w[0].1, Some(w[1].0), "{ranges:?}");
+    }
+    assert!(
+        ranges[3].0 * 4 >= blocks * 3 - 4 && ranges[3].0 < blocks,
+        "{ranges:?} of {blocks}"
+    );
+    let rows: Vec<u64> = files.iter().map(|f| f["rows"].as_u64().unwrap()).collect();
+    assert!(
+        rows.iter().max().unwrap() > &(rows.iter().min().unwrap() * 2),
+        "{rows:?}"
+    );
+    assert!(files.iter().all(|f| f["key_range"].is_null()), "{ctid}");
+
+    // Each mapper's SELECT is a TID Range Scan: it reads its own blocks, not the table.
+    let mappers = r4["transfer"]["mappers"].as_array().unwrap();
+    assert_eq!(mappers.len(), 4, "{r4}");
+    for m in mappers {
+        let cond = m["range"].as_str().unwrap();
+        assert!(cond.starts_with("ctid >= '("), "{m}");
+        let plan = pg.query(&src, &format!("EXPLAIN SELECT * FROM t WHERE {cond}"));
+        assert!(plan.contains("Tid Range Scan"), "{cond}: {plan}");
+        assert!(!plan.contains("Seq Scan"), "{cond}: {plan}");
+    }
+    let m = manifest(&join(dir.path(), "run-ctid"));
+    assert_eq!(m["workload"]["params"]["split"], "ctid", "{m}");
+
+    // The files load back into an empty table with the same rows.
+    let dst = pg.create_db("transfer_ctid_dst");
+    pg.query(&dst, SCHEMA);
+    let data = join(dir.path(), "data-ctid");
+    let to = table_uri(pg, &dst, "t");
+    ok(
+        dir.path(),
+        &[
+            "transfer",
+            "--from",
+            s(&data),
+            "--to",
+            &to,
+            "--run",
+            s(&join(dir.path(), "in")),
+            "-q",
+        ],
+    );
+    assert_eq!(digest(pg, &dst), digest(pg, &src));
+
+    // An empty table: one open range from block 0, no rows, the checksum of nothing.
+    pg.query(&src, &SCHEMA.replace("TABLE t", "TABLE e"));
+    let (e1, _) = out(pg, &src, "e", dir.path(), "e1", "1", &[]);
+    let (e4, re4) = out(pg, &src, "e", dir.path(), "e4", "4", &[]);
+    let (ek, _) = out(pg, &src, "e", dir.path(), "ek", "4", &["--key", "id"]);
+    for tj in [&e1, &e4, &ek] {
+        assert_eq!(tj["rows"], 0, "{tj}");
+        assert_eq!(tj["checksum"], e1["checksum"], "{tj}");
+    }
+    assert_eq!(e4["split"], "ctid", "{e4}");
+    assert_eq!(e4["files"].as_array().unwrap().len(), 1, "{e4}");
+    assert_eq!(e4["files"][0]["block_range"], serde_json::json!([0, null]));
+    assert_eq!(re4["transfer"]["rows"], 0);
 }
 
 #[test]
@@ -486,6 +632,9 @@ fn parquet_round_trip_keeps_types_nulls_and_values_issue_15() {
             "parquet",
             "--mappers",
             "2",
+            // Split by the key, so part-00000 holds ids 1..=15000 (the NULL counts below).
+            "--key",
+            "id",
             "--run",
             s(&run1),
             "-q",

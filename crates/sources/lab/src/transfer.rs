@@ -24,10 +24,12 @@
 
 mod files;
 mod pq;
+mod split;
 
 pub use files::Compress;
 use files::{Counted, Decoder, Encoder};
 use pq::{PqColumn, PqRows, PqWriter};
+pub use split::{split_ranges, SplitKind};
 
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Read, Write};
@@ -217,8 +219,12 @@ pub struct FileEntry {
     pub bytes: u64,
     /// CRC-32 of the file's bytes.
     pub crc32: u32,
-    /// The key range the file holds (inclusive), when written by `transfer` out.
+    /// The key range the file holds (inclusive), when written by `transfer` out split by a key.
     pub key_range: Option<(i64, i64)>,
+    /// The blocks the file holds, `[from, to)`, `to` null for the last (open-ended) range, when
+    /// split by ctid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_range: Option<(u64, Option<u64>)>,
 }
 
 /// `transfer.json`: what a directory written by `transfer` out holds.
@@ -228,8 +234,12 @@ pub struct TransferManifest {
     pub table: String,
     /// How the files are written.
     pub options: FileOptions,
-    /// The key the table was split by.
+    /// The key the table was split by (or a `--key` checked for one mapper); empty otherwise.
     pub key: String,
+    /// How the table was split among the mappers (`whole`, `ctid`, `key`); absent in files
+    /// written before the ctid split.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<SplitKind>,
     /// Rows in the table (in the snapshot the files were copied in).
     pub rows: u64,
     /// `sum(hashtextextended(row::text, 0))` over the table, as a decimal number; `None` when the
@@ -306,6 +316,8 @@ pub struct TransferResult {
     pub seconds: f64,
     /// Events written.
     pub events: u64,
+    /// Out: how the table was split among the mappers and why.
+    pub split: Option<String>,
 }
 
 fn db(what: &str, e: WireError) -> String {
@@ -323,13 +335,21 @@ fn one(c: &mut WireConn, sql: &str) -> Result<Vec<Option<String>>, WireError> {
     Ok(c.simple_query(sql)?.into_iter().next().unwrap_or_default())
 }
 
-fn begin(cfg: &TransferConfig, workload: &str, spec: &str) -> Result<Recording, Error> {
-    let params = BTreeMap::from([
+fn begin(
+    cfg: &TransferConfig,
+    workload: &str,
+    spec: &str,
+    split: Option<SplitKind>,
+) -> Result<Recording, Error> {
+    let mut params = BTreeMap::from([
         ("table".to_string(), cfg.table.table.clone().into()),
         ("dir".to_string(), cfg.dir.display().to_string().into()),
         ("mappers".to_string(), cfg.mappers.into()),
         ("format".to_string(), cfg.file.format.ext().into()),
     ]);
+    if let Some(k) = split {
+        params.insert("split".to_string(), k.name().into());
+    }
     let mut m = Manifest::new(
         "transfer",
         WorkloadInfo {
@@ -364,78 +384,8 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
     )
     .map_err(cfgerr)?;
     // One mapper copies the whole snapshot: no split, and the COPY's own count is the table's
-    // (the same snapshot), so the extra scan for min/max/count is skipped.
-    let (key, lo, hi, count) = if cfg.mappers == 1 {
-        // With --key too: one range is the whole table whatever the key holds, so the key is
-        // only checked in the catalog (an integer column), never scanned (a full pass).
-        let key = cfg.key.clone().unwrap_or_default();
-        if !key.is_empty() {
-            if !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                return Err(Error::Config(format!("--key {key:?}: a plain column name")));
-            }
-            let row = one(
-                &mut coord,
-                &format!(
-                    "SELECT atttypid::regtype::text FROM pg_attribute WHERE attrelid = \
-                     '{table}'::regclass AND attname = '{key}' AND attnum > 0 AND NOT attisdropped"
-                ),
-            )
-            .map_err(cfgerr)?;
-            let why = match row.first().cloned().flatten() {
-                None => Some(format!("{table} has no column {key}")),
-                Some(t) if !["smallint", "integer", "bigint"].contains(&t.as_str()) => {
-                    Some(format!("{key} is {t}"))
-                }
-                Some(_) => None,
-            };
-            if let Some(why) = why {
-                return Err(Error::Config(format!(
-                    "{table} split by {key} (an integer column): {why}"
-                )));
-            }
-        }
-        (key, None, None, None)
-    } else {
-        let key = match &cfg.key {
-            Some(k) => k.clone(),
-            None => {
-                let sql = format!(
-                    "SELECT a.attname, i.indnatts FROM pg_index i JOIN pg_attribute a \
-                     ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] \
-                     WHERE i.indrelid = '{table}'::regclass AND i.indisprimary"
-                );
-                let row = one(&mut coord, &sql).map_err(cfgerr)?;
-                match row.first().cloned().flatten() {
-                    Some(k) => k,
-                    None => {
-                        return Err(Error::Config(format!(
-                        "{table} has no primary key to split by: name an integer column with --key"
-                    )))
-                    }
-                }
-            }
-        };
-        if !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(Error::Config(format!("--key {key:?}: a plain column name")));
-        }
-        let row = one(
-            &mut coord,
-            &format!("SELECT min({key})::bigint, max({key})::bigint, count(*) FROM {table}"),
-        )
-        .map_err(|e| {
-            Error::Config(db(
-                &format!("{table} split by {key} (an integer column)"),
-                e,
-            ))
-        })?;
-        let num = |i: usize| {
-            row.get(i)
-                .cloned()
-                .flatten()
-                .and_then(|v| v.parse::<i64>().ok())
-        };
-        (key, num(0), num(1), num(2).map(|c| c.max(0) as u64))
-    };
+    // (the same snapshot). More: block ranges (no scan to plan them) or ranges of a key.
+    let plan = split::plan(&mut coord, table, cfg.mappers, cfg.key.as_deref())?;
     let columns: Option<Vec<PqColumn>> = if cfg.file.format == Format::Parquet {
         let rows = coord
             .simple_query(&pq::columns_sql(table))
@@ -455,33 +405,29 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
         .cloned()
         .flatten()
         .unwrap_or_default();
-    let ranges = split_ranges(lo, hi, cfg.mappers);
-    let single = ranges.len() == 1;
     std::fs::create_dir_all(&cfg.dir)
         .map_err(|e| Error::Config(format!("cannot create {}: {e}", cfg.dir.display())))?;
     let _ = std::fs::remove_file(cfg.dir.join(TRANSFER_FILE));
 
-    let mut rec = begin(cfg, "transfer-out", spec)?;
+    let mut rec = begin(cfg, "transfer-out", spec, Some(plan.kind))?;
     let clock = rec.start_clock()?;
     let opts = cfg.file.copy_options();
     let ext = cfg.file.format.ext();
     let (works, checksum) = std::thread::scope(|s| {
-        let handles: Vec<_> = ranges
+        let handles: Vec<_> = plan
+            .parts
             .iter()
             .enumerate()
-            .map(|(i, range)| {
-                let (clock, snapshot, opts, key) = (&clock, &snapshot, &opts, &key);
+            .map(|(i, part)| {
+                let (clock, snapshot, opts) = (&clock, &snapshot, &opts);
                 let columns = columns.as_deref();
                 let name = format!("part-{i:05}.{ext}{}", cfg.file.file_suffix());
                 let path = cfg.dir.join(&name);
                 s.spawn(move || {
-                    let where_ = match range {
-                        // One mapper copies the whole snapshot: no filter to evaluate per row.
-                        Some((a, b)) if !single => {
-                            format!(" WHERE {key} BETWEEN {a} AND {b}")
-                        }
-                        _ => String::new(),
-                    };
+                    let where_ = part
+                        .filter
+                        .as_ref()
+                        .map_or(String::new(), |f| format!(" WHERE {f}"));
                     let sql = format!("COPY (SELECT * FROM {table}{where_}) TO STDOUT {opts}");
                     let mut w = MapperWork {
                         mapper: i as u32,
@@ -497,9 +443,7 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
                         clock,
                         &mut w,
                     ) {
-                        let range = range.map_or("the whole table".to_string(), |(a, b)| {
-                            format!("{key} {a}..={b}")
-                        });
+                        let range = part.filter.as_deref().unwrap_or("the whole table");
                         w.error = Some(format!("mapper {i} ({range}): {e}"));
                     }
                     w
@@ -524,7 +468,7 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
             None
         }
     };
-    let count = count.unwrap_or(copied);
+    let count = plan.count.unwrap_or(copied);
     let checksum = checksum.map(|c| {
         c.or_else(|| {
             cfg.checksum.then(|| {
@@ -541,14 +485,15 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
     if let (None, Some(checksum)) = (&detail, checksum) {
         let files = works
             .iter()
-            .zip(&ranges)
-            .map(|(w, r)| {
+            .zip(&plan.parts)
+            .map(|(w, p)| {
                 Ok(FileEntry {
                     name: w.files[0].clone(),
                     rows: w.rows,
                     bytes: w.bytes,
                     crc32: w.crc32,
-                    key_range: *r,
+                    key_range: p.key_range,
+                    block_range: p.block_range,
                 })
             })
             .collect::<Result<Vec<_>, String>>();
@@ -557,7 +502,8 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
                 let m = TransferManifest {
                     table: table.to_string(),
                     options: cfg.file.clone(),
-                    key: key.clone(),
+                    key: plan.key.clone(),
+                    split: Some(plan.kind),
                     rows: count,
                     checksum,
                     files,
@@ -568,7 +514,17 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
             Err(e) => detail = Some(e),
         }
     }
-    finish(rec, &clock, "copy-out", &works, detail)
+    let ranges = plan
+        .parts
+        .iter()
+        .map(|p| p.filter.clone().unwrap_or_else(|| "the whole table".into()))
+        .collect();
+    let split = Split {
+        kind: plan.kind,
+        why: plan.why,
+        ranges,
+    };
+    finish(rec, &clock, "copy-out", &works, detail, Some(split))
 }
 
 /// How a checksum computed from the rows as COPY sends them starts in `transfer.json`.
@@ -617,23 +573,6 @@ fn checksum_sql(table: &str) -> String {
         "SELECT count(*), coalesce(sum(hashtextextended(dbscope_row::text, 0)::numeric), 0)::text \
          FROM {table} AS dbscope_row"
     )
-}
-
-/// Splits `lo..=hi` into `n` ranges of (nearly) equal width, as Sqoop splits an integer column;
-/// one `None` (the whole table) when the table is empty.
-pub fn split_ranges(lo: Option<i64>, hi: Option<i64>, n: u32) -> Vec<Option<(i64, i64)>> {
-    let (Some(lo), Some(hi)) = (lo, hi) else {
-        return vec![None];
-    };
-    let span = hi as i128 - lo as i128 + 1;
-    let n = (n as i128).min(span).max(1);
-    (0..n)
-        .map(|i| {
-            let a = lo as i128 + span * i / n;
-            let b = lo as i128 + span * (i + 1) / n - 1;
-            Some((a as i64, b as i64))
-        })
-        .collect()
 }
 
 type FileOut = BufWriter<std::fs::File>;
@@ -836,7 +775,7 @@ pub fn transfer_in(cfg: &TransferConfig) -> Result<TransferResult, Error> {
         )));
     }
 
-    let mut rec = begin(cfg, "transfer-in", spec)?;
+    let mut rec = begin(cfg, "transfer-in", spec, None)?;
     let clock = rec.start_clock()?;
     let n = (cfg.mappers as usize).min(files.len()).max(1);
     let parquet = cfg.file.format == Format::Parquet;
@@ -916,7 +855,7 @@ pub fn transfer_in(cfg: &TransferConfig) -> Result<TransferResult, Error> {
             }
         };
     }
-    finish(rec, &clock, "copy-in", &works, detail)
+    finish(rec, &clock, "copy-in", &works, detail, None)
 }
 
 fn mapper_in(
@@ -1015,6 +954,14 @@ fn parquet_in(
     Ok((n, bytes))
 }
 
+/// Out: the split as the run records it.
+struct Split {
+    kind: SplitKind,
+    why: String,
+    /// Per mapper, the condition of its `SELECT … WHERE`.
+    ranges: Vec<String>,
+}
+
 /// Writes one event per mapper and the `transfer` counters, and ends the run.
 fn finish(
     mut rec: Recording,
@@ -1022,6 +969,7 @@ fn finish(
     event: &str,
     works: &[MapperWork],
     detail: Option<String>,
+    split: Option<Split>,
 ) -> Result<TransferResult, Error> {
     let name = rec.names().intern(event);
     let failed = rec.names().intern_outcome("mapper-failed");
@@ -1054,7 +1002,7 @@ fn finish(
         .iter()
         .map(|w| {
             let s = w.end_ns.saturating_sub(w.start_ns) as f64 / 1e9;
-            vec![
+            let mut row = vec![
                 CounterValue::count(w.mapper as u64),
                 CounterValue::count(w.rows),
                 CounterValue::count(w.bytes),
@@ -1064,7 +1012,16 @@ fn finish(
                 CounterValue::Float(w.sync_ns as f64 / 1e9),
                 CounterValue::Text(w.files.join(" ")),
                 CounterValue::Text(w.error.clone().unwrap_or_default()),
-            ]
+            ];
+            if let Some(sp) = &split {
+                let r = sp
+                    .ranges
+                    .get(w.mapper as usize)
+                    .cloned()
+                    .unwrap_or_default();
+                row.push(CounterValue::Text(r));
+            }
+            row
         })
         .collect();
     rec.write_counters(CounterSection {
@@ -1095,11 +1052,21 @@ fn finish(
                 CounterValue::Bool(detail.is_none()),
                 "",
             ),
-        ],
+        ]
+        .into_iter()
+        .chain(split.as_ref().map(|sp| {
+            Counter::new(
+                "split",
+                "split",
+                CounterValue::Text(sp.kind.name().into()),
+                "",
+            )
+        }))
+        .collect(),
         tables: vec![CounterTable {
             key: "mappers".into(),
             title: "per mapper".into(),
-            columns: vec![
+            columns: [
                 Column::new("mapper", "mapper", ""),
                 Column::new("rows", "rows", ""),
                 Column::new("bytes", "bytes", ""),
@@ -1109,10 +1076,21 @@ fn finish(
                 Column::new("sync_seconds", "of which fsync", "s").decimals(3),
                 Column::new("files", "files", ""),
                 Column::new("error", "error", ""),
-            ],
+            ]
+            .into_iter()
+            .chain(
+                split
+                    .as_ref()
+                    .map(|_| Column::new("range", "rows where", "")),
+            )
+            .collect(),
             rows: table_rows,
         }],
-        notes: Vec::new(),
+        notes: split
+            .as_ref()
+            .map(|sp| format!("split: {} ({})", sp.kind.name(), sp.why))
+            .into_iter()
+            .collect(),
     })?;
     let outcome = if detail.is_some() {
         Outcome::Failed
@@ -1128,6 +1106,7 @@ fn finish(
         bytes,
         seconds,
         events: events.len() as u64,
+        split: split.map(|sp| format!("split by {}: {}", sp.kind.name(), sp.why)),
     })
 }
 
@@ -1158,25 +1137,6 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(!e.contains("secret") && e.contains("DATABASE/TABLE"), "{e}");
-    }
-
-    #[test]
-    fn ranges_cover_the_keys_once() {
-        assert_eq!(split_ranges(None, None, 4), vec![None]);
-        assert_eq!(
-            split_ranges(Some(1), Some(10), 3),
-            vec![Some((1, 3)), Some((4, 6)), Some((7, 10))]
-        );
-        assert_eq!(
-            split_ranges(Some(5), Some(6), 4),
-            vec![Some((5, 5)), Some((6, 6))]
-        );
-        let r = split_ranges(Some(i64::MIN), Some(i64::MAX), 4);
-        assert_eq!(r[0].unwrap().0, i64::MIN);
-        assert_eq!(r[3].unwrap().1, i64::MAX);
-        for w in r.windows(2) {
-            assert_eq!(w[0].unwrap().1 + 1, w[1].unwrap().0);
-        }
     }
 
     #[test]
