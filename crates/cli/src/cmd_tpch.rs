@@ -216,7 +216,7 @@ fn cmd_q1(a: Q1Args) -> Result<u8, Exit> {
         "\n{} {} ({} rows aggregated), {} bytes in {secs:.3} s{}: {:.2} M rows/s, {:.0} MB/s; {} mapper(s), {} split(s), combiner {}",
         output.lines,
         // Parquet has rows, not lines (issue 13).
-        match inputs.iter().filter(|i| i.parquet_row_groups.is_some()).count() {
+        match inputs.iter().filter(|i| i.parquet.is_some()).count() {
             0 => "lines",
             n if n == inputs.len() => "rows",
             _ => "lines and rows",

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use bytes::Bytes;
 use parquet::basic::{Compression, DecimalType, LogicalType, Type as PhysicalType};
 use parquet::column::reader::{ColumnReader, ColumnReaderImpl};
 use parquet::data_type::{ByteArray, ByteArrayType, DataType, Int32Type, Int64Type};
@@ -41,7 +42,7 @@ pub const LINEITEM_SCHEMA: &str = "message lineitem {
 }";
 
 /// A lineitem Parquet file open for reading.
-pub type LineitemReader = SerializedFileReader<File>;
+pub type LineitemReader = SerializedFileReader<Bytes>;
 
 /// Default rows per row group.
 pub const ROW_GROUP_ROWS: usize = 65_536;
@@ -192,7 +193,14 @@ fn open_lineitem_unguarded(
     path: &Path,
 ) -> Result<(LineitemReader, Vec<u64>), LineitemParquetError> {
     let file = File::open(path).map_err(LineitemParquetError::Open)?;
-    let reader = SerializedFileReader::new(file).map_err(LineitemParquetError::NotParquet)?;
+    // The whole file as one buffer the reader slices (no copies, no per-page seek and read, and
+    // shared by every map task): a memory map (see `crate::mapped` for its one hazard), or the
+    // file read in when it cannot be mapped.
+    let data = match crate::mapped::map_from(&file, 0) {
+        Some(map) => Bytes::from_owner(map),
+        None => Bytes::from(std::fs::read(path).map_err(LineitemParquetError::Open)?),
+    };
+    let reader = SerializedFileReader::new(data).map_err(LineitemParquetError::NotParquet)?;
     let schema = reader.metadata().file_metadata().schema_descr();
     let expect: [(&str, PhysicalType, Option<LogicalType>); 7] = [
         ("l_quantity", PhysicalType::INT64, Some(decimal())),
@@ -267,7 +275,7 @@ pub fn days_since_epoch(ymd: u32) -> i32 {
 /// Reads Q1's seven columns of row group `rg`; calls `emit` for rows with `l_shipdate <= cutoff`.
 /// Returns the rows read.
 pub fn scan_row_group(
-    reader: &SerializedFileReader<File>,
+    reader: &LineitemReader,
     rg: usize,
     cutoff: u32,
     emit: impl FnMut(RowValues),
@@ -278,7 +286,7 @@ pub fn scan_row_group(
 }
 
 fn scan_row_group_unguarded(
-    reader: &SerializedFileReader<File>,
+    reader: &LineitemReader,
     rg: usize,
     cutoff: u32,
     mut emit: impl FnMut(RowValues),
@@ -287,123 +295,131 @@ fn scan_row_group_unguarded(
         .get_row_group(rg)
         .map_err(LineitemParquetError::Read)?;
     let n = group.metadata().num_rows().max(0) as usize;
-    let (qty, price, disc, tax) = (
-        int64_column(group.as_ref(), 4, n)?,
-        int64_column(group.as_ref(), 5, n)?,
-        int64_column(group.as_ref(), 6, n)?,
-        int64_column(group.as_ref(), 7, n)?,
-    );
-    let (flag, status) = (
-        bytes_column(group.as_ref(), 8, n)?,
-        bytes_column(group.as_ref(), 9, n)?,
-    );
-    let ship = int32_column(group.as_ref(), 10, n)?;
-    for values in [
-        qty.len(),
-        price.len(),
-        disc.len(),
-        tax.len(),
-        flag.len(),
-        status.len(),
-        ship.len(),
-    ] {
-        if values != n {
-            return Err(LineitemParquetError::ColumnLength {
-                row_group: rg,
-                values,
-                rows: n,
-            });
-        }
-    }
+    let int64 = |i| {
+        Column::<Int64Type>::open(group.as_ref(), i, "INT64", |r| match r {
+            ColumnReader::Int64ColumnReader(r) => Some(r),
+            _ => None,
+        })
+    };
+    let (mut qty, mut price, mut disc, mut tax) = (int64(4)?, int64(5)?, int64(6)?, int64(7)?);
+    let bytes = |i| {
+        Column::<ByteArrayType>::open(group.as_ref(), i, "BYTE_ARRAY", |r| match r {
+            ColumnReader::ByteArrayColumnReader(r) => Some(r),
+            _ => None,
+        })
+    };
+    let (mut flag, mut status) = (bytes(8)?, bytes(9)?);
+    let mut ship = Column::<Int32Type>::open(group.as_ref(), 10, "INT32", |r| match r {
+        ColumnReader::Int32ColumnReader(r) => Some(r),
+        _ => None,
+    })?;
     // The cutoff as days since the epoch: compare integers, convert nothing per row.
     let cut_days = days_since_epoch(cutoff);
-    for i in 0..n {
-        let one = |b: &ByteArray, column: &'static str| match b.data() {
-            [c] => Ok(*c),
-            other => Err(LineitemParquetError::NotOneCharacter {
-                row_group: rg,
-                row: i + 1,
-                column,
-                value: String::from_utf8_lossy(other).into_owned(),
-            }),
-        };
-        let (f, s) = (
-            one(&flag[i], "l_returnflag")?,
-            one(&status[i], "l_linestatus")?,
-        );
-        if ship[i] > cut_days {
-            continue;
+    // The columns are read in step, BATCH rows at a time, into buffers reused batch after batch:
+    // they stay in cache, and no row group's worth of fresh memory is faulted in and zeroed per
+    // task.
+    let mut done = 0usize;
+    while done < n {
+        let want = BATCH.min(n - done);
+        let got = qty.read(want)?;
+        for values in [
+            price.read(want)?,
+            disc.read(want)?,
+            tax.read(want)?,
+            flag.read(want)?,
+            status.read(want)?,
+            ship.read(want)?,
+        ] {
+            if values != got || got == 0 {
+                return Err(LineitemParquetError::ColumnLength {
+                    row_group: rg,
+                    values: done + values,
+                    rows: n,
+                });
+            }
         }
-        emit(RowValues {
-            flag: f,
-            status: s,
-            qty: qty[i],
-            price: price[i],
-            disc: disc[i],
-            tax: tax[i],
+        for i in 0..got {
+            let one = |b: &ByteArray, column: &'static str| match b.data() {
+                [c] => Ok(*c),
+                other => Err(LineitemParquetError::NotOneCharacter {
+                    row_group: rg,
+                    row: done + i + 1,
+                    column,
+                    value: String::from_utf8_lossy(other).into_owned(),
+                }),
+            };
+            let (f, s) = (
+                one(&flag.values[i], "l_returnflag")?,
+                one(&status.values[i], "l_linestatus")?,
+            );
+            if ship.values[i] > cut_days {
+                continue;
+            }
+            emit(RowValues {
+                flag: f,
+                status: s,
+                qty: qty.values[i],
+                price: price.values[i],
+                disc: disc.values[i],
+                tax: tax.values[i],
+            });
+        }
+        done += got;
+    }
+    // A row group whose columns hold more values than its row count is as corrupt as one with
+    // fewer.
+    if qty.read(1)? != 0 {
+        return Err(LineitemParquetError::ColumnLength {
+            row_group: rg,
+            values: n + 1,
+            rows: n,
         });
     }
     Ok(n as u64)
 }
 
-/// The `n` values of column `i` (from 0) of a row group, read by the reader `pick` takes out of
-/// the column's reader; a column of another physical type is an error naming `expected`.
-fn typed_column<T: DataType>(
-    group: &dyn RowGroupReader,
-    i: usize,
-    n: usize,
-    expected: &'static str,
-    pick: impl FnOnce(ColumnReader) -> Option<ColumnReaderImpl<T>>,
-) -> Result<Vec<T::T>, LineitemParquetError> {
-    let reader = group
-        .get_column_reader(i)
-        .map_err(LineitemParquetError::Read)?;
-    let Some(mut r) = pick(reader) else {
-        return Err(LineitemParquetError::ColumnType {
-            column: i + 1,
-            expected,
-        });
-    };
-    let mut v = Vec::with_capacity(n);
-    r.read_records(n, None, None, &mut v)
-        .map_err(LineitemParquetError::Read)?;
-    Ok(v)
+/// Rows read from each column at a time.
+const BATCH: usize = 4096;
+
+/// One column of a row group being read in batches into a reused buffer.
+struct Column<T: DataType> {
+    reader: ColumnReaderImpl<T>,
+    values: Vec<T::T>,
 }
 
-/// The `n` values of INT64 column `i` (from 0) of a row group.
-fn int64_column(
-    group: &dyn RowGroupReader,
-    i: usize,
-    n: usize,
-) -> Result<Vec<i64>, LineitemParquetError> {
-    typed_column::<Int64Type>(group, i, n, "INT64", |r| match r {
-        ColumnReader::Int64ColumnReader(r) => Some(r),
-        _ => None,
-    })
-}
+impl<T: DataType> Column<T> {
+    /// The reader of column `i` (from 0) of a row group, taken out of the column's reader by
+    /// `pick`; a column of another physical type is an error naming `expected`.
+    fn open(
+        group: &dyn RowGroupReader,
+        i: usize,
+        expected: &'static str,
+        pick: impl FnOnce(ColumnReader) -> Option<ColumnReaderImpl<T>>,
+    ) -> Result<Self, LineitemParquetError> {
+        let reader = group
+            .get_column_reader(i)
+            .map_err(LineitemParquetError::Read)?;
+        let Some(reader) = pick(reader) else {
+            return Err(LineitemParquetError::ColumnType {
+                column: i + 1,
+                expected,
+            });
+        };
+        Ok(Column {
+            reader,
+            values: Vec::with_capacity(BATCH),
+        })
+    }
 
-/// The `n` values of INT32 column `i` (from 0) of a row group.
-fn int32_column(
-    group: &dyn RowGroupReader,
-    i: usize,
-    n: usize,
-) -> Result<Vec<i32>, LineitemParquetError> {
-    typed_column::<Int32Type>(group, i, n, "INT32", |r| match r {
-        ColumnReader::Int32ColumnReader(r) => Some(r),
-        _ => None,
-    })
-}
-
-/// The `n` values of BYTE_ARRAY column `i` (from 0) of a row group.
-fn bytes_column(
-    group: &dyn RowGroupReader,
-    i: usize,
-    n: usize,
-) -> Result<Vec<ByteArray>, LineitemParquetError> {
-    typed_column::<ByteArrayType>(group, i, n, "BYTE_ARRAY", |r| match r {
-        ColumnReader::ByteArrayColumnReader(r) => Some(r),
-        _ => None,
-    })
+    /// Replaces the buffer with the next `want` values (fewer at the end); returns how many.
+    fn read(&mut self, want: usize) -> Result<usize, LineitemParquetError> {
+        self.values.clear();
+        let (records, _, _) = self
+            .reader
+            .read_records(want, None, None, &mut self.values)
+            .map_err(LineitemParquetError::Read)?;
+        Ok(records.min(self.values.len()))
+    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use crate::error::{LineitemParquetError, Q1Error};
 use crate::lineitem::{RowValues, FIELD_NAMES};
 
 use super::parse::{next_line, DateCut};
-use super::split::{Input, Split};
+use super::split::{Input, ParquetInput, Split};
 
 /// Bytes a mapper reads at a time.
 pub(super) const CHUNK: usize = 4 << 20;
@@ -39,29 +39,24 @@ impl Sources<'_> {
     #[inline(always)]
     pub fn scan(&self, split: &Split, emit: impl FnMut(RowValues)) -> Result<u64, ScanError> {
         let input = &self.inputs[split.file];
-        match &input.parquet_row_groups {
-            Some(sizes) => self.scan_parquet(input, sizes, split, emit),
+        match &input.parquet {
+            Some(parquet) => self.scan_parquet(parquet, split, emit),
             None => self.scan_text(split, emit),
         }
     }
 
-    /// A Parquet row group (`split.start` is its number).
+    /// A Parquet row group (`split.start` is its number), read through the job's one reader.
     #[inline(always)]
     fn scan_parquet(
         &self,
-        input: &Input,
-        sizes: &[u64],
+        parquet: &ParquetInput,
         split: &Split,
         emit: impl FnMut(RowValues),
     ) -> Result<u64, ScanError> {
-        // A reader per map task: readers cloned from one File share its offset.
         let rg = split.start as usize;
-        let r = crate::parquet_io::open_lineitem(&input.path)
-            .and_then(|(reader, _)| {
-                crate::parquet_io::scan_row_group(&reader, rg, self.cut.ymd, emit)
-            })
+        let r = crate::parquet_io::scan_row_group(&parquet.reader, rg, self.cut.ymd, emit)
             .map_err(ScanError::Parquet);
-        let size = sizes.get(rg).copied().unwrap_or(0);
+        let size = parquet.row_groups.get(rg).copied().unwrap_or(0);
         self.bytes_mapped.fetch_add(size, Ordering::Relaxed);
         r
     }

@@ -27,9 +27,27 @@ pub struct Input {
     pub path: PathBuf,
     /// Its size in bytes.
     pub len: u64,
-    /// Parquet (written by `tpch gen --format parquet`): the compressed size of each row group.
-    /// `None` for `.tbl` text.
-    pub parquet_row_groups: Option<Vec<u64>>,
+    /// Parquet (written by `tpch gen --format parquet`), opened once for every map task; `None`
+    /// for `.tbl` text.
+    pub parquet: Option<ParquetInput>,
+}
+
+/// A Parquet input: its reader (the footer read once, the file mapped) and the compressed size
+/// of each row group.
+#[derive(Clone)]
+pub struct ParquetInput {
+    /// The reader the map tasks share.
+    pub reader: std::sync::Arc<crate::parquet_io::LineitemReader>,
+    /// Compressed bytes of each row group (a map task's input, for progress).
+    pub row_groups: Vec<u64>,
+}
+
+impl std::fmt::Debug for ParquetInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParquetInput")
+            .field("row_groups", &self.row_groups)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Expands files and directories into lineitem files: a directory contributes its files named
@@ -123,20 +141,23 @@ fn input_of(f: PathBuf) -> Result<Input, Q1Error> {
     if head[..n].starts_with(b"l_orderkey,") {
         return Err(InputError::Csv { path: f }.into());
     }
-    let parquet_row_groups = if is_parquet {
-        let (_, sizes) =
+    let parquet = if is_parquet {
+        let (reader, row_groups) =
             crate::parquet_io::open_lineitem(&f).map_err(|source| Q1Error::Parquet {
                 path: f.clone(),
                 source,
             })?;
-        Some(sizes)
+        Some(ParquetInput {
+            reader: std::sync::Arc::new(reader),
+            row_groups,
+        })
     } else {
         None
     };
     Ok(Input {
         path: f,
         len,
-        parquet_row_groups,
+        parquet,
     })
 }
 
@@ -146,7 +167,7 @@ pub fn plan_splits(inputs: &[Input], n: usize) -> Vec<Split> {
     let n = n.max(1) as u64;
     let mut out = Vec::new();
     for (i, f) in inputs.iter().enumerate() {
-        if let Some(groups) = &f.parquet_row_groups {
+        if let Some(groups) = f.parquet.as_ref().map(|p| &p.row_groups) {
             // Parquet splits at row groups: start..end are row-group numbers.
             for g in 0..groups.len() as u64 {
                 out.push(Split {

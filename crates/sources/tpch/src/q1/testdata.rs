@@ -42,7 +42,7 @@ pub(super) fn sample_file(n: usize) -> (tempfile::TempDir, Vec<Input>) {
         vec![Input {
             path,
             len,
-            parquet_row_groups: None,
+            parquet: None,
         }],
     )
 }
