@@ -443,8 +443,7 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
                         clock,
                         &mut w,
                     ) {
-                        let range = part.filter.as_deref().unwrap_or("the whole table");
-                        w.error = Some(format!("mapper {i} ({range}): {e}"));
+                        w.error = Some(format!("mapper {i} ({}): {e}", part.describe()));
                     }
                     w
                 })
@@ -514,17 +513,7 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
             Err(e) => detail = Some(e),
         }
     }
-    let ranges = plan
-        .parts
-        .iter()
-        .map(|p| p.filter.clone().unwrap_or_else(|| "the whole table".into()))
-        .collect();
-    let split = Split {
-        kind: plan.kind,
-        why: plan.why,
-        ranges,
-    };
-    finish(rec, &clock, "copy-out", &works, detail, Some(split))
+    finish(rec, &clock, "copy-out", &works, detail, Some(&plan))
 }
 
 /// How a checksum computed from the rows as COPY sends them starts in `transfer.json`.
@@ -954,14 +943,6 @@ fn parquet_in(
     Ok((n, bytes))
 }
 
-/// Out: the split as the run records it.
-struct Split {
-    kind: SplitKind,
-    why: String,
-    /// Per mapper, the condition of its `SELECT … WHERE`.
-    ranges: Vec<String>,
-}
-
 /// Writes one event per mapper and the `transfer` counters, and ends the run.
 fn finish(
     mut rec: Recording,
@@ -969,7 +950,7 @@ fn finish(
     event: &str,
     works: &[MapperWork],
     detail: Option<String>,
-    split: Option<Split>,
+    split: Option<&split::Plan>,
 ) -> Result<TransferResult, Error> {
     let name = rec.names().intern(event);
     let failed = rec.names().intern_outcome("mapper-failed");
@@ -1013,13 +994,9 @@ fn finish(
                 CounterValue::Text(w.files.join(" ")),
                 CounterValue::Text(w.error.clone().unwrap_or_default()),
             ];
-            if let Some(sp) = &split {
-                let r = sp
-                    .ranges
-                    .get(w.mapper as usize)
-                    .cloned()
-                    .unwrap_or_default();
-                row.push(CounterValue::Text(r));
+            if let Some(sp) = split {
+                let r = sp.parts.get(w.mapper as usize).map(split::Part::describe);
+                row.push(CounterValue::Text(r.unwrap_or_default().to_string()));
             }
             row
         })
@@ -1054,7 +1031,7 @@ fn finish(
             ),
         ]
         .into_iter()
-        .chain(split.as_ref().map(|sp| {
+        .chain(split.map(|sp| {
             Counter::new(
                 "split",
                 "split",
@@ -1078,16 +1055,11 @@ fn finish(
                 Column::new("error", "error", ""),
             ]
             .into_iter()
-            .chain(
-                split
-                    .as_ref()
-                    .map(|_| Column::new("range", "rows where", "")),
-            )
+            .chain(split.map(|_| Column::new("range", "rows where", "")))
             .collect(),
             rows: table_rows,
         }],
         notes: split
-            .as_ref()
             .map(|sp| format!("split: {} ({})", sp.kind.name(), sp.why))
             .into_iter()
             .collect(),

@@ -42,6 +42,13 @@ pub struct Part {
     pub block_range: Option<(u64, Option<u64>)>,
 }
 
+impl Part {
+    /// The rows it holds, as its mapper's errors and the run's per-mapper table name them.
+    pub fn describe(&self) -> &str {
+        self.filter.as_deref().unwrap_or("the whole table")
+    }
+}
+
 /// The split a transfer out runs with.
 #[derive(Clone, Debug)]
 pub struct Plan {
