@@ -173,18 +173,20 @@ fn executor_number(m: &serde_json::Value, port: u16) -> String {
         .unwrap_or_else(|| panic!("no executor on port {port}: {m}"))
 }
 
-/// A counter of the run's `cluster` section.
-fn cluster_counter(run: &Path, key: &str) -> serde_json::Value {
+/// The run's `cluster` counter section.
+fn cluster_section(run: &Path) -> serde_json::Value {
     let counters: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("counters.json")).unwrap()).unwrap();
-    let section = counters["sections"]
+    counters["sections"]
         .as_array()
         .and_then(|a| a.iter().find(|s| s["key"] == "cluster"))
         .unwrap_or_else(|| panic!("no cluster section: {counters}"))
-        .clone();
-    if key == "section" {
-        return section;
-    }
+        .clone()
+}
+
+/// A counter of the run's `cluster` section.
+fn cluster_counter(run: &Path, key: &str) -> serde_json::Value {
+    let section = cluster_section(run);
     section["counters"]
         .as_array()
         .unwrap()
@@ -375,7 +377,7 @@ fn q1_on_a_ballista_cluster_both_ways_over_tbl_and_parquet() {
         }
     }
     assert_eq!(cluster_counter(&mr, "shuffled_bytes"), map_bytes);
-    let section = cluster_counter(&mr, "section");
+    let section = cluster_section(&mr);
     let exec_table = section["tables"]
         .as_array()
         .unwrap()

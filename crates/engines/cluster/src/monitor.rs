@@ -279,18 +279,17 @@ impl Rest {
                 _ = tokio::time::sleep(Duration::from_millis(250)) => {}
             }
         }
-        if let Some(id) = report.job_id.clone() {
-            match self.ledger(&id).await {
-                Ok(l) => report.ledger = l,
-                Err(e) => report.unavailable.push(e),
-            }
-        }
-        if report.job_id.is_none() {
-            report.unavailable.push(last_error.unwrap_or_else(|| {
+        match report.job_id.clone() {
+            None => report.unavailable.push(last_error.unwrap_or_else(|| {
                 format!("the scheduler at {} lists no job named {name:?}", self.addr)
-            }));
-        } else if let Some(e) = last_error {
-            report.unavailable.push(e);
+            })),
+            Some(id) => {
+                match self.ledger(&id).await {
+                    Ok(l) => report.ledger = l,
+                    Err(e) => report.unavailable.push(e),
+                }
+                report.unavailable.extend(last_error);
+            }
         }
         report
     }

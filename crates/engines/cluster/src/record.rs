@@ -93,6 +93,14 @@ pub fn record_cluster_q1(
     let ledger_missing = jobs
         .iter()
         .any(|j| j.report.as_ref().is_some_and(|r| r.ledger.is_none()));
+    // A figure only the task ledger gives: none when a scheduler kept no ledger.
+    let from_ledger = |v: i64| {
+        if ledger_missing {
+            CounterValue::None
+        } else {
+            CounterValue::Int(v)
+        }
+    };
     let mut params: BTreeMap<String, serde_json::Value> = BTreeMap::from([
         ("engine".to_string(), spec.engine.into()),
         ("way".to_string(), cfg.way.name().into()),
@@ -352,11 +360,7 @@ pub fn record_cluster_q1(
                 Counter::new(
                     "shuffled_bytes",
                     "bytes written to the shuffle by the map stages (Arrow IPC, every attempt)",
-                    if ledger_missing {
-                        CounterValue::None
-                    } else {
-                        CounterValue::Int(shuffled_bytes as i64)
-                    },
+                    from_ledger(shuffled_bytes as i64),
                     "bytes",
                 ),
                 Counter::new(
@@ -403,13 +407,6 @@ pub fn record_cluster_q1(
                         .zip(&per_exec)
                         .enumerate()
                         .map(|(i, (e, &(n, failed, bytes)))| {
-                            let known = |v: i64| {
-                                if ledger_missing {
-                                    CounterValue::None
-                                } else {
-                                    CounterValue::Int(v)
-                                }
-                            };
                             vec![
                                 CounterValue::Int(i as i64 + 1),
                                 CounterValue::Text(e.id.clone()),
@@ -419,9 +416,9 @@ pub fn record_cluster_q1(
                                     format!("{}:{}", e.host, e.port)
                                 }),
                                 CounterValue::Int(e.slots as i64),
-                                known(n),
-                                known(failed),
-                                known(bytes),
+                                from_ledger(n),
+                                from_ledger(failed),
+                                from_ledger(bytes),
                             ]
                         })
                         .collect(),
