@@ -266,8 +266,8 @@ pub struct ExportArgs {
     pub output: Option<PathBuf>,
 }
 
-fn parse_set(s: &str) -> Result<(String, String), dbscope_lab::db::TargetError> {
-    dbscope_lab::db::parse_setting(s)
+fn parse_set(s: &str) -> Result<(String, String), dbscope_db::TargetError> {
+    dbscope_db::parse_setting(s)
 }
 
 impl RunArgs {

@@ -5,7 +5,7 @@ use std::io::Write;
 use dbscope_analysis::compare::{self, CompareOptions};
 use dbscope_core::stats::BootstrapOptions;
 use dbscope_core::RunDir;
-use dbscope_lab::import::{import_csv, CsvImport, Unit};
+use dbscope_import::{import_csv, CsvImport, Unit};
 
 use crate::common::{print_examples, redacted_command_line, write_page};
 use crate::compare_args::{CompareArgs, ImportArgs, ImportCsvArgs, ImportSource, UnitArg};

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::anyhow;
 use dbscope_core::{CounterValue, RunDir};
-use dbscope_lab::db::{open_target, Dialect};
+use dbscope_db::{open_target, Dialect};
 use dbscope_lab::pace::{parse_rate, Arrival};
 use dbscope_lab::runner::{self, Progress, RunConfig, RunSpec};
 use dbscope_lab::workload::events::{EventsConfig, EventsWorkload, Strategy};

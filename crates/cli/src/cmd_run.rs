@@ -4,7 +4,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
-use dbscope_lab::db::open_target;
+use dbscope_db::open_target;
 use dbscope_lab::pace::{parse_rate, Arrival, Pacing};
 use dbscope_lab::runner::{self, Progress, RunConfig, RunSpec};
 use dbscope_lab::workload::{CommitWorkload, Keys};

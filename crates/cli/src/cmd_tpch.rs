@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use dbscope_lab::db::open_target;
+use dbscope_db::open_target;
 use dbscope_lab::workload::tpch::{load, load_run};
 use dbscope_tpch::answer::{compare, official_q1_sf1, rounded, SF1_LINEITEM_ROWS};
 use dbscope_tpch::gen::{self, GenConfig, GenFormat, GenProgress, TABLES};
@@ -269,9 +269,9 @@ fn cmd_q1(a: Q1Args) -> Result<u8, Exit> {
 }
 
 /// How `tpch load` loads into a database of this dialect (the words its closing line uses).
-fn load_method(dialect: dbscope_lab::db::Dialect) -> &'static str {
+fn load_method(dialect: dbscope_db::Dialect) -> &'static str {
     match dialect {
-        dbscope_lab::db::Dialect::Postgres => "COPY … FROM STDIN",
+        dbscope_db::Dialect::Postgres => "COPY … FROM STDIN",
         _ => "prepared multi-row INSERTs",
     }
 }

@@ -1,10 +1,10 @@
 //! `dbscope transfer`: a PostgreSQL table to files or files to a table, one connection per
-//! mapper, recorded as a run (issue 15 part 3; the work is in `dbscope_lab::transfer`).
+//! mapper, recorded as a run (issue 15 part 3; the work is in `dbscope_transfer`).
 
 use std::path::PathBuf;
 
 use anyhow::anyhow;
-use dbscope_lab::transfer::{
+use dbscope_transfer::{
     is_table_uri, parse_table_uri, transfer_in, transfer_out, Compress, FileOptions, Format,
     TransferConfig,
 };

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use dbscope_lab::db::Dialect;
+use dbscope_db::Dialect;
 use dbscope_lab::runner::RunConfig;
 use dbscope_lab::workload::bulkload::{BulkloadConfig, BulkloadWorkload};
 use dbscope_lab::workload::lookup::{LookupConfig, LookupWorkload};

@@ -198,7 +198,7 @@ pub struct LoadArgs {
     #[arg(long, short = 't', value_name = "TARGET")]
     pub target: String,
     /// Setting applied to the loading sessions (PostgreSQL parameters, SQLite pragmas). Repeatable.
-    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = dbscope_lab::db::parse_setting)]
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = dbscope_db::parse_setting)]
     pub settings: Vec<(String, String)>,
     /// Drop and recreate the tables first.
     #[arg(long)]

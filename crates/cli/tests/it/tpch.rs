@@ -604,7 +604,7 @@ fn postgres_copy_refuses_a_bad_line_and_loads_nothing_of_that_file() {
 /// real PostgreSQL server: text values, NULL as `None`, exact NUMERIC, bound parameters.
 #[test]
 fn query_rows_returns_text_rows_on_sqlite_and_postgres() {
-    use dbscope_lab::db::{open_target, Param};
+    use dbscope_db::{open_target, Param};
     let dir = tempdir();
     let pg = PgCluster::shared();
     let db = pg.create_db("rows");

@@ -10,7 +10,9 @@ use std::collections::{HashMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use crate::wire::{error_fields, tag_rows, Fields, Msg};
+use dbscope_pgwire::tag_rows;
+
+use crate::wire::{error_fields, Fields, Msg};
 
 /// How a call reached the server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

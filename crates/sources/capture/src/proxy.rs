@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use dbscope_core::manifest::{Manifest, Outcome, TargetInfo, WorkloadInfo};
 use dbscope_core::redact::redact;
 use dbscope_core::{Recorder, Recording, RunClock, Sessions, StopSignal};
-use dbscope_lab::db::{connect_socket, RawSocket};
+use dbscope_pgwire::{connect_socket, RawSocket};
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
@@ -565,7 +565,8 @@ async fn open_upstream(spec: &str) -> Result<(Reader, Writer), String> {
     let spec = spec.to_string();
     let raw = tokio::task::spawn_blocking(move || connect_socket(&spec))
         .await
-        .map_err(|e| format!("connecting failed: {e}"))??;
+        .map_err(|e| format!("connecting failed: {e}"))?
+        .map_err(|e| e.to_string())?;
     let halves = match raw {
         RawSocket::Tcp(s) => {
             let _ = s.set_nodelay(true);

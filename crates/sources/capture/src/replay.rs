@@ -24,7 +24,7 @@ use dbscope_core::{
     Column, Counter, CounterSection, CounterTable, CounterValue, Recorder, Recording, RunClock,
     RunDir, StopSignal,
 };
-use dbscope_lab::db::{connect_with, Answer, ReplayCall, WireConn, WireError};
+use dbscope_pgwire::{connect_with, Answer, ReplayCall, WireConn, WireError};
 use serde_json::json;
 
 use crate::calls::{Call, Protocol};

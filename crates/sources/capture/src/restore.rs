@@ -6,7 +6,7 @@
 //! Both run from a maintenance connection to the `postgres` database of the same server.
 
 use dbscope_core::redact::redact;
-use dbscope_lab::db::{connect_with, WireConn};
+use dbscope_pgwire::{connect_with, WireConn};
 
 use crate::CaptureError;
 
@@ -50,8 +50,9 @@ fn quote_literal(s: &str) -> String {
 
 /// The maintenance connection and the target's own database name.
 fn maintenance(target: &str) -> Result<(WireConn, String), CaptureError> {
-    let unreachable =
-        |why: String| CaptureError::Config(format!("cannot connect to {}: {why}", redact(target)));
+    let unreachable = |why: dbscope_pgwire::ConnectError| {
+        CaptureError::Config(format!("cannot connect to {}: {why}", redact(target)))
+    };
     let (conn, db) =
         connect_with(target, "dbscope restore-point", Some("postgres")).map_err(unreachable)?;
     if db == "postgres" {

@@ -196,21 +196,6 @@ pub fn startup_params(body: &[u8]) -> Vec<(String, String)> {
     out
 }
 
-/// The row count at the end of a command tag (`UPDATE 1`, `SELECT 10`, `INSERT 0 5`), if any.
-pub fn tag_rows(tag: &str) -> Option<u64> {
-    let mut words = tag.split(' ');
-    let verb = words.next()?;
-    let last = tag.rsplit(' ').next()?;
-    if matches!(
-        verb,
-        "INSERT" | "UPDATE" | "DELETE" | "SELECT" | "MERGE" | "FETCH" | "MOVE" | "COPY"
-    ) {
-        last.parse().ok()
-    } else {
-        None
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,12 +246,8 @@ mod tests {
     }
 
     #[test]
-    fn tags_and_errors() {
-        assert_eq!(tag_rows("UPDATE 1"), Some(1));
-        assert_eq!(tag_rows("INSERT 0 5"), Some(5));
-        assert_eq!(tag_rows("SELECT 10"), Some(10));
-        assert_eq!(tag_rows("BEGIN"), None);
-        assert_eq!(tag_rows("CREATE TABLE"), None);
+    fn errors_and_startup_parameters() {
+        // (The command tags' row counts are tested with `dbscope_pgwire::tag_rows`.)
         let body = b"SERROR\0VERROR\0C23505\0Mduplicate key\0\0";
         assert_eq!(
             error_fields(body),

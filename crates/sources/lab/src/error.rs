@@ -4,7 +4,7 @@
 //! What a database says while a run goes is a [`TargetError`] recorded as an event, not an error
 //! of this kind; this one stops a run before or as it starts.
 
-use crate::db::TargetError;
+use dbscope_db::TargetError;
 
 /// Errors that stop a run before or while it starts, and bad options.
 #[derive(Debug, thiserror::Error)]

@@ -1,13 +1,10 @@
-//! dbscope-lab: targets (SQLite, PostgreSQL, null), workloads, the runner and imports.
+//! dbscope-lab: the workloads (`dbscope run …`), the runner that drives their sessions against a
+//! `dbscope-db` target, its open-loop pacing, and the database-side sampler (`observe`).
 
-pub mod db;
 pub mod error;
-pub mod import;
-pub mod mux;
 pub mod observe;
 pub mod pace;
 pub mod runner;
-pub mod transfer;
 pub mod workload;
 
 pub use error::Error;

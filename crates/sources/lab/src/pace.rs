@@ -293,12 +293,12 @@ pub fn add_due(total: &std::sync::Mutex<Vec<u64>>, mine: &[u64]) {
 }
 
 /// Waits until the run clock reads `intended_ns`, giving the thread to the other sessions on it
-/// meanwhile ([`crate::mux::sleep_until`]); returns at once when that time has passed.
+/// meanwhile ([`dbscope_db::mux::sleep_until`]); returns at once when that time has passed.
 pub fn wait_until(rec: &dbscope_core::Recorder, intended_ns: u64) {
     let now = rec.now();
     if intended_ns > now {
         let at = std::time::Instant::now() + std::time::Duration::from_nanos(intended_ns - now);
-        crate::mux::sleep_until(at);
+        dbscope_db::mux::sleep_until(at);
     }
 }
 

@@ -10,11 +10,11 @@ use dbscope_core::record::{session_seed, Pumped, Recorder, Recording, RunClock, 
 use dbscope_core::stats::LatencyHistogram;
 use dbscope_core::{Event, Manifest, NameId, Outcome, RunnerInfo, WorkloadInfo};
 
-use crate::db::{Session, Target};
 use crate::error::Error;
 use crate::observe::{self, ObserveConfig, Observer, SessionProbe};
 use crate::pace::{Pacer, Pacing};
 use crate::workload::{SessionWork, Workload};
+use dbscope_db::{Session, Target};
 
 /// How long a session keeps trying to reconnect after losing its connection.
 const RECONNECT_FOR: Duration = Duration::from_secs(30);
@@ -251,7 +251,7 @@ pub fn run(
                         .into_iter()
                         .map(|c| Box::new(move || session_loop(c)) as Box<dyn FnOnce() + '_>)
                         .collect();
-                    if let Err(e) = crate::mux::run_group(tasks) {
+                    if let Err(e) = dbscope_db::mux::run_group(tasks) {
                         stop.fail(format!("client thread {t}: waiting for the server: {e}"));
                     }
                 })

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use dbscope_core::observe::{JsonLines, Sample, SampleGap, SampleLine};
 use dbscope_core::RunClock;
 
-use crate::db::{Param, Session, Target};
+use dbscope_db::{Param, Session, Target};
 
 use super::SessionProbe;
 

@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 use dbscope_core::observe::{JsonLines, Section, Snapshot, SAMPLES_FILE, SNAPSHOTS_FILE};
 use dbscope_core::RunClock;
 
-use crate::db::{Session, Target};
 use crate::error::Error;
+use dbscope_db::{Session, Target};
 
 pub use ash::SamplerReport;
 pub use snapshot::DbProbe;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use dbscope_core::observe::Section;
 
-use crate::db::{Param, Session, Target};
+use dbscope_db::{Param, Session, Target};
 
 /// How many pg_stat_statements entries a snapshot keeps (by total execution time).
 const TOP_STATEMENTS: usize = 10;

@@ -19,8 +19,8 @@ use dbscope_core::{NameId, Recorder};
 
 use super::place::{self, Placement};
 use super::{check_identifier, SessionWork, Workload};
-use crate::db::{Dialect, Param, Session, Target, TargetError, TargetResult};
 use crate::error::Error;
+use dbscope_db::{Dialect, Param, Session, Target, TargetError, TargetResult};
 
 /// The kind of table loaded into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,8 +10,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::{check_identifier, SessionWork, Workload};
-use crate::db::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
 use dbscope_core::Recorder;
+use dbscope_db::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
 
 use crate::error::Error;
 

@@ -26,9 +26,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::{SessionWork, Workload};
-use crate::db::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
 use crate::error::Error;
 use crate::pace::{Arrival, Pacer};
+use dbscope_db::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
 
 /// The history table (a view over per-client tables with `partitioned` on SQLite).
 pub const HISTORY: &str = "events_history";

@@ -15,8 +15,8 @@ use rand_distr::{Distribution, Zipf};
 
 use super::place::{self, Found, Placement, Shape};
 use super::{check_identifier, SessionWork, Workload};
-use crate::db::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
 use crate::error::Error;
+use dbscope_db::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
 
 /// How keys are drawn.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -608,7 +608,7 @@ impl SessionWork for LookupSession {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::SqliteTarget;
+    use dbscope_db::SqliteTarget;
 
     #[test]
     fn options_parse_and_are_checked() {

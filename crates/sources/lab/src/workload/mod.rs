@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 
 pub use commit::{CommitWorkload, Keys};
 
-use crate::db::{Session, Target, TargetError, TargetResult};
 use dbscope_core::Recorder;
+use dbscope_db::{Session, Target, TargetError, TargetResult};
 
 use crate::error::Error;
 

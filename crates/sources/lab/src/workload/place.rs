@@ -5,7 +5,7 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::db::{Dialect, Param, Session, TargetError, TargetResult};
+use dbscope_db::{Dialect, Param, Session, TargetError, TargetResult};
 
 /// The schema an attached SQLite database on `--tablespace-dir` is known by in every session.
 pub const SQLITE_PLACE_SCHEMA: &str = "dbscope_place";
@@ -372,7 +372,7 @@ pub fn pad_source(len: usize, seed: u64) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::{SqliteTarget, Target};
+    use dbscope_db::{SqliteTarget, Target};
 
     #[test]
     fn placement_dir_must_exist() {

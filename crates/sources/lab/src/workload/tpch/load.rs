@@ -13,8 +13,8 @@ use dbscope_tpch::q1::Q1Answer;
 
 use super::reference::reference_values;
 pub use super::reference::REFERENCE_TABLE;
-use crate::db::{Dialect, Param, Session, Target, TargetError};
 use dbscope_core::RunClock;
+use dbscope_db::{Dialect, Param, Session, Target, TargetError};
 
 /// Rows packed into one INSERT execution.
 pub const ROWS_PER_INSERT: usize = 1000;

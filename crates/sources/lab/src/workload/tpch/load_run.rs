@@ -16,7 +16,7 @@ use dbscope_core::{
 };
 
 use super::load::{load_timed, FileLoaded, LoadError, LoadFile, LoadSummary};
-use crate::db::Target;
+use dbscope_db::Target;
 
 /// What `tpch load` was asked to do, besides the files.
 pub struct LoadRunConfig<'a> {

@@ -20,9 +20,9 @@ use dbscope_tpch::answer::{compare, official_q1_sf1, rounded, SF1_LINEITEM_ROWS}
 use dbscope_tpch::decimal::{div_round, format_scaled};
 use dbscope_tpch::q1::{Agg, Q1Answer, Q1Row, COLUMNS, DEFAULT_DELTA};
 
-use crate::db::{Dialect, Session, Target, TargetError, TargetResult};
 use crate::workload::{SessionWork, Workload};
 use dbscope_core::Recorder;
+use dbscope_db::{Dialect, Session, Target, TargetError, TargetResult};
 
 use reference::{AVG_SCALE, REFERENCE_TABLE};
 

@@ -449,6 +449,21 @@ pub enum ConnectTimeout {
     Limit(Duration),
 }
 
+/// How long dbscope waits for each address when the connection string sets no `connect_timeout`
+/// (libpq waits forever; a benchmark should not).
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl ConnectTimeout {
+    /// The limit per address: [`DEFAULT_CONNECT_TIMEOUT`] when none was given, `None` for none.
+    pub fn limit(self) -> Option<Duration> {
+        match self {
+            ConnectTimeout::Default => Some(DEFAULT_CONNECT_TIMEOUT),
+            ConnectTimeout::Forever => None,
+            ConnectTimeout::Limit(t) => Some(t),
+        }
+    }
+}
+
 /// A connection string resolved to what the client does.
 #[derive(Clone, PartialEq, Eq)]
 pub struct ConnInfo {

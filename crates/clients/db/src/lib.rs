@@ -1,15 +1,14 @@
-//! Where a workload runs: one trait for connect/execute/settings, with SQLite (the embedded default),
-//! PostgreSQL (a real server) and `null` (does nothing: measures the harness itself).
+//! dbscope-db: where a workload runs. One trait for connect/execute/settings ([`Target`],
+//! [`Session`]), with SQLite (the embedded default, [`sqlite`]), PostgreSQL (a real server over
+//! `dbscope-pgwire`, [`pg`]) and `null` (does nothing: measures the harness itself, [`null`]).
+//! A further database is one more module beside these, and one more arm in [`open_target`].
 
-mod conninfo;
 mod null;
 mod pg;
-mod pgwire;
 mod sqlite;
 
-pub use pgwire::{
-    connect_socket, connect_with, Answer, RawSocket, ReplayCall, WireConn, WireError,
-};
+/// The coroutine multiplexer sessions share threads with ([`Session::multiplex`]).
+pub use dbscope_pgwire::mux;
 
 use std::path::Path;
 
@@ -129,8 +128,8 @@ pub trait Session: Send {
     fn status_counters(&mut self) -> Vec<(&'static str, i64)> {
         Vec::new()
     }
-    /// Lets this session share its thread with others ([`crate::mux`]): its connection waits for
-    /// the server in [`crate::mux::wait_fd`] from now on. Returns false where the target cannot
+    /// Lets this session share its thread with others ([`mux`]): its connection waits for
+    /// the server in [`mux::wait_fd`] from now on. Returns false where the target cannot
     /// (SQLite and null run in the client's thread; they keep a thread per session).
     fn multiplex(&mut self) -> TargetResult<bool> {
         Ok(false)

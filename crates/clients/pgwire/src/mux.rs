@@ -10,9 +10,9 @@
 //! (pgbench included), after at most the few microseconds another session's step takes.
 //!
 //! Only connections whose target can switch them to non-blocking mode take part
-//! ([`crate::db::Session::multiplex`]); elsewhere [`wait_fd`] blocks in `poll(2)` as before.
+//! (`dbscope_db::Session::multiplex`); elsewhere [`wait_fd`] blocks in `poll(2)` as before.
 //!
-//! The one module of the lab with `unsafe`: `poll(2)`, and coroutines that borrow the runner's
+//! With `conninfo` (the OS user name), the one module of this crate with `unsafe`: `poll(2)`, and coroutines that borrow the runner's
 //! scoped data (each one is finished or unwound before [`run_group`] returns).
 #![allow(unsafe_code)]
 

@@ -1,13 +1,13 @@
 //! The PostgreSQL target: a real server, reached through libpq-style URIs or key/value strings.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use dbscope_core::redact::redact;
 use dbscope_core::TargetInfo;
 
-use super::conninfo::{self, ConnInfo, ConnectTimeout, Defaults};
-use super::pgwire::{ConnectError, WireConn, WireError};
+use dbscope_pgwire::conninfo::{self, ConnInfo, Defaults};
+use dbscope_pgwire::{ConnectError, WireConn, WireError};
+
 use super::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
 
 /// Settings always read back and recorded, besides those the user sets.
@@ -19,9 +19,6 @@ const REPORTED: [&str; 6] = [
     "wal_level",
     "shared_buffers",
 ];
-
-/// How long to wait for a server before giving up, unless the URI says `connect_timeout`.
-const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A PostgreSQL server.
 pub struct PgTarget {
@@ -68,12 +65,9 @@ impl PgTarget {
 
     /// Connects to the first host that answers; returns the connection and that host's location.
     fn open(&self) -> TargetResult<(WireConn, String)> {
-        let timeout = match self.info.connect_timeout {
-            ConnectTimeout::Default => Some(DEFAULT_CONNECT_TIMEOUT),
-            ConnectTimeout::Forever => None,
-            ConnectTimeout::Limit(t) => Some(t),
-        };
+        let timeout = self.info.connect_timeout.limit();
         let (mut conn, used) = WireConn::connect(&self.info, timeout).map_err(|e| match e {
+            ConnectError::BadString(e) => TargetError::config(redact(&e.0)),
             ConnectError::Unreachable(why) => TargetError {
                 class: "pg:connection".into(),
                 message: redact(&format!(

@@ -22,9 +22,12 @@
 //! `--format parquet`: the mappers read COPY's text format and write Parquet typed from the
 //! catalog (`pq`); in, the Parquet files are turned back into COPY text.
 
+mod error;
 mod files;
 mod pq;
 mod split;
+
+pub use error::Error;
 
 pub use files::Compress;
 use files::{Counted, Decoder, Encoder};
@@ -42,8 +45,7 @@ use dbscope_core::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::db::{connect_with, WireConn, WireError};
-use crate::Error;
+use dbscope_pgwire::{connect_with, ConnectError, WireConn, WireError};
 
 /// The file format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -327,7 +329,7 @@ fn db(what: &str, e: WireError) -> String {
     }
 }
 
-fn connect(spec: &str, who: &str) -> Result<WireConn, String> {
+fn connect(spec: &str, who: &str) -> Result<WireConn, ConnectError> {
     connect_with(spec, who, None).map(|(c, _)| c)
 }
 
@@ -376,8 +378,8 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
     let spec = cfg.table.conn.as_str();
     let table = cfg.table.table.as_str();
     let mut coord = connect(spec, "dbscope/transfer")
-        .map_err(|e| Error::Config(format!("cannot connect to {}: {e}", redact(spec))))?;
-    let cfgerr = |e: WireError| Error::Config(db(table, e));
+        .map_err(|e| Error::Connect(format!("cannot connect to {}: {e}", redact(spec))))?;
+    let cfgerr = |e: WireError| Error::Database(db(table, e));
     one(
         &mut coord,
         "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
@@ -394,7 +396,7 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
             rows.iter()
                 .map(|r| PqColumn::from_catalog(r))
                 .collect::<Result<_, _>>()
-                .map_err(|e| Error::Config(format!("{table}: {e}")))?,
+                .map_err(|e| Error::Database(format!("{table}: {e}")))?,
         )
     } else {
         None
@@ -406,7 +408,7 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
         .flatten()
         .unwrap_or_default();
     std::fs::create_dir_all(&cfg.dir)
-        .map_err(|e| Error::Config(format!("cannot create {}: {e}", cfg.dir.display())))?;
+        .map_err(|e| Error::Io(format!("cannot create {}: {e}", cfg.dir.display())))?;
     let _ = std::fs::remove_file(cfg.dir.join(TRANSFER_FILE));
 
     let mut rec = begin(cfg, "transfer-out", spec, Some(plan.kind))?;
@@ -610,7 +612,8 @@ fn mapper_out(
 ) -> Result<(), String> {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let tmp = path.with_file_name(format!(".{name}.partial"));
-    let mut c = connect(spec, &format!("dbscope/transfer/{}", w.mapper))?;
+    let mut c =
+        connect(spec, &format!("dbscope/transfer/{}", w.mapper)).map_err(|e| e.to_string())?;
     // Also the text forms `pq` parses: ISO dates, timestamptz in UTC (`…+00`).
     one(&mut c, SESSION_SETTINGS).map_err(|e| db("SET", e))?;
     one(&mut c, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY").map_err(|e| db("BEGIN", e))?;
@@ -685,15 +688,15 @@ pub fn transfer_in(cfg: &TransferConfig) -> Result<TransferResult, Error> {
     }
     let manifest: Option<TransferManifest> = match std::fs::read(cfg.dir.join(TRANSFER_FILE)) {
         Ok(b) => Some(serde_json::from_slice(&b).map_err(|e| {
-            Error::Config(format!("{}: {e}", cfg.dir.join(TRANSFER_FILE).display()))
+            Error::Input(format!("{}: {e}", cfg.dir.join(TRANSFER_FILE).display()))
         })?),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(Error::Config(format!("{}: {e}", cfg.dir.display()))),
+        Err(e) => return Err(Error::Input(format!("{}: {e}", cfg.dir.display()))),
     };
     let files: Vec<(String, Option<FileEntry>)> = match &manifest {
         Some(m) => {
             if m.options.format != cfg.file.format {
-                return Err(Error::Config(format!(
+                return Err(Error::Input(format!(
                     "{} holds {} files (transfer.json); --format {} given",
                     cfg.dir.display(),
                     m.options.format.ext(),
@@ -713,7 +716,7 @@ pub fn transfer_in(cfg: &TransferConfig) -> Result<TransferResult, Error> {
                 _ => vec![ext.clone(), format!("{ext}.gz"), format!("{ext}.zst")],
             };
             let mut v: Vec<(String, Option<FileEntry>)> = std::fs::read_dir(&cfg.dir)
-                .map_err(|e| Error::Config(format!("{}: {e}", cfg.dir.display())))?
+                .map_err(|e| Error::Input(format!("{}: {e}", cfg.dir.display())))?
                 .filter_map(|d| d.ok())
                 .map(|d| d.file_name().to_string_lossy().into_owned())
                 .filter(|n| exts.iter().any(|e| n.ends_with(e.as_str())) && !n.starts_with('.'))
@@ -721,7 +724,7 @@ pub fn transfer_in(cfg: &TransferConfig) -> Result<TransferResult, Error> {
                 .collect();
             v.sort_by(|a, b| a.0.cmp(&b.0));
             if v.is_empty() {
-                return Err(Error::Config(format!(
+                return Err(Error::Input(format!(
                     "{} has no *{ext} files and no {TRANSFER_FILE}",
                     cfg.dir.display()
                 )));
@@ -737,11 +740,11 @@ pub fn transfer_in(cfg: &TransferConfig) -> Result<TransferResult, Error> {
     for (name, entry) in &files {
         let p = cfg.dir.join(name);
         let len = std::fs::metadata(&p)
-            .map_err(|e| Error::Config(format!("{}: {e}", p.display())))?
+            .map_err(|e| Error::Input(format!("{}: {e}", p.display())))?
             .len();
         if let Some(e) = entry {
             if e.bytes != len {
-                return Err(Error::Config(format!(
+                return Err(Error::Input(format!(
                     "{}: {len} bytes, {TRANSFER_FILE} says {} (incomplete or changed)",
                     p.display(),
                     e.bytes
@@ -752,14 +755,14 @@ pub fn transfer_in(cfg: &TransferConfig) -> Result<TransferResult, Error> {
     let spec = cfg.table.conn.as_str();
     let table = cfg.table.table.as_str();
     let mut coord = connect(spec, "dbscope/transfer")
-        .map_err(|e| Error::Config(format!("cannot connect to {}: {e}", redact(spec))))?;
+        .map_err(|e| Error::Connect(format!("cannot connect to {}: {e}", redact(spec))))?;
     let has_rows = one(
         &mut coord,
         &format!("SELECT count(*) FROM (SELECT 1 FROM {table} LIMIT 1) x"),
     )
-    .map_err(|e| Error::Config(db(table, e)))?;
+    .map_err(|e| Error::Database(db(table, e)))?;
     if has_rows.first().cloned().flatten().as_deref() != Some("0") {
-        return Err(Error::Config(format!(
+        return Err(Error::Database(format!(
             "{table} is not empty: transfer loads into an empty table (so the row count and checksum can be verified)"
         )));
     }
@@ -855,7 +858,8 @@ fn mapper_in(
     clock: &RunClock,
     w: &mut MapperWork,
 ) -> Result<(), String> {
-    let mut c = connect(spec, &format!("dbscope/transfer/{}", w.mapper))?;
+    let mut c =
+        connect(spec, &format!("dbscope/transfer/{}", w.mapper)).map_err(|e| e.to_string())?;
     one(&mut c, SESSION_SETTINGS).map_err(|e| db("SET", e))?;
     w.start_ns = clock.now_ns();
     for (name, entry) in files {
