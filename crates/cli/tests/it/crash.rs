@@ -41,6 +41,11 @@ fn unsafe_kill(pid: i32, sig: i32) -> i32 {
     unsafe { libc::kill(pid, sig) }
 }
 
+/// Ctrl-C, as a user stops a run: it ends gracefully as `interrupted`.
+pub fn sigint(child: &std::process::Child) {
+    signal(child, libc::SIGINT);
+}
+
 pub fn sigkill(child: &mut std::process::Child) {
     signal(child, libc::SIGKILL);
     child.wait().expect("wait");
