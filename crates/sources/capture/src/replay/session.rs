@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use dbscope_core::{Recorder, RunClock, StopSignal};
+use serde_json::json;
 
 use super::order::CommitOrder;
 use super::plan::{not_replayed, sync_bound, Plan, SessionPlan};
@@ -13,7 +14,6 @@ use super::{connect_with, Answer, ReplayCall, WireConn, WireError};
 use super::{ReplayConfig, Speed, EXAMPLES, SYNC_TIMEOUT, SYNC_TIMEOUT_IN_TRANSACTION};
 use crate::calls::{Call, Protocol};
 use crate::proxy::event_name;
-use serde_json::json;
 
 /// How a replayed call differs from the captured one, if it does.
 fn divergence(c: &Call, a: &Answer) -> Option<&'static str> {

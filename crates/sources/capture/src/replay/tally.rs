@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use dbscope_core::stats::quantile_type7;
 use dbscope_core::{Column, Counter, CounterSection, CounterTable, CounterValue};
 
 use super::plan::Plan;
@@ -48,12 +49,10 @@ impl Tally {
     }
 }
 
-fn quantile(sorted: &[u64], q: f64) -> Option<u64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * q).round() as usize;
-    Some(sorted[i.min(sorted.len() - 1)])
+/// The `q` quantile of sorted lags (ns) in µs, by the project's definition (R's type 7, as
+/// `report` computes its quantiles); `None` when there are none.
+fn lag_us(sorted_ns: &[u64], q: f64) -> Option<f64> {
+    (!sorted_ns.is_empty()).then(|| quantile_type7(sorted_ns, q) / 1e3)
 }
 
 pub(super) fn section(
@@ -110,10 +109,8 @@ pub(super) fn section(
         ("lag_p99_us", "start lag behind schedule p99", 0.99),
         ("lag_max_us", "start lag behind schedule max", 1.0),
     ] {
-        if let Some(v) = quantile(&lags, q) {
-            counters.push(
-                Counter::new(key, label, CounterValue::Float(v as f64 / 1e3), "µs").decimals(0),
-            );
+        if let Some(v) = lag_us(&lags, q) {
+            counters.push(Counter::new(key, label, CounterValue::Float(v), "µs").decimals(0));
         }
     }
     if cfg.sync_commit {
@@ -136,10 +133,8 @@ pub(super) fn section(
                 1.0,
             ),
         ] {
-            if let Some(v) = quantile(&free, q) {
-                counters.push(
-                    Counter::new(key, label, CounterValue::Float(v as f64 / 1e3), "µs").decimals(0),
-                );
+            if let Some(v) = lag_us(&free, q) {
+                counters.push(Counter::new(key, label, CounterValue::Float(v), "µs").decimals(0));
             }
         }
         counters.push(Counter::new(
@@ -228,5 +223,23 @@ pub(super) fn section(
         counters,
         tables,
         notes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lag_quantiles_interpolate_as_r_type_7() {
+        let ns = [1_000, 2_000, 3_000, 10_000];
+        // h = 3 × 0.5 = 1.5: halfway between 2 and 3 µs (nearest rank gave 3).
+        assert_eq!(lag_us(&ns, 0.5), Some(2.5));
+        // h = 3 × 0.99 = 2.97: 3 µs + 0.97 × 7 µs.
+        let p99 = lag_us(&ns, 0.99).unwrap();
+        assert!((p99 - 9.79).abs() < 1e-9, "{p99}");
+        assert_eq!(lag_us(&ns, 1.0), Some(10.0));
+        assert_eq!(lag_us(&[4_000], 0.5), Some(4.0));
+        assert_eq!(lag_us(&[], 0.5), None);
     }
 }
