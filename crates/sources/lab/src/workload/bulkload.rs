@@ -18,7 +18,7 @@ use dbscope_core::counters::{Column, Counter, CounterSection, CounterTable, Coun
 use dbscope_core::{NameId, Recorder};
 
 use super::place::{self, Placement};
-use super::{check_identifier, SessionWork, Workload};
+use super::{check_identifier, timed, SessionWork, Workload};
 use crate::db::{Dialect, Param, Session, Target, TargetError, TargetResult};
 use crate::error::Error;
 
@@ -484,15 +484,9 @@ impl SessionWork for BulkSession {
         self.done = true;
         let (load, g1, g2) = self.names;
         let t0 = rec.now();
-        let result = self.load(sess);
-        let t1 = rec.now();
-        let loaded = match result {
-            Ok(n) => {
-                rec.ok(load, t0, t1, n);
-                n
-            }
+        let loaded = match timed(rec, load, t0, || self.load(sess), |&n| Ok(n)).0 {
+            Ok(n) => n,
             Err(e) => {
-                rec.error(load, t0, t1, &e.class);
                 self.arrive(0);
                 return Err(e);
             }
@@ -525,11 +519,9 @@ impl SessionWork for BulkSession {
         }
         for (i, name) in [g1, g2].into_iter().enumerate() {
             let a = rec.now();
-            let result = self.group_by(sess);
-            let b = rec.now();
+            let (result, b) = timed(rec, name, a, || self.group_by(sess), |&groups| Ok(groups));
             match result {
                 Ok(groups) => {
-                    rec.ok(name, a, b, groups);
                     let mut sh = m.lock().unwrap_or_else(|e| e.into_inner());
                     sh.steps.push(StepResult {
                         step: format!("group by #{}", i + 1),
@@ -539,7 +531,6 @@ impl SessionWork for BulkSession {
                     sh.checked = Some(format!("ok: {groups} groups, counts sum to {all_loaded}"));
                 }
                 Err(e) => {
-                    rec.error(name, a, b, &e.class);
                     m.lock().unwrap_or_else(|e| e.into_inner()).checked = Some(e.message.clone());
                     return Err(e);
                 }

@@ -14,7 +14,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Zipf};
 
 use super::place::{self, Found, Placement, Shape};
-use super::{check_identifier, SessionWork, Workload};
+use super::{check_identifier, timed, SessionWork, Workload};
 use crate::db::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
 use crate::error::Error;
 
@@ -577,31 +577,20 @@ impl SessionWork for LookupSession {
             None => self.rng.random_range(1..=self.rows),
         };
         let t0 = rec.now();
-        let result = sess.execute(stmt, &[Param::Int(key as i64)]);
-        let t1 = rec.now();
-        match result {
-            Ok(1) => {
-                rec.ok(self.name, t0, t1, 1);
-                Ok(())
-            }
-            Ok(n) => {
-                let class = "check:lookup-rows";
-                rec.error(self.name, t0, t1, class);
-                Err(TargetError {
-                    class: class.into(),
-                    message: format!(
-                        "key {key} returned {n} rows from {} (expected exactly 1: was the table \
-                         changed outside dbscope?)",
-                        self.table
-                    ),
-                    connection_lost: false,
-                })
-            }
-            Err(e) => {
-                rec.error(self.name, t0, t1, &e.class);
-                Err(e)
-            }
-        }
+        let lookup = || sess.execute(stmt, &[Param::Int(key as i64)]);
+        let one_row = |&n: &u64| match n {
+            1 => Ok(1),
+            n => Err(TargetError {
+                class: "check:lookup-rows".into(),
+                message: format!(
+                    "key {key} returned {n} rows from {} (expected exactly 1: was the table \
+                     changed outside dbscope?)",
+                    self.table
+                ),
+                connection_lost: false,
+            }),
+        };
+        timed(rec, self.name, t0, lookup, one_row).0.map(|_| ())
     }
 }
 

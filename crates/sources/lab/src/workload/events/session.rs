@@ -16,6 +16,7 @@ use super::counters::Aggregate;
 use super::{Dialect, EventsConfig, EventsWorkload, Session, SessionWork, StmtId, Strategy};
 use super::{TargetError, TargetResult, HISTORY, LASTVAL};
 use crate::pace::Pacer;
+use crate::workload::timed;
 
 /// One event on its way to the database.
 #[derive(Clone, Debug)]
@@ -299,22 +300,17 @@ impl SessionWork for EventsSession {
         let n = self.pending.len() as u64;
         let (write, commit) = self.names;
         let t0 = rec.now();
-        let result = sess.begin().and_then(|()| self.write(sess));
-        let t1 = rec.now();
+        let begin_write = || sess.begin().and_then(|()| self.write(sess));
+        let (result, t1) = timed(rec, write, t0, begin_write, |()| Ok(n));
         if let Err(e) = result {
-            rec.error(write, t0, t1, &e.class);
             self.failed += 1;
             return Err(e);
         }
-        rec.ok(write, t0, t1, n);
-        let result = sess.commit();
-        let t2 = rec.now();
+        let (result, t2) = timed(rec, commit, t1, || sess.commit(), |()| Ok(n));
         if let Err(e) = result {
-            rec.error(commit, t1, t2, &e.class);
             self.failed += 1;
             return Err(e);
         }
-        rec.ok(commit, t1, t2, n);
         self.batches += 1;
         bump(&mut self.per_s, t0, 1, n);
         bump(&mut self.per_s, t2, 2, n);
