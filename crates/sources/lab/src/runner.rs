@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use dbscope_core::record::{session_seed, Pumped, Recorder, Recording, RunClock, StopSignal};
@@ -288,7 +288,7 @@ pub fn run(
             cfg.sessions,
             ops.load(Ordering::Relaxed),
             left_due.load(Ordering::Relaxed),
-            &due_per_s.lock().unwrap_or_else(|e| e.into_inner()),
+            &due_per_s.lock().unwrap_or_else(PoisonError::into_inner),
         ));
     }
     for section in sections {

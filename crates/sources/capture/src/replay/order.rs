@@ -7,7 +7,7 @@ use dbscope_core::StopSignal;
 
 /// The commit order of the capture, as it is reached in the replay.
 pub(super) struct CommitOrder {
-    pub(super) state: Mutex<(Vec<bool>, usize)>,
+    state: Mutex<(Vec<bool>, usize)>,
     cv: Condvar,
 }
 
@@ -36,6 +36,11 @@ impl CommitOrder {
                 .0;
         }
         true
+    }
+
+    /// How many of the capture's commits, in its order, have happened in the replay.
+    pub(super) fn reached(&self) -> usize {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).1
     }
 
     /// Marks commit `i` as happened and wakes the sessions waiting.

@@ -163,7 +163,7 @@ pub(super) fn replay_session(s: &SessionPlan, ctx: &Ctx<'_>, mut rec: Recorder) 
                 .commits
                 .partition_point(|&end| end < sync_bound(c, slack_ns))
                 .min(own_next);
-            let reached = ctx.order.state.lock().map(|s| s.1).unwrap_or(k);
+            let reached = ctx.order.reached();
             if reached < k {
                 held = true;
                 t.sync_waits += 1;

@@ -1,6 +1,7 @@
 //! The run-level counter section (`archive`): what every session measured, merged as each ends.
 
 use std::collections::BTreeMap;
+use std::sync::PoisonError;
 
 use dbscope_core::counters::{Column, Counter, CounterTable, CounterValue};
 use dbscope_core::stats::LatencyHistogram;
@@ -25,7 +26,7 @@ impl EventsWorkload {
     /// The run-level counter section (`events`): CO-corrected latency and service time per
     /// event, totals, the per-second series and the per-client acknowledged counts.
     pub(super) fn section(&self) -> CounterSection {
-        let a = self.agg.lock().unwrap_or_else(|e| e.into_inner());
+        let a = self.agg.lock().unwrap_or_else(PoisonError::into_inner);
         let us = |h: &LatencyHistogram, p: f64| {
             CounterValue::float((!h.is_empty()).then(|| h.percentile(p) as f64 / 1000.0))
         };

@@ -5,7 +5,7 @@
 //! transaction (see `write`), records `write` and `commit`, and counts each acknowledged event's
 //! latency from its intended time; when it ends it adds its figures to the workload's aggregate.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use dbscope_core::stats::LatencyHistogram;
 use dbscope_core::{NameId, Recorder};
@@ -325,7 +325,7 @@ impl SessionWork for EventsSession {
 
 impl Drop for EventsSession {
     fn drop(&mut self) {
-        let mut a = self.agg.lock().unwrap_or_else(|e| e.into_inner());
+        let mut a = self.agg.lock().unwrap_or_else(PoisonError::into_inner);
         a.co.merge(&self.co);
         a.service.merge(&self.service);
         // Offered: every intended time of every client up to the end (or up to now, when the run
