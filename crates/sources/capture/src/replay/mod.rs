@@ -1,10 +1,11 @@
-//! `dbscope replay CAP --target …`: a capture played back against a (changed) system, with its
-//! timing and concurrency: one replay session per captured session, each connecting at its captured
-//! offset and issuing each call at its captured start (scaled by `--speed`; think time kept), or
-//! back to back with `--speed max`. With `--sync commit` a call also waits until every commit that
-//! preceded it in the capture has happened in the replay (Oracle's replay does this with SCNs), so
-//! concurrent sessions see the data in the order they saw it (see [`plan::sync_bound`] for what
-//! "preceded" means for reads and for writes).
+//! `dbscope replay CAP --target …`: a capture played back against a (changed) system.
+//!
+//! With its timing and concurrency: one replay session per captured session, each connecting at its
+//! captured offset and issuing each call at its captured start (scaled by `--speed`; think time
+//! kept), or back to back with `--speed max`. With `--sync commit` a call also waits until every
+//! commit that preceded it in the capture has happened in the replay (Oracle's replay does this
+//! with SCNs), so concurrent sessions see the data in the order they saw it (see
+//! [`plan::sync_bound`] for what "preceded" means for reads and for writes).
 //!
 //! Every replayed call becomes an event named as in the capture (the statement's fingerprint), with
 //! its scheduled start as the intended start, so `report` shows how far the replay fell behind and

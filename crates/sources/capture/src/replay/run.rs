@@ -1,5 +1,6 @@
-//! The replay as a run: the plan loaded and the target checked, a thread per captured session,
-//! the divergence file, the counters and the manifest written.
+//! The replay as a run: a thread per captured session, the divergence file and counters written.
+//!
+//! The plan is loaded and the target checked first; the manifest says how it ended.
 
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -1,5 +1,7 @@
-//! One replay session: its calls issued on schedule (waiting for the commit order), their answers
-//! recorded as events and compared with the captured ones.
+//! One replay session: its calls issued on schedule, recorded, and compared with the capture's.
+//!
+//! A call waits for its time (scaled by `--speed`) and, with `--sync commit`, for the commits that
+//! preceded it in the capture; its answer becomes an event and is checked for divergence.
 
 use std::collections::HashSet;
 use std::time::Duration;

@@ -1,5 +1,7 @@
-//! The response-time profile of one or more traces (Method R): by event, by statement, the recursive
-//! call tree, a skew histogram per event and the slowest waits, as text and JSON.
+//! The response-time profile of one or more traces (Method R), as text and JSON.
+//!
+//! By event, by statement, the recursive call tree, a skew histogram per event and the slowest
+//! waits.
 //!
 //! The rows of the event profile add up to R exactly: the CPU of db calls (their own, children
 //! excluded, one row per call kind), every wait event (inside calls and between them), and the

@@ -1,8 +1,10 @@
-//! The `events` workload (seed 003, CERN's PVSS archiver): many clients each produce monitoring
-//! events at a fixed rate, open loop; every event is appended to `events_history` and sets its
-//! element's last value in `eventlastval`. The `--strategy` picks one stage of CERN's tuning story:
-//! a trigger per row, the client's own two statements per row, client batches, a bulk load into a
-//! staging table followed by set-based statements, and the same into a partition per client.
+//! The `events` workload (seed 003): CERN's PVSS archiver, clients writing monitoring events.
+//!
+//! Many clients each produce monitoring events at a fixed rate, open loop; every event is appended
+//! to `events_history` and sets its element's last value in `eventlastval`. The `--strategy` picks
+//! one stage of CERN's tuning story: a trigger per row, the client's own two statements per row,
+//! client batches, a bulk load into a staging table followed by set-based statements, and the same
+//! into a partition per client.
 //!
 //! Clients are not connections: client `c` is served by session (connection) `c % sessions`,
 //! which writes the events of all its clients that are due, oldest client first, each client's in

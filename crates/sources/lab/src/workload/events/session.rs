@@ -1,5 +1,4 @@
-//! One session's share of the `events` workload: its clients' schedules, the events due, the
-//! timed write and commit of each batch, and what it measured.
+//! One session's share of the `events` workload: its clients, their due events, each batch's commit.
 //!
 //! The session takes the events due from its clients (oldest client first), writes them as one
 //! transaction (see `write`), records `write` and `commit`, and counts each acknowledged event's
