@@ -9,7 +9,7 @@ use dbscope_core::NameId;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::{check_identifier, timed, SessionWork, Workload};
+use super::{check_identifier, SessionWork, Workload};
 use crate::db::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
 use dbscope_core::Recorder;
 
@@ -167,9 +167,9 @@ impl SessionWork for CommitSession {
         let params = [Param::Int((t0 / 1000) as i64), Param::Int(key)];
         // The update event includes BEGIN (a round trip on PostgreSQL; pgbench's script pays it too).
         let begin_update = || sess.begin().and_then(|()| sess.execute(stmt, &params));
-        let (result, t1) = timed(rec, update, t0, begin_update, |&rows| Ok(rows));
+        let (result, t1) = super::timed(rec, update, t0, begin_update, |&rows| Ok(rows));
         result?;
-        timed(rec, commit, t1, || sess.commit(), |()| Ok(0)).0
+        super::timed(rec, commit, t1, || sess.commit(), |()| Ok(0)).0
     }
 }
 

@@ -14,7 +14,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Zipf};
 
 use super::place::{self, Found, Placement, Shape};
-use super::{check_identifier, timed, SessionWork, Workload};
+use super::{check_identifier, SessionWork, Workload};
 use crate::db::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
 use crate::error::Error;
 
@@ -596,7 +596,9 @@ impl SessionWork for LookupSession {
                 connection_lost: false,
             }),
         };
-        timed(rec, self.name, t0, lookup, one_row).0.map(|_| ())
+        super::timed(rec, self.name, t0, lookup, one_row)
+            .0
+            .map(|_| ())
     }
 }
 

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 pub use commit::{CommitWorkload, Keys};
 
 use crate::db::{Session, Target, TargetError, TargetResult};
-use dbscope_core::{NameId, Recorder};
+use dbscope_core::Recorder;
 
 use crate::error::Error;
 
@@ -60,7 +60,7 @@ pub trait SessionWork: Send {
 /// check is not in its time. Returns the result and the event's end.
 pub(crate) fn timed<T>(
     rec: &mut Recorder,
-    name: NameId,
+    name: dbscope_core::NameId,
     start: u64,
     op: impl FnOnce() -> TargetResult<T>,
     rows: impl FnOnce(&T) -> TargetResult<u64>,

@@ -21,7 +21,7 @@ use dbscope_tpch::decimal::{div_round, format_scaled};
 use dbscope_tpch::q1::{Agg, Q1Answer, Q1Row, COLUMNS, DEFAULT_DELTA};
 
 use crate::db::{Dialect, Session, Target, TargetError, TargetResult};
-use crate::workload::{timed, SessionWork, Workload};
+use crate::workload::{SessionWork, Workload};
 use dbscope_core::Recorder;
 
 use reference::{AVG_SCALE, REFERENCE_TABLE};
@@ -361,7 +361,9 @@ impl SessionWork for Q1Session {
                     connection_lost: false,
                 })
         };
-        timed(rec, self.name, t0, query, checked).0.map(|_| ())
+        super::timed(rec, self.name, t0, query, checked)
+            .0
+            .map(|_| ())
     }
 }
 
