@@ -1,7 +1,7 @@
 //! The timed event, the unit of everything dbscope records, and the table that interns event names.
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 
 /// Index of a string in a run's [`NameTable`]. Id 0 is the empty string, which as an outcome means "ok".
 pub type NameId = u32;
@@ -207,7 +207,7 @@ impl NameTable {
         if let Some(&id) = self.read().index.get(name) {
             return id;
         }
-        let mut w = self.inner.write().unwrap_or_else(|e| e.into_inner());
+        let mut w = self.inner.write().unwrap_or_else(PoisonError::into_inner);
         if let Some(&id) = w.index.get(name) {
             return id;
         }
@@ -265,7 +265,7 @@ impl NameTable {
 
     /// Sets the string of a given id (readers rebuilding a table from a file).
     pub fn insert_at(&self, id: NameId, name: &str) {
-        let mut w = self.inner.write().unwrap_or_else(|e| e.into_inner());
+        let mut w = self.inner.write().unwrap_or_else(PoisonError::into_inner);
         let i = id as usize;
         while w.list.len() <= i {
             let placeholder = format!("#{}", w.list.len());
@@ -276,7 +276,7 @@ impl NameTable {
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Names> {
-        self.inner.read().unwrap_or_else(|e| e.into_inner())
+        self.inner.read().unwrap_or_else(PoisonError::into_inner)
     }
 }
 

@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -87,7 +87,7 @@ impl StopSignal {
             .compare_exchange(RUNNING, FAILED, Ordering::SeqCst, Ordering::SeqCst)
             .is_ok()
         {
-            *self.detail.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+            *self.detail.lock().unwrap_or_else(PoisonError::into_inner) = Some(why);
         }
     }
 
@@ -105,7 +105,7 @@ impl StopSignal {
                 Outcome::Failed,
                 self.detail
                     .lock()
-                    .unwrap_or_else(|e| e.into_inner())
+                    .unwrap_or_else(PoisonError::into_inner)
                     .clone(),
             ),
             _ => (Outcome::Complete, None),

@@ -1,20 +1,17 @@
 //! Bad input: one clear line, exit code 2, no panic, no secrets.
 
 use crate::cli::*;
+use crate::common::argv::Argv;
 
 #[test]
 fn unknown_target_scheme() {
     let dir = tempdir();
     let e = fails(
         dir.path(),
-        &[
-            "run",
-            "commit",
-            "--target",
-            "mysql://root:topsecret@h/db",
-            "--ops",
-            "1",
-        ],
+        &Argv::run("commit")
+            .target("mysql://root:topsecret@h/db")
+            .ops(1)
+            .args(),
         2,
         &["unknown target \"mysql\""],
     );
@@ -30,14 +27,10 @@ fn malformed_uri() {
     let dir = tempdir();
     let e = fails(
         dir.path(),
-        &[
-            "run",
-            "commit",
-            "--target",
-            "postgres://u:topsecret@host:port/db",
-            "--ops",
-            "1",
-        ],
+        &Argv::run("commit")
+            .target("postgres://u:topsecret@host:port/db")
+            .ops(1)
+            .args(),
         2,
         &[
             "PostgreSQL connection string",
@@ -52,7 +45,7 @@ fn zero_sessions() {
     let dir = tempdir();
     fails(
         dir.path(),
-        &["run", "commit", "--sessions", "0", "--ops", "1"],
+        &Argv::run("commit").sessions(0).ops(1).args(),
         2,
         &["--sessions must be at least 1"],
     );
@@ -67,7 +60,7 @@ fn unknown_sqlite_pragma() {
     let dir = tempdir();
     fails(
         dir.path(),
-        &["run", "commit", "--set", "jurnal_mode=wal", "--ops", "1"],
+        &Argv::run("commit").set("jurnal_mode=wal").ops(1).args(),
         2,
         &["no pragma named \"jurnal_mode\""],
     );
@@ -76,14 +69,19 @@ fn unknown_sqlite_pragma() {
 #[test]
 fn bad_durations_and_keys() {
     let dir = tempdir();
-    let out = run(dir.path(), &["run", "commit", "--duration", "10parsecs"]);
+    let out = run(
+        dir.path(),
+        &Argv::run("commit").duration("10parsecs").args(),
+    );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown unit"));
     fails(
         dir.path(),
-        &[
-            "run", "commit", "--keys", "some", "--ops", "1", "--target", "null",
-        ],
+        &Argv::run("commit")
+            .opt("--keys", "some")
+            .ops(1)
+            .target("null")
+            .args(),
         2,
         &["--keys \"some\""],
     );
@@ -112,9 +110,12 @@ fn newer_format_version_is_refused() {
     let dir = tempdir();
     ok(
         dir.path(),
-        &[
-            "run", "commit", "--target", "null", "--ops", "10", "--out", "r", "-q",
-        ],
+        &Argv::run("commit")
+            .target("null")
+            .ops(10)
+            .out("r")
+            .quiet()
+            .args(),
     );
     let p = join(dir.path(), "r/manifest.json");
     let text = std::fs::read_to_string(&p)
@@ -151,15 +152,21 @@ fn run_refuses_to_overwrite_a_run() {
     let dir = tempdir();
     ok(
         dir.path(),
-        &[
-            "run", "commit", "--target", "null", "--ops", "10", "--out", "r", "-q",
-        ],
+        &Argv::run("commit")
+            .target("null")
+            .ops(10)
+            .out("r")
+            .quiet()
+            .args(),
     );
     fails(
         dir.path(),
-        &[
-            "run", "commit", "--target", "null", "--ops", "10", "--out", "r", "-q",
-        ],
+        &Argv::run("commit")
+            .target("null")
+            .ops(10)
+            .out("r")
+            .quiet()
+            .args(),
         2,
         &["already holds a run"],
     );

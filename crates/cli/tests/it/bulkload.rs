@@ -6,6 +6,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::cli::*;
+use crate::common::argv::Argv;
 use crate::common::pg::PgCluster;
 
 /// Runs bulkload, checks its events and its counter section, returns the report.
@@ -133,34 +134,32 @@ fn bulkload_bad_input_is_a_clear_error() {
     let dir = tempdir();
     fails(
         dir.path(),
-        &["run", "bulkload", "--rows", "0"],
+        &Argv::run("bulkload").rows(0).args(),
         2,
         &["--rows must be at least 1"],
     );
     fails(
         dir.path(),
-        &["run", "bulkload", "--rows", "10", "--groups", "0"],
+        &Argv::run("bulkload").rows(10).opt("--groups", 0).args(),
         2,
         &["--groups 0"],
     );
     fails(
         dir.path(),
-        &["run", "bulkload", "--rows", "10", "--into", "global"],
+        &Argv::run("bulkload")
+            .rows(10)
+            .opt("--into", "global")
+            .args(),
         2,
         &["--into \"global\""],
     );
     fails(
         dir.path(),
-        &[
-            "run",
-            "bulkload",
-            "--rows",
-            "10",
-            "--sessions",
-            "2",
-            "--into",
-            "temp",
-        ],
+        &Argv::run("bulkload")
+            .rows(10)
+            .sessions(2)
+            .opt("--into", "temp")
+            .args(),
         2,
         &[
             "a temporary table belongs to one connection",
@@ -169,7 +168,7 @@ fn bulkload_bad_input_is_a_clear_error() {
     );
     fails(
         dir.path(),
-        &["run", "bulkload", "--rows", "10", "--ops", "3"],
+        &Argv::run("bulkload").rows(10).ops(3).args(),
         2,
         &["--ops and --duration do not apply"],
     );
@@ -265,23 +264,15 @@ fn bulkload_on_postgres_fails_loudly_on_a_wrong_group_by() {
     let dir = tempdir();
     let out = run(
         dir.path(),
-        &[
-            "run",
-            "bulkload",
-            "--target",
-            &pg.uri(&db),
-            "--rows",
-            "1000",
-            "--groups",
-            "10",
-            "--sessions",
-            "2",
-            "--into",
-            "unlogged",
-            "--out",
-            "r",
-            "-q",
-        ],
+        &Argv::run("bulkload")
+            .target(pg.uri(&db))
+            .rows(1000)
+            .opt("--groups", 10)
+            .sessions(2)
+            .opt("--into", "unlogged")
+            .out("r")
+            .quiet()
+            .args(),
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::cli::*;
+use crate::common::argv::Argv;
 
 /// reference/r in the repository.
 fn reference() -> PathBuf {
@@ -159,9 +160,12 @@ fn sqlite_runs_show_the_setting_that_differs() {
     for (out, sync) in [("off", "synchronous=off"), ("full", "synchronous=full")] {
         ok(
             dir.path(),
-            &[
-                "run", "commit", "--ops", "300", "--set", sync, "--out", out, "--quiet",
-            ],
+            &Argv::run("commit")
+                .ops(300)
+                .set(sync)
+                .out(out)
+                .flag("--quiet")
+                .args(),
         );
     }
     let c: Value =

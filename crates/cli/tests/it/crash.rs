@@ -4,6 +4,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::cli::*;
+use crate::common::argv::Argv;
 
 /// Starts a run in the background and waits until its event file has at least one block.
 pub fn start_and_wait(
@@ -58,16 +59,11 @@ fn sigkill_keeps_complete_blocks_sqlite() {
     let run = join(dir.path(), "k");
     let mut child = start_and_wait(
         dir.path(),
-        &[
-            "run",
-            "commit",
-            "--target",
-            &format!("sqlite:{}", s(&db)),
-            "--duration",
-            "60s",
-            "--out",
-            "k",
-        ],
+        &Argv::run("commit")
+            .target(format!("sqlite:{}", s(&db)))
+            .duration("60s")
+            .out("k")
+            .args(),
         &run,
     );
     sigkill(&mut child);
@@ -108,17 +104,12 @@ fn ctrl_c_stops_gracefully_and_keeps_data() {
     let run_dir = join(dir.path(), "i");
     let mut child = start_and_wait(
         dir.path(),
-        &[
-            "run",
-            "commit",
-            "--target",
-            "null",
-            "--duration",
-            "60s",
-            "--out",
-            "i",
-            "-q",
-        ],
+        &Argv::run("commit")
+            .target("null")
+            .duration("60s")
+            .out("i")
+            .quiet()
+            .args(),
         &run_dir,
     );
     signal(&child, libc::SIGINT);

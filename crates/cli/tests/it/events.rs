@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::cli::*;
+use crate::common::argv::Argv;
 use crate::common::pg::PgCluster;
 
 const STRATEGIES: [&str; 5] = ["row-trigger", "row", "batch", "staged", "partitioned"];
@@ -87,28 +88,18 @@ fn every_acknowledged_event_is_stored_once_on_sqlite() {
         let out = format!("r{i}");
         ok(
             dir.path(),
-            &[
-                "run",
-                "events",
-                "--target",
-                &target,
-                "--clients",
-                "5",
-                "--rate",
-                "100",
-                "--elements",
-                "3",
-                "--duration",
-                "1s",
-                "--strategy",
-                strategy,
-                "--fresh",
-                "--set",
-                "synchronous=off",
-                "--out",
-                &out,
-                "-q",
-            ],
+            &Argv::run("events")
+                .target(&target)
+                .clients(5)
+                .rate(100)
+                .elements(3)
+                .duration("1s")
+                .strategy(strategy)
+                .fresh()
+                .set("synchronous=off")
+                .out(&out)
+                .quiet()
+                .args(),
         );
         let run = join(dir.path(), &out);
         let acked = acknowledged(dir.path(), &run);
@@ -128,21 +119,14 @@ fn every_acknowledged_event_is_stored_once_on_sqlite() {
     // The shape check: a per-client layout left behind is explained, and --fresh rebuilds it.
     fails(
         dir.path(),
-        &[
-            "run",
-            "events",
-            "--target",
-            &target,
-            "--clients",
-            "2",
-            "--duration",
-            "1s",
-            "--strategy",
-            "batch",
-            "-q",
-            "--out",
-            "bad",
-        ],
+        &Argv::run("events")
+            .target(&target)
+            .clients(2)
+            .duration("1s")
+            .strategy("batch")
+            .quiet()
+            .out("bad")
+            .args(),
         2,
         &[
             "events_history exists from an earlier run with another shape",
@@ -160,30 +144,19 @@ fn every_acknowledged_event_is_stored_once_on_postgres() {
         let dir = tempdir();
         ok(
             dir.path(),
-            &[
-                "run",
-                "events",
-                "--target",
-                &uri,
-                "--clients",
-                "7",
-                "--rate",
-                "100",
-                "--elements",
-                "3",
-                "--connections",
-                "3",
-                "--duration",
-                "1s",
-                "--strategy",
-                strategy,
-                "--fresh",
-                "--set",
-                "synchronous_commit=off",
-                "--out",
-                "r",
-                "-q",
-            ],
+            &Argv::run("events")
+                .target(&uri)
+                .clients(7)
+                .rate(100)
+                .elements(3)
+                .connections(3)
+                .duration("1s")
+                .strategy(strategy)
+                .fresh()
+                .set("synchronous_commit=off")
+                .out("r")
+                .quiet()
+                .args(),
         );
         let run = join(dir.path(), "r");
         let acked = acknowledged(dir.path(), &run);
@@ -199,17 +172,12 @@ fn every_acknowledged_event_is_stored_once_on_postgres() {
     let dir = tempdir();
     fails(
         dir.path(),
-        &[
-            "run",
-            "events",
-            "--target",
-            &uri,
-            "--clients",
-            "2",
-            "--duration",
-            "1s",
-            "-q",
-        ],
+        &Argv::run("events")
+            .target(&uri)
+            .clients(2)
+            .duration("1s")
+            .quiet()
+            .args(),
         2,
         &[
             "it is a partitioned table, --strategy batch needs a table",
@@ -230,26 +198,17 @@ fn lost_connections_mid_run_lose_nothing_and_store_nothing_twice() {
     let run = join(dir.path(), "r");
     let mut child = crate::crash::start_and_wait(
         dir.path(),
-        &[
-            "run",
-            "events",
-            "--target",
-            &uri,
-            "--clients",
-            "6",
-            "--rate",
-            "200",
-            "--connections",
-            "2",
-            "--duration",
-            "4s",
-            "--strategy",
-            "staged",
-            "--fresh",
-            "--out",
-            "r",
-            "-q",
-        ],
+        &Argv::run("events")
+            .target(&uri)
+            .clients(6)
+            .rate(200)
+            .connections(2)
+            .duration("4s")
+            .strategy("staged")
+            .fresh()
+            .out("r")
+            .quiet()
+            .args(),
         &run,
     );
     let mut killed = 0;
@@ -283,26 +242,17 @@ fn a_server_restart_mid_run_loses_nothing_and_stores_nothing_twice() {
     let run = join(dir.path(), "r");
     let child = crate::crash::start_and_wait(
         dir.path(),
-        &[
-            "run",
-            "events",
-            "--target",
-            &uri,
-            "--clients",
-            "6",
-            "--rate",
-            "200",
-            "--connections",
-            "2",
-            "--duration",
-            "5s",
-            "--strategy",
-            "staged",
-            "--fresh",
-            "--out",
-            "r",
-            "-q",
-        ],
+        &Argv::run("events")
+            .target(&uri)
+            .clients(6)
+            .rate(200)
+            .connections(2)
+            .duration("5s")
+            .strategy("staged")
+            .fresh()
+            .out("r")
+            .quiet()
+            .args(),
         &run,
     );
     std::thread::sleep(std::time::Duration::from_millis(1500));
@@ -345,21 +295,14 @@ fn a_refused_connection_is_named_with_what_to_do() {
     let dir = tempdir();
     let e = fails(
         dir.path(),
-        &[
-            "run",
-            "events",
-            "--target",
-            &uri,
-            "--clients",
-            "8",
-            "--connections",
-            "8",
-            "--duration",
-            "1s",
-            "--out",
-            "r",
-            "-q",
-        ],
+        &Argv::run("events")
+            .target(&uri)
+            .clients(8)
+            .connections(8)
+            .duration("1s")
+            .out("r")
+            .quiet()
+            .args(),
         2,
         &[
             " of 8: ",
@@ -384,28 +327,18 @@ fn partitions_are_preallocated_on_postgres_and_the_option_refused_elsewhere() {
     let dir = tempdir();
     ok(
         dir.path(),
-        &[
-            "run",
-            "events",
-            "--target",
-            &uri,
-            "--clients",
-            "3",
-            "--rate",
-            "100",
-            "--duration",
-            "1s",
-            "--strategy",
-            "partitioned",
-            "--preallocate",
-            "5000",
-            "--fresh",
-            "--set",
-            "synchronous_commit=off",
-            "--out",
-            "r",
-            "-q",
-        ],
+        &Argv::run("events")
+            .target(&uri)
+            .clients(3)
+            .rate(100)
+            .duration("1s")
+            .strategy("partitioned")
+            .opt("--preallocate", 5000)
+            .fresh()
+            .set("synchronous_commit=off")
+            .out("r")
+            .quiet()
+            .args(),
     );
     let run = join(dir.path(), "r");
     assert_eq!(manifest(&run)["workload"]["params"]["preallocate"], 5000);
@@ -432,18 +365,12 @@ fn partitions_are_preallocated_on_postgres_and_the_option_refused_elsewhere() {
     for (t, strategy) in [(target.as_str(), "partitioned"), (uri.as_str(), "staged")] {
         fails(
             d.path(),
-            &[
-                "run",
-                "events",
-                "--target",
-                t,
-                "--strategy",
-                strategy,
-                "--preallocate",
-                "10",
-                "--duration",
-                "1s",
-            ],
+            &Argv::run("events")
+                .target(t)
+                .strategy(strategy)
+                .opt("--preallocate", 10)
+                .duration("1s")
+                .args(),
             2,
             &["--preallocate", "partitioned on PostgreSQL only"],
         );
@@ -458,23 +385,15 @@ fn an_unsustainable_event_rate_shows_as_backlog() {
     let target = format!("sqlite:{}", s(&join(dir.path(), "ev.db")));
     ok(
         dir.path(),
-        &[
-            "run",
-            "events",
-            "--target",
-            &target,
-            "--clients",
-            "4",
-            "--rate",
-            "5000",
-            "--duration",
-            "3s",
-            "--strategy",
-            "row",
-            "--out",
-            "r",
-            "-q",
-        ],
+        &Argv::run("events")
+            .target(&target)
+            .clients(4)
+            .rate(5000)
+            .duration("3s")
+            .strategy("row")
+            .out("r")
+            .quiet()
+            .args(),
     );
     let r = report_json(dir.path(), &join(dir.path(), "r"));
     let a = &r["archive"];
@@ -505,21 +424,14 @@ fn iterations_print_cerns_table() {
     let dir = tempdir();
     let out = ok(
         dir.path(),
-        &[
-            "run",
-            "events",
-            "--target",
-            "null",
-            "--clients",
-            "4",
-            "--rate",
-            "100",
-            "--duration",
-            "1s",
-            "--iterations",
-            "--out",
-            "it",
-        ],
+        &Argv::run("events")
+            .target("null")
+            .clients(4)
+            .rate(100)
+            .duration("1s")
+            .flag("--iterations")
+            .out("it")
+            .args(),
     );
     assert!(out.contains("offered/s"), "{out}");
     for s in ["row ", "batch "] {
@@ -542,25 +454,16 @@ fn iterations_show_each_iterations_top_wait_event() {
     let dir = tempdir();
     let out = ok(
         dir.path(),
-        &[
-            "run",
-            "events",
-            "--target",
-            &uri,
-            "--clients",
-            "6",
-            "--rate",
-            "1000",
-            "--connections",
-            "2",
-            "--duration",
-            "1s",
-            "--sample-hz",
-            "50",
-            "--iterations",
-            "--out",
-            "it",
-        ],
+        &Argv::run("events")
+            .target(&uri)
+            .clients(6)
+            .rate(1000)
+            .connections(2)
+            .duration("1s")
+            .opt("--sample-hz", 50)
+            .flag("--iterations")
+            .out("it")
+            .args(),
     );
     assert!(out.contains("top wait (% DB time)"), "{out}");
     for (i, strategy) in STRATEGIES.iter().enumerate() {
@@ -584,21 +487,14 @@ fn iterations_show_each_iterations_top_wait_event() {
     let target = format!("sqlite:{}", s(&join(dir.path(), "ev.db")));
     let out = ok(
         dir.path(),
-        &[
-            "run",
-            "events",
-            "--target",
-            &target,
-            "--clients",
-            "2",
-            "--rate",
-            "100",
-            "--duration",
-            "1s",
-            "--iterations",
-            "--out",
-            "sq",
-        ],
+        &Argv::run("events")
+            .target(&target)
+            .clients(2)
+            .rate(100)
+            .duration("1s")
+            .flag("--iterations")
+            .out("sq")
+            .args(),
     );
     for strategy in STRATEGIES {
         let line = out
@@ -615,52 +511,47 @@ fn bad_event_options_are_refused() {
     let d = dir.path();
     fails(
         d,
-        &["run", "events", "--target", "null", "--clients", "0"],
+        &Argv::run("events").target("null").clients(0).args(),
         2,
         &["--clients must be at least 1"],
     );
     fails(
         d,
-        &["run", "events", "--target", "null", "--rate", "0"],
+        &Argv::run("events").target("null").rate(0).args(),
         2,
         &["--rate 0"],
     );
     fails(
         d,
-        &["run", "events", "--target", "null", "--strategy", "staged"],
+        &Argv::run("events").target("null").strategy("staged").args(),
         2,
         &["--strategy staged", "null target"],
     );
     fails(
         d,
-        &["run", "events", "--target", "null", "--strategy", "bulk"],
+        &Argv::run("events").target("null").strategy("bulk").args(),
         2,
         &["--strategy \"bulk\""],
     );
     fails(
         d,
-        &["run", "events", "--target", "null", "--sessions", "4"],
+        &Argv::run("events").target("null").sessions(4).args(),
         2,
         &["--connections"],
     );
     fails(
         d,
-        &[
-            "run",
-            "events",
-            "--target",
-            "null",
-            "--clients",
-            "2",
-            "--connections",
-            "3",
-        ],
+        &Argv::run("events")
+            .target("null")
+            .clients(2)
+            .connections(3)
+            .args(),
         2,
         &["--connections 3 is more than --clients 2"],
     );
     fails(
         d,
-        &["run", "commit", "--target", "null", "--clients", "3"],
+        &Argv::run("commit").target("null").clients(3).args(),
         2,
         &["events workload only"],
     );

@@ -8,6 +8,7 @@ use dbscope_core::fake::FakeRun;
 use dbscope_core::{Event, Manifest, WorkloadInfo, EVENT_WARMUP};
 
 use crate::cli::*;
+use crate::common::argv::Argv;
 
 const IMG_ATTACK: &str =
     "\"><img src=x onerror=\"document.body.setAttribute('data-pwned','img')\">";
@@ -131,19 +132,13 @@ fn html_report_renders_in_chromium_and_escapes_everything() {
     // A real run on SQLite.
     ok(
         dir.path(),
-        &[
-            "run",
-            "commit",
-            "--sessions",
-            "2",
-            "--duration",
-            "2s",
-            "--warmup",
-            "500ms",
-            "--out",
-            "r",
-            "-q",
-        ],
+        &Argv::run("commit")
+            .sessions(2)
+            .duration("2s")
+            .opt("--warmup", "500ms")
+            .out("r")
+            .quiet()
+            .args(),
     );
     let html = join(dir.path(), "r.html");
     ok(
@@ -211,19 +206,13 @@ fn html_report_renders_in_chromium_and_escapes_everything() {
     // A compare report: two real runs that differ in one setting.
     ok(
         dir.path(),
-        &[
-            "run",
-            "commit",
-            "--sessions",
-            "1",
-            "--duration",
-            "1s",
-            "--set",
-            "synchronous=off",
-            "--out",
-            "off",
-            "-q",
-        ],
+        &Argv::run("commit")
+            .sessions(1)
+            .duration("1s")
+            .set("synchronous=off")
+            .out("off")
+            .quiet()
+            .args(),
     );
     let html = join(dir.path(), "compare.html");
     ok(

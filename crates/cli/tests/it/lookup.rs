@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use crate::cli::*;
+use crate::common::argv::Argv;
 use crate::common::pg::PgCluster;
 
 fn notes(run: &Path) -> Vec<String> {
@@ -79,18 +80,26 @@ fn lookup_on_sqlite_fills_once_reuses_and_counts_every_lookup() {
     // Another shape is refused with the way out; --fresh recreates.
     fails(
         dir.path(),
-        &[
-            "run", "lookup", "--target", &db, "--rows", "4000", "--ops", "10", "--out", "c", "-q",
-        ],
+        &Argv::run("lookup")
+            .target(&db)
+            .rows(4000)
+            .ops(10)
+            .out("c")
+            .quiet()
+            .args(),
         2,
         &["filled for rows=3000", "add --fresh"],
     );
     ok(
         dir.path(),
-        &[
-            "run", "lookup", "--target", &db, "--rows", "4000", "--ops", "10", "--fresh", "--out",
-            "d", "-q",
-        ],
+        &Argv::run("lookup")
+            .target(&db)
+            .rows(4000)
+            .ops(10)
+            .fresh()
+            .out("d")
+            .quiet()
+            .args(),
     );
     let conn = rusqlite::Connection::open(dir.path().join("l.db")).unwrap();
     let n: i64 = conn
@@ -106,23 +115,15 @@ fn lookup_on_sqlite_places_the_table_in_the_directory() {
     std::fs::create_dir(&place).unwrap();
     ok(
         dir.path(),
-        &[
-            "run",
-            "lookup",
-            "--rows",
-            "500",
-            "--ops",
-            "100",
-            "--sessions",
-            "2",
-            "--tablespace-dir",
-            s(&place),
-            "--row-bytes",
-            "50",
-            "--out",
-            "r",
-            "-q",
-        ],
+        &Argv::run("lookup")
+            .rows(500)
+            .ops(100)
+            .sessions(2)
+            .opt("--tablespace-dir", s(&place))
+            .opt("--row-bytes", 50)
+            .out("r")
+            .quiet()
+            .args(),
     );
     let file = place.join("dbscope_lookup.sqlite");
     let conn = rusqlite::Connection::open(&file).unwrap();
@@ -143,55 +144,41 @@ fn lookup_bad_input_is_a_clear_error() {
     let dir = tempdir();
     fails(
         dir.path(),
-        &["run", "lookup", "--rows", "0", "--ops", "1"],
+        &Argv::run("lookup").rows(0).ops(1).args(),
         2,
         &["--rows must be at least 1"],
     );
     fails(
         dir.path(),
-        &[
-            "run",
-            "lookup",
-            "--rows",
-            "10",
-            "--ops",
-            "10",
-            "--sessions",
-            "3",
-        ],
+        &Argv::run("lookup").rows(10).ops(10).sessions(3).args(),
         2,
         &["must split evenly over --sessions 3"],
     );
     fails(
         dir.path(),
-        &[
-            "run",
-            "lookup",
-            "--rows",
-            "10",
-            "--ops",
-            "1",
-            "--tablespace-dir",
-            "/nonexistent/dir",
-        ],
+        &Argv::run("lookup")
+            .rows(10)
+            .ops(1)
+            .opt("--tablespace-dir", "/nonexistent/dir")
+            .args(),
         2,
         &["--tablespace-dir /nonexistent/dir", "must exist"],
     );
     fails(
         dir.path(),
-        &["run", "lookup", "--rows", "10", "--dist", "zipf:0"],
+        &Argv::run("lookup").rows(10).opt("--dist", "zipf:0").args(),
         2,
         &["--dist \"zipf:0\""],
     );
     fails(
         dir.path(),
-        &["run", "lookup", "--rows", "10", "--cache", "hot"],
+        &Argv::run("lookup").rows(10).opt("--cache", "hot").args(),
         2,
         &["--cache \"hot\""],
     );
     fails(
         dir.path(),
-        &["run", "lookup", "--ops", "200000000000"],
+        &Argv::run("lookup").ops("200000000000").args(),
         2,
         &[
             "--ops 200000000000 is over 100 lookups per key",
@@ -200,7 +187,7 @@ fn lookup_bad_input_is_a_clear_error() {
     );
     fails(
         dir.path(),
-        &["run", "lookup", "--rows", "10", "--row-bytes", "4"],
+        &Argv::run("lookup").rows(10).opt("--row-bytes", 4).args(),
         2,
         &["--row-bytes 4"],
     );
@@ -227,23 +214,15 @@ fn lookup_on_postgres_warm_hits_the_buffers() {
     let run_once = |out: &str, cache: &str| {
         ok(
             dir.path(),
-            &[
-                "run",
-                "lookup",
-                "--target",
-                &uri,
-                "--rows",
-                "20000",
-                "--ops",
-                "4000",
-                "--sessions",
-                "4",
-                "--cache",
-                cache,
-                "--out",
-                out,
-                "-q",
-            ],
+            &Argv::run("lookup")
+                .target(&uri)
+                .rows(20000)
+                .ops(4000)
+                .sessions(4)
+                .opt("--cache", cache)
+                .out(out)
+                .quiet()
+                .args(),
         );
         join(dir.path(), out)
     };
@@ -416,42 +395,28 @@ fn lookup_on_postgres_in_a_tablespace_and_a_directory_it_cannot_use() {
         std::fs::set_permissions(&bad, std::fs::Permissions::from_mode(0o700)).unwrap();
         fails(
             dir.path(),
-            &[
-                "run",
-                "lookup",
-                "--target",
-                &uri,
-                "--rows",
-                "100",
-                "--ops",
-                "10",
-                "--tablespace-dir",
-                s(&bad),
-                "--out",
-                "x",
-                "-q",
-            ],
+            &Argv::run("lookup")
+                .target(&uri)
+                .rows(100)
+                .ops(10)
+                .opt("--tablespace-dir", s(&bad))
+                .out("x")
+                .quiet()
+                .args(),
             2,
             &["could not create a tablespace", "owned by uid 0"],
         );
     }
     ok(
         dir.path(),
-        &[
-            "run",
-            "lookup",
-            "--target",
-            &uri,
-            "--rows",
-            "1000",
-            "--ops",
-            "200",
-            "--tablespace-dir",
-            s(&place),
-            "--out",
-            "r",
-            "-q",
-        ],
+        &Argv::run("lookup")
+            .target(&uri)
+            .rows(1000)
+            .ops(200)
+            .opt("--tablespace-dir", s(&place))
+            .out("r")
+            .quiet()
+            .args(),
     );
     let ts = pg.query(
         &db,

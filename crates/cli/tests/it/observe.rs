@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::cli::*;
+use crate::common::argv::Argv;
 use crate::common::pg::PgCluster;
 
 /// The figure `key` of the report's observe section.
@@ -338,19 +339,13 @@ fn issue_14_sqlite_run_has_counters_and_os_section() {
     let db = join(dir.path(), "o.db");
     ok(
         dir.path(),
-        &[
-            "run",
-            "commit",
-            "--target",
-            &format!("sqlite:{}", s(&db)),
-            "--sessions",
-            "2",
-            "--ops",
-            "100",
-            "--out",
-            "sq",
-            "-q",
-        ],
+        &Argv::run("commit")
+            .target(format!("sqlite:{}", s(&db)))
+            .sessions(2)
+            .ops(100)
+            .out("sq")
+            .quiet()
+            .args(),
     );
     let run_dir = join(dir.path(), "sq");
     let r = report_json(dir.path(), &run_dir);
@@ -385,21 +380,14 @@ fn issue_14_sqlite_counters_are_current_in_periodic_snapshots() {
     let db = join(dir.path(), "p.db");
     ok(
         dir.path(),
-        &[
-            "run",
-            "commit",
-            "--target",
-            &format!("sqlite:{}", s(&db)),
-            "--sessions",
-            "2",
-            "--duration",
-            "2s",
-            "--snapshot-every",
-            "300ms",
-            "--out",
-            "p",
-            "-q",
-        ],
+        &Argv::run("commit")
+            .target(format!("sqlite:{}", s(&db)))
+            .sessions(2)
+            .duration("2s")
+            .opt("--snapshot-every", "300ms")
+            .out("p")
+            .quiet()
+            .args(),
     );
     let text = std::fs::read_to_string(join(dir.path(), "p").join("snapshots.jsonl")).unwrap();
     let snaps: Vec<Value> = text

@@ -2,6 +2,7 @@
 //! latency from them (coordinated-omission corrected) beside service time, and the backlog.
 
 use crate::cli::*;
+use crate::common::argv::Argv;
 
 /// A rate SQLite cannot come near (a million commits a second, each fsynced): the backlog grows
 /// second by second and the latency from the intended start dwarfs the service time, which is
@@ -12,19 +13,13 @@ fn an_unsustainable_rate_shows_backlog_and_co_latency_not_service_time() {
     let target = format!("sqlite:{}", s(&join(dir.path(), "db.sqlite")));
     ok(
         dir.path(),
-        &[
-            "run",
-            "commit",
-            "--target",
-            &target,
-            "--rate",
-            "1000000",
-            "--duration",
-            "3s",
-            "--out",
-            "r",
-            "-q",
-        ],
+        &Argv::run("commit")
+            .target(&target)
+            .rate(1000000)
+            .duration("3s")
+            .out("r")
+            .quiet()
+            .args(),
     );
     let run = join(dir.path(), "r");
     let m = manifest(&run);
@@ -81,23 +76,15 @@ fn a_sustainable_rate_is_met_and_compare_shows_co_latency() {
     for (out, arrival) in [("a", "constant"), ("b", "poisson")] {
         ok(
             dir.path(),
-            &[
-                "run",
-                "commit",
-                "--target",
-                "null",
-                "--sessions",
-                "2",
-                "--rate",
-                "2000",
-                "--arrival",
-                arrival,
-                "--duration",
-                "2s",
-                "--out",
-                out,
-                "-q",
-            ],
+            &Argv::run("commit")
+                .target("null")
+                .sessions(2)
+                .rate(2000)
+                .opt("--arrival", arrival)
+                .duration("2s")
+                .out(out)
+                .quiet()
+                .args(),
         );
     }
     let r = report_json(dir.path(), &join(dir.path(), "a"));
@@ -145,19 +132,13 @@ fn an_open_loop_runs_html_shows_co_latency_beside_service_time_and_the_backlog()
     for out in ["a", "b"] {
         ok(
             dir.path(),
-            &[
-                "run",
-                "commit",
-                "--target",
-                &target,
-                "--rate",
-                "20000",
-                "--duration",
-                "2s",
-                "--out",
-                out,
-                "-q",
-            ],
+            &Argv::run("commit")
+                .target(&target)
+                .rate(20000)
+                .duration("2s")
+                .out(out)
+                .quiet()
+                .args(),
         );
     }
     let run = join(dir.path(), "a");
@@ -227,28 +208,23 @@ fn bad_rates_are_refused() {
     let dir = tempdir();
     fails(
         dir.path(),
-        &["run", "commit", "--target", "null", "--rate", "0"],
+        &Argv::run("commit").target("null").rate(0).args(),
         2,
         &["--rate 0"],
     );
     fails(
         dir.path(),
-        &["run", "commit", "--target", "null", "--rate", "fast"],
+        &Argv::run("commit").target("null").rate("fast").args(),
         2,
         &["--rate \"fast\""],
     );
     fails(
         dir.path(),
-        &[
-            "run",
-            "commit",
-            "--target",
-            "null",
-            "--rate",
-            "10",
-            "--arrival",
-            "bursty",
-        ],
+        &Argv::run("commit")
+            .target("null")
+            .rate(10)
+            .opt("--arrival", "bursty")
+            .args(),
         2,
         &["--arrival \"bursty\""],
     );

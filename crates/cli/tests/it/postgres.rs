@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::cli::*;
+use crate::common::argv::Argv;
 use crate::common::pg::PgCluster;
 use crate::crash::{sigkill, start_and_wait};
 
@@ -32,20 +33,13 @@ fn commit_run_on_postgres() {
     let uri = pg.uri(&db);
     let out = run(
         dir.path(),
-        &[
-            "run",
-            "commit",
-            "--target",
-            &uri,
-            "--sessions",
-            "4",
-            "--ops",
-            "100",
-            "--set",
-            "synchronous_commit=off",
-            "--out",
-            "p",
-        ],
+        &Argv::run("commit")
+            .target(&uri)
+            .sessions(4)
+            .ops(100)
+            .set("synchronous_commit=off")
+            .out("p")
+            .args(),
     );
     let printed = all_output(&out);
     assert!(out.status.success(), "{printed}");
@@ -122,16 +116,11 @@ fn unknown_setting_passes_on_postgres_error() {
     let dir = tempdir();
     fails(
         dir.path(),
-        &[
-            "run",
-            "commit",
-            "--target",
-            &pg.uri(&db),
-            "--set",
-            "synchronus_commit=off",
-            "--ops",
-            "1",
-        ],
+        &Argv::run("commit")
+            .target(pg.uri(&db))
+            .set("synchronus_commit=off")
+            .ops(1)
+            .args(),
         2,
         &["synchronus_commit", "unrecognized configuration parameter"],
     );
@@ -144,7 +133,7 @@ fn wrong_password_is_refused_without_showing_it() {
     let uri = pg.uri_with_password("postgres", "not-the-password-42");
     let e = fails(
         dir.path(),
-        &["run", "commit", "--target", &uri, "--ops", "1"],
+        &Argv::run("commit").target(&uri).ops(1).args(),
         2,
         &["password authentication failed"],
     );
@@ -159,7 +148,7 @@ fn unreachable_server_is_bounded_and_named() {
     let start = std::time::Instant::now();
     fails(
         dir.path(),
-        &["run", "commit", "--target", &uri, "--ops", "1"],
+        &Argv::run("commit").target(&uri).ops(1).args(),
         2,
         &["cannot connect to PostgreSQL", s(nowhere.path())],
     );
@@ -167,14 +156,10 @@ fn unreachable_server_is_bounded_and_named() {
     // TCP: nothing listens on port 1 of the loopback address.
     fails(
         dir.path(),
-        &[
-            "run",
-            "commit",
-            "--target",
-            "postgres://u@127.0.0.1:1/db?connect_timeout=3",
-            "--ops",
-            "1",
-        ],
+        &Argv::run("commit")
+            .target("postgres://u@127.0.0.1:1/db?connect_timeout=3")
+            .ops(1)
+            .args(),
         2,
         &["cannot connect to PostgreSQL at postgres://u@127.0.0.1:1/db"],
     );
@@ -264,19 +249,13 @@ fn max_errors_stops_the_run_as_failed() {
     let run_dir = join(dir.path(), "f");
     let child = start_and_wait(
         dir.path(),
-        &[
-            "run",
-            "commit",
-            "--target",
-            &pg.uri(&db),
-            "--duration",
-            "20s",
-            "--max-errors",
-            "0",
-            "--out",
-            "f",
-            "-q",
-        ],
+        &Argv::run("commit")
+            .target(pg.uri(&db))
+            .duration("20s")
+            .opt("--max-errors", 0)
+            .out("f")
+            .quiet()
+            .args(),
         &run_dir,
     );
     pg.kill_backends(&db);
@@ -301,16 +280,11 @@ fn sigkill_keeps_complete_blocks_postgres() {
     let run_dir = join(dir.path(), "s");
     let mut child = start_and_wait(
         dir.path(),
-        &[
-            "run",
-            "commit",
-            "--target",
-            &pg.uri(&db),
-            "--duration",
-            "60s",
-            "--out",
-            "s",
-        ],
+        &Argv::run("commit")
+            .target(pg.uri(&db))
+            .duration("60s")
+            .out("s")
+            .args(),
         &run_dir,
     );
     sigkill(&mut child);
@@ -340,21 +314,14 @@ fn sessions_share_client_threads() {
     let uri = pg.uri(&db);
     ok(
         dir.path(),
-        &[
-            "run",
-            "commit",
-            "--target",
-            &uri,
-            "--sessions",
-            "5",
-            "--threads",
-            "2",
-            "--ops",
-            "300",
-            "--out",
-            "m",
-            "-q",
-        ],
+        &Argv::run("commit")
+            .target(&uri)
+            .sessions(5)
+            .opt("--threads", 2)
+            .ops(300)
+            .out("m")
+            .quiet()
+            .args(),
     );
     let run_dir = join(dir.path(), "m");
     let m = manifest(&run_dir);
@@ -383,21 +350,14 @@ fn sessions_share_client_threads() {
     // A thread per session: no `threads` in the manifest.
     ok(
         dir.path(),
-        &[
-            "run",
-            "commit",
-            "--target",
-            &uri,
-            "--sessions",
-            "2",
-            "--threads",
-            "2",
-            "--ops",
-            "10",
-            "--out",
-            "own",
-            "-q",
-        ],
+        &Argv::run("commit")
+            .target(&uri)
+            .sessions(2)
+            .opt("--threads", 2)
+            .ops(10)
+            .out("own")
+            .quiet()
+            .args(),
     );
     assert!(manifest(&join(dir.path(), "own"))["runner"]
         .get("threads")
@@ -410,19 +370,13 @@ fn threads_are_refused_where_sessions_cannot_share_them() {
     let target = format!("sqlite:{}", dir.path().join("t.db").display());
     let err = fails(
         dir.path(),
-        &[
-            "run",
-            "commit",
-            "--target",
-            &target,
-            "--sessions",
-            "3",
-            "--threads",
-            "1",
-            "--ops",
-            "5",
-            "-q",
-        ],
+        &Argv::run("commit")
+            .target(&target)
+            .sessions(3)
+            .opt("--threads", 1)
+            .ops(5)
+            .quiet()
+            .args(),
         2,
         &["--threads 1: this target runs every session in a thread of its own"],
     );
@@ -430,19 +384,13 @@ fn threads_are_refused_where_sessions_cannot_share_them() {
     // Without --threads, SQLite sessions get a thread each, whatever the CPUs.
     ok(
         dir.path(),
-        &[
-            "run",
-            "commit",
-            "--target",
-            &target,
-            "--sessions",
-            "3",
-            "--ops",
-            "5",
-            "--out",
-            "s",
-            "-q",
-        ],
+        &Argv::run("commit")
+            .target(&target)
+            .sessions(3)
+            .ops(5)
+            .out("s")
+            .quiet()
+            .args(),
     );
     assert!(manifest(&join(dir.path(), "s"))["runner"]
         .get("threads")

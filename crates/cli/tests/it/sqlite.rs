@@ -1,6 +1,7 @@
 //! The commit workload on real SQLite files (the embedded default), and the null target.
 
 use crate::cli::*;
+use crate::common::argv::Argv;
 
 fn sum_v(db: &std::path::Path) -> i64 {
     let conn = rusqlite::Connection::open(db).expect("open sqlite");
@@ -28,19 +29,13 @@ fn commit_run_counts_match_the_database() {
     let target = format!("sqlite:{}", s(&db));
     let out = ok(
         dir.path(),
-        &[
-            "run",
-            "commit",
-            "--target",
-            &target,
-            "--sessions",
-            "2",
-            "--ops",
-            "40",
-            "--out",
-            "r1",
-            "-q",
-        ],
+        &Argv::run("commit")
+            .target(&target)
+            .sessions(2)
+            .ops(40)
+            .out("r1")
+            .quiet()
+            .args(),
     );
     assert_eq!(out.trim(), "r1");
     let run = join(dir.path(), "r1");
@@ -101,7 +96,7 @@ fn commit_run_counts_match_the_database() {
 #[test]
 fn default_target_is_sqlite_inside_the_run_directory() {
     let dir = tempdir();
-    let out = ok(dir.path(), &["run", "commit", "--duration", "300ms"]);
+    let out = ok(dir.path(), &Argv::run("commit").duration("300ms").args());
     let runs: Vec<_> = std::fs::read_dir(join(dir.path(), "runs"))
         .expect("runs/ created")
         .map(|e| e.unwrap().path())
@@ -136,17 +131,12 @@ fn issue_13_every_sqlite_session_makes_progress_by_default() {
     let dir = tempdir();
     ok(
         dir.path(),
-        &[
-            "run",
-            "commit",
-            "--sessions",
-            "4",
-            "--duration",
-            "2s",
-            "--out",
-            "r",
-            "-q",
-        ],
+        &Argv::run("commit")
+            .sessions(4)
+            .duration("2s")
+            .out("r")
+            .quiet()
+            .args(),
     );
     let run = join(dir.path(), "r");
     let r = report_json(dir.path(), &run);
@@ -169,19 +159,13 @@ fn issue_13_every_sqlite_session_makes_progress_by_default() {
     // The old behaviour is one flag away, and the manifest says which handler ran.
     ok(
         dir.path(),
-        &[
-            "run",
-            "commit",
-            "--sessions",
-            "2",
-            "--ops",
-            "20",
-            "--set",
-            "busy_timeout=30000",
-            "--out",
-            "old",
-            "-q",
-        ],
+        &Argv::run("commit")
+            .sessions(2)
+            .ops(20)
+            .set("busy_timeout=30000")
+            .out("old")
+            .quiet()
+            .args(),
     );
     let m = manifest(&join(dir.path(), "old"));
     let handler = m["target"]["settings_effective"]["busy_handler"]
@@ -197,21 +181,14 @@ fn pragmas_are_applied_and_read_back() {
     let db = join(dir.path(), "wal.db");
     ok(
         dir.path(),
-        &[
-            "run",
-            "commit",
-            "--target",
-            &format!("sqlite:{}", s(&db)),
-            "--set",
-            "journal_mode=wal",
-            "--set",
-            "synchronous=full",
-            "--ops",
-            "5",
-            "--out",
-            "r",
-            "-q",
-        ],
+        &Argv::run("commit")
+            .target(format!("sqlite:{}", s(&db)))
+            .set("journal_mode=wal")
+            .set("synchronous=full")
+            .ops(5)
+            .out("r")
+            .quiet()
+            .args(),
     );
     let m = manifest(&join(dir.path(), "r"));
     let t = &m["target"];
@@ -234,21 +211,14 @@ fn same_seed_same_operations() {
     let go = |db: &str, seed: &str| {
         ok(
             dir.path(),
-            &[
-                "run",
-                "commit",
-                "--target",
-                &format!("sqlite:{db}"),
-                "--keys",
-                "shared:10",
-                "--ops",
-                "300",
-                "--seed",
-                seed,
-                "--out",
-                &format!("{db}.run"),
-                "-q",
-            ],
+            &Argv::run("commit")
+                .target(format!("sqlite:{db}"))
+                .opt("--keys", "shared:10")
+                .ops(300)
+                .opt("--seed", seed)
+                .out(format!("{db}.run"))
+                .quiet()
+                .args(),
         );
         row_values(&join(dir.path(), db))
     };
@@ -271,15 +241,21 @@ fn fresh_recreates_the_table() {
     let target = format!("sqlite:{}", s(&join(dir.path(), "f.db")));
     ok(
         dir.path(),
-        &[
-            "run", "commit", "--target", &target, "--ops", "5", "--out", "a", "-q",
-        ],
+        &Argv::run("commit")
+            .target(&target)
+            .ops(5)
+            .out("a")
+            .quiet()
+            .args(),
     );
     ok(
         dir.path(),
-        &[
-            "run", "commit", "--target", &target, "--ops", "5", "--out", "b", "-q",
-        ],
+        &Argv::run("commit")
+            .target(&target)
+            .ops(5)
+            .out("b")
+            .quiet()
+            .args(),
     );
     assert_eq!(
         sum_v(&join(dir.path(), "f.db")),
@@ -288,9 +264,13 @@ fn fresh_recreates_the_table() {
     );
     ok(
         dir.path(),
-        &[
-            "run", "commit", "--target", &target, "--ops", "5", "--out", "c", "--fresh", "-q",
-        ],
+        &Argv::run("commit")
+            .target(&target)
+            .ops(5)
+            .out("c")
+            .fresh()
+            .quiet()
+            .args(),
     );
     assert_eq!(
         sum_v(&join(dir.path(), "f.db")),
@@ -304,19 +284,13 @@ fn warmup_events_are_flagged_and_left_out() {
     let dir = tempdir();
     ok(
         dir.path(),
-        &[
-            "run",
-            "commit",
-            "--target",
-            "null",
-            "--duration",
-            "300ms",
-            "--warmup",
-            "200ms",
-            "--out",
-            "w",
-            "-q",
-        ],
+        &Argv::run("commit")
+            .target("null")
+            .duration("300ms")
+            .opt("--warmup", "200ms")
+            .out("w")
+            .quiet()
+            .args(),
     );
     let run = join(dir.path(), "w");
     let r = report_json(dir.path(), &run);
@@ -348,19 +322,13 @@ fn null_target_measures_the_harness() {
     let dir = tempdir();
     ok(
         dir.path(),
-        &[
-            "run",
-            "commit",
-            "--target",
-            "null",
-            "--sessions",
-            "2",
-            "--ops",
-            "50000",
-            "--out",
-            "n",
-            "-q",
-        ],
+        &Argv::run("commit")
+            .target("null")
+            .sessions(2)
+            .ops(50000)
+            .out("n")
+            .quiet()
+            .args(),
     );
     let r = report_json(dir.path(), &join(dir.path(), "n"));
     assert_eq!(event(&r, "commit")["count"], 100_000);
@@ -374,9 +342,12 @@ fn export_both_formats_read_back() {
     let dir = tempdir();
     ok(
         dir.path(),
-        &[
-            "run", "commit", "--target", "null", "--ops", "1000", "--out", "e", "-q",
-        ],
+        &Argv::run("commit")
+            .target("null")
+            .ops(1000)
+            .out("e")
+            .quiet()
+            .args(),
     );
     let out = ok(
         dir.path(),

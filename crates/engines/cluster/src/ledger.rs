@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::extract::{Path, State};
 use axum::Json;
@@ -80,7 +80,7 @@ impl TaskLedger {
     /// Notes the terminal statuses in `statuses`, reported by `executor_id`; running ones are
     /// skipped (a later report replaces them).
     pub fn note(&self, executor_id: &str, statuses: &[TaskStatus]) {
-        let mut jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
+        let mut jobs = self.jobs.lock().unwrap_or_else(PoisonError::into_inner);
         for s in statuses {
             let (outcome, partitions) = match &s.status {
                 Some(task_status::Status::Successful(ok)) => {
@@ -115,7 +115,7 @@ impl TaskLedger {
 
     /// The notes of one job.
     pub fn job(&self, job_id: &str) -> LedgerTasks {
-        let jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
+        let jobs = self.jobs.lock().unwrap_or_else(PoisonError::into_inner);
         LedgerTasks {
             job_id: job_id.to_string(),
             tasks: jobs

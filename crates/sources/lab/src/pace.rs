@@ -283,7 +283,9 @@ pub fn section(
 
 /// Adds one stream's due-per-second counts into the run's.
 pub fn add_due(total: &std::sync::Mutex<Vec<u64>>, mine: &[u64]) {
-    let mut t = total.lock().unwrap_or_else(|e| e.into_inner());
+    let mut t = total
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if t.len() < mine.len() {
         t.resize(mine.len(), 0);
     }

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use dbscope_core::record::{session_seed, Pumped, Recorder, Recording, RunClock, StopSignal};
@@ -36,7 +36,7 @@ pub struct RunConfig {
     pub seed: u64,
     /// Stop the run as failed after more errors than this.
     pub max_errors: u64,
-    /// Client threads the sessions run on ([`crate::mux`]); `None`: one per CPU, at most one per
+    /// Client threads the sessions run on ([`dbscope_db::mux`]); `None`: one per CPU, at most one per
     /// session. Targets that cannot multiplex (SQLite, null) always get a thread per session.
     pub threads: Option<u32>,
     /// Snapshots and active-session sampling ([`crate::observe`]).
@@ -288,7 +288,7 @@ pub fn run(
             cfg.sessions,
             ops.load(Ordering::Relaxed),
             left_due.load(Ordering::Relaxed),
-            &due_per_s.lock().unwrap_or_else(|e| e.into_inner()),
+            &due_per_s.lock().unwrap_or_else(PoisonError::into_inner),
         ));
     }
     for section in sections {

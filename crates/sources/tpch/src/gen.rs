@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 
 use tpchgen::csv::{
     CustomerCsv, LineItemCsv, NationCsv, OrderCsv, PartCsv, PartSuppCsv, RegionCsv, SupplierCsv,
@@ -192,12 +192,15 @@ pub fn generate(config: &GenConfig, progress: &GenProgress) -> Result<Vec<GenFil
                 if r.is_err() {
                     failed.store(true, Ordering::Relaxed);
                 }
-                results.lock().expect("not poisoned").push(r);
+                results
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(r);
             });
         }
     });
     let mut files = Vec::new();
-    for r in results.into_inner().expect("not poisoned") {
+    for r in results.into_inner().unwrap_or_else(PoisonError::into_inner) {
         files.push(r?);
     }
     files.sort_by(|a, b| (&a.table, a.part).cmp(&(&b.table, b.part)));

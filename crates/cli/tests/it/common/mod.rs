@@ -4,4 +4,5 @@
 //! submodules it needs; unused helpers must not warn in the others.
 #![allow(dead_code)]
 
+pub mod argv;
 pub mod pg;

@@ -37,7 +37,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::OnceLock;
+use std::sync::{OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Name of the cluster's superuser (created by `initdb -U`).
@@ -189,7 +189,7 @@ impl PgCluster {
     /// Serialises the tests that measure on [`PgCluster::private`].
     pub fn private_lock() -> std::sync::MutexGuard<'static, ()> {
         static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        LOCK.lock().unwrap_or_else(|e| e.into_inner())
+        LOCK.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// libpq-style URI for database `db` with the right password, e.g.

@@ -12,7 +12,7 @@ pub mod snapshot;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant};
 
@@ -153,7 +153,7 @@ impl SessionProbe {
     fn slot(&self, session: u32) -> Option<std::sync::MutexGuard<'_, StatusSlot>> {
         self.status
             .get(session as usize)
-            .map(|m| m.lock().unwrap_or_else(|e| e.into_inner()))
+            .map(|m| m.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// Notes the connection's own counters when session `i` starts its loop: what they grow by
@@ -196,7 +196,7 @@ impl SessionProbe {
     fn totals(&self) -> BTreeMap<String, f64> {
         let mut out = BTreeMap::new();
         for m in &self.status {
-            let slot = m.lock().unwrap_or_else(|e| e.into_inner());
+            let slot = m.lock().unwrap_or_else(PoisonError::into_inner);
             for (name, v) in slot.carried.iter().chain(slot.current.iter()) {
                 *out.entry(name.to_string()).or_insert(0.0) += *v as f64;
             }

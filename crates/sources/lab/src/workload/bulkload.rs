@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use dbscope_core::counters::{Column, Counter, CounterSection, CounterTable, CounterValue};
 use dbscope_core::{NameId, Recorder};
@@ -206,7 +206,10 @@ impl Workload for BulkloadWorkload {
                         self.columns()
                     ))?;
                 }
-                *self.tablespace.lock().unwrap_or_else(|e| e.into_inner()) = ts;
+                *self
+                    .tablespace
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = ts;
             }
             Dialect::Sqlite => {
                 let prefix = place::sqlite_attach(s.as_mut(), &self.cfg.place, t)?;
@@ -234,7 +237,7 @@ impl Workload for BulkloadWorkload {
             tablespace: self
                 .tablespace
                 .lock()
-                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or_else(PoisonError::into_inner)
                 .clone(),
             shared: self.shared.clone(),
             prefix: String::new(),
@@ -245,7 +248,7 @@ impl Workload for BulkloadWorkload {
     }
 
     fn counters(&self) -> Option<CounterSection> {
-        let sh = self.shared.0.lock().unwrap_or_else(|e| e.into_inner());
+        let sh = self.shared.0.lock().unwrap_or_else(PoisonError::into_inner);
         let mb = |rows: u64| rows as f64 * self.cfg.row_bytes as f64 / 1e6;
         let rows = sh
             .steps
@@ -328,7 +331,7 @@ impl BulkSession {
         }
         self.arrived = true;
         let (m, cv) = &*self.shared;
-        let mut sh = m.lock().unwrap_or_else(|e| e.into_inner());
+        let mut sh = m.lock().unwrap_or_else(PoisonError::into_inner);
         sh.arrived += 1;
         sh.loaded += rows;
         cv.notify_all();
@@ -484,15 +487,9 @@ impl SessionWork for BulkSession {
         self.done = true;
         let (load, g1, g2) = self.names;
         let t0 = rec.now();
-        let result = self.load(sess);
-        let t1 = rec.now();
-        let loaded = match result {
-            Ok(n) => {
-                rec.ok(load, t0, t1, n);
-                n
-            }
+        let loaded = match super::timed(rec, load, t0, || self.load(sess), |&n| Ok(n)).0 {
+            Ok(n) => n,
             Err(e) => {
-                rec.error(load, t0, t1, &e.class);
                 self.arrive(0);
                 return Err(e);
             }
@@ -503,9 +500,9 @@ impl SessionWork for BulkSession {
         }
         // Session 0 waits for every load, records the parallel load's span, then aggregates.
         let (m, cv) = &*self.shared;
-        let mut sh = m.lock().unwrap_or_else(|e| e.into_inner());
+        let mut sh = m.lock().unwrap_or_else(PoisonError::into_inner);
         while sh.arrived < self.cfg.sessions {
-            sh = cv.wait(sh).unwrap_or_else(|e| e.into_inner());
+            sh = cv.wait(sh).unwrap_or_else(PoisonError::into_inner);
         }
         let all_loaded = sh.loaded;
         let load_end = rec.now();
@@ -525,12 +522,11 @@ impl SessionWork for BulkSession {
         }
         for (i, name) in [g1, g2].into_iter().enumerate() {
             let a = rec.now();
-            let result = self.group_by(sess);
-            let b = rec.now();
+            let (result, b) =
+                super::timed(rec, name, a, || self.group_by(sess), |&groups| Ok(groups));
             match result {
                 Ok(groups) => {
-                    rec.ok(name, a, b, groups);
-                    let mut sh = m.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut sh = m.lock().unwrap_or_else(PoisonError::into_inner);
                     sh.steps.push(StepResult {
                         step: format!("group by #{}", i + 1),
                         rows: all_loaded,
@@ -539,8 +535,8 @@ impl SessionWork for BulkSession {
                     sh.checked = Some(format!("ok: {groups} groups, counts sum to {all_loaded}"));
                 }
                 Err(e) => {
-                    rec.error(name, a, b, &e.class);
-                    m.lock().unwrap_or_else(|e| e.into_inner()).checked = Some(e.message.clone());
+                    m.lock().unwrap_or_else(PoisonError::into_inner).checked =
+                        Some(e.message.clone());
                     return Err(e);
                 }
             }

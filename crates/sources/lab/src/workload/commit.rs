@@ -166,25 +166,10 @@ impl SessionWork for CommitSession {
         // `t` is the client's clock in µs since the origin: cheap, and the same on every target.
         let params = [Param::Int((t0 / 1000) as i64), Param::Int(key)];
         // The update event includes BEGIN (a round trip on PostgreSQL; pgbench's script pays it too).
-        let result = sess.begin().and_then(|()| sess.execute(stmt, &params));
-        let t1 = rec.now();
-        match result {
-            Ok(rows) => rec.ok(update, t0, t1, rows),
-            Err(e) => {
-                rec.error(update, t0, t1, &e.class);
-                return Err(e);
-            }
-        }
-        let result = sess.commit();
-        let t2 = rec.now();
-        match result {
-            Ok(()) => rec.ok(commit, t1, t2, 0),
-            Err(e) => {
-                rec.error(commit, t1, t2, &e.class);
-                return Err(e);
-            }
-        }
-        Ok(())
+        let begin_update = || sess.begin().and_then(|()| sess.execute(stmt, &params));
+        let (result, t1) = super::timed(rec, update, t0, begin_update, |&rows| Ok(rows));
+        result?;
+        super::timed(rec, commit, t1, || sess.commit(), |()| Ok(0)).0
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 
 use dbscope_core::counters::{Counter, CounterSection, CounterValue};
 use dbscope_core::{NameId, Recorder};
@@ -149,11 +149,17 @@ impl LookupWorkload {
     }
 
     fn note(&self, s: String) {
-        self.notes.lock().unwrap_or_else(|e| e.into_inner()).push(s);
+        self.notes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(s);
     }
 
     fn notes(&self) -> Vec<String> {
-        self.notes.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.notes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     fn pad_len(&self) -> usize {
@@ -218,7 +224,7 @@ impl LookupWorkload {
             }
             // Hint bits and the visibility map set now, so the lookups do not write.
             s.batch(&format!("VACUUM ANALYZE {t}"))?;
-            *self.fill_s.lock().unwrap_or_else(|e| e.into_inner()) =
+            *self.fill_s.lock().unwrap_or_else(PoisonError::into_inner) =
                 Some(started.elapsed().as_secs_f64());
             self.note(format!(
                 "table {t} created and filled by COPY ({}){}",
@@ -366,7 +372,7 @@ impl LookupWorkload {
                 let _ = s.rollback();
                 return Err(e);
             }
-            *self.fill_s.lock().unwrap_or_else(|e| e.into_inner()) =
+            *self.fill_s.lock().unwrap_or_else(PoisonError::into_inner) =
                 Some(started.elapsed().as_secs_f64());
             self.note(format!(
                 "table {t} created and filled in one transaction ({})",
@@ -501,7 +507,7 @@ impl Workload for LookupWorkload {
                 "",
             ),
         ];
-        if let Some(s) = *self.fill_s.lock().unwrap_or_else(|e| e.into_inner()) {
+        if let Some(s) = *self.fill_s.lock().unwrap_or_else(PoisonError::into_inner) {
             counters
                 .push(Counter::new("fill_s", "fill time", CounterValue::Float(s), "s").decimals(3));
             counters.push(
@@ -577,31 +583,22 @@ impl SessionWork for LookupSession {
             None => self.rng.random_range(1..=self.rows),
         };
         let t0 = rec.now();
-        let result = sess.execute(stmt, &[Param::Int(key as i64)]);
-        let t1 = rec.now();
-        match result {
-            Ok(1) => {
-                rec.ok(self.name, t0, t1, 1);
-                Ok(())
-            }
-            Ok(n) => {
-                let class = "check:lookup-rows";
-                rec.error(self.name, t0, t1, class);
-                Err(TargetError {
-                    class: class.into(),
-                    message: format!(
-                        "key {key} returned {n} rows from {} (expected exactly 1: was the table \
-                         changed outside dbscope?)",
-                        self.table
-                    ),
-                    connection_lost: false,
-                })
-            }
-            Err(e) => {
-                rec.error(self.name, t0, t1, &e.class);
-                Err(e)
-            }
-        }
+        let lookup = || sess.execute(stmt, &[Param::Int(key as i64)]);
+        let one_row = |&n: &u64| match n {
+            1 => Ok(1),
+            n => Err(TargetError {
+                class: "check:lookup-rows".into(),
+                message: format!(
+                    "key {key} returned {n} rows from {} (expected exactly 1: was the table \
+                     changed outside dbscope?)",
+                    self.table
+                ),
+                connection_lost: false,
+            }),
+        };
+        super::timed(rec, self.name, t0, lookup, one_row)
+            .0
+            .map(|_| ())
     }
 }
 

@@ -53,6 +53,32 @@ pub trait SessionWork: Send {
     }
 }
 
+/// Runs `op` as event `name` of the session and records it: from `start` (ns on the run clock:
+/// `rec.now()` just before, or the end of the event just before for back-to-back events) until
+/// `op` returns, ok with the rows `rows` counts from its value, or failed with the error's class.
+/// `rows` may refuse the value (a wrong answer): the event fails with that error's class, and the
+/// check is not in its time. Returns the result and the event's end.
+pub(crate) fn timed<T>(
+    rec: &mut Recorder,
+    name: dbscope_core::NameId,
+    start: u64,
+    op: impl FnOnce() -> TargetResult<T>,
+    rows: impl FnOnce(&T) -> TargetResult<u64>,
+) -> (TargetResult<T>, u64) {
+    let result = op();
+    let end = rec.now();
+    match result.and_then(|v| rows(&v).map(|n| (v, n))) {
+        Ok((v, n)) => {
+            rec.ok(name, start, end, n);
+            (Ok(v), end)
+        }
+        Err(e) => {
+            rec.error(name, start, end, &e.class);
+            (Err(e), end)
+        }
+    }
+}
+
 /// Checks a table name: plain lower-case SQL identifier, so it can be spliced into statements.
 pub fn check_identifier(name: &str) -> Result<(), Error> {
     let mut chars = name.chars();
@@ -68,5 +94,66 @@ pub fn check_identifier(name: &str) -> Result<(), Error> {
         Err(Error::Config(format!(
             "table name {name:?} must be a lower-case identifier (letters, digits, '_'; at most 63)"
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use dbscope_core::manifest::{Manifest, WorkloadInfo};
+    use dbscope_core::{Pumped, Recording};
+
+    use super::*;
+
+    fn failed(class: &str) -> TargetError {
+        TargetError {
+            class: class.into(),
+            message: "no".into(),
+            connection_lost: false,
+        }
+    }
+
+    #[test]
+    fn timed_records_the_rows_the_error_class_or_the_refusal() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = Manifest::new("w", WorkloadInfo::default(), 1);
+        let mut recording = Recording::begin(&dir.path().join("run"), manifest).unwrap();
+        let clock = recording.start_clock().unwrap();
+        let (sessions, batches) = recording.sessions(&clock, 0, 4);
+        let mut rec = sessions.recorder(0);
+        drop(sessions);
+        let op = rec.name("op");
+        let t0 = rec.now();
+        let (r, t1) = timed(&mut rec, op, t0, || Ok(7u64), |&n| Ok(n * 2));
+        assert_eq!(r.unwrap(), 7, "the value is handed back");
+        let (r, t2) = timed(
+            &mut rec,
+            op,
+            t1,
+            || Err(failed("pg:40001")),
+            |&n: &u64| Ok(n),
+        );
+        assert_eq!(r.unwrap_err().class, "pg:40001");
+        let (r, t3) = timed(&mut rec, op, t2, || Ok(3u64), |_| Err(failed("check:rows")));
+        assert_eq!(r.unwrap_err().class, "check:rows", "a refused value fails");
+        let (lost, refused) = (rec.outcome("pg:40001"), rec.outcome("check:rows"));
+        drop(rec);
+        let mut events = Vec::new();
+        recording.pump(batches, Duration::from_millis(10), |p| {
+            if let Pumped::Batch(b) = p {
+                events.extend_from_slice(b);
+            }
+        });
+        let got: Vec<_> = events
+            .iter()
+            .map(|e| (e.outcome, e.rows, e.start_ns, e.start_ns + e.duration_ns))
+            .collect();
+        assert_eq!(
+            got,
+            [(0, 14, t0, t1), (lost, 0, t1, t2), (refused, 0, t2, t3)]
+        );
+        assert!(events.iter().all(|e| e.name == op));
+        assert!(t0 <= t1 && t1 <= t2 && t2 <= t3);
     }
 }

@@ -8,7 +8,7 @@ use std::fs::File;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 use crate::error::Q1Error;
@@ -204,14 +204,21 @@ pub fn run_splits(
         // The reducer: this thread.
         reduce(rx, progress, &clock)
     });
-    if let Some((_, e)) = shared.first_error.into_inner().expect("not poisoned") {
+    if let Some((_, e)) = shared
+        .first_error
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner)
+    {
         return Err(e);
     }
     let finish_start = clock.ns();
     let answer = groups.into_answer();
     let finish_end = clock.ns();
     progress.done.store(true, Ordering::Relaxed);
-    let mut map = shared.map_times.into_inner().expect("not poisoned");
+    let mut map = shared
+        .map_times
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
     map.sort_by_key(|t| t.split);
     Ok(Q1Output {
         answer,
@@ -336,7 +343,7 @@ impl Mapper<'_> {
                 self.shared
                     .map_times
                     .lock()
-                    .expect("not poisoned")
+                    .unwrap_or_else(PoisonError::into_inner)
                     .push(MapTiming {
                         mapper: self.id,
                         split: i,
@@ -358,7 +365,11 @@ impl Mapper<'_> {
     /// Keeps the error of split `i` if it is the earliest bad line in input order so far, whichever
     /// mapper saw it.
     fn keep_earliest_error(&self, i: usize, e: Q1Error) {
-        let mut slot = self.shared.first_error.lock().expect("not poisoned");
+        let mut slot = self
+            .shared
+            .first_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let earlier = match slot.as_ref() {
             Some((j, _)) => i < *j,
             None => true,

@@ -6,7 +6,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use dbscope_tpch::q1::Q1Answer;
@@ -405,7 +405,7 @@ pub fn load_timed(
         clock,
         &timings,
     );
-    let mut t = timings.into_inner().expect("not poisoned");
+    let mut t = timings.into_inner().unwrap_or_else(PoisonError::into_inner);
     t.sort_by_key(|f| (f.start_ns, f.file));
     (t, r)
 }
@@ -441,16 +441,19 @@ fn load_inner(
             }
             Ok::<(), LoadError>(())
         })();
-        timings.lock().expect("not poisoned").push(FileLoaded {
-            file: usize::MAX,
-            session: 0,
-            start_ns,
-            end_ns: clock.now_ns(),
-            rows: 0,
-            bytes: 0,
-            error: created.as_ref().err().map(|e| e.to_string()),
-            chunks: Vec::new(),
-        });
+        timings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(FileLoaded {
+                file: usize::MAX,
+                session: 0,
+                start_ns,
+                end_ns: clock.now_ns(),
+                rows: 0,
+                bytes: 0,
+                error: created.as_ref().err().map(|e| e.to_string()),
+                chunks: Vec::new(),
+            });
         created?;
     }
     let workers = match dialect {
@@ -467,7 +470,10 @@ fn load_inner(
             scope.spawn(move || {
                 let fail = |e: LoadError| {
                     failed.store(true, Ordering::Relaxed);
-                    first_error.lock().expect("not poisoned").get_or_insert(e);
+                    first_error
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .get_or_insert(e);
                 };
                 let mut sess = match target.connect() {
                     Ok(s) => s,
@@ -487,33 +493,39 @@ fn load_inner(
                         Dialect::Postgres => copy_file(sess.as_mut(), f, progress, &mut chunks),
                         _ => load_file(sess.as_mut(), f, commit_every, progress, &mut chunks),
                     };
-                    timings.lock().expect("not poisoned").push(FileLoaded {
-                        file: i,
-                        session: worker as u32,
-                        start_ns,
-                        end_ns: clock.now_ns(),
-                        rows: *loaded.as_ref().unwrap_or(&0),
-                        bytes: std::fs::metadata(&f.path).map_or(0, |m| m.len()),
-                        error: loaded.as_ref().err().map(|e| e.to_string()),
-                        // A failed file's chunks were rolled back: only its event remains.
-                        chunks: if loaded.is_ok() {
-                            chunks.list
-                        } else {
-                            Vec::new()
-                        },
-                    });
+                    timings
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(FileLoaded {
+                            file: i,
+                            session: worker as u32,
+                            start_ns,
+                            end_ns: clock.now_ns(),
+                            rows: *loaded.as_ref().unwrap_or(&0),
+                            bytes: std::fs::metadata(&f.path).map_or(0, |m| m.len()),
+                            error: loaded.as_ref().err().map(|e| e.to_string()),
+                            // A failed file's chunks were rolled back: only its event remains.
+                            chunks: if loaded.is_ok() {
+                                chunks.list
+                            } else {
+                                Vec::new()
+                            },
+                        });
                     match loaded {
-                        Ok(n) => rows.lock().expect("not poisoned")[i] = n,
+                        Ok(n) => rows.lock().unwrap_or_else(PoisonError::into_inner)[i] = n,
                         Err(e) => return fail(e),
                     }
                 }
             });
         }
     });
-    if let Some(e) = first_error.into_inner().expect("not poisoned") {
+    if let Some(e) = first_error
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner)
+    {
         return Err(e);
     }
-    let rows = rows.into_inner().expect("not poisoned");
+    let rows = rows.into_inner().unwrap_or_else(PoisonError::into_inner);
     let mut summary = LoadSummary::default();
     for t in &tables {
         let n = files

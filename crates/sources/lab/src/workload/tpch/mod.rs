@@ -350,30 +350,20 @@ impl SessionWork for Q1Session {
 
     fn step(&mut self, sess: &mut dyn Session, rec: &mut Recorder) -> Result<(), TargetError> {
         let t0 = rec.now();
-        let result = sess.query_rows(&self.sql, &[]);
-        let t1 = rec.now();
-        match result {
-            Ok(rows) => match values_from_rows(&rows)
+        let query = || sess.query_rows(&self.sql, &[]);
+        let checked = |rows: &Vec<Vec<Option<String>>>| {
+            values_from_rows(rows)
                 .and_then(|values| check_values(&values, &self.reference, self.tol))
-            {
-                Ok(()) => {
-                    rec.ok(self.name, t0, t1, rows.len() as u64);
-                    Ok(())
-                }
-                Err(m) => {
-                    rec.error(self.name, t0, t1, "tpch:mismatch");
-                    Err(TargetError {
-                        class: "tpch:mismatch".into(),
-                        message: m,
-                        connection_lost: false,
-                    })
-                }
-            },
-            Err(e) => {
-                rec.error(self.name, t0, t1, &e.class);
-                Err(e)
-            }
-        }
+                .map(|()| rows.len() as u64)
+                .map_err(|m| TargetError {
+                    class: "tpch:mismatch".into(),
+                    message: m,
+                    connection_lost: false,
+                })
+        };
+        super::timed(rec, self.name, t0, query, checked)
+            .0
+            .map(|_| ())
     }
 }
 

@@ -1,0 +1,67 @@
+//! The target checked before a replay starts: every table the capture's statements use is there.
+
+use std::collections::HashSet;
+
+use dbscope_core::redact::redact;
+
+use super::plan::{not_replayed, Plan};
+use super::{connect_with, ReplayCall, ReplayConfig};
+use crate::fingerprint::class;
+use crate::CaptureError;
+
+/// Fails before starting when the target lacks tables the capture's statements use: every
+/// distinct statement is prepared (`PREPARE`, which checks the names without running anything)
+/// and the missing relations are named.
+pub(super) fn check_target(cfg: &ReplayConfig, plan: &Plan) -> Result<(), CaptureError> {
+    let (mut conn, _) = connect_with(&cfg.target, "dbscope-replay/check", None).map_err(|why| {
+        CaptureError::Config(format!("cannot connect to {}: {why}", redact(&cfg.target)))
+    })?;
+    let mut seen = HashSet::new();
+    let mut missing = Vec::new();
+    for c in plan.sessions.iter().flat_map(|s| s.calls.iter()) {
+        if not_replayed(c).is_some()
+            || !matches!(class(&c.sql), "read" | "write")
+            || !seen.insert(c.sql.as_str())
+            || seen.len() > 2000
+        {
+            continue;
+        }
+        // One statement only: a multi-statement string cannot be prepared.
+        let body = c.sql.trim().trim_end_matches(';');
+        if body.contains(';') {
+            continue;
+        }
+        let answer = conn.replay_call(&ReplayCall::Simple(&format!(
+            "PREPARE dbscope_replay_check AS {body}"
+        )));
+        match answer {
+            Ok(a) => match a.error {
+                Some((code, message)) if code == "42P01" => {
+                    if !missing.contains(&message) {
+                        missing.push(message);
+                    }
+                }
+                Some(_) => {}
+                None => {
+                    let _ =
+                        conn.replay_call(&ReplayCall::Simple("DEALLOCATE dbscope_replay_check"));
+                }
+            },
+            Err(e) => {
+                return Err(CaptureError::Config(format!(
+                    "checking the target failed: {e}"
+                )))
+            }
+        }
+    }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(CaptureError::Config(format!(
+            "the target {} lacks tables the capture uses: {} (reset it to a restore point taken \
+             before the capture: --restore NAME)",
+            redact(&cfg.target),
+            missing.join("; ")
+        )))
+    }
+}

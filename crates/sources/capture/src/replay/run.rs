@@ -1,0 +1,158 @@
+//! The replay as a run: a thread per captured session, the divergence file and counters written.
+//!
+//! The plan is loaded and the target checked first; the manifest says how it ended.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dbscope_core::manifest::{Manifest, Outcome, RunnerInfo, TargetInfo, WorkloadInfo};
+use dbscope_core::redact::redact;
+use dbscope_core::{Recording, StopSignal};
+use serde_json::json;
+
+use super::check::check_target;
+use super::order::CommitOrder;
+use super::plan::load;
+use super::session::{replay_session, Ctx};
+use super::tally::{section, Tally};
+use super::{ReplayConfig, ReplaySummary, Speed, DIVERGENCE_FILE};
+use crate::CaptureError;
+
+/// Runs the replay. `progress` is called about every second with (calls replayed so far is not
+/// known here; elapsed seconds).
+pub fn run(
+    cfg: &ReplayConfig,
+    stop: &Arc<StopSignal>,
+    mut progress: impl FnMut(Duration),
+) -> Result<ReplaySummary, CaptureError> {
+    let plan = load(&cfg.capture)?;
+    if plan.sessions.is_empty() {
+        return Err(CaptureError::Config(format!(
+            "{}: the capture holds no calls",
+            cfg.capture.display()
+        )));
+    }
+    check_target(cfg, &plan)?;
+    let mut params = BTreeMap::new();
+    params.insert(
+        "capture".to_string(),
+        json!(cfg.capture.display().to_string()),
+    );
+    params.insert(
+        "speed".to_string(),
+        match cfg.speed {
+            Speed::Max => json!("max"),
+            Speed::Factor(f) => json!(f),
+        },
+    );
+    params.insert(
+        "sync".to_string(),
+        json!(if cfg.sync_commit { "commit" } else { "none" }),
+    );
+    if cfg.sync_commit {
+        params.insert(
+            "sync_slack_us".to_string(),
+            json!(cfg.sync_slack.as_micros() as u64),
+        );
+    }
+    if let Some(rp) = &cfg.restored_from {
+        params.insert("restore_point".to_string(), json!(rp));
+    }
+    let mut manifest = Manifest::new(
+        "replay",
+        WorkloadInfo {
+            name: "pg-replay".into(),
+            params,
+        },
+        0,
+    );
+    manifest.command_line = cfg.command_line.clone();
+    manifest.target = Some(TargetInfo {
+        kind: "postgres".into(),
+        location: redact(&cfg.target),
+        ..TargetInfo::default()
+    });
+    manifest.runner = Some(RunnerInfo {
+        sessions: plan.sessions.len() as u32,
+        ..RunnerInfo::default()
+    });
+    let mut rec = Recording::begin(&cfg.out, manifest)?;
+    let clock = rec.start_clock()?;
+    let (sessions, batches) = rec.sessions(&clock, 0, 256);
+    let order = CommitOrder::new(plan.commits.len());
+    let ctx = Ctx {
+        cfg,
+        plan: &plan,
+        t0: clock.now_ns() + 20_000_000,
+        clock: clock.clone(),
+        order: &order,
+        stop,
+    };
+    let started = Instant::now();
+    let mut tally = Tally::default();
+    let write_error = std::thread::scope(|scope| {
+        let handles: Vec<_> = plan
+            .sessions
+            .iter()
+            .map(|s| {
+                let rec = sessions.recorder(s.id);
+                let ctx = &ctx;
+                scope.spawn(move || replay_session(s, ctx, rec))
+            })
+            .collect();
+        drop(sessions);
+        let mut last = Instant::now();
+        let err = rec.pump(batches, Duration::from_millis(200), |_| {
+            if last.elapsed() >= Duration::from_secs(1) {
+                progress(started.elapsed());
+                last = Instant::now();
+            }
+        });
+        for h in handles {
+            match h.join() {
+                Ok(t) => tally.merge(t),
+                Err(_) => stop.fail("a replay session failed (a bug)".into()),
+            }
+        }
+        err
+    });
+    let replay_ns = clock.now_ns().saturating_sub(ctx.t0);
+    let path = cfg.out.join(DIVERGENCE_FILE);
+    let mut text = String::new();
+    for d in &tally.divergences {
+        text.push_str(&d.to_string());
+        text.push('\n');
+    }
+    std::fs::File::create(&path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .map_err(|e| CaptureError::io(&path, e))?;
+    let summary = ReplaySummary {
+        dir: cfg.out.clone(),
+        replayed: tally.replayed,
+        not_replayed: tally.not_replayed.values().sum(),
+        diverged: tally.diverged.values().sum(),
+        capture_s: plan.span_ns as f64 / 1e9,
+        replay_s: replay_ns as f64 / 1e9,
+    };
+    rec.write_counters(section(&tally, &plan, &summary, cfg))?;
+    let (outcome, detail) = match (write_error, stop.outcome()) {
+        (Some(why), _) => (Outcome::Failed, Some(why)),
+        (None, o) => o,
+    };
+    let outcome = match (outcome, tally.connect_errors.first()) {
+        (Outcome::Complete, Some(_)) if tally.replayed == 0 => Outcome::Failed,
+        (o, _) => o,
+    };
+    let detail =
+        detail.or_else(|| (outcome == Outcome::Failed).then(|| tally.connect_errors.join("; ")));
+    rec.finish(outcome, detail.clone())?;
+    if outcome == Outcome::Failed {
+        return Err(CaptureError::Failed {
+            dir: cfg.out.clone(),
+            why: detail.unwrap_or_default(),
+        });
+    }
+    Ok(summary)
+}
