@@ -170,7 +170,6 @@ pub fn cmd_sweep(a: SweepArgs) -> Result<u8, Exit> {
             run.sessions = n;
             run.out = Some(dir.clone());
             run.quiet = true;
-            run.silent = true;
             if !a.json {
                 eprintln!(
                     "dbscope: sweep: {n} session(s), repeat {k}: {}",
@@ -179,7 +178,9 @@ pub fn cmd_sweep(a: SweepArgs) -> Result<u8, Exit> {
             }
             let t0 = clock.now_ns();
             let started = Instant::now();
-            let code = crate::cmd_run::cmd_run(run).map_err(|Exit(c, e)| {
+            let code = crate::cmd_run::plan::build(&run)
+                .and_then(|p| crate::cmd_run::run(&p, crate::cmd_run::Show::Silent));
+            let code = code.map_err(|Exit(c, e)| {
                 Exit(
                     c,
                     e.context(format!("sweep point {n} session(s), repeat {k}")),

@@ -4,6 +4,7 @@
 pub mod error;
 pub mod observe;
 pub mod pace;
+pub mod plan;
 pub mod runner;
 pub mod workload;
 

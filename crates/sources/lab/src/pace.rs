@@ -30,9 +30,10 @@ impl FromStr for Arrival {
         match s {
             "constant" => Ok(Arrival::Constant),
             "poisson" => Ok(Arrival::Poisson),
-            _ => Err(Error::Config(format!(
-                "--arrival {s:?}: expected `constant` or `poisson`"
-            ))),
+            _ => Err(Error::invalid(
+                "arrival",
+                format!("{s:?}: expected `constant` or `poisson`"),
+            )),
         }
     }
 }
@@ -69,10 +70,10 @@ impl Pacing {
             )));
         }
         if self.rate > 1e9 {
-            return Err(Error::Config(format!(
-                "--rate {}: at most 1e9 operations per second",
-                self.rate
-            )));
+            return Err(Error::invalid(
+                "rate",
+                format!("{}: at most 1e9 operations per second", self.rate),
+            ));
         }
         Ok(())
     }
@@ -94,9 +95,10 @@ pub fn parse_rate(s: &str) -> Result<(f64, bool), Error> {
         None => (s, false),
     };
     let rate: f64 = num.trim().parse().map_err(|_| {
-        Error::Config(format!(
-            "--rate {s:?}: expected operations per second, e.g. 2000 (in total) or 500/session"
-        ))
+        Error::invalid(
+            "rate",
+            format!("{s:?}: expected operations per second, e.g. 2000 (in total) or 500/session"),
+        )
     })?;
     Ok((rate, per_session))
 }
