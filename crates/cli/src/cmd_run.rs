@@ -1,45 +1,53 @@
 //! `dbscope run WORKLOAD`: a workload against a target, recorded as a run. The arguments become
-//! a run plan in [`plan`]; [`run`] runs a plan (also each point of `sweep`).
+//! a run plan in [`plan`]; [`run`] runs a plan, [`run_point`] one of `sweep`'s.
 
 pub mod plan;
 
 use anyhow::Context;
+use dbscope_core::Outcome;
 use dbscope_db::open_target;
 use dbscope_lab::plan::{RunPlan, WorkloadPlan};
-use dbscope_lab::runner::{self, Progress, RunSpec};
+use dbscope_lab::runner::{self, Progress, RunResult, RunSpec};
 
 use crate::args::RunArgs;
-use crate::cmd_run::plan::lab_error;
 use crate::common::{
     finish_run, redacted_command_line, run_progress_bar, show_run_progress, stop_on_ctrl_c,
 };
 use crate::exit::{Exit, EXIT_USAGE};
-
-/// What a run prints: progress and the report (`Show::Report`), only the run directory
-/// (`--quiet`), or nothing (a `sweep` point; the sweep reads the run).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Show {
-    /// Progress display and the report at the end.
-    Report,
-    /// No progress display and no report; only the run directory.
-    Quiet,
-    /// Nothing at the end.
-    Silent,
-}
+use plan::lab_error;
 
 pub fn cmd_run(a: RunArgs) -> Result<u8, Exit> {
-    let plan = crate::cmd_run::plan::build(&a)?;
-    run(
-        &plan,
-        match a.quiet {
-            true => Show::Quiet,
-            false => Show::Report,
-        },
-    )
+    let plan = plan::build(&a)?;
+    run(&plan, a.quiet)
 }
 
-/// Runs `plan`; the exit code of its outcome.
-pub fn run(plan: &RunPlan, show: Show) -> Result<u8, Exit> {
+/// Runs `plan` and says how it went (`quiet`: no progress display and no report, only the run
+/// directory); the exit code of its outcome.
+pub fn run(plan: &RunPlan, quiet: bool) -> Result<u8, Exit> {
+    in_run_dir(plan, |spec| {
+        if let WorkloadPlan::Events(e) = &plan.workload {
+            return crate::cmd_events::run_events(plan, e, spec, quiet);
+        }
+        let result = record(plan, spec, quiet)?;
+        finish_run(
+            &result.dir,
+            result.outcome,
+            result.detail.as_deref(),
+            result.events,
+            Some(result.errors),
+            quiet,
+        )
+    })
+}
+
+/// Runs `plan` as a point of a sweep, which reads the run: nothing printed; how it ended.
+pub fn run_point(plan: &RunPlan) -> Result<Outcome, Exit> {
+    in_run_dir(plan, |spec| Ok(record(plan, spec, true)?.outcome))
+}
+
+/// `f` with the plan's target string, in the plan's run directory: created first for a SQLite
+/// file in it, and removed again when `f` fails before anything was recorded.
+fn in_run_dir<T>(plan: &RunPlan, f: impl FnOnce(&str) -> Result<T, Exit>) -> Result<T, Exit> {
     let out = &plan.out;
     let created_out = !out.exists();
     let spec = plan.target_spec();
@@ -47,7 +55,7 @@ pub fn run(plan: &RunPlan, show: Show) -> Result<u8, Exit> {
         std::fs::create_dir_all(out)
             .with_context(|| format!("cannot create run directory {}", out.display()))?;
     }
-    let result = run_with(plan, &spec, show);
+    let result = f(&spec);
     if result.is_err() && created_out {
         // Nothing was recorded (the run never started): leave no empty run directory behind.
         if !out.join(dbscope_core::run::MANIFEST_FILE).exists() {
@@ -57,15 +65,12 @@ pub fn run(plan: &RunPlan, show: Show) -> Result<u8, Exit> {
     result
 }
 
-fn run_with(plan: &RunPlan, spec: &str, show: Show) -> Result<u8, Exit> {
-    if let WorkloadPlan::Events(e) = &plan.workload {
-        return crate::cmd_events::run_events(plan, e, spec, show != Show::Report);
-    }
+/// Runs a plan's workload (not `events`: see `cmd_events`) against the target `spec`.
+fn record(plan: &RunPlan, spec: &str, quiet: bool) -> Result<RunResult, Exit> {
     let config = plan.run_config().map_err(lab_error)?;
     let target = open_target(spec, &plan.target.settings)?;
     let workload = plan.workload(target.dialect()).map_err(lab_error)?;
 
-    let quiet = show != Show::Report;
     let stop = stop_on_ctrl_c();
     let bar = run_progress_bar(quiet);
     let mut on_progress = |p: &Progress| show_run_progress(&bar, p, p.headline);
@@ -86,17 +91,5 @@ fn run_with(plan: &RunPlan, spec: &str, show: Show) -> Result<u8, Exit> {
         bar.finish_and_clear();
     }
     // Errors here happen before the first operation (target, setup, run directory): bad input.
-    let result = result.map_err(|e: dbscope_lab::Error| Exit(EXIT_USAGE, lab_error(e)))?;
-    if show == Show::Silent {
-        return Ok(crate::common::outcome_code(result.outcome));
-    }
-
-    finish_run(
-        &result.dir,
-        result.outcome,
-        result.detail.as_deref(),
-        result.events,
-        Some(result.errors),
-        quiet,
-    )
+    result.map_err(|e: dbscope_lab::Error| Exit(EXIT_USAGE, lab_error(e)))
 }
