@@ -5,10 +5,9 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::anyhow;
 use dbscope_core::{CounterValue, RunDir};
-use dbscope_db::{open_target, Dialect};
-use dbscope_lab::plan::{EventsPlan, RunPlan};
+use dbscope_db::open_target;
+use dbscope_lab::plan::{strategies_left_out, EventsPlan, RunPlan};
 use dbscope_lab::runner::{self, Progress, RunConfig, RunSpec};
 use dbscope_lab::workload::events::{EventsConfig, EventsWorkload, Strategy};
 
@@ -27,42 +26,9 @@ pub fn run_events(plan: &RunPlan, e: &EventsPlan, spec: &str, quiet: bool) -> Re
     let rate = e.rate;
     let arrival = e.arrival;
     let iterations = e.strategy.is_none();
-    let strategies: Vec<Strategy> = match e.strategy {
-        None => Strategy::ALL
-            .into_iter()
-            .filter(|s| supported(*s, dialect).is_ok())
-            .collect(),
-        Some(s) => {
-            supported(s, dialect).map_err(|why| anyhow!("--strategy {}: {why}", s.as_str()))?;
-            vec![s]
-        }
-    };
-    if e.preallocate > 0
-        && (dialect != Dialect::Postgres || !strategies.contains(&Strategy::Partitioned))
-    {
-        return Err(anyhow!(
-            "--preallocate: space pre-allocation is done for --strategy partitioned on PostgreSQL \
-             only (SQLite and PostgreSQL's other strategies extend their files as they go)"
-        )
-        .into());
-    }
+    let strategies = e.strategies(dialect).map_err(lab_error)?;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
-    let connections = match e.connections {
-        Some(0) => return Err(anyhow!("--connections must be at least 1").into()),
-        Some(n) if n > clients.max(1) => {
-            return Err(anyhow!(
-            "--connections {n} is more than --clients {clients}: a connection serves whole clients"
-        )
-            .into())
-        }
-        Some(n) => n,
-        None => match dialect {
-            Dialect::Postgres => 2 * cpus,
-            Dialect::Sqlite => 1,
-            Dialect::Null => cpus,
-        }
-        .min(clients.max(1)),
-    };
+    let connections = e.connections(dialect, cpus).map_err(lab_error)?;
     let c = &plan.config;
     let duration = c.duration.unwrap_or(Duration::from_secs(10));
     let until = c.warmup + duration;
@@ -146,31 +112,6 @@ pub fn run_events(plan: &RunPlan, e: &EventsPlan, spec: &str, quiet: bool) -> Re
         }
     }
     Ok(code)
-}
-
-/// Whether `target` can do `s`, and why not.
-fn supported(s: Strategy, dialect: Dialect) -> Result<(), &'static str> {
-    match (s, dialect) {
-        (Strategy::RowTrigger | Strategy::Staged | Strategy::Partitioned, Dialect::Null) => Err(
-            "the null target has no tables, triggers or staging tables: it would only repeat \
-             `row` or `batch`; use those to measure the harness",
-        ),
-        _ => Ok(()),
-    }
-}
-
-fn strategies_left_out(dialect: Dialect) -> Option<String> {
-    let left: Vec<&str> = Strategy::ALL
-        .into_iter()
-        .filter(|s| supported(*s, dialect).is_err())
-        .map(|s| s.as_str())
-        .collect();
-    (!left.is_empty()).then(|| {
-        format!(
-            "left out on this target: {} (no tables or triggers on the null target)",
-            left.join(", ")
-        )
-    })
 }
 
 /// One line of CERN's table, from a run's `events` counters.

@@ -18,6 +18,7 @@ pub fn flag(field: &'static str) -> String {
     match field {
         "ops_per_session" => "--ops".into(),
         "place" => "--tablespace-dir".into(),
+        "settings" => "--set".into(),
         f => format!("--{}", f.replace('_', "-")),
     }
 }

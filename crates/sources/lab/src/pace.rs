@@ -64,10 +64,13 @@ impl Pacing {
     /// Checks the rate; the message names the option.
     pub fn validate(&self) -> Result<(), Error> {
         if !(self.rate.is_finite() && self.rate > 0.0) {
-            return Err(Error::Config(format!(
-                "--rate {}: expected a rate above 0 operations per second, e.g. --rate 2000",
-                self.rate
-            )));
+            return Err(Error::invalid(
+                "rate",
+                format!(
+                    "{}: expected a rate above 0 operations per second, e.g. {{rate}} 2000",
+                    self.rate
+                ),
+            ));
         }
         if self.rate > 1e9 {
             return Err(Error::invalid(

@@ -222,6 +222,82 @@ impl RunPlan {
     }
 }
 
+impl EventsPlan {
+    /// The strategies to run on a target of `dialect`, in order: the one asked for, or (CERN's
+    /// iterations) every one the target can do; checked against `preallocate`.
+    pub fn strategies(&self, dialect: Dialect) -> Result<Vec<Strategy>, Error> {
+        let strategies = match self.strategy {
+            None => Strategy::ALL
+                .into_iter()
+                .filter(|s| supported(*s, dialect).is_ok())
+                .collect(),
+            Some(s) => {
+                supported(s, dialect)
+                    .map_err(|why| Error::invalid("strategy", format!("{}: {why}", s.as_str())))?;
+                vec![s]
+            }
+        };
+        if self.preallocate > 0
+            && (dialect != Dialect::Postgres || !strategies.contains(&Strategy::Partitioned))
+        {
+            return Err(Error::invalid(
+                "preallocate",
+                ": space pre-allocation is done for {strategy} partitioned on PostgreSQL only \
+                 (SQLite and PostgreSQL's other strategies extend their files as they go)",
+            ));
+        }
+        Ok(strategies)
+    }
+
+    /// The connections (the runner's sessions) the clients share: as asked, or by target
+    /// (PostgreSQL 2 per CPU, SQLite 1, null 1 per CPU), never more than the clients.
+    pub fn connections(&self, dialect: Dialect, cpus: u32) -> Result<u32, Error> {
+        let clients = self.clients;
+        match self.connections {
+            Some(0) => Err(Error::invalid("connections", "must be at least 1")),
+            Some(n) if n > clients.max(1) => Err(Error::invalid(
+                "connections",
+                format!(
+                    "{n} is more than {{clients}} {clients}: a connection serves whole clients"
+                ),
+            )),
+            Some(n) => Ok(n),
+            None => Ok(match dialect {
+                Dialect::Postgres => 2 * cpus,
+                Dialect::Sqlite => 1,
+                Dialect::Null => cpus,
+            }
+            .min(clients.max(1))),
+        }
+    }
+}
+
+/// Whether a target of `dialect` can do `s`, and why not.
+pub fn supported(s: Strategy, dialect: Dialect) -> Result<(), &'static str> {
+    match (s, dialect) {
+        (Strategy::RowTrigger | Strategy::Staged | Strategy::Partitioned, Dialect::Null) => Err(
+            "the null target has no tables, triggers or staging tables: it would only repeat \
+             `row` or `batch`; use those to measure the harness",
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// The strategies a target of `dialect` cannot do, said for CERN's table; `None`: none.
+pub fn strategies_left_out(dialect: Dialect) -> Option<String> {
+    let left: Vec<&str> = Strategy::ALL
+        .into_iter()
+        .filter(|s| supported(*s, dialect).is_err())
+        .map(|s| s.as_str())
+        .collect();
+    (!left.is_empty()).then(|| {
+        format!(
+            "left out on this target: {} (no tables or triggers on the null target)",
+            left.join(", ")
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -288,5 +364,52 @@ mod tests {
             e => panic!("{e}"),
         }
         assert_eq!(p.target_spec(), "sqlite:/tmp/run/dbscope.sqlite");
+    }
+
+    fn events(strategy: Option<Strategy>, connections: Option<u32>) -> EventsPlan {
+        EventsPlan {
+            clients: 4,
+            connections,
+            rate: 1000.0,
+            arrival: Arrival::Constant,
+            elements: 10,
+            payload: 16,
+            strategy,
+            batch: 5000,
+            batch_wait: Duration::from_millis(10),
+            preallocate: 0,
+            fresh: false,
+        }
+    }
+
+    #[test]
+    fn events_strategies_and_connections_by_target() {
+        let all = events(None, None);
+        assert_eq!(all.strategies(Dialect::Sqlite).unwrap().len(), 5);
+        assert_eq!(
+            all.strategies(Dialect::Null).unwrap(),
+            vec![Strategy::Row, Strategy::Batch]
+        );
+        assert!(strategies_left_out(Dialect::Null).is_some());
+        assert!(strategies_left_out(Dialect::Postgres).is_none());
+        let staged = events(Some(Strategy::Staged), None);
+        assert!(staged.strategies(Dialect::Null).is_err());
+        assert_eq!(all.connections(Dialect::Postgres, 8).unwrap(), 4);
+        assert_eq!(all.connections(Dialect::Sqlite, 8).unwrap(), 1);
+        let e = events(None, Some(5))
+            .connections(Dialect::Sqlite, 8)
+            .unwrap_err();
+        assert_eq!(
+            crate::error::as_flags(&e),
+            "--connections 5 is more than --clients 4: a connection serves whole clients"
+        );
+        let e = EventsPlan {
+            preallocate: 10,
+            ..events(Some(Strategy::Batch), None)
+        }
+        .strategies(Dialect::Postgres)
+        .unwrap_err();
+        assert!(crate::error::as_flags(&e)
+            .starts_with("--preallocate: space pre-allocation is done for --strategy partitioned"));
     }
 }

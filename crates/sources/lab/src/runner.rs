@@ -396,9 +396,13 @@ fn client_threads(cfg: &RunConfig, sessions: &mut [Box<dyn Session>]) -> Result<
     for s in sessions.iter_mut() {
         if !s.multiplex()? {
             return match cfg.threads {
-                Some(t) => Err(Error::Config(format!(
-                    "--threads {t}: this target runs every session in a thread of its own (only PostgreSQL sessions can share threads); leave --threads out"
-                ))),
+                Some(t) => Err(Error::invalid(
+                    "threads",
+                    format!(
+                        "{t}: this target runs every session in a thread of its own (only \
+                         PostgreSQL sessions can share threads); leave {{threads}} out"
+                    ),
+                )),
                 None => Ok(cfg.sessions),
             };
         }

@@ -134,22 +134,25 @@ impl BulkloadWorkload {
             ));
         }
         if cfg.into == LoadInto::Temp && cfg.sessions > 1 {
-            return Err(Error::Config(format!(
-                "--into temp with --sessions {}: a temporary table belongs to one connection on \
-                 PostgreSQL and SQLite, so other sessions cannot load into it; load it with \
-                 --sessions 1, or load in parallel with --into unlogged (one shared table, no WAL: \
-                 the closest to a global temporary table)",
-                cfg.sessions
-            )));
+            return Err(Error::invalid(
+                "into",
+                format!(
+                    "temp with {{sessions}} {}: a temporary table belongs to one connection on \
+                     PostgreSQL and SQLite, so other sessions cannot load into it; load it with \
+                     {{sessions}} 1, or load in parallel with {{into}} unlogged (one shared table, \
+                     no WAL: the closest to a global temporary table)",
+                    cfg.sessions
+                ),
+            ));
         }
         if cfg.into == LoadInto::Temp
             && dialect == Dialect::Sqlite
             && cfg.place != Placement::Default
         {
-            return Err(Error::Config(
-                "--into temp --tablespace-dir on SQLite: SQLite puts temporary tables in memory \
-                 or in SQLITE_TMPDIR (with --set temp_store=file); set SQLITE_TMPDIR=DIR instead"
-                    .into(),
+            return Err(Error::invalid(
+                "into",
+                "temp {place} on SQLite: SQLite puts temporary tables in memory or in \
+                 SQLITE_TMPDIR (with {settings} temp_store=file); set SQLITE_TMPDIR=DIR instead",
             ));
         }
         Ok(BulkloadWorkload {

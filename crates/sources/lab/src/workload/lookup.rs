@@ -127,10 +127,10 @@ impl LookupWorkload {
         if cfg.restart_cmd.is_some()
             && (cfg.cache != CacheState::Cold || dialect != Dialect::Postgres)
         {
-            return Err(Error::Config(
-                "--restart-cmd empties PostgreSQL's shared_buffers for --cache cold: it needs a \
-                 PostgreSQL target and --cache cold"
-                    .into(),
+            return Err(Error::invalid(
+                "restart_cmd",
+                "empties PostgreSQL's shared_buffers for {cache} cold: it needs a PostgreSQL \
+                 target and {cache} cold",
             ));
         }
         if !(9..=1_000_000).contains(&cfg.row_bytes) {
