@@ -1,14 +1,7 @@
-//! Options of the `lookup` and `bulkload` workloads (flattened into `dbscope run`), and turning
-//! them into the library's workload options (the run plan's part).
+//! Options of the `lookup` and `bulkload` workloads (flattened into `dbscope run`); `cmd_run::plan`
+//! turns them into the run plan's workload options.
 
 use std::path::PathBuf;
-
-use dbscope_lab::workload::bulkload::BulkloadConfig;
-use dbscope_lab::workload::lookup::LookupConfig;
-use dbscope_lab::workload::place::Placement;
-
-use crate::cmd_run::plan::lab_error;
-use crate::exit::Exit;
 
 use clap::Args;
 
@@ -57,64 +50,4 @@ pub struct LabArgs {
     /// `unlogged` (PostgreSQL UNLOGGED; SQLite journal_mode=OFF), `logged`.
     #[arg(long, default_value = "temp", value_name = "temp|unlogged|logged")]
     pub into: String,
-}
-
-/// `lookup`'s table size without --rows.
-const DEFAULT_LOOKUP_ROWS: u64 = 1_000_000;
-
-/// The `lookup` workload's options; `ops` (`--ops`) is the run's total, which the plan splits
-/// evenly over the sessions.
-pub fn lookup(
-    a: &LabArgs,
-    table: Option<&str>,
-    fresh: bool,
-    ops: Option<u64>,
-) -> Result<LookupConfig, Exit> {
-    if let (Some(ops), None) = (ops, a.rows) {
-        // 100 lookups per key of the default table is past any cache experiment: most likely
-        // --ops was meant as the table's size.
-        if ops > 100 * DEFAULT_LOOKUP_ROWS {
-            return Err(anyhow::anyhow!(
-                "--ops {ops} is over 100 lookups per key of the default {DEFAULT_LOOKUP_ROWS}-row \
-                 table: give --rows for the table you mean (--rows {DEFAULT_LOOKUP_ROWS} to keep \
-                 the default), or --duration to run for a time"
-            )
-            .into());
-        }
-    }
-    Ok(LookupConfig {
-        table: table.unwrap_or("dbscope_lookup").to_string(),
-        rows: a.rows.unwrap_or(DEFAULT_LOOKUP_ROWS),
-        row_bytes: a.row_bytes.unwrap_or(100),
-        dist: a.dist.parse().map_err(lab_error)?,
-        place: Placement::from_option(a.tablespace_dir.as_deref()).map_err(lab_error)?,
-        cache: a.cache.parse().map_err(lab_error)?,
-        restart_cmd: a.restart_cmd.clone(),
-        fresh,
-    })
-}
-
-/// The `bulkload` workload's options: each session runs its steps once (one operation), so
-/// `--ops` and `--duration` do not apply.
-pub fn bulkload(
-    a: &LabArgs,
-    table: Option<&str>,
-    sessions: u32,
-    ops_or_duration_given: bool,
-) -> Result<BulkloadConfig, Exit> {
-    if ops_or_duration_given {
-        return Err(anyhow::anyhow!(
-            "bulkload runs its steps once: --ops and --duration do not apply (use --rows)"
-        )
-        .into());
-    }
-    Ok(BulkloadConfig {
-        table: table.unwrap_or("dbscope_bulkload").to_string(),
-        rows: a.rows.unwrap_or(1_000_000),
-        groups: a.groups,
-        row_bytes: a.row_bytes.unwrap_or(16),
-        into: a.into.parse().map_err(lab_error)?,
-        place: Placement::from_option(a.tablespace_dir.as_deref()).map_err(lab_error)?,
-        sessions,
-    })
 }

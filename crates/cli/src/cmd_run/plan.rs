@@ -8,10 +8,14 @@ use anyhow::anyhow;
 use dbscope_lab::pace::{parse_rate, Arrival, Pacing};
 use dbscope_lab::plan::{EventsPlan, RunPlan, TargetPlan, WorkloadPlan};
 use dbscope_lab::runner::RunConfig;
+use dbscope_lab::workload::bulkload::BulkloadConfig;
+use dbscope_lab::workload::lookup::LookupConfig;
+use dbscope_lab::workload::place::Placement;
 
 use crate::args::{RunArgs, WorkloadName};
 use crate::common::default_run_dir;
 use crate::exit::Exit;
+use crate::lab_args::LabArgs;
 
 /// The flag that sets a plan's field (`ops_per_session` → `--ops`).
 pub fn flag(field: &'static str) -> String {
@@ -88,10 +92,8 @@ pub fn build(a: &RunArgs) -> Result<RunPlan, Exit> {
         WorkloadName::TpchQ1 => WorkloadPlan::TpchQ1 {
             delta: a.delta.unwrap_or(dbscope_tpch::q1::DEFAULT_DELTA),
         },
-        WorkloadName::Lookup => {
-            WorkloadPlan::Lookup(crate::lab_args::lookup(&a.lab, table, a.fresh, a.ops)?)
-        }
-        WorkloadName::Bulkload => WorkloadPlan::Bulkload(crate::lab_args::bulkload(
+        WorkloadName::Lookup => WorkloadPlan::Lookup(lookup(&a.lab, table, a.fresh, a.ops)?),
+        WorkloadName::Bulkload => WorkloadPlan::Bulkload(bulkload(
             &a.lab,
             table,
             a.sessions,
@@ -107,6 +109,66 @@ pub fn build(a: &RunArgs) -> Result<RunPlan, Exit> {
     };
     plan.validate().map_err(lab_error)?;
     Ok(plan)
+}
+
+/// `lookup`'s table size without --rows.
+const DEFAULT_LOOKUP_ROWS: u64 = 1_000_000;
+
+/// The `lookup` workload's options; `ops` (`--ops`) is the run's total, which the plan splits
+/// evenly over the sessions.
+fn lookup(
+    a: &LabArgs,
+    table: Option<&str>,
+    fresh: bool,
+    ops: Option<u64>,
+) -> Result<LookupConfig, Exit> {
+    if let (Some(ops), None) = (ops, a.rows) {
+        // 100 lookups per key of the default table is past any cache experiment: most likely
+        // --ops was meant as the table's size.
+        if ops > 100 * DEFAULT_LOOKUP_ROWS {
+            return Err(anyhow::anyhow!(
+                "--ops {ops} is over 100 lookups per key of the default {DEFAULT_LOOKUP_ROWS}-row \
+                 table: give --rows for the table you mean (--rows {DEFAULT_LOOKUP_ROWS} to keep \
+                 the default), or --duration to run for a time"
+            )
+            .into());
+        }
+    }
+    Ok(LookupConfig {
+        table: table.unwrap_or("dbscope_lookup").to_string(),
+        rows: a.rows.unwrap_or(DEFAULT_LOOKUP_ROWS),
+        row_bytes: a.row_bytes.unwrap_or(100),
+        dist: a.dist.parse().map_err(lab_error)?,
+        place: Placement::from_option(a.tablespace_dir.as_deref()).map_err(lab_error)?,
+        cache: a.cache.parse().map_err(lab_error)?,
+        restart_cmd: a.restart_cmd.clone(),
+        fresh,
+    })
+}
+
+/// The `bulkload` workload's options: each session runs its steps once (one operation), so
+/// `--ops` and `--duration` do not apply.
+fn bulkload(
+    a: &LabArgs,
+    table: Option<&str>,
+    sessions: u32,
+    ops_or_duration_given: bool,
+) -> Result<BulkloadConfig, Exit> {
+    if ops_or_duration_given {
+        return Err(anyhow::anyhow!(
+            "bulkload runs its steps once: --ops and --duration do not apply (use --rows)"
+        )
+        .into());
+    }
+    Ok(BulkloadConfig {
+        table: table.unwrap_or("dbscope_bulkload").to_string(),
+        rows: a.rows.unwrap_or(1_000_000),
+        groups: a.groups,
+        row_bytes: a.row_bytes.unwrap_or(16),
+        into: a.into.parse().map_err(lab_error)?,
+        place: Placement::from_option(a.tablespace_dir.as_deref()).map_err(lab_error)?,
+        sessions,
+    })
 }
 
 /// The name of `w`'s runs (the default run directory's suffix).
