@@ -209,10 +209,6 @@ pub struct RunArgs {
     #[arg(long, short = 'q')]
     pub quiet: bool,
 
-    /// Print nothing at the end (a `sweep` point; the sweep reads the run).
-    #[arg(skip)]
-    pub silent: bool,
-
     #[command(flatten)]
     pub events: crate::events_args::EventsArgs,
 }
@@ -268,16 +264,6 @@ pub struct ExportArgs {
 
 fn parse_set(s: &str) -> Result<(String, String), dbscope_db::TargetError> {
     dbscope_db::parse_setting(s)
-}
-
-impl RunArgs {
-    /// The database- and OS-side observation the run asked for (`--sample-hz`, `--snapshot-every`).
-    pub fn observe_config(&self) -> dbscope_lab::observe::ObserveConfig {
-        dbscope_lab::observe::ObserveConfig {
-            sample_hz: self.sample_hz,
-            snapshot_every: self.snapshot_every,
-        }
-    }
 }
 
 #[cfg(test)]

@@ -5,91 +5,38 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::anyhow;
 use dbscope_core::{CounterValue, RunDir};
-use dbscope_db::{open_target, Dialect};
-use dbscope_lab::pace::{parse_rate, Arrival};
+use dbscope_db::open_target;
+use dbscope_lab::plan::{strategies_left_out, EventsPlan, RunPlan};
 use dbscope_lab::runner::{self, Progress, RunConfig, RunSpec};
 use dbscope_lab::workload::events::{EventsConfig, EventsWorkload, Strategy};
 
-use crate::args::RunArgs;
+use crate::cmd_run::plan::lab_error;
 use crate::common::{
     finish_run, redacted_command_line, run_progress_bar, show_run_progress, stop_on_ctrl_c,
 };
 use crate::exit::{Exit, EXIT_USAGE};
 
-/// Runs the events workload as `a` asks; `spec` is the target, `out` the run directory.
-pub fn run_events(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
-    let e = &a.events;
-    if a.sessions != 1 {
-        return Err(anyhow!(
-            "events: clients share connections: use --connections N, not --sessions"
-        )
-        .into());
-    }
-    if a.ops.is_some() {
-        return Err(anyhow!("events: the clients run for --duration; --ops does not apply").into());
-    }
-    let target = open_target(spec, &a.settings)?;
+/// Runs the events workload of `plan` (`e`, its options); `spec` is the target.
+pub fn run_events(plan: &RunPlan, e: &EventsPlan, spec: &str, quiet: bool) -> Result<u8, Exit> {
+    let out = &plan.out;
+    let target = open_target(spec, &plan.target.settings)?;
     let dialect = target.dialect();
-    let clients = e.clients.unwrap_or(150);
-    let rate = match &a.rate {
-        None => 1000.0,
-        Some(r) => {
-            let (r, per_session) = parse_rate(r).map_err(anyhow::Error::msg)?;
-            if per_session {
-                return Err(anyhow!(
-                    "events: --rate is already events per second per client; drop /session"
-                )
-                .into());
-            }
-            r
-        }
-    };
-    let arrival: Arrival = a.arrival.parse().map_err(anyhow::Error::msg)?;
-    let strategies: Vec<Strategy> = if e.iterations {
-        Strategy::ALL
-            .into_iter()
-            .filter(|s| supported(*s, dialect).is_ok())
-            .collect()
-    } else {
-        let s: Strategy = e.strategy.parse().map_err(anyhow::Error::msg)?;
-        supported(s, dialect).map_err(|why| anyhow!("--strategy {}: {why}", s.as_str()))?;
-        vec![s]
-    };
-    if e.preallocate > 0
-        && (dialect != Dialect::Postgres || !strategies.contains(&Strategy::Partitioned))
-    {
-        return Err(anyhow!(
-            "--preallocate: space pre-allocation is done for --strategy partitioned on PostgreSQL \
-             only (SQLite and PostgreSQL's other strategies extend their files as they go)"
-        )
-        .into());
-    }
+    let clients = e.clients;
+    let rate = e.rate;
+    let arrival = e.arrival;
+    let iterations = e.strategy.is_none();
+    let strategies = e.strategies(dialect).map_err(lab_error)?;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
-    let connections = match e.connections {
-        Some(0) => return Err(anyhow!("--connections must be at least 1").into()),
-        Some(n) if n > clients.max(1) => {
-            return Err(anyhow!(
-            "--connections {n} is more than --clients {clients}: a connection serves whole clients"
-        )
-            .into())
-        }
-        Some(n) => n,
-        None => match dialect {
-            Dialect::Postgres => 2 * cpus,
-            Dialect::Sqlite => 1,
-            Dialect::Null => cpus,
-        }
-        .min(clients.max(1)),
-    };
-    let duration = a.duration.unwrap_or(Duration::from_secs(10));
-    let until = a.warmup + duration;
+    let connections = e.connections(dialect, cpus).map_err(lab_error)?;
+    let c = &plan.config;
+    let duration = c.duration.unwrap_or(Duration::from_secs(10));
+    let until = c.warmup + duration;
 
     let mut rows = Vec::new();
     let mut code = 0;
     for (i, strategy) in strategies.iter().enumerate() {
-        let dir: PathBuf = if e.iterations {
+        let dir: PathBuf = if iterations {
             out.join(format!("{}-{}", i + 1, strategy.as_str()))
         } else {
             out.to_path_buf()
@@ -104,33 +51,28 @@ pub fn run_events(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
             batch: e.batch,
             batch_wait_ns: e.batch_wait.as_nanos() as u64,
             until_ns: Some(until.as_nanos() as u64),
-            warmup_ns: a.warmup.as_nanos() as u64,
+            warmup_ns: c.warmup.as_nanos() as u64,
             // Each iteration starts from empty tables of its own shape.
-            fresh: a.fresh || e.iterations,
+            fresh: e.fresh || iterations,
             preallocate: if *strategy == Strategy::Partitioned {
                 e.preallocate
             } else {
                 0
             },
-            seed: a.seed,
+            seed: c.seed,
         };
         let workload = EventsWorkload::new(cfg, dialect)
-            .map_err(anyhow::Error::msg)?
+            .map_err(lab_error)?
             .with_sessions(connections);
         let config = RunConfig {
             sessions: connections,
             ops_per_session: None,
             duration: Some(duration),
-            warmup: a.warmup,
-            seed: a.seed,
-            max_errors: a.max_errors,
-            threads: a.threads,
-            pacing: None,
-            observe: a.observe_config(),
+            ..c.clone()
         };
         let stop = stop_on_ctrl_c();
-        let quiet = a.quiet || e.iterations;
-        let bar = run_progress_bar(quiet && !e.iterations);
+        let quiet = quiet || iterations;
+        let bar = run_progress_bar(quiet && !iterations);
         let mut on_progress = |p: &Progress| show_run_progress(&bar, p, "commits");
         let result = runner::run(
             RunSpec {
@@ -146,7 +88,7 @@ pub fn run_events(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
         if let Some(bar) = &bar {
             bar.finish_and_clear();
         }
-        let result = result.map_err(|e: dbscope_lab::Error| Exit(EXIT_USAGE, e.into()))?;
+        let result = result.map_err(|e: dbscope_lab::Error| Exit(EXIT_USAGE, lab_error(e)))?;
         code = finish_run(
             &result.dir,
             result.outcome,
@@ -155,14 +97,14 @@ pub fn run_events(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
             Some(result.errors),
             quiet,
         )?;
-        if e.iterations {
+        if iterations {
             rows.push(table_row(*strategy, &result.dir)?);
         }
         if code != 0 {
             break;
         }
     }
-    if e.iterations {
+    if iterations {
         let mut stdout = std::io::stdout().lock();
         write!(stdout, "{}", render_table(&rows, clients, rate))?;
         if let Some(why) = strategies_left_out(dialect) {
@@ -170,31 +112,6 @@ pub fn run_events(a: &RunArgs, spec: &str, out: &Path) -> Result<u8, Exit> {
         }
     }
     Ok(code)
-}
-
-/// Whether `target` can do `s`, and why not.
-fn supported(s: Strategy, dialect: Dialect) -> Result<(), &'static str> {
-    match (s, dialect) {
-        (Strategy::RowTrigger | Strategy::Staged | Strategy::Partitioned, Dialect::Null) => Err(
-            "the null target has no tables, triggers or staging tables: it would only repeat \
-             `row` or `batch`; use those to measure the harness",
-        ),
-        _ => Ok(()),
-    }
-}
-
-fn strategies_left_out(dialect: Dialect) -> Option<String> {
-    let left: Vec<&str> = Strategy::ALL
-        .into_iter()
-        .filter(|s| supported(*s, dialect).is_err())
-        .map(|s| s.as_str())
-        .collect();
-    (!left.is_empty()).then(|| {
-        format!(
-            "left out on this target: {} (no tables or triggers on the null target)",
-            left.join(", ")
-        )
-    })
 }
 
 /// One line of CERN's table, from a run's `events` counters.

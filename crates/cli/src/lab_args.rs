@@ -1,14 +1,7 @@
-//! Options of the `lookup` and `bulkload` workloads (flattened into `dbscope run`), and turning
-//! them into the library's workloads and run configuration.
+//! Options of the `lookup` and `bulkload` workloads (flattened into `dbscope run`); `cmd_run::plan`
+//! turns them into the run plan's workload options.
 
 use std::path::PathBuf;
-
-use dbscope_db::Dialect;
-use dbscope_lab::runner::RunConfig;
-use dbscope_lab::workload::bulkload::{BulkloadConfig, BulkloadWorkload};
-use dbscope_lab::workload::lookup::{LookupConfig, LookupWorkload};
-use dbscope_lab::workload::place::Placement;
-use dbscope_lab::workload::Workload;
 
 use clap::Args;
 
@@ -57,82 +50,4 @@ pub struct LabArgs {
     /// `unlogged` (PostgreSQL UNLOGGED; SQLite journal_mode=OFF), `logged`.
     #[arg(long, default_value = "temp", value_name = "temp|unlogged|logged")]
     pub into: String,
-}
-
-/// `lookup`'s table size without --rows.
-const DEFAULT_LOOKUP_ROWS: u64 = 1_000_000;
-
-/// The `lookup` workload and its run configuration: `--ops` is the run's total, split evenly
-/// over the sessions.
-pub fn lookup(
-    a: &LabArgs,
-    table: Option<&str>,
-    fresh: bool,
-    dialect: Dialect,
-    config: &mut RunConfig,
-) -> anyhow::Result<Box<dyn Workload>> {
-    if let (Some(ops), None) = (config.ops_per_session, a.rows) {
-        // 100 lookups per key of the default table is past any cache experiment: most likely
-        // --ops was meant as the table's size.
-        if ops > 100 * DEFAULT_LOOKUP_ROWS {
-            anyhow::bail!(
-                "--ops {ops} is over 100 lookups per key of the default {DEFAULT_LOOKUP_ROWS}-row \
-                 table: give --rows for the table you mean (--rows {DEFAULT_LOOKUP_ROWS} to keep \
-                 the default), or --duration to run for a time"
-            );
-        }
-    }
-    if let Some(ops) = config.ops_per_session {
-        let s = config.sessions as u64;
-        if ops % s != 0 {
-            anyhow::bail!(
-                "--ops {ops} is the lookup run's total and must split evenly over --sessions {s} \
-                 (e.g. --ops {})",
-                (ops / s).max(1) * s
-            );
-        }
-        config.ops_per_session = Some(ops / s);
-    }
-    let cfg = LookupConfig {
-        table: table.unwrap_or("dbscope_lookup").to_string(),
-        rows: a.rows.unwrap_or(DEFAULT_LOOKUP_ROWS),
-        row_bytes: a.row_bytes.unwrap_or(100),
-        dist: a.dist.parse()?,
-        place: Placement::from_option(a.tablespace_dir.as_deref())?,
-        cache: a.cache.parse()?,
-        restart_cmd: a.restart_cmd.clone(),
-        fresh,
-    };
-    Ok(Box::new(LookupWorkload::new(cfg, dialect)?))
-}
-
-/// The `bulkload` workload and its run configuration: each session runs its steps once (one
-/// operation), on a thread of its own (session 0 waits for the others' loads), and any error
-/// fails the run: a wrong GROUP BY answer must not pass as a measurement.
-pub fn bulkload(
-    a: &LabArgs,
-    table: Option<&str>,
-    dialect: Dialect,
-    config: &mut RunConfig,
-    ops_or_duration_given: bool,
-) -> anyhow::Result<Box<dyn Workload>> {
-    if ops_or_duration_given {
-        anyhow::bail!(
-            "bulkload runs its steps once: --ops and --duration do not apply (use --rows)"
-        );
-    }
-    config.ops_per_session = Some(1);
-    config.duration = None;
-    config.max_errors = 0;
-    config.threads = Some(config.sessions);
-    let cfg = BulkloadConfig {
-        table: table.unwrap_or("dbscope_bulkload").to_string(),
-        rows: a.rows.unwrap_or(1_000_000),
-        groups: a.groups,
-        row_bytes: a.row_bytes.unwrap_or(16),
-        into: a.into.parse()?,
-        place: Placement::from_option(a.tablespace_dir.as_deref())?,
-        sessions: config.sessions,
-    };
-    Ok(Box::new(BulkloadWorkload::new(cfg, dialect)?))
 }

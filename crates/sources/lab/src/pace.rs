@@ -30,9 +30,10 @@ impl FromStr for Arrival {
         match s {
             "constant" => Ok(Arrival::Constant),
             "poisson" => Ok(Arrival::Poisson),
-            _ => Err(Error::Config(format!(
-                "--arrival {s:?}: expected `constant` or `poisson`"
-            ))),
+            _ => Err(Error::invalid(
+                "arrival",
+                format!("{s:?}: expected `constant` or `poisson`"),
+            )),
         }
     }
 }
@@ -63,16 +64,19 @@ impl Pacing {
     /// Checks the rate; the message names the option.
     pub fn validate(&self) -> Result<(), Error> {
         if !(self.rate.is_finite() && self.rate > 0.0) {
-            return Err(Error::Config(format!(
-                "--rate {}: expected a rate above 0 operations per second, e.g. --rate 2000",
-                self.rate
-            )));
+            return Err(Error::invalid(
+                "rate",
+                format!(
+                    "{}: expected a rate above 0 operations per second, e.g. {{rate}} 2000",
+                    self.rate
+                ),
+            ));
         }
         if self.rate > 1e9 {
-            return Err(Error::Config(format!(
-                "--rate {}: at most 1e9 operations per second",
-                self.rate
-            )));
+            return Err(Error::invalid(
+                "rate",
+                format!("{}: at most 1e9 operations per second", self.rate),
+            ));
         }
         Ok(())
     }
@@ -94,9 +98,10 @@ pub fn parse_rate(s: &str) -> Result<(f64, bool), Error> {
         None => (s, false),
     };
     let rate: f64 = num.trim().parse().map_err(|_| {
-        Error::Config(format!(
-            "--rate {s:?}: expected operations per second, e.g. 2000 (in total) or 500/session"
-        ))
+        Error::invalid(
+            "rate",
+            format!("{s:?}: expected operations per second, e.g. 2000 (in total) or 500/session"),
+        )
     })?;
     Ok((rate, per_session))
 }

@@ -49,16 +49,16 @@ impl RunConfig {
     /// Checks the configuration; the message names the offending option.
     pub fn validate(&self) -> Result<(), Error> {
         if self.sessions == 0 {
-            return Err(Error::Config("--sessions must be at least 1".into()));
+            return Err(Error::invalid("sessions", "must be at least 1"));
         }
         if self.ops_per_session == Some(0) {
-            return Err(Error::Config("--ops must be at least 1".into()));
+            return Err(Error::invalid("ops_per_session", "must be at least 1"));
         }
         if self.duration == Some(Duration::ZERO) {
-            return Err(Error::Config("--duration must be longer than 0".into()));
+            return Err(Error::invalid("duration", "must be longer than 0"));
         }
         if self.threads == Some(0) {
-            return Err(Error::Config("--threads must be at least 1".into()));
+            return Err(Error::invalid("threads", "must be at least 1"));
         }
         if let Some(p) = &self.pacing {
             p.validate()?;
@@ -396,9 +396,13 @@ fn client_threads(cfg: &RunConfig, sessions: &mut [Box<dyn Session>]) -> Result<
     for s in sessions.iter_mut() {
         if !s.multiplex()? {
             return match cfg.threads {
-                Some(t) => Err(Error::Config(format!(
-                    "--threads {t}: this target runs every session in a thread of its own (only PostgreSQL sessions can share threads); leave --threads out"
-                ))),
+                Some(t) => Err(Error::invalid(
+                    "threads",
+                    format!(
+                        "{t}: this target runs every session in a thread of its own (only \
+                         PostgreSQL sessions can share threads); leave {{threads}} out"
+                    ),
+                )),
                 None => Ok(cfg.sessions),
             };
         }

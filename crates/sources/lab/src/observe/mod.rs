@@ -47,18 +47,16 @@ impl ObserveConfig {
     /// Checks the options; the message names the offending one.
     pub fn validate(&self) -> Result<(), Error> {
         if !(0.0..=1000.0).contains(&self.sample_hz) || self.sample_hz.is_nan() {
-            return Err(Error::Config(format!(
-                "--sample-hz {}: must be between 0 (off) and 1000",
-                self.sample_hz
-            )));
+            return Err(Error::invalid(
+                "sample_hz",
+                format!("{}: must be between 0 (off) and 1000", self.sample_hz),
+            ));
         }
         if self
             .snapshot_every
             .is_some_and(|d| d < Duration::from_millis(100))
         {
-            return Err(Error::Config(
-                "--snapshot-every must be at least 100ms".into(),
-            ));
+            return Err(Error::invalid("snapshot_every", "must be at least 100ms"));
         }
         Ok(())
     }

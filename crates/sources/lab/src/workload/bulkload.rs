@@ -40,9 +40,10 @@ impl FromStr for LoadInto {
             "temp" => Ok(LoadInto::Temp),
             "unlogged" => Ok(LoadInto::Unlogged),
             "logged" => Ok(LoadInto::Logged),
-            _ => Err(Error::Config(format!(
-                "--into {s:?}: expected temp, unlogged or logged"
-            ))),
+            _ => Err(Error::invalid(
+                "into",
+                format!("{s:?}: expected temp, unlogged or logged"),
+            )),
         }
     }
 }
@@ -103,45 +104,55 @@ pub struct BulkloadWorkload {
 }
 
 impl BulkloadWorkload {
+    /// The name runs record ([`Workload::name`]).
+    pub const NAME: &'static str = "bulkload";
+    /// The headline event ([`Workload::headline_event`]).
+    pub const HEADLINE: &'static str = "load";
+
     /// Checks the options.
     pub fn new(cfg: BulkloadConfig, dialect: Dialect) -> Result<Self, Error> {
         check_identifier(&cfg.table)?;
         if cfg.rows == 0 {
-            return Err(Error::Config("--rows must be at least 1".into()));
+            return Err(Error::invalid("rows", "must be at least 1"));
         }
         if cfg.rows > i64::MAX as u64 / 2 {
-            return Err(Error::Config(format!("--rows {} is too large", cfg.rows)));
+            return Err(Error::invalid("rows", format!("{} is too large", cfg.rows)));
         }
         if cfg.groups == 0 || cfg.groups > i32::MAX as u64 {
-            return Err(Error::Config(format!(
-                "--groups {}: expected 1 to {}",
-                cfg.groups,
-                i32::MAX
-            )));
+            return Err(Error::invalid(
+                "groups",
+                format!("{}: expected 1 to {}", cfg.groups, i32::MAX),
+            ));
         }
         if !(12..=1_000_000).contains(&cfg.row_bytes) {
-            return Err(Error::Config(format!(
-                "--row-bytes {}: expected 12 to 1000000 (8 bytes of id, 4 of col, the rest pad)",
-                cfg.row_bytes
-            )));
+            return Err(Error::invalid(
+                "row_bytes",
+                format!(
+                    "{}: expected 12 to 1000000 (8 bytes of id, 4 of col, the rest pad)",
+                    cfg.row_bytes
+                ),
+            ));
         }
         if cfg.into == LoadInto::Temp && cfg.sessions > 1 {
-            return Err(Error::Config(format!(
-                "--into temp with --sessions {}: a temporary table belongs to one connection on \
-                 PostgreSQL and SQLite, so other sessions cannot load into it; load it with \
-                 --sessions 1, or load in parallel with --into unlogged (one shared table, no WAL: \
-                 the closest to a global temporary table)",
-                cfg.sessions
-            )));
+            return Err(Error::invalid(
+                "into",
+                format!(
+                    "temp with {{sessions}} {}: a temporary table belongs to one connection on \
+                     PostgreSQL and SQLite, so other sessions cannot load into it; load it with \
+                     {{sessions}} 1, or load in parallel with {{into}} unlogged (one shared table, \
+                     no WAL: the closest to a global temporary table)",
+                    cfg.sessions
+                ),
+            ));
         }
         if cfg.into == LoadInto::Temp
             && dialect == Dialect::Sqlite
             && cfg.place != Placement::Default
         {
-            return Err(Error::Config(
-                "--into temp --tablespace-dir on SQLite: SQLite puts temporary tables in memory \
-                 or in SQLITE_TMPDIR (with --set temp_store=file); set SQLITE_TMPDIR=DIR instead"
-                    .into(),
+            return Err(Error::invalid(
+                "into",
+                "temp {place} on SQLite: SQLite puts temporary tables in memory or in \
+                 SQLITE_TMPDIR (with {settings} temp_store=file); set SQLITE_TMPDIR=DIR instead",
             ));
         }
         Ok(BulkloadWorkload {
@@ -166,7 +177,7 @@ impl BulkloadWorkload {
 
 impl Workload for BulkloadWorkload {
     fn name(&self) -> &'static str {
-        "bulkload"
+        Self::NAME
     }
 
     fn params(&self) -> BTreeMap<String, serde_json::Value> {
@@ -181,7 +192,7 @@ impl Workload for BulkloadWorkload {
     }
 
     fn headline_event(&self) -> &'static str {
-        "load"
+        Self::HEADLINE
     }
 
     fn setup(&self, target: &dyn Target, _sessions: u32) -> TargetResult<()> {
@@ -565,10 +576,7 @@ mod tests {
     fn options_are_checked() {
         assert!(BulkloadWorkload::new(cfg(), Dialect::Sqlite).is_ok());
         let e = |c: BulkloadConfig| {
-            BulkloadWorkload::new(c, Dialect::Postgres)
-                .err()
-                .unwrap()
-                .to_string()
+            crate::error::as_flags(&BulkloadWorkload::new(c, Dialect::Postgres).err().unwrap())
         };
         assert!(e(BulkloadConfig { rows: 0, ..cfg() }).contains("--rows"));
         assert!(e(BulkloadConfig { groups: 0, ..cfg() }).contains("--groups 0"));

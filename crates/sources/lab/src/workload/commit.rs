@@ -32,9 +32,10 @@ impl FromStr for Keys {
         }
         match s.strip_prefix("shared:").map(str::parse::<u64>) {
             Some(Ok(n)) if n > 0 => Ok(Keys::Shared(n)),
-            _ => Err(Error::Config(format!(
-                "--keys {s:?}: expected `own` or `shared:N` with N ≥ 1 (e.g. shared:10)"
-            ))),
+            _ => Err(Error::invalid(
+                "keys",
+                format!("{s:?}: expected `own` or `shared:N` with N ≥ 1 (e.g. shared:10)"),
+            )),
         }
     }
 }
@@ -58,6 +59,11 @@ pub struct CommitWorkload {
 }
 
 impl CommitWorkload {
+    /// The name runs record ([`Workload::name`]).
+    pub const NAME: &'static str = "commit";
+    /// The headline event ([`Workload::headline_event`]).
+    pub const HEADLINE: &'static str = "commit";
+
     /// A commit workload on `table`; `fresh` drops and recreates the table first.
     pub fn new(table: &str, keys: Keys, fresh: bool, dialect: Dialect) -> Result<Self, Error> {
         check_identifier(table)?;
@@ -79,7 +85,7 @@ impl CommitWorkload {
 
 impl Workload for CommitWorkload {
     fn name(&self) -> &'static str {
-        "commit"
+        Self::NAME
     }
 
     fn tables(&self) -> Vec<String> {
@@ -94,7 +100,7 @@ impl Workload for CommitWorkload {
     }
 
     fn headline_event(&self) -> &'static str {
-        "commit"
+        Self::HEADLINE
     }
 
     fn setup(&self, target: &dyn Target, sessions: u32) -> TargetResult<()> {

@@ -35,9 +35,10 @@ impl FromStr for KeyDist {
         }
         match s.strip_prefix("zipf:").map(str::parse::<f64>) {
             Some(Ok(x)) if x.is_finite() && x > 0.0 && x <= 10.0 => Ok(KeyDist::Zipf(x)),
-            _ => Err(Error::Config(format!(
-                "--dist {s:?}: expected `uniform` or `zipf:S` with 0 < S ≤ 10 (e.g. zipf:0.99)"
-            ))),
+            _ => Err(Error::invalid(
+                "dist",
+                format!("{s:?}: expected `uniform` or `zipf:S` with 0 < S ≤ 10 (e.g. zipf:0.99)"),
+            )),
         }
     }
 }
@@ -66,9 +67,10 @@ impl FromStr for CacheState {
         match s {
             "cold" => Ok(CacheState::Cold),
             "warm" => Ok(CacheState::Warm),
-            _ => Err(Error::Config(format!(
-                "--cache {s:?}: expected `cold` or `warm`"
-            ))),
+            _ => Err(Error::invalid(
+                "cache",
+                format!("{s:?}: expected `cold` or `warm`"),
+            )),
         }
     }
 }
@@ -105,31 +107,40 @@ pub struct LookupWorkload {
 }
 
 impl LookupWorkload {
+    /// The name runs record ([`Workload::name`]).
+    pub const NAME: &'static str = "lookup";
+    /// The headline event ([`Workload::headline_event`]).
+    pub const HEADLINE: &'static str = "lookup";
+
     /// Checks the options.
     pub fn new(cfg: LookupConfig, dialect: Dialect) -> Result<Self, Error> {
         check_identifier(&cfg.table)?;
         if cfg.rows == 0 {
-            return Err(Error::Config(
-                "--rows must be at least 1 (the table's keys are 1..=rows)".into(),
+            return Err(Error::invalid(
+                "rows",
+                "must be at least 1 (the table's keys are 1..=rows)",
             ));
         }
         if cfg.rows > i64::MAX as u64 / 2 {
-            return Err(Error::Config(format!("--rows {} is too large", cfg.rows)));
+            return Err(Error::invalid("rows", format!("{} is too large", cfg.rows)));
         }
         if cfg.restart_cmd.is_some()
             && (cfg.cache != CacheState::Cold || dialect != Dialect::Postgres)
         {
-            return Err(Error::Config(
-                "--restart-cmd empties PostgreSQL's shared_buffers for --cache cold: it needs a \
-                 PostgreSQL target and --cache cold"
-                    .into(),
+            return Err(Error::invalid(
+                "restart_cmd",
+                "empties PostgreSQL's shared_buffers for {cache} cold: it needs a PostgreSQL \
+                 target and {cache} cold",
             ));
         }
         if !(9..=1_000_000).contains(&cfg.row_bytes) {
-            return Err(Error::Config(format!(
-                "--row-bytes {}: expected 9 to 1000000 (8 bytes of id plus at least 1 of pad)",
-                cfg.row_bytes
-            )));
+            return Err(Error::invalid(
+                "row_bytes",
+                format!(
+                    "{}: expected 9 to 1000000 (8 bytes of id plus at least 1 of pad)",
+                    cfg.row_bytes
+                ),
+            ));
         }
         Ok(LookupWorkload {
             cfg,
@@ -413,7 +424,7 @@ impl LookupWorkload {
 
 impl Workload for LookupWorkload {
     fn name(&self) -> &'static str {
-        "lookup"
+        Self::NAME
     }
 
     fn params(&self) -> BTreeMap<String, serde_json::Value> {
@@ -444,7 +455,7 @@ impl Workload for LookupWorkload {
     }
 
     fn headline_event(&self) -> &'static str {
-        "lookup"
+        Self::HEADLINE
     }
 
     fn setup(&self, target: &dyn Target, _sessions: u32) -> TargetResult<()> {
@@ -628,7 +639,8 @@ mod tests {
         let e = LookupWorkload::new(cfg.clone(), Dialect::Sqlite)
             .err()
             .unwrap();
-        assert!(e.to_string().contains("--rows must be at least 1"), "{e}");
+        let e = crate::error::as_flags(&e);
+        assert!(e.contains("--rows must be at least 1"), "{e}");
         let e = LookupWorkload::new(
             LookupConfig {
                 rows: 10,
@@ -639,7 +651,8 @@ mod tests {
         )
         .err()
         .unwrap();
-        assert!(e.to_string().contains("--row-bytes 8"), "{e}");
+        let e = crate::error::as_flags(&e);
+        assert!(e.contains("--row-bytes 8"), "{e}");
     }
 
     /// Zipf keys stay in range and favour the low ranks; the same seed draws the same keys.

@@ -28,15 +28,18 @@ impl Placement {
         let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_owned());
         match std::fs::metadata(&abs) {
             Ok(m) if m.is_dir() => Ok(Placement::Dir(abs)),
-            Ok(_) => Err(crate::error::Error::Config(format!(
-                "--tablespace-dir {}: not a directory",
-                abs.display()
-            ))),
-            Err(e) => Err(crate::error::Error::Config(format!(
-                "--tablespace-dir {}: {e} (the directory must exist on this machine, where the \
-                 database server runs)",
-                abs.display()
-            ))),
+            Ok(_) => Err(crate::error::Error::invalid(
+                "place",
+                format!("{}: not a directory", abs.display()),
+            )),
+            Err(e) => Err(crate::error::Error::invalid(
+                "place",
+                format!(
+                    "{}: {e} (the directory must exist on this machine, where the database \
+                     server runs)",
+                    abs.display()
+                ),
+            )),
         }
     }
 

@@ -57,9 +57,10 @@ impl FromStr for Strategy {
             .into_iter()
             .find(|x| x.as_str() == s)
             .ok_or_else(|| {
-                Error::Config(format!(
-                    "--strategy {s:?}: expected one of row-trigger, row, batch, staged, partitioned"
-                ))
+                Error::invalid(
+                    "strategy",
+                    format!("{s:?}: expected one of row-trigger, row, batch, staged, partitioned"),
+                )
             })
     }
 }
@@ -100,29 +101,33 @@ impl EventsConfig {
     /// Checks the parameters; messages name the option.
     pub fn validate(&self) -> Result<(), Error> {
         if self.clients == 0 {
-            return Err(Error::Config("--clients must be at least 1".into()));
+            return Err(Error::invalid("clients", "must be at least 1"));
         }
         if self.clients > 100_000 {
-            return Err(Error::Config("--clients: at most 100,000".into()));
+            return Err(Error::invalid("clients", ": at most 100,000"));
         }
         if !(self.rate.is_finite() && self.rate > 0.0 && self.rate <= 1e8) {
-            return Err(Error::Config(format!(
-                "--rate {}: expected events per second per client above 0 (e.g. 1000)",
-                self.rate
-            )));
+            return Err(Error::invalid(
+                "rate",
+                format!(
+                    "{}: expected events per second per client above 0 (e.g. 1000)",
+                    self.rate
+                ),
+            ));
         }
         if self.elements == 0 {
-            return Err(Error::Config("--elements must be at least 1".into()));
+            return Err(Error::invalid("elements", "must be at least 1"));
         }
         if self.payload > 1 << 20 {
-            return Err(Error::Config("--payload: at most 1 MiB".into()));
+            return Err(Error::invalid("payload", ": at most 1 MiB"));
         }
         if self.batch == 0 {
-            return Err(Error::Config("--batch must be at least 1".into()));
+            return Err(Error::invalid("batch", "must be at least 1"));
         }
         if self.preallocate > 100_000_000 {
-            return Err(Error::Config(
-                "--preallocate: at most 100,000,000 events per partition".into(),
+            return Err(Error::invalid(
+                "preallocate",
+                ": at most 100,000,000 events per partition",
             ));
         }
         Ok(())

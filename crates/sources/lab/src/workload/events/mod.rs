@@ -33,9 +33,9 @@ use dbscope_core::CounterSection;
 
 use super::{SessionWork, Workload};
 // The database types, imported once here for every submodule (`use super::…`).
-use dbscope_db::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
 use crate::error::Error;
 use counters::Aggregate;
+use dbscope_db::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
 
 pub use config::{EventsConfig, Strategy};
 
@@ -55,6 +55,11 @@ pub struct EventsWorkload {
 }
 
 impl EventsWorkload {
+    /// The name runs record ([`Workload::name`]).
+    pub const NAME: &'static str = "events";
+    /// The headline event ([`Workload::headline_event`]).
+    pub const HEADLINE: &'static str = "commit";
+
     /// The workload on `dialect`; refuses a strategy the target cannot do.
     pub fn new(cfg: EventsConfig, dialect: Dialect) -> Result<Self, Error> {
         cfg.validate()?;
@@ -81,7 +86,7 @@ impl EventsWorkload {
 
 impl Workload for EventsWorkload {
     fn name(&self) -> &'static str {
-        "events"
+        Self::NAME
     }
 
     fn params(&self) -> BTreeMap<String, serde_json::Value> {
@@ -104,7 +109,7 @@ impl Workload for EventsWorkload {
     }
 
     fn headline_event(&self) -> &'static str {
-        "commit"
+        Self::HEADLINE
     }
 
     fn setup(&self, target: &dyn Target, _sessions: u32) -> TargetResult<()> {

@@ -202,6 +202,11 @@ pub struct TpchQ1Workload {
 }
 
 impl TpchQ1Workload {
+    /// The name runs record ([`Workload::name`]).
+    pub const NAME: &'static str = "tpch-q1";
+    /// The headline event ([`Workload::headline_event`]).
+    pub const HEADLINE: &'static str = "q1";
+
     /// Q1 with DELTA = `delta` days on a target of `dialect`.
     pub fn new(dialect: Dialect, delta: u32) -> Self {
         TpchQ1Workload { dialect, delta }
@@ -270,7 +275,7 @@ fn answer_from_reference(reference: &[[i128; 10]], sums_disc: &[i128]) -> Q1Answ
 
 impl Workload for TpchQ1Workload {
     fn name(&self) -> &'static str {
-        "tpch-q1"
+        Self::NAME
     }
 
     fn params(&self) -> BTreeMap<String, serde_json::Value> {
@@ -284,7 +289,7 @@ impl Workload for TpchQ1Workload {
         vec!["lineitem".into()]
     }
     fn headline_event(&self) -> &'static str {
-        "q1"
+        Self::HEADLINE
     }
 
     /// Checks the data is loaded and Q1's rows match the reference (and the official answer at SF 1),
