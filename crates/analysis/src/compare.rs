@@ -24,8 +24,10 @@ use dbscope_core::stats::{
 use dbscope_core::{Error, Event, NameId, NameTable, Outcome, RunDir};
 
 use crate::counters::{compare_sections, push_comparison_text, SectionComparison};
+use crate::summary::{FromIntended, SummaryUs};
 use crate::text::{
-    one_line, push_wrapped_words, span, thousands, thousands_f1, threshold_us, trim_num,
+    one_line, push_wrapped_words, sig3, span, thousands, thousands_f1, threshold_us, trim_num,
+    truncate_middle,
 };
 
 /// Quantiles compared by default.
@@ -114,7 +116,7 @@ pub struct Comparison {
     /// Latency from the intended start per event name, when a run was paced open-loop (left out
     /// of the JSON otherwise).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub from_intended: Vec<crate::openloop::FromIntendedComparison>,
+    pub from_intended: Vec<FromIntendedComparison>,
 }
 
 /// One of the two runs.
@@ -162,7 +164,7 @@ pub struct SideSummary {
     pub n: u64,
     /// Min., 1st Qu., Median, Mean, 3rd Qu., Max. (type-7 quantiles).
     #[serde(flatten)]
-    pub summary: crate::report::SummaryUs,
+    pub summary: SummaryUs,
     /// Sample standard deviation.
     pub sd: f64,
 }
@@ -227,9 +229,22 @@ struct Loaded {
     incomplete: Option<String>,
     /// First start and last end of the measured events (ns since the run's origin).
     span_ns: Option<(u64, u64)>,
+    /// Only when asked for (open-loop runs): per event name, in order of first appearance of any
+    /// of its events (as `report` lists them), the latencies from the intended start of its
+    /// successful measured events that carry one, and how many of those started late.
+    from_intended: Vec<IntendedAcc>,
 }
 
-fn load(run: &RunDir, include_warmup: bool) -> Result<Loaded, Error> {
+/// One event name's latencies from the intended start, while a run is read.
+struct IntendedAcc {
+    name: String,
+    latencies: Vec<u64>,
+    late: u64,
+}
+
+/// Reads a run's event files once; with `open_loop`, also collects each name's latencies from
+/// the intended start.
+fn load(run: &RunDir, include_warmup: bool, open_loop: bool) -> Result<Loaded, Error> {
     let mut readable = run.clone();
     let mut missing = Vec::new();
     readable.manifest.event_files.retain(|f| {
@@ -244,11 +259,34 @@ fn load(run: &RunDir, include_warmup: bool) -> Result<Loaded, Error> {
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut block_ids: HashMap<NameId, usize> = HashMap::new();
     let mut span_ns: Option<(u64, u64)> = None;
+    let mut from_intended: Vec<IntendedAcc> = Vec::new();
+    let mut intended_index: HashMap<String, usize> = HashMap::new();
+    let mut intended_ids: HashMap<NameId, usize> = HashMap::new();
     let (_, tail) = readable.for_each_block(|table: &NameTable, events: &[Event]| {
         block_ids.clear();
+        intended_ids.clear();
         for e in events {
+            // Every event places its name in the open-loop order, as `report` lists names.
+            let intended_slot = open_loop.then(|| {
+                *intended_ids.entry(e.name).or_insert_with(|| {
+                    let name = table.name(e.name);
+                    *intended_index.entry(name.clone()).or_insert_with(|| {
+                        from_intended.push(IntendedAcc {
+                            name,
+                            latencies: Vec::new(),
+                            late: 0,
+                        });
+                        from_intended.len() - 1
+                    })
+                })
+            });
             if e.is_error() || (e.is_warmup() && !include_warmup) {
                 continue;
+            }
+            if let (Some(slot), Some(intended)) = (intended_slot, e.intended_start_ns) {
+                let acc = &mut from_intended[slot];
+                acc.latencies.push(e.latency_from_intended_ns());
+                acc.late += u64::from(e.start_ns > intended);
             }
             let end = e.start_ns.saturating_add(e.duration_ns);
             span_ns = Some(match span_ns {
@@ -293,6 +331,7 @@ fn load(run: &RunDir, include_warmup: bool) -> Result<Loaded, Error> {
         events_read: tail.events,
         incomplete: (!why.is_empty()).then(|| why.join("; ")),
         span_ns,
+        from_intended,
     })
 }
 
@@ -326,13 +365,17 @@ pub fn compare(a: &RunDir, b: &RunDir, opts: &CompareOptions) -> Result<Comparis
             "quantile {p} is not in [0, 1]"
         )));
     }
+    // The latencies from the intended start are compared when either run was paced open-loop.
+    let open_loop = [a, b]
+        .iter()
+        .any(|r| r.manifest.runner.as_ref().is_some_and(|x| x.mode == "open"));
     // The two runs are independent: read them at the same time.
     let (la, lb) = std::thread::scope(|s| {
-        let h = s.spawn(|| load(a, opts.include_warmup));
-        let lb = load(b, opts.include_warmup);
+        let h = s.spawn(|| load(a, opts.include_warmup, open_loop));
+        let lb = load(b, opts.include_warmup, open_loop);
         (h.join().expect("reading a run does not panic"), lb)
     });
-    let (la, lb) = (la?, lb?);
+    let (mut la, mut lb) = (la?, lb?);
     for (label, run, l) in [("A", a, &la), ("B", b, &lb)] {
         if let (Some(why), false) = (&l.incomplete, opts.allow_incomplete) {
             return Err(CompareError::Incomplete {
@@ -417,7 +460,7 @@ pub fn compare(a: &RunDir, b: &RunDir, opts: &CompareOptions) -> Result<Comparis
             .map(|(first, last)| (last - first) as f64 / 1e9),
     };
     let counters = compare_sections(&a.counters()?.sections, &b.counters()?.sections);
-    let from_intended = crate::openloop::compare_runs(a, b, opts.include_warmup)?;
+    let from_intended = compare_from_intended(&mut la.from_intended, &mut lb.from_intended);
     let (side_a, side_b) = (side(a, &la), side(b, &lb));
     for e in &mut events {
         let rate = |n: u64, s: &RunSide| s.elapsed_s.map(|t| n as f64 / t);
@@ -443,11 +486,40 @@ pub fn compare(a: &RunDir, b: &RunDir, opts: &CompareOptions) -> Result<Comparis
     })
 }
 
+/// One event name's latency from the intended start in two runs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FromIntendedComparison {
+    /// Event name.
+    pub name: String,
+    /// Run A's figures.
+    pub a: FromIntended,
+    /// Run B's figures.
+    pub b: FromIntended,
+}
+
+/// The CO-corrected latencies of the event names both runs have with intended starts, in A's
+/// order; empty unless the runs were read with `open_loop`.
+fn compare_from_intended(
+    a: &mut [IntendedAcc],
+    b: &mut [IntendedAcc],
+) -> Vec<FromIntendedComparison> {
+    a.iter_mut()
+        .filter_map(|ea| {
+            let eb = b.iter_mut().find(|e| e.name == ea.name)?;
+            Some(FromIntendedComparison {
+                name: ea.name.clone(),
+                a: FromIntended::of(&mut ea.latencies, ea.late)?,
+                b: FromIntended::of(&mut eb.latencies, eb.late)?,
+            })
+        })
+        .collect()
+}
+
 fn side_summary(s: &Sample) -> SideSummary {
     let m = s.summary();
     SideSummary {
         n: m.n,
-        summary: crate::report::SummaryUs::from_six(m.six(1.0)),
+        summary: SummaryUs::from_six(m.six(1.0)),
         sd: m.sd,
     }
 }
@@ -761,7 +833,7 @@ pub fn render_text(c: &Comparison) -> String {
     for s in &c.skipped {
         out.push_str(&format!("\n{}: skipped: {}\n", one_line(&s.name), s.reason));
     }
-    crate::openloop::push_comparison_text(&mut out, &c.from_intended);
+    push_from_intended_text(&mut out, &c.from_intended);
     for s in &c.counters {
         push_comparison_text(&mut out, s);
     }
@@ -769,6 +841,34 @@ pub fn render_text(c: &Comparison) -> String {
         crate::observe::push_compare_text(&mut out, o);
     }
     out
+}
+
+/// `compare`'s lines for the CO-corrected latencies.
+fn push_from_intended_text(out: &mut String, c: &[FromIntendedComparison]) {
+    if c.is_empty() {
+        return;
+    }
+    out.push_str(
+        "
+latency from the intended start (CO-corrected, open loop), µs
+",
+    );
+    out.push_str(
+        "   event                  median A    median B      p99 A      p99 B    p99.9 A    p99.9 B
+",
+    );
+    for e in c {
+        out.push_str(&format!(
+            "   {:<20} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n",
+            truncate_middle(&e.name, 20),
+            sig3(e.a.summary_us.median),
+            sig3(e.b.summary_us.median),
+            sig3(e.a.percentiles_us.p99),
+            sig3(e.b.percentiles_us.p99),
+            sig3(e.a.percentiles_us.p99_9),
+            sig3(e.b.percentiles_us.p99_9),
+        ));
+    }
 }
 
 /// `elapsed  A 12.345 s   B 3.701 s   B/A 0.300 (−70.0%)`: the measured span of each run, the

@@ -11,7 +11,7 @@ use dbscope_core::observe::{
 use dbscope_core::RunDir;
 use serde::Serialize;
 
-use crate::report::EventReport;
+use crate::summary::EventReport;
 use crate::text::{format_num, push_prose, sig3};
 
 /// The database's and the OS's side of one run.
