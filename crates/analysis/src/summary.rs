@@ -1,5 +1,7 @@
-//! The figures of one event name that every consumer shares: R's `summary()` and HDR percentiles
-//! in µs, the spread over sessions, latency from the intended start, and [`EventReport`] holding them.
+//! The figures of one event name that every consumer shares, with [`EventReport`] holding them.
+//!
+//! R's `summary()` and HDR percentiles in µs, the spread over sessions, and the latency from the
+//! intended start. A leaf: `report`, `observe`, `openloop` and `compare` all use it.
 
 use std::collections::BTreeMap;
 

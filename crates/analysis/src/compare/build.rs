@@ -1,5 +1,6 @@
-//! [`compare`]: both runs read once, each event name in both compared, and the sides, the counter
-//! sections, the open-loop latencies and the database side put together.
+//! [`compare`]: both runs read once, each event name in both compared, and the rest put together.
+//!
+//! The rest: the two sides, the counter sections, the open-loop latencies and the database side.
 
 use dbscope_core::RunDir;
 

@@ -1,6 +1,7 @@
-//! Reading a run for a comparison: the successful measured durations per event name in one pass
-//! over its event files, with the latencies from the intended start when the runs were paced
-//! open-loop, and why the run may be incomplete.
+//! Reading a run for a comparison, in one pass over its event files.
+//!
+//! The successful measured durations per event name, the latencies from the intended start when
+//! the runs were paced open-loop, and why the run may be incomplete.
 
 use std::collections::HashMap;
 

@@ -1,5 +1,6 @@
-//! What differs between the two runs' manifests (timestamps, command lines and other fields that
-//! always differ left out).
+//! What differs between the two runs' manifests.
+//!
+//! Timestamps, command lines and other fields that always differ are left out.
 
 use std::collections::BTreeMap;
 

@@ -11,7 +11,6 @@
 //! The verdict calls a change only when a 95% interval lies wholly outside the noise band (±1% of
 //! A's value by default): for the mean the Welch interval of the difference, for a quantile the
 //! bootstrap interval of the relative change. Otherwise it says no difference was detected.
-
 //!
 //! - `model`: what a comparison holds, its options and errors;
 //! - `build`: [`compare`] itself; `load`: one pass over each run's events;

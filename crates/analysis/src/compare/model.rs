@@ -1,5 +1,4 @@
-//! What a comparison holds ([`Comparison`] and its parts), the [`CompareOptions`] it is made
-//! with, and why one cannot be made ([`CompareError`]).
+//! What a comparison holds ([`Comparison`] and its parts), its options and its errors.
 
 use serde::Serialize;
 

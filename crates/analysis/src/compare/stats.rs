@@ -1,5 +1,7 @@
-//! The statistics of one event name in both runs: summaries, Welch's t-test, the rank-sum test
-//! and the Hodges–Lehmann shift, bootstrap quantile differences, counts over a threshold.
+//! The statistical tests of one event name in both runs.
+//!
+//! Summaries, Welch's t-test, the rank-sum test and the Hodges–Lehmann shift, bootstrap quantile
+//! differences, counts over a threshold.
 
 use dbscope_core::stats::{
     hodges_lehmann, over_threshold, quantile_diff, welch_t_test, wilcoxon_rank_sum, Sample,

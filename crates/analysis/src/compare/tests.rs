@@ -1,4 +1,4 @@
-//! Comparisons of made-up runs: verdicts, the text layout, incomplete runs, counters.
+//! Tests of compare on made-up runs: verdicts, the text layout, incomplete runs, counters.
 
 use super::*;
 use dbscope_core::fake::FakeRun;

@@ -1,5 +1,6 @@
-//! The verdict in plain words: each statistic's direction against the noise band, the overall
-//! call, and the numbers formatted as R prints them.
+//! The verdict in plain words, and the numbers in it formatted as R prints them.
+//!
+//! Each statistic's direction is judged against the noise band, then the overall call is made.
 
 use dbscope_core::stats::{format_pvalue, format_r, zapsmall, QuantileDiff, Sample, WelchTest};
 

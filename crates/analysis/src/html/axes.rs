@@ -1,5 +1,7 @@
-//! What the plots share: axis ranges (decades, round maxima), the time axis, percentile labels in
-//! nines, and file names from event names.
+//! What the plots share: axis ranges, the time axis, percentile labels, file names.
+//!
+//! Ranges round to decades or to round maxima; percentiles are labelled in nines; file names come
+//! from event names.
 
 use super::svg::{Axis, Scale};
 use crate::text::format_num;

@@ -4,7 +4,6 @@
 //! from a run (SQL text, event names, paths, settings, counters) is escaped. Run-level counter
 //! sections follow the summary table: one table of counters and one per counter table. An open-loop
 //! run adds its CO-corrected latencies and backlog plot after the summary ([`openloop`]).
-
 //!
 //! - `run_page`, `compare_page`: the report of a run ([`render_run`]) and of a comparison
 //!   ([`render_compare`]);

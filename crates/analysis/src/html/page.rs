@@ -1,5 +1,6 @@
-//! The page around the content: [`HtmlOptions`], the rendered [`HtmlPage`], the HTML document
-//! with its inline CSS, and each plot as a standalone SVG document.
+//! The page around the content: the HTML document, its CSS, and standalone SVG documents.
+//!
+//! Also the [`HtmlOptions`] a page is made with and the rendered [`HtmlPage`].
 
 use super::svg::escape;
 

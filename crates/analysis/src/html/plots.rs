@@ -1,5 +1,7 @@
-//! The plots of one event name across runs ([`event_plots`]): latency distribution, percentile
-//! curve, the largest events, throughput, backlog and p99 over time.
+//! The plots of one event name across runs ([`event_plots`]), one function per plot.
+//!
+//! Latency distribution, percentile curve, the largest events, and throughput, backlog and p99
+//! over time.
 
 use super::axes::{decade_ceil, decade_floor, file_stem, format_nines, nice_max, time_axis};
 use super::data::{self, EventSeries, RunSeries};

@@ -1,5 +1,6 @@
-//! The tables of a run's page: the banner, the run, its settings, the event summary, and
-//! counter sections (also side by side, for a comparison).
+//! The tables of a page: banner, run, settings, event summary, and counter sections.
+//!
+//! Counter sections also side by side, for a comparison.
 
 use std::fmt::Write;
 

@@ -1,4 +1,4 @@
-//! The HTML report of made-up runs: a snapshot of a run's page, plot titles, helpers.
+//! Tests of the HTML report on made-up runs: a snapshot of a run's page, plot titles, helpers.
 
 use super::axes::{decade_ceil, decade_floor, format_nines, nice_max};
 use super::*;

@@ -1,7 +1,8 @@
-//! The five ways to build the section of a run: from its event report ([`build`]), with the
-//! client's commit count given ([`build_with`]), with the samples already joined
-//! ([`build_joined`]), and each with unreadable files turned into a note ([`build_or_note`],
-//! [`build_or_note_joined`]).
+//! The five entry points that build the section of a run.
+//!
+//! From its event report ([`build`]), with the client's commit count given ([`build_with`]), with
+//! the samples already joined ([`build_joined`]), and each with unreadable files turned into a
+//! note ([`build_or_note`], [`build_or_note_joined`]).
 
 use dbscope_core::observe::{read_lines, Snapshot, SAMPLES_FILE, SNAPSHOTS_FILE};
 use dbscope_core::RunDir;

@@ -1,6 +1,7 @@
-//! Active-session samples: [`SampleJoin`] attributes them to the client events in flight while
-//! a report reads the events, and the top timed events are counted from them (also for a window
-//! of a run: [`top_wait_event`]).
+//! Active-session samples: joined to the client events, and counted into the top timed events.
+//!
+//! [`SampleJoin`] attributes each sample to the client events in flight while a report reads the
+//! events; [`top_wait_event`] gives the top one of a run or of a window of it.
 
 use std::collections::BTreeMap;
 

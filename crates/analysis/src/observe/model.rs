@@ -1,5 +1,6 @@
-//! What the *Database and OS* section holds ([`ObserveReport`] and its rows), and the helpers
-//! that add a figure to it from a snapshot delta.
+//! What the *Database and OS* section holds: [`ObserveReport`] and its rows.
+//!
+//! Also the helpers that add a figure to it from a snapshot delta (`sec`, `push`, `ratio`).
 
 use std::collections::BTreeMap;
 

@@ -1,5 +1,6 @@
-//! The OS figures from a snapshot delta: disks as `iostat -x` shows them, and CPU of the machine,
-//! the client and the server backends.
+//! The OS figures from a snapshot delta: disks as `iostat -x` shows them, and CPU.
+//!
+//! CPU of the machine by mode, of the client and of the server backends.
 
 use dbscope_core::observe::Snapshot;
 

@@ -1,5 +1,7 @@
-//! PostgreSQL's figures from a snapshot delta: counters per second and per commit, the top
-//! statements of `pg_stat_statements`, and I/O by file type.
+//! PostgreSQL's figures from a snapshot delta.
+//!
+//! Counters per second and per commit, the top statements of `pg_stat_statements`, and I/O by
+//! file type.
 
 use dbscope_core::observe::{Section, Snapshot};
 

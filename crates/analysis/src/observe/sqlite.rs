@@ -1,5 +1,4 @@
-//! SQLite's figures from a snapshot delta: its page cache counters (`sqlite3_db_status`) and
-//! file sizes.
+//! SQLite's figures from a snapshot delta: its page cache counters and file sizes.
 
 use dbscope_core::observe::Snapshot;
 

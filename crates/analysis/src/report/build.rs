@@ -1,5 +1,7 @@
-//! [`build`]: the report of a run from one pass over its event files (the active-session samples
-//! joined in the same pass), per-name accumulators reduced to the event summaries.
+//! [`build`]: the report of a run from one pass over its event files.
+//!
+//! Per-name accumulators reduced to the event summaries; the active-session samples are joined to
+//! the events in the same pass.
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -1,7 +1,7 @@
 //! The report of one run: what was measured and how, then per event name its count, errors,
 //! throughput, R's `summary()` of the latencies and HDR percentiles, as text for a terminal and as JSON.
 //!
-//! [`build`] streams the run's event blocks once, keeping the successful durations of each event name
+//! [`build()`] streams the run's event blocks once, keeping the successful durations of each event name
 //! (8 bytes per event), and reduces them to a [`Report`]; [`render_text`] and [`render_json`] print it.
 //! The JSON output is the serialization of [`Report`], so its field names are the struct's; the
 //! run-level counters of `counters.json` follow the events, each section printed the same way
@@ -15,10 +15,9 @@
 //! - latencies are the recorded durations of successful events of the measured set, in microseconds.
 //!
 //! Event names are listed in the order in which they first appear in the event files.
-
 //!
 //! - `model`: what a report holds ([`Report`] and its parts) and [`ReportOptions`];
-//! - `build`: [`build`], the one pass over the event files and what it adds up;
+//! - `build`: [`build()`], the one pass over the event files and what it adds up;
 //! - `text`: [`render_text`] and [`render_json`].
 
 mod build;

@@ -1,5 +1,6 @@
-//! What the report of a run holds: [`Report`] and its parts (the run, its settings, the measured
-//! set, what was read), and the [`ReportOptions`] it is built with.
+//! What the report of a run holds: [`Report`] and its parts, and its [`ReportOptions`].
+//!
+//! The parts: the run, its settings, the measured set, and what was read.
 
 use std::collections::BTreeMap;
 

@@ -1,4 +1,4 @@
-//! The report of made-up runs: figures as R computes them, text and JSON, incomplete runs.
+//! Tests of the report on made-up runs: figures as R computes them, text and JSON, incomplete runs.
 
 use super::*;
 use dbscope_core::fake::FakeRun;

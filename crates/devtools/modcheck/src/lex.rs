@@ -1,5 +1,7 @@
-//! Rust source to a token stream of identifiers, `::` and punctuation, without comments, string,
-//! character and number literals or lifetimes: all the module check needs to see paths.
+//! Rust source to tokens: identifiers, `::` and punctuation.
+//!
+//! Comments, string, character and number literals and lifetimes are dropped: the module check
+//! only needs to see paths.
 
 /// One token.
 #[derive(Clone, Debug, PartialEq, Eq)]

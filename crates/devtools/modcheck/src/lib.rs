@@ -1,6 +1,8 @@
-//! dbscope-modcheck: within each crate no module imports a module that imports it back
-//! (docs/architecture.md). `cargo test` runs the check over every crate under `crates/`
-//! (tests/workspace.rs) and fails listing each cycle with the lines that make it.
+//! dbscope-modcheck: finds module cycles, a module importing one that imports it back.
+//!
+//! docs/architecture.md says that within each crate no module imports a module that imports it
+//! back; `cargo test` runs this check over every crate under `crates/` (tests/workspace.rs) and
+//! fails listing each cycle with the lines that make it.
 //!
 //! The rule, on a crate's module tree read from its files (no compiler, no dependencies):
 //! - A *module* is a file module (`lib.rs`, `main.rs`, `a.rs`, `a/mod.rs`); an inline `mod x { … }`

@@ -1,6 +1,7 @@
-//! One crate's module tree read from its files: per module its child modules, the names its `use`
-//! items bind, its glob imports, the items it defines, and every path it names, with test-only
-//! items (`#[cfg(test)]`) left out.
+//! One crate's module tree, read from its files.
+//!
+//! Per module: its child modules, the names its `use` items bind, its glob imports, the items it
+//! defines, and every path it names; test-only items (`#[cfg(test)]`) are left out.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;

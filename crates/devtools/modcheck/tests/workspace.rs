@@ -1,5 +1,7 @@
-//! The workspace's crates have no module cycles (the rule: src/lib.rs of this crate), apart from
-//! the known ones listed here until their crates' owners break them.
+//! The workspace's crates have no module cycles, apart from the known ones listed here.
+//!
+//! The rule is in src/lib.rs of this crate; the known cycles stay listed until their crates'
+//! owners break them.
 
 use std::path::Path;
 
