@@ -9,48 +9,10 @@
 
 use serde::Serialize;
 
-use dbscope_core::stats::{LatencyHistogram, Summary};
 use dbscope_core::Event;
 
-use crate::report::{PercentilesUs, SummaryUs};
+pub use crate::summary::FromIntended;
 use crate::text::{sig3, thousands};
-
-/// Latency from the intended start to the end of the event, over the successful measured events
-/// of one name that carry an intended start.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct FromIntended {
-    /// Events with an intended start.
-    pub count: u64,
-    /// R's `summary()` of (end − intended start), in µs.
-    pub summary_us: SummaryUs,
-    /// HDR percentiles of (end − intended start), in µs.
-    pub percentiles_us: PercentilesUs,
-    /// Events that started after their intended start.
-    pub late: u64,
-}
-
-impl FromIntended {
-    /// From the latencies (ns) and the count of late starts; `None` when there are none.
-    pub fn of(latencies: &mut [u64], late: u64) -> Option<FromIntended> {
-        let s = Summary::from_values(latencies).ok()?;
-        let mut hist = LatencyHistogram::new();
-        for &d in latencies.iter() {
-            hist.record(d);
-        }
-        let us = |p: f64| hist.percentile(p) as f64 / 1000.0;
-        Some(FromIntended {
-            count: latencies.len() as u64,
-            summary_us: SummaryUs::from_six(s.six(1000.0)),
-            percentiles_us: PercentilesUs {
-                p90: us(90.0),
-                p99: us(99.0),
-                p99_9: us(99.9),
-                p99_99: us(99.99),
-            },
-            late,
-        })
-    }
-}
 
 /// Operations offered, started and waiting, second by second from the run's clock origin.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -207,76 +169,6 @@ pub fn push_backlog_text(out: &mut String, b: &Backlog) {
         out.push_str(&format!(
             "   … {} more seconds (report --json has them all)\n",
             b.backlog.len() - shown
-        ));
-    }
-}
-
-/// One event name's latency from the intended start in two runs (`compare`).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct FromIntendedComparison {
-    /// Event name.
-    pub name: String,
-    /// Run A's figures.
-    pub a: FromIntended,
-    /// Run B's figures.
-    pub b: FromIntended,
-}
-
-/// The CO-corrected latencies of the event names both runs have with intended starts; empty
-/// unless at least one run was paced open-loop (so closed-loop comparisons read nothing twice).
-pub fn compare_runs(
-    a: &dbscope_core::RunDir,
-    b: &dbscope_core::RunDir,
-    include_warmup: bool,
-) -> Result<Vec<FromIntendedComparison>, dbscope_core::Error> {
-    let open =
-        |r: &dbscope_core::RunDir| r.manifest.runner.as_ref().is_some_and(|x| x.mode == "open");
-    if !open(a) && !open(b) {
-        return Ok(Vec::new());
-    }
-    let opts = crate::report::ReportOptions { include_warmup };
-    let (ra, rb) = (
-        crate::report::build(a, &opts)?,
-        crate::report::build(b, &opts)?,
-    );
-    Ok(ra
-        .events
-        .iter()
-        .filter_map(|ea| {
-            let eb = rb.events.iter().find(|e| e.name == ea.name)?;
-            Some(FromIntendedComparison {
-                name: ea.name.clone(),
-                a: ea.from_intended.clone()?,
-                b: eb.from_intended.clone()?,
-            })
-        })
-        .collect())
-}
-
-/// `compare`'s lines for the CO-corrected latencies.
-pub fn push_comparison_text(out: &mut String, c: &[FromIntendedComparison]) {
-    if c.is_empty() {
-        return;
-    }
-    out.push_str(
-        "
-latency from the intended start (CO-corrected, open loop), µs
-",
-    );
-    out.push_str(
-        "   event                  median A    median B      p99 A      p99 B    p99.9 A    p99.9 B
-",
-    );
-    for e in c {
-        out.push_str(&format!(
-            "   {:<20} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n",
-            crate::text::truncate_middle(&e.name, 20),
-            sig3(e.a.summary_us.median),
-            sig3(e.b.summary_us.median),
-            sig3(e.a.percentiles_us.p99),
-            sig3(e.b.percentiles_us.p99),
-            sig3(e.a.percentiles_us.p99_9),
-            sig3(e.b.percentiles_us.p99_9),
         ));
     }
 }

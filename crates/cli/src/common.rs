@@ -66,7 +66,7 @@ pub fn show_run_progress(
     }
     let p99 = p
         .p99_ns
-        .map(|ns| format_us(ns as f64 / 1000.0))
+        .map(|ns| progress_us(ns as f64 / 1000.0))
         .unwrap_or_else(|| "-".into());
     bar.set_message(format!(
         "{}{} {}  {:.0}/s  p99 {} µs  errors {}",
@@ -146,7 +146,9 @@ pub fn print_examples(prefix: &str, examples: &[String], total: u64, more: &str)
     }
 }
 
-pub fn format_us(us: f64) -> String {
+/// A latency in µs for the progress line, without its unit: whole µs from 100 µs up, else one
+/// decimal. (`dbscope_analysis::text::format_us`, the plots' ticks, picks a unit as well.)
+fn progress_us(us: f64) -> String {
     if us >= 100.0 {
         format!("{us:.0}")
     } else {

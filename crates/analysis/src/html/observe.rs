@@ -3,7 +3,8 @@
 
 use std::fmt::Write;
 
-use super::{escape, row};
+use super::svg::escape;
+use super::tables::row;
 use crate::observe::{ObserveComparison, ObserveReport};
 use crate::text::format_num;
 

@@ -5,8 +5,8 @@ use std::fmt::Write;
 
 use dbscope_core::RunDir;
 
+use super::axes::{nice_max, time_axis};
 use super::svg::{self, escape, Axis, Plot, Scale, Series, Style};
-use super::{nice_max, time_axis};
 use crate::compare::Comparison;
 use crate::openloop::Backlog;
 use crate::report::Report;

@@ -89,17 +89,6 @@ impl Race {
     }
 }
 
-/// How far the slower of two destinations may fall behind, in blocks: what the other groups hold
-/// after a log switch, less the tail a group may leave unused. A group is left only when a
-/// record does not fit in the rest of it, so every group the log writer moved through since it
-/// last wrote into a group holds more than `blocks_per_group - record_blocks` blocks (the
-/// largest record's blocks); a backlog within this limit therefore never reaches back into the
-/// group a log switch moves into, and a switch never waits for the slower copy. This is the
-/// bound the log's reuse rule sets, enforced write by write instead of at the switch.
-pub(super) fn backlog_limit(groups: u32, blocks_per_group: u64, record_blocks: u64) -> u64 {
-    (groups as u64).saturating_sub(1) * blocks_per_group.saturating_sub(record_blocks)
-}
-
 /// The most a destination that fell behind writes in one catch-up write: 1 MiB, Oracle's
 /// largest log write, or one batch when that is larger.
 pub(super) const CATCH_UP_BYTES: usize = 1 << 20;

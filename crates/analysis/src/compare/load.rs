@@ -1,0 +1,143 @@
+//! Reading a run for a comparison, in one pass over its event files.
+//!
+//! The successful measured durations per event name, the latencies from the intended start when
+//! the runs were paced open-loop, and why the run may be incomplete.
+
+use std::collections::HashMap;
+
+use dbscope_core::{Error, Event, NameId, NameTable, Outcome, RunDir};
+
+use super::model::FromIntendedComparison;
+use crate::summary::FromIntended;
+
+/// Successful measured durations per event name of one run.
+pub(super) struct Loaded {
+    pub(super) names: Vec<String>,
+    pub(super) durations: Vec<Vec<u64>>,
+    pub(super) events_read: u64,
+    pub(super) incomplete: Option<String>,
+    /// First start and last end of the measured events (ns since the run's origin).
+    pub(super) span_ns: Option<(u64, u64)>,
+    /// Only when asked for (open-loop runs): per event name, in order of first appearance of any
+    /// of its events (as `report` lists them), the latencies from the intended start of its
+    /// successful measured events that carry one, and how many of those started late.
+    pub(super) from_intended: Vec<IntendedAcc>,
+}
+
+/// One event name's latencies from the intended start, while a run is read.
+pub(super) struct IntendedAcc {
+    name: String,
+    latencies: Vec<u64>,
+    late: u64,
+}
+
+/// Reads a run's event files once; with `open_loop`, also collects each name's latencies from
+/// the intended start.
+pub(super) fn load(run: &RunDir, include_warmup: bool, open_loop: bool) -> Result<Loaded, Error> {
+    let mut readable = run.clone();
+    let mut missing = Vec::new();
+    readable.manifest.event_files.retain(|f| {
+        let present = run.path.join(f).is_file();
+        if !present {
+            missing.push(f.clone());
+        }
+        present
+    });
+    let mut names: Vec<String> = Vec::new();
+    let mut durations: Vec<Vec<u64>> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut block_ids: HashMap<NameId, usize> = HashMap::new();
+    let mut span_ns: Option<(u64, u64)> = None;
+    let mut from_intended: Vec<IntendedAcc> = Vec::new();
+    let mut intended_index: HashMap<String, usize> = HashMap::new();
+    let mut intended_ids: HashMap<NameId, usize> = HashMap::new();
+    let (_, tail) = readable.for_each_block(|table: &NameTable, events: &[Event]| {
+        block_ids.clear();
+        intended_ids.clear();
+        for e in events {
+            // Every event places its name in the open-loop order, as `report` lists names.
+            let intended_slot = open_loop.then(|| {
+                *intended_ids.entry(e.name).or_insert_with(|| {
+                    let name = table.name(e.name);
+                    *intended_index.entry(name.clone()).or_insert_with(|| {
+                        from_intended.push(IntendedAcc {
+                            name,
+                            latencies: Vec::new(),
+                            late: 0,
+                        });
+                        from_intended.len() - 1
+                    })
+                })
+            });
+            if e.is_error() || (e.is_warmup() && !include_warmup) {
+                continue;
+            }
+            if let (Some(slot), Some(intended)) = (intended_slot, e.intended_start_ns) {
+                let acc = &mut from_intended[slot];
+                acc.latencies.push(e.latency_from_intended_ns());
+                acc.late += u64::from(e.start_ns > intended);
+            }
+            let end = e.start_ns.saturating_add(e.duration_ns);
+            span_ns = Some(match span_ns {
+                Some((first, last)) => (first.min(e.start_ns), last.max(end)),
+                None => (e.start_ns, end),
+            });
+            let slot = *block_ids.entry(e.name).or_insert_with(|| {
+                let name = table.name(e.name);
+                *index.entry(name.clone()).or_insert_with(|| {
+                    names.push(name);
+                    durations.push(Vec::new());
+                    names.len() - 1
+                })
+            });
+            durations[slot].push(e.duration_ns);
+        }
+    })?;
+    let mut why = Vec::new();
+    if run.manifest.outcome == Outcome::Running {
+        why.push("the run did not record an end (it is still being written, or was killed)".into());
+    }
+    if let Some(p) = &tail.problem {
+        why.push(format!(
+            "its event data is damaged or torn ({p}; {} bytes ignored after {} complete blocks)",
+            tail.ignored_bytes, tail.blocks
+        ));
+    }
+    if !missing.is_empty() {
+        why.push(format!("event files missing: {}", missing.join(", ")));
+    }
+    if let Some(written) = run.manifest.events_written {
+        if tail.events < written {
+            why.push(format!(
+                "the manifest records {written} events but only {} could be read",
+                tail.events
+            ));
+        }
+    }
+    Ok(Loaded {
+        names,
+        durations,
+        events_read: tail.events,
+        incomplete: (!why.is_empty()).then(|| why.join("; ")),
+        span_ns,
+        from_intended,
+    })
+}
+
+/// The CO-corrected latencies of the event names both runs have with intended starts, in A's
+/// order; empty unless the runs were read with `open_loop`.
+pub(super) fn compare_from_intended(
+    a: &mut [IntendedAcc],
+    b: &mut [IntendedAcc],
+) -> Vec<FromIntendedComparison> {
+    a.iter_mut()
+        .filter_map(|ea| {
+            let eb = b.iter_mut().find(|e| e.name == ea.name)?;
+            Some(FromIntendedComparison {
+                name: ea.name.clone(),
+                a: FromIntended::of(&mut ea.latencies, ea.late)?,
+                b: FromIntended::of(&mut eb.latencies, eb.late)?,
+            })
+        })
+        .collect()
+}

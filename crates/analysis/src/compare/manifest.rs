@@ -1,0 +1,93 @@
+//! What differs between the two runs' manifests.
+//!
+//! Timestamps, command lines and other fields that always differ are left out.
+
+use std::collections::BTreeMap;
+
+use dbscope_core::RunDir;
+
+use super::model::ManifestDiff;
+
+/// Manifest fields that differ between A and B.
+pub fn manifest_diff(a: &RunDir, b: &RunDir) -> Vec<ManifestDiff> {
+    let fa = flat_manifest(a);
+    let fb = flat_manifest(b);
+    let mut keys: Vec<&String> = fa.keys().chain(fb.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter(|k| fa.get(*k) != fb.get(*k))
+        .map(|k| ManifestDiff {
+            field: k.clone(),
+            a: fa.get(k).cloned(),
+            b: fb.get(k).cloned(),
+        })
+        .collect()
+}
+
+/// Fields that always differ between two runs and say nothing about the cause of a change.
+const DIFF_IGNORED: [&str; 8] = [
+    "started_utc",
+    "ended_utc",
+    "clock_origin_unix_ns",
+    "events_written",
+    "command_line",
+    "event_files",
+    "outcome_detail",
+    "target.location",
+];
+
+fn flat_manifest(run: &RunDir) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let Ok(mut v) = serde_json::to_value(&run.manifest) else {
+        return out;
+    };
+    // Requested settings are (name, value) pairs: key them by name.
+    if let Some(t) = v.get_mut("target").and_then(|t| t.as_object_mut()) {
+        if let Some(serde_json::Value::Array(pairs)) = t.remove("settings_requested") {
+            let mut m = serde_json::Map::new();
+            for p in pairs {
+                if let (Some(k), Some(val)) = (p.get(0).and_then(|k| k.as_str()), p.get(1)) {
+                    m.insert(k.to_string(), val.clone());
+                }
+            }
+            t.insert("settings_requested".into(), serde_json::Value::Object(m));
+        }
+    }
+    flatten("", &v, &mut out);
+    out.retain(|k, _| {
+        !DIFF_IGNORED
+            .iter()
+            .any(|i| k == i || k.starts_with(&format!("{i}.")))
+    });
+    out
+}
+
+fn flatten(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, String>) {
+    let key = |k: &str| {
+        if prefix.is_empty() {
+            k.to_string()
+        } else {
+            format!("{prefix}.{k}")
+        }
+    };
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, v) in m {
+                flatten(&key(k), v, out);
+            }
+        }
+        serde_json::Value::Array(a) => {
+            for (i, v) in a.iter().enumerate() {
+                flatten(&key(&i.to_string()), v, out);
+            }
+        }
+        serde_json::Value::Null => {}
+        serde_json::Value::String(s) => {
+            out.insert(prefix.to_string(), s.clone());
+        }
+        other => {
+            out.insert(prefix.to_string(), other.to_string());
+        }
+    }
+}

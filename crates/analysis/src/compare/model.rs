@@ -1,0 +1,211 @@
+//! What a comparison holds ([`Comparison`] and its parts), its options and its errors.
+
+use serde::Serialize;
+
+use dbscope_core::stats::{BootstrapOptions, OverThreshold, QuantileDiff, RankSumTest, WelchTest};
+use dbscope_core::{Error, Outcome};
+
+use crate::counters::SectionComparison;
+use crate::summary::{FromIntended, SummaryUs};
+
+/// Quantiles compared by default.
+pub const DEFAULT_QUANTILES: [f64; 4] = [0.5, 0.9, 0.99, 0.999];
+
+/// What to compare and how.
+#[derive(Clone, Debug, Serialize)]
+pub struct CompareOptions {
+    /// Compare only this event name.
+    pub event: Option<String>,
+    /// Count events longer than this many µs.
+    pub outlier_us: Option<f64>,
+    /// Half-width of the noise band as a fraction of A's value (0.01 is ±1%).
+    pub noise: f64,
+    /// Count warm-up events as measured events.
+    pub include_warmup: bool,
+    /// Compare runs with no recorded end or damaged event files instead of refusing them.
+    pub allow_incomplete: bool,
+    /// Bootstrap settings of the quantile intervals (seeded).
+    pub bootstrap: BootstrapOptions,
+    /// Quantiles to compare, each in [0, 1].
+    pub quantiles: Vec<f64>,
+}
+
+impl Default for CompareOptions {
+    fn default() -> Self {
+        CompareOptions {
+            event: None,
+            outlier_us: None,
+            noise: 0.01,
+            include_warmup: false,
+            allow_incomplete: false,
+            bootstrap: BootstrapOptions::default(),
+            quantiles: DEFAULT_QUANTILES.to_vec(),
+        }
+    }
+}
+
+/// Why a comparison cannot be made.
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    /// A run could not be read.
+    #[error(transparent)]
+    Run(#[from] Error),
+    /// A run has no recorded end or damaged data, and `allow_incomplete` was not set.
+    #[error("{label} ({path}) is incomplete: {why}; pass --allow-incomplete to compare the events read so far")]
+    Incomplete {
+        /// `A` or `B`.
+        label: &'static str,
+        /// The run directory.
+        path: String,
+        /// What is missing.
+        why: String,
+    },
+    /// Nothing to compare.
+    #[error("{0}")]
+    Nothing(String),
+    /// Invalid options.
+    #[error("{0}")]
+    Options(String),
+}
+
+/// The comparison of run B against run A; serialized as is for `--json`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    /// Run A (the baseline).
+    pub a: RunSide,
+    /// Run B (the candidate).
+    pub b: RunSide,
+    /// The options used (the noise band, the bootstrap seed, ...).
+    pub options: CompareOptions,
+    /// Manifest fields whose values differ between A and B (timestamps and command lines left out).
+    pub manifest_diff: Vec<ManifestDiff>,
+    /// One entry per event name in both runs with at least two successful events in each, in order
+    /// of first appearance in A.
+    pub events: Vec<EventComparison>,
+    /// Event names left out, and why.
+    pub skipped: Vec<Skipped>,
+    /// Run-level counter sections both runs have (same key): their numeric counters side by side
+    /// (left out of the JSON when there are none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub counters: Vec<SectionComparison>,
+    /// The database's and the OS's side of both runs ([`crate::observe`]), when either has it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observe: Option<crate::observe::ObserveComparison>,
+    /// Latency from the intended start per event name, when a run was paced open-loop (left out
+    /// of the JSON otherwise).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub from_intended: Vec<FromIntendedComparison>,
+}
+
+/// One of the two runs.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunSide {
+    /// The run directory.
+    pub path: String,
+    /// Workload name.
+    pub workload: String,
+    /// How the run ended.
+    pub outcome: Outcome,
+    /// Why its data may be incomplete (only with `allow_incomplete`).
+    pub incomplete: Option<String>,
+    /// Events read (all names, warm-up and errors included).
+    pub events_read: u64,
+    /// Elapsed time of the measured events, s: from the first one's start to the last one's end
+    /// (what "elapsed time reduced by 70%" compares); `None` without measured events.
+    pub elapsed_s: Option<f64>,
+}
+
+/// A manifest field that differs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ManifestDiff {
+    /// Dotted path, e.g. `target.settings_effective.synchronous`.
+    pub field: String,
+    /// A's value (`None`: absent in A).
+    pub a: Option<String>,
+    /// B's value (`None`: absent in B).
+    pub b: Option<String>,
+}
+
+/// An event name left out of the comparison.
+#[derive(Clone, Debug, Serialize)]
+pub struct Skipped {
+    /// Event name.
+    pub name: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// R's `summary()` of one side, in µs, with n and sd (JSON: `n`, `min` … `max`, `sd` side by side).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct SideSummary {
+    /// Successful measured events.
+    pub n: u64,
+    /// Min., 1st Qu., Median, Mean, 3rd Qu., Max. (type-7 quantiles).
+    #[serde(flatten)]
+    pub summary: SummaryUs,
+    /// Sample standard deviation.
+    pub sd: f64,
+}
+
+/// The comparison of one event name.
+#[derive(Clone, Debug, Serialize)]
+pub struct EventComparison {
+    /// Event name.
+    pub name: String,
+    /// A's summary (µs).
+    pub a: SideSummary,
+    /// B's summary (µs).
+    pub b: SideSummary,
+    /// Welch's t-test of B against A (difference B − A, µs); `None` when the data are constant.
+    pub welch: Option<WelchTest>,
+    /// Why there is no t-test, when there is none.
+    pub welch_note: Option<String>,
+    /// Wilcoxon rank-sum test of B against A (`W` is B's statistic).
+    pub rank_test: RankSumTest,
+    /// Hodges–Lehmann shift of B against A: the median of all B − A differences (µs).
+    pub hl_shift_us: f64,
+    /// Quantile differences with bootstrap intervals (µs and relative).
+    pub quantiles: Vec<QuantileDiff>,
+    /// Events over the outlier threshold in A and B, when `--outlier` was given.
+    pub outliers: Option<[OverThreshold; 2]>,
+    /// Successful measured events per second of each run's elapsed time, A and B.
+    pub throughput_per_s: [Option<f64>; 2],
+    /// The verdict.
+    pub verdict: Verdict,
+}
+
+/// Which way a statistic moved, judged against the noise band.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// B is slower (larger latencies): the interval lies wholly above the band.
+    Slower,
+    /// B is faster: the interval lies wholly below the band.
+    Faster,
+    /// The interval overlaps the band: no difference detected.
+    None,
+}
+
+/// The verdict for one event name.
+#[derive(Clone, Debug, Serialize)]
+pub struct Verdict {
+    /// Overall: `slower`, `faster`, `mixed` (some statistics each way) or `none`.
+    pub call: String,
+    /// The mean's direction.
+    pub mean: Direction,
+    /// Each compared quantile's direction, in the order of [`EventComparison::quantiles`].
+    pub quantiles: Vec<Direction>,
+    /// The verdict in plain words.
+    pub text: String,
+}
+
+/// One event name's latency from the intended start in two runs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FromIntendedComparison {
+    /// Event name.
+    pub name: String,
+    /// Run A's figures.
+    pub a: FromIntended,
+    /// Run B's figures.
+    pub b: FromIntended,
+}

@@ -1,0 +1,67 @@
+//! The statistical tests of one event name in both runs.
+//!
+//! Summaries, Welch's t-test, the rank-sum test and the Hodges–Lehmann shift, bootstrap quantile
+//! differences, counts over a threshold.
+
+use dbscope_core::stats::{
+    hodges_lehmann, over_threshold, quantile_diff, welch_t_test, wilcoxon_rank_sum, Sample,
+};
+
+use super::model::{CompareError, CompareOptions, EventComparison, SideSummary};
+use super::verdict::verdict;
+use crate::summary::SummaryUs;
+
+fn side_summary(s: &Sample) -> SideSummary {
+    let m = s.summary();
+    SideSummary {
+        n: m.n,
+        summary: SummaryUs::from_six(m.six(1.0)),
+        sd: m.sd,
+    }
+}
+
+pub(super) fn compare_event(
+    name: String,
+    da: &[u64],
+    db: &[u64],
+    opts: &CompareOptions,
+) -> Result<EventComparison, CompareError> {
+    // Sorting dominates: do A and B at the same time.
+    let (sa, sb) = std::thread::scope(|s| {
+        let h = s.spawn(|| Sample::from_u64(da, 1000.0));
+        let sb = Sample::from_u64(db, 1000.0);
+        (h.join().expect("sorting does not panic"), sb)
+    });
+    let (sa, sb) = (sa?, sb?);
+    let (welch, welch_note) = match welch_t_test(&sb, &sa) {
+        Ok(w) => (Some(w), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    let rank_test = wilcoxon_rank_sum(&sb, &sa);
+    let hl_shift_us = hodges_lehmann(&sb, &sa)?;
+    let quantiles = opts
+        .quantiles
+        .iter()
+        .map(|&p| quantile_diff(&sa, &sb, p, &opts.bootstrap))
+        .collect::<Result<Vec<_>, _>>()?;
+    let outliers = opts.outlier_us.map(|t| {
+        [
+            over_threshold(sa.sorted().iter().copied(), t),
+            over_threshold(sb.sorted().iter().copied(), t),
+        ]
+    });
+    let verdict = verdict(&sa, welch.as_ref(), &quantiles, opts.noise);
+    Ok(EventComparison {
+        name,
+        a: side_summary(&sa),
+        b: side_summary(&sb),
+        welch,
+        welch_note,
+        rank_test,
+        hl_shift_us,
+        quantiles,
+        outliers,
+        throughput_per_s: [None, None],
+        verdict,
+    })
+}

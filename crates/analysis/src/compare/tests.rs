@@ -1,0 +1,289 @@
+//! Tests of compare on made-up runs: verdicts, the text layout, incomplete runs, counters.
+
+use super::*;
+use dbscope_core::fake::FakeRun;
+use dbscope_core::manifest::{TargetInfo, WorkloadInfo};
+use dbscope_core::Manifest;
+use dbscope_core::{Event, Outcome, RunDir};
+use std::path::Path;
+
+fn write_run(dir: &Path, sync: &str, events: &[(&str, u64)]) -> RunDir {
+    fake_run(dir, sync, events).finish()
+}
+
+/// A run of `events` (name, duration) one µs apart, its target asked for `synchronous=sync`.
+fn fake_run(dir: &Path, sync: &str, events: &[(&str, u64)]) -> FakeRun {
+    let mut m = Manifest::new("workload", WorkloadInfo::default(), 1);
+    m.target = Some(TargetInfo {
+        kind: "sqlite".into(),
+        settings_requested: vec![("synchronous".into(), sync.into())],
+        ..TargetInfo::default()
+    });
+    m.outcome = Outcome::Complete;
+    m.events_written = Some(events.len() as u64);
+    let mut f = FakeRun::with_manifest(dir, m);
+    let evs: Vec<Event> = events
+        .iter()
+        .enumerate()
+        .map(|(i, (n, d))| FakeRun::event(f.name(n), 0, i as u64 * 1000, *d))
+        .collect();
+    f.block(&evs);
+    f
+}
+
+fn lat(n: usize, base: u64, spread: u64) -> Vec<u64> {
+    (0..n as u64).map(|i| base + (i * 7919) % spread).collect()
+}
+
+#[test]
+fn clear_slowdown_is_called_with_its_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let a: Vec<(&str, u64)> = lat(3000, 100_000, 20_000)
+        .into_iter()
+        .map(|d| ("commit", d))
+        .collect();
+    let b: Vec<(&str, u64)> = lat(3000, 130_000, 20_000)
+        .into_iter()
+        .map(|d| ("commit", d))
+        .collect();
+    let ra = write_run(&dir.path().join("a"), "normal", &a);
+    let rb = write_run(&dir.path().join("b"), "full", &b);
+    let c = compare(&ra, &rb, &CompareOptions::default()).unwrap();
+    let e = &c.events[0];
+    assert_eq!(e.verdict.call, "slower");
+    assert!(
+        e.verdict.text.starts_with("B is slower: +30.0 µs mean"),
+        "{}",
+        e.verdict.text
+    );
+    assert!((e.hl_shift_us - 30.0).abs() < 1e-9);
+    assert_eq!(
+        c.manifest_diff,
+        vec![ManifestDiff {
+            field: "target.settings_requested.synchronous".into(),
+            a: Some("normal".into()),
+            b: Some("full".into()),
+        }]
+    );
+    let text = render_text(&c);
+    assert!(
+        text.contains("target.settings_requested.synchronous  A: normal   B: full"),
+        "{text}"
+    );
+    assert!(text.contains("p < 2.2e-16"), "{text}");
+    let json: serde_json::Value = serde_json::from_str(&render_json(&c)).unwrap();
+    assert_eq!(json["events"][0]["verdict"]["call"], "slower");
+}
+
+#[test]
+fn issue_13_elapsed_time_reduced_by_70_percent() {
+    // Seed 001's headline: the same 1,000 commits, back to back, 10 ms each on A and 3 ms on B.
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, ms: u64| {
+        let mut f = FakeRun::new(&dir.path().join(name));
+        let c = f.name("commit");
+        let evs: Vec<Event> = (0..1000u64)
+            .map(|i| FakeRun::event(c, 0, i * ms * 1_000_000, ms * 1_000_000))
+            .collect();
+        f.block(&evs);
+        f.finish()
+    };
+    let (a, b) = (run("a", 10), run("b", 3));
+    let c = compare(&a, &b, &CompareOptions::default()).unwrap();
+    assert_eq!(c.a.elapsed_s, Some(10.0));
+    assert_eq!(c.b.elapsed_s, Some(3.0));
+    assert_eq!(
+        c.events[0].throughput_per_s,
+        [Some(100.0), Some(1000.0 / 3.0)]
+    );
+    let text = render_text(&c);
+    assert!(
+        text.contains("elapsed  A 10.000 s   B 3.000 s   B/A 0.300 (\u{2212}70.0%)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("throughput  A 100.0/s   B 333.3/s   (+233.3%)"),
+        "{text}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&render_json(&c)).unwrap();
+    assert_eq!(json["b"]["elapsed_s"], 3.0);
+    let page =
+        crate::html::render_compare(&a, &b, &c, &crate::html::HtmlOptions::default()).unwrap();
+    assert!(
+        page.html.contains("B/A 0.300"),
+        "the HTML header says it too"
+    );
+}
+
+#[test]
+fn text_layout_is_exact() {
+    // R 4.2.2: x <- c(10, 12, 11, 13, 12); y <- c(14, 15, 13, 16, 15) (µs);
+    // issue 13: elapsed = first start to last end (A 0 … 4 + 12 µs, B 0 … 4 + 15 µs) and
+    // throughput = n / elapsed (5 / 16 µs, 5 / 19 µs);
+    // t.test(y, x): t = 4.1603, df = 8, p-value = 0.003164, CI 1.337117 4.662883;
+    // wilcox.test(y, x, exact = FALSE): W = 24.5, p-value = 0.01533; sd(x) = 1.140175.
+    let dir = tempfile::tempdir().unwrap();
+    let us = |v: &[u64]| -> Vec<(&str, u64)> { v.iter().map(|&x| ("commit", x * 1000)).collect() };
+    let ra = write_run(&dir.path().join("a"), "normal", &us(&[10, 12, 11, 13, 12]));
+    let rb = write_run(&dir.path().join("b"), "normal", &us(&[14, 15, 13, 16, 15]));
+    let o = CompareOptions {
+        outlier_us: Some(14.5),
+        ..CompareOptions::default()
+    };
+    let mut c = compare(&ra, &rb, &o).unwrap();
+    c.a.path = "runs/a".into();
+    c.b.path = "runs/b".into();
+    let want = "\
+A  runs/a  (, complete, 5 events read)
+B  runs/b  (, complete, 5 events read)
+elapsed  A 16.000 µs   B 19.000 µs   B/A 1.188 (+18.8%)
+manifests: no differences (timestamps and command lines aside)
+
+commit   n  A 5   B 5
+  throughput  A 312,500.0/s   B 263,157.9/s   (−15.8%)
+        Min. 1st Qu.  Median    Mean 3rd Qu.    Max.   (µs)
+  A     10.0    11.0    12.0    11.6    12.0    13.0   sd 1.14
+  B     13.0    14.0    15.0    14.6    15.0    16.0   sd 1.14
+  mean    B − A +3.000 µs (95% CI +1.337 … +4.663)   Welch t = 4.160251, df = 8, p = 0.003164
+  shift   Hodges–Lehmann +3 µs   Wilcoxon rank-sum W = 24.5, p = 0.01533
+  quantile           A            B   B − A (95% CI)                   change (95% CI, 2000 replicates, seed 1)
+";
+    let text = render_text(&c);
+    assert!(text.starts_with(want), "{text}");
+    assert!(
+        text.contains("  over 14.5 µs   A 0 (0%)   B 3 (60%)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  verdict B is slower: +3.00 µs mean (95% CI +1.34 … +4.66), p = 0.003164"),
+        "{text}"
+    );
+}
+
+#[test]
+fn same_run_is_no_difference() {
+    let dir = tempfile::tempdir().unwrap();
+    let a: Vec<(&str, u64)> = lat(500, 1_000, 900).into_iter().map(|d| ("q", d)).collect();
+    let ra = write_run(&dir.path().join("a"), "normal", &a);
+    let c = compare(&ra, &ra, &CompareOptions::default()).unwrap();
+    assert_eq!(c.events[0].verdict.call, "none");
+    assert_eq!(
+        c.events[0].verdict.text,
+        "no difference detected beyond ±1%"
+    );
+    assert!(c.manifest_diff.is_empty());
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// compare(A, A) never reports a difference, whatever the data and the bootstrap seed.
+    #[test]
+    fn compare_a_with_itself_never_calls_a_change(
+        d in proptest::collection::vec(1u64..50_000_000, 2..400),
+        seed in proptest::prelude::any::<u64>(),
+        noise in 0.0f64..0.05,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let evs: Vec<(&str, u64)> = d.iter().map(|&v| ("e", v)).collect();
+        let ra = write_run(&dir.path().join("a"), "x", &evs);
+        let mut o = CompareOptions { noise, ..CompareOptions::default() };
+        o.bootstrap.seed = seed;
+        o.bootstrap.replicates = 300;
+        let c = compare(&ra, &ra, &o).unwrap();
+        proptest::prop_assert_eq!(&c.events[0].verdict.call, "none");
+        proptest::prop_assert!(c.events[0].verdict.text.starts_with("no difference detected"));
+    }
+}
+
+#[test]
+fn tail_only_change_is_seen() {
+    // Same bulk, but B's slowest 2% are ten times slower: the mean interval may overlap the
+    // band, the p99 interval does not.
+    let dir = tempfile::tempdir().unwrap();
+    let base = lat(20_000, 1_000_000, 100_000);
+    let mut tail = base.clone();
+    tail.sort_unstable();
+    let n = tail.len();
+    for v in &mut tail[n - n / 50..] {
+        *v *= 10;
+    }
+    let a: Vec<(&str, u64)> = base.into_iter().map(|d| ("io", d)).collect();
+    let b: Vec<(&str, u64)> = tail.into_iter().map(|d| ("io", d)).collect();
+    let ra = write_run(&dir.path().join("a"), "x", &a);
+    let rb = write_run(&dir.path().join("b"), "x", &b);
+    let c = compare(&ra, &rb, &CompareOptions::default()).unwrap();
+    let v = &c.events[0].verdict;
+    assert_eq!(v.quantiles[0], Direction::None, "p50 unchanged: {}", v.text);
+    assert_eq!(v.quantiles[2], Direction::Slower, "{}", v.text);
+    assert!(v.text.contains("p99 +"), "{}", v.text);
+}
+
+#[test]
+fn bad_input_says_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let ra = write_run(&dir.path().join("a"), "x", &[("commit", 5), ("commit", 6)]);
+    let rb = write_run(&dir.path().join("b"), "x", &[("wait", 5), ("wait", 6)]);
+    let e = compare(&ra, &rb, &CompareOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("no event name in common (A has \"commit\"; B has \"wait\")"),
+        "{e}"
+    );
+    let rc = write_run(&dir.path().join("c"), "x", &[("commit", 5)]);
+    let e = compare(&ra, &rc, &CompareOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("A has 2 and B has 1 successful events; at least 2"),
+        "{e}"
+    );
+    let mut running = rc.clone();
+    running.manifest.outcome = Outcome::Running;
+    let e = compare(&ra, &running, &CompareOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("B (") && e.contains("did not record an end"),
+        "{e}"
+    );
+}
+
+#[test]
+fn counter_sections_in_both_runs_are_compared() {
+    let dir = tempfile::tempdir().unwrap();
+    let evs: Vec<(&str, u64)> = lat(50, 1_000, 900).into_iter().map(|d| ("q", d)).collect();
+    let ra = write_run(&dir.path().join("a"), "x", &evs);
+    let rb = write_run(&dir.path().join("b"), "x", &evs);
+    let c = compare(&ra, &rb, &CompareOptions::default()).unwrap();
+    assert!(c.counters.is_empty());
+    let json: serde_json::Value = serde_json::from_str(&render_json(&c)).unwrap();
+    assert!(json.get("counters").is_none(), "no sections, no member");
+    let s = crate::counters::tests::section;
+    let mut fa = fake_run(&dir.path().join("ca"), "x", &evs);
+    fa.counters(s(1200, 3.0, true));
+    let mut fb = fake_run(&dir.path().join("cb"), "x", &evs);
+    fb.counters(s(1500, 4.5, true));
+    let (ra, rb) = (fa.finish(), fb.finish());
+    let c = compare(&ra, &rb, &CompareOptions::default()).unwrap();
+    assert_eq!(c.counters.len(), 1);
+    let text = render_text(&c);
+    assert!(
+            text.ends_with("   commits per write      3.00      4.50   +1.50   +50.0%\n   rate (MB/s)         1,234.5   1,234.5    +0.0    +0.0%\n"),
+            "{text}"
+        );
+    assert!(
+        text.contains("\n\nredo log writer   B against A\n"),
+        "{text}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&render_json(&c)).unwrap();
+    assert_eq!(json["counters"][0]["key"], "redo");
+    assert_eq!(json["counters"][0]["counters"][0]["diff"], 300);
+    assert_eq!(json["counters"][0]["counters"][1]["pct"], 50.0);
+    std::fs::write(rb.path.join("counters.json"), "[").unwrap();
+    let e = compare(&ra, &rb, &CompareOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("not valid counters"), "{e}");
+}

@@ -1,0 +1,233 @@
+//! The comparison as text for a terminal ([`render_text`]) and as JSON ([`render_json`]).
+
+use dbscope_core::stats::{format_r, zapsmall};
+
+use super::model::{Comparison, EventComparison, FromIntendedComparison, SideSummary};
+use super::verdict::{p_text, quantile_label, signed3};
+use crate::counters::push_comparison_text;
+use crate::text::{
+    one_line, push_wrapped_words, sig3, span, thousands, thousands_f1, threshold_us,
+    truncate_middle,
+};
+
+/// Pretty JSON of the comparison, with a trailing newline.
+pub fn render_json(c: &Comparison) -> String {
+    let mut s = serde_json::to_string_pretty(c).unwrap_or_else(|e| {
+        serde_json::json!({ "error": format!("cannot encode the comparison: {e}") }).to_string()
+    });
+    s.push('\n');
+    s
+}
+
+/// The comparison as text for a terminal.
+pub fn render_text(c: &Comparison) -> String {
+    let mut out = String::new();
+    for (label, s) in [("A", &c.a), ("B", &c.b)] {
+        out.push_str(&format!(
+            "{label}  {}  ({}, {}, {} events read)\n",
+            one_line(&s.path),
+            one_line(&s.workload),
+            s.outcome.as_str(),
+            thousands(s.events_read)
+        ));
+        if let Some(why) = &s.incomplete {
+            out.push_str(&format!("   INCOMPLETE: {}\n", one_line(why)));
+        }
+    }
+    if let Some(line) = elapsed_line(c) {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    if c.manifest_diff.is_empty() {
+        out.push_str("manifests: no differences (timestamps and command lines aside)\n");
+    } else {
+        out.push_str("manifests differ:\n");
+        let w = c
+            .manifest_diff
+            .iter()
+            .map(|d| d.field.chars().count())
+            .max()
+            .unwrap_or(0);
+        for d in &c.manifest_diff {
+            let v = |x: &Option<String>| {
+                x.as_deref()
+                    .map(one_line)
+                    .unwrap_or_else(|| "(absent)".into())
+            };
+            out.push_str(&format!(
+                "   {:<w$}  A: {}   B: {}\n",
+                d.field,
+                v(&d.a),
+                v(&d.b)
+            ));
+        }
+    }
+    for e in &c.events {
+        out.push('\n');
+        push_event(&mut out, e, c);
+    }
+    for s in &c.skipped {
+        out.push_str(&format!("\n{}: skipped: {}\n", one_line(&s.name), s.reason));
+    }
+    push_from_intended_text(&mut out, &c.from_intended);
+    for s in &c.counters {
+        push_comparison_text(&mut out, s);
+    }
+    if let Some(o) = &c.observe {
+        crate::observe::push_compare_text(&mut out, o);
+    }
+    out
+}
+
+/// `compare`'s lines for the CO-corrected latencies.
+fn push_from_intended_text(out: &mut String, c: &[FromIntendedComparison]) {
+    if c.is_empty() {
+        return;
+    }
+    out.push_str(
+        "
+latency from the intended start (CO-corrected, open loop), µs
+",
+    );
+    out.push_str(
+        "   event                  median A    median B      p99 A      p99 B    p99.9 A    p99.9 B
+",
+    );
+    for e in c {
+        out.push_str(&format!(
+            "   {:<20} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n",
+            truncate_middle(&e.name, 20),
+            sig3(e.a.summary_us.median),
+            sig3(e.b.summary_us.median),
+            sig3(e.a.percentiles_us.p99),
+            sig3(e.b.percentiles_us.p99),
+            sig3(e.a.percentiles_us.p99_9),
+            sig3(e.b.percentiles_us.p99_9),
+        ));
+    }
+}
+
+/// `elapsed  A 12.345 s   B 3.701 s   B/A 0.300 (−70.0%)`: the measured span of each run, the
+/// seed's headline figure ("elapsed time reduced by 70%").
+pub fn elapsed_line(c: &Comparison) -> Option<String> {
+    let (a, b) = (c.a.elapsed_s?, c.b.elapsed_s?);
+    Some(format!(
+        "elapsed  A {}   B {}   B/A {:.3} ({})",
+        span(a),
+        span(b),
+        b / a,
+        signed_percent(b / a - 1.0)
+    ))
+}
+
+/// `+12.3%` or `−70.0%` (a real minus sign, as the other changes print).
+fn signed_percent(x: f64) -> String {
+    let p = x * 100.0;
+    if p < 0.0 {
+        format!("\u{2212}{:.1}%", -p)
+    } else {
+        format!("+{p:.1}%")
+    }
+}
+
+fn push_event(out: &mut String, e: &EventComparison, c: &Comparison) {
+    out.push_str(&format!(
+        "{}   n  A {}   B {}\n",
+        one_line(&e.name),
+        thousands(e.a.n),
+        thousands(e.b.n)
+    ));
+    if let [Some(ta), Some(tb)] = e.throughput_per_s {
+        out.push_str(&format!(
+            "  throughput  A {}/s   B {}/s   ({})\n",
+            thousands_f1(ta),
+            thousands_f1(tb),
+            if ta > 0.0 {
+                signed_percent(tb / ta - 1.0)
+            } else {
+                "-".into()
+            }
+        ));
+    }
+    // Both summaries formatted together, as R would print rbind(summary(a), summary(b)).
+    const NAMES: [&str; 6] = ["Min.", "1st Qu.", "Median", "Mean", "3rd Qu.", "Max."];
+    let six = |s: &SideSummary| s.summary.six();
+    let all: Vec<f64> = six(&e.a).into_iter().chain(six(&e.b)).collect();
+    let f = format_r(&zapsmall(&all), 4);
+    let w = f
+        .iter()
+        .map(|s| s.len())
+        .chain(NAMES.iter().map(|n| n.len()))
+        .max()
+        .unwrap_or(0);
+    let head: Vec<String> = NAMES.iter().map(|n| format!("{n:>w$}")).collect();
+    out.push_str(&format!("     {}   (µs)\n", head.join(" ")));
+    for (label, row, s) in [("A", &f[..6], &e.a), ("B", &f[6..], &e.b)] {
+        let cells: Vec<String> = row.iter().map(|v| format!("{v:>w$}")).collect();
+        let sd = format_r(&[s.sd], 4).join("");
+        out.push_str(&format!(
+            "  {label}  {}   sd {}\n",
+            cells.join(" "),
+            sd.trim()
+        ));
+    }
+    match &e.welch {
+        Some(wt) => {
+            let [d, l, h] = signed3(&[wt.diff, wt.ci_low, wt.ci_high], 4);
+            out.push_str(&format!(
+                "  mean    B − A {d} µs (95% CI {l} … {h})   Welch t = {}, df = {}, p {}\n",
+                format_r(&[wt.t], 7).join("").trim(),
+                format_r(&[wt.df], 7).join("").trim(),
+                p_text(wt.p_value)
+            ));
+        }
+        None => out.push_str(&format!(
+            "  mean    no t-test: {}\n",
+            e.welch_note.as_deref().unwrap_or("not computed")
+        )),
+    }
+    let [hl, _, _] = signed3(&[e.hl_shift_us, e.hl_shift_us, e.hl_shift_us], 4);
+    out.push_str(&format!(
+        "  shift   Hodges–Lehmann {hl} µs   Wilcoxon rank-sum W = {}, p {}\n",
+        format_r(&[e.rank_test.w], 7).join("").trim(),
+        p_text(e.rank_test.p_value)
+    ));
+    out.push_str(&format!(
+        "  {:<8}{:>12} {:>12}   {:<32} change (95% CI, {} replicates, seed {})\n",
+        "quantile",
+        "A",
+        "B",
+        "B − A (95% CI)",
+        c.options.bootstrap.replicates,
+        c.options.bootstrap.seed
+    ));
+    for q in &e.quantiles {
+        let ab = format_r(&zapsmall(&[q.a, q.b]), 4);
+        let [d, l, h] = signed3(&[q.diff, q.diff_low, q.diff_high], 3);
+        let rel = match (q.rel, q.rel_low, q.rel_high) {
+            (Some(r), Some(lo), Some(hi)) => {
+                let [r, lo, hi] = signed3(&[r * 100.0, lo * 100.0, hi * 100.0], 2);
+                format!("{r}% ({lo} … {hi}%)")
+            }
+            _ => "- (A's quantile is not positive)".into(),
+        };
+        out.push_str(&format!(
+            "  {:<8}{:>12} {:>12}   {:<32} {rel}\n",
+            quantile_label(q.p),
+            ab[0].trim(),
+            ab[1].trim(),
+            format!("{d} ({l} … {h})")
+        ));
+    }
+    if let Some([oa, ob]) = &e.outliers {
+        out.push_str(&format!(
+            "  over {}   A {} ({}%)   B {} ({}%)\n",
+            threshold_us(oa.threshold),
+            thousands(oa.count),
+            format_r(&[oa.rate * 100.0], 3).join("").trim(),
+            thousands(ob.count),
+            format_r(&[ob.rate * 100.0], 3).join("").trim()
+        ));
+    }
+    push_wrapped_words(out, "  verdict ", &e.verdict.text);
+}

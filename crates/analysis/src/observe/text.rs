@@ -1,0 +1,196 @@
+//! The section as text, for `report`.
+
+use std::fmt::Write;
+
+use super::model::ObserveReport;
+use crate::text::{format_num, push_prose, sig3};
+
+fn fmt_opt(v: Option<f64>) -> String {
+    v.map_or("-".into(), format_num)
+}
+
+/// Appends the section to a text report.
+pub fn push_text(out: &mut String, r: &ObserveReport) {
+    out.push('\n');
+    let _ = writeln!(
+        out,
+        "Database and OS ({}{})",
+        r.target,
+        r.span_s
+            .map(|s| format!(
+                ", {} snapshots, {} s from the first to the last",
+                r.snapshots,
+                format_num(s)
+            ))
+            .unwrap_or_default()
+    );
+    for n in &r.notes {
+        push_prose(out, n);
+    }
+    if let Some(t) = &r.top_events {
+        let _ = match t.hz {
+            Some(h) => writeln!(
+                out,
+                "Top timed events ({} at {} Hz; DB time {} s = {} active samples)",
+                t.source,
+                format_num(h),
+                format_num(t.db_time_s),
+                t.db_time_samples
+            ),
+            None => writeln!(
+                out,
+                "Top timed events ({}; {} waits, {} s in all)",
+                t.source,
+                t.samples,
+                sig3(t.db_time_s)
+            ),
+        };
+        if t.gaps > 0 {
+            let _ = writeln!(
+                out,
+                "  sampler gaps: {} ({} s without samples: its connection was lost)",
+                t.gaps,
+                format_num(t.gap_s)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  {:<28} {:<12} {:>8} {:>9} {:>10}  statement",
+            "event", "class", "samples", "est. s", "% DB time"
+        );
+        for row in t.rows.iter().take(10) {
+            let _ = writeln!(
+                out,
+                "  {:<28} {:<12} {:>8} {:>9} {:>9.1}%  {}",
+                row.event,
+                row.class,
+                row.samples,
+                sig3(row.est_s),
+                row.pct_db_time,
+                row.top_statement.as_deref().unwrap_or("")
+            );
+            if !row.during.is_empty() {
+                let shares: Vec<String> = row
+                    .during
+                    .iter()
+                    .take(5)
+                    .map(|d| format!("{} {:.0} %", d.event, d.pct))
+                    .collect();
+                let _ = writeln!(out, "      during: {}", shares.join(", "));
+            }
+        }
+    }
+    if !r.counters.is_empty() {
+        let _ = writeln!(out, "Counters (deltas over the run)");
+        if let Some(b) = &r.per_commit_basis {
+            push_prose(out, &format!("  per commit: {b}"));
+        }
+        for f in &r.counters {
+            let _ = writeln!(
+                out,
+                "  {:<40} {:>14} {}",
+                f.label,
+                format_num(f.value),
+                f.unit
+            );
+        }
+    }
+    if !r.io_by_file_type.is_empty() {
+        let _ = writeln!(out, "I/O by file type");
+        let _ = writeln!(
+            out,
+            "  {:<8} {:>10} {:>14} {:>10} {:>14} {:>8}  source",
+            "file", "reads", "read bytes", "writes", "write bytes", "syncs"
+        );
+        for io in &r.io_by_file_type {
+            let _ = writeln!(
+                out,
+                "  {:<8} {:>10} {:>14} {:>10} {:>14} {:>8}  {}",
+                io.file_type,
+                fmt_opt(io.reads),
+                fmt_opt(io.read_bytes),
+                fmt_opt(io.writes),
+                fmt_opt(io.write_bytes),
+                fmt_opt(io.syncs),
+                io.source
+            );
+        }
+    }
+    if !r.disks.is_empty() || !r.cpu.is_empty() {
+        let _ = writeln!(
+            out,
+            "OS (/proc/diskstats as iostat -x; /proc/stat; /proc/<pid>/stat)"
+        );
+        if !r.disks.is_empty() {
+            let _ = writeln!(
+                out,
+                "  {:<9} {:<8} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8} {:>8} {:>7} {:>6}",
+                "role",
+                "device",
+                "r/s",
+                "w/s",
+                "rkB/s",
+                "wkB/s",
+                "areq-kB",
+                "r_await",
+                "w_await",
+                "f/s",
+                "%util"
+            );
+            for d in &r.disks {
+                let _ = writeln!(
+                    out,
+                    "  {:<9} {:<8} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8} {:>8} {:>7} {:>6.1}",
+                    d.role,
+                    d.device,
+                    format_num(d.r_per_s),
+                    format_num(d.w_per_s),
+                    format_num(d.rkb_per_s),
+                    format_num(d.wkb_per_s),
+                    fmt_opt(d.areq_kb),
+                    fmt_opt(d.r_await_ms),
+                    fmt_opt(d.w_await_ms),
+                    format_num(d.f_per_s),
+                    d.util_pct
+                );
+            }
+        }
+        for f in &r.cpu {
+            let _ = writeln!(
+                out,
+                "  {:<40} {:>14} {}",
+                f.label,
+                format_num(f.value),
+                f.unit
+            );
+        }
+    }
+    if !r.top_statements.is_empty() {
+        let _ = writeln!(
+            out,
+            "Top statements (pg_stat_statements, by execution time)"
+        );
+        let _ = writeln!(
+            out,
+            "  {:>10} {:>12} {:>10} {:>12}  statement",
+            "calls", "total ms", "mean ms", "WAL bytes"
+        );
+        for st in r.top_statements.iter().take(10) {
+            let _ = writeln!(
+                out,
+                "  {:>10} {:>12} {:>10} {:>12}  {}",
+                format_num(st.calls),
+                sig3(st.total_exec_ms),
+                fmt_opt(st.mean_exec_ms),
+                format_num(st.wal_bytes),
+                st.query
+            );
+        }
+    }
+    if !r.missing.is_empty() {
+        let _ = writeln!(out, "Not available");
+        for (name, why) in &r.missing {
+            push_prose(out, &format!("  {name}: {why}"));
+        }
+    }
+}

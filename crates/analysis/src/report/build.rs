@@ -1,0 +1,329 @@
+//! [`build`]: the report of a run from one pass over its event files.
+//!
+//! Per-name accumulators reduced to the event summaries; the active-session samples are joined to
+//! the events in the same pass.
+
+use std::collections::{BTreeMap, HashMap};
+
+use dbscope_core::stats::{LatencyHistogram, Summary};
+use dbscope_core::{Error, Event, NameId, NameTable, Outcome, RunDir, TailState};
+
+use super::model::{
+    MeasuredReport, ReadReport, Report, ReportOptions, RunReport, SettingRow, TargetReport,
+};
+use crate::summary::{EventReport, FromIntended, PercentilesUs, SessionSpread, SummaryUs};
+
+/// Builds the report of a run, reading its event files once.
+///
+/// A run that recorded no end, event files that end in a torn or damaged block, event files the
+/// manifest lists but that are missing, and fewer events than the manifest's `events_written` all
+/// give a report with [`Report::incomplete`] set rather than an error; errors are I/O failures while
+/// reading.
+pub fn build(run: &RunDir, opts: &ReportOptions) -> Result<Report, Error> {
+    let m = &run.manifest;
+
+    // Read the files that exist; a missing one is reported, not fatal.
+    let mut readable = run.clone();
+    let mut missing_files = Vec::new();
+    readable.manifest.event_files.retain(|f| {
+        let present = run.path.join(f).is_file();
+        if !present {
+            missing_files.push(f.clone());
+        }
+        present
+    });
+    let mut acc = Accumulator::new(opts.include_warmup);
+    // Active-session samples are joined to the client events in the same pass.
+    let mut join = crate::observe::SampleJoin::load(run);
+    let (_, tail) = readable.for_each_block(|names, events| {
+        acc.add_block(names, events);
+        if let Some(j) = join.as_mut() {
+            j.add_block(names, events);
+        }
+    })?;
+
+    let mut incomplete = incompleteness(run, &tail, &missing_files);
+    // Counters the run cannot give are reported like missing data, not as an error: the events
+    // may still be worth reading.
+    let counters = match run.counters() {
+        Ok(c) => c.sections,
+        Err(e) => {
+            let why = format!("its run-level counters cannot be read ({e})");
+            incomplete = Some(match incomplete {
+                Some(w) => format!("{w}; {why}"),
+                None => why,
+            });
+            Vec::new()
+        }
+    };
+    let span_ns = match (acc.first_start, acc.last_end) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+        _ => None,
+    };
+    let span_s = span_ns.map(|ns| ns as f64 / 1e9);
+    let measured = MeasuredReport {
+        include_warmup: opts.include_warmup,
+        events: acc.names.iter().map(|n| n.durations.len() as u64).sum(),
+        errors: acc.names.iter().map(|n| n.errors).sum(),
+        warmup_excluded: acc.names.iter().map(|n| n.warmup_excluded).sum(),
+        first_start_ns: acc.first_start,
+        last_end_ns: acc.last_end,
+        span_s,
+    };
+    let open_loop = acc.backlog.finish().map(|b| b.with_pacing(&counters));
+    let events: Vec<EventReport> = acc.names.into_iter().map(|n| n.finish(span_ns)).collect();
+    let observe = crate::observe::build_or_note_joined(run, &events, join);
+
+    let elapsed_s = m.ended_utc.map(|end| {
+        let d = end - m.started_utc;
+        d.num_nanoseconds()
+            .map(|ns| ns as f64 / 1e9)
+            .unwrap_or(d.num_milliseconds() as f64 / 1e3)
+    });
+    Ok(Report {
+        run: RunReport {
+            path: run.path.display().to_string(),
+            source: m.source.clone(),
+            workload: m.workload.name.clone(),
+            params: m.workload.params.clone(),
+            seed: m.seed,
+            target: m.target.as_ref().map(|t| TargetReport {
+                kind: t.kind.clone(),
+                location: t.location.clone(),
+                server_version: t.server_version.clone(),
+            }),
+            runner: m.runner.clone(),
+            started_utc: m.started_utc,
+            ended_utc: m.ended_utc,
+            elapsed_s,
+            outcome: m.outcome,
+            outcome_detail: m.outcome_detail.clone(),
+            dbscope_version: m.dbscope_version.clone(),
+            format_version: m.format_version.clone(),
+            command_line: m.command_line.clone(),
+            host: m.host.clone(),
+        },
+        incomplete,
+        settings: settings_rows(run),
+        measured,
+        read: ReadReport {
+            blocks: tail.blocks,
+            events: tail.events,
+            ignored_bytes: tail.ignored_bytes,
+            problem: tail.problem.clone(),
+            missing_files,
+        },
+        events,
+        open_loop,
+        counters,
+        observe,
+    })
+}
+
+/// Why the data of a run may be incomplete, or `None`.
+fn incompleteness(run: &RunDir, tail: &TailState, missing: &[String]) -> Option<String> {
+    let mut why = Vec::new();
+    if run.manifest.outcome == Outcome::Running {
+        why.push(format!(
+            "the run did not record an end: it was killed or is still running; {} complete blocks read",
+            tail.blocks
+        ));
+    }
+    if let Some(problem) = &tail.problem {
+        why.push(format!(
+            "the event data ends early ({problem}): {} bytes ignored after {} complete blocks",
+            tail.ignored_bytes, tail.blocks
+        ));
+    }
+    if !missing.is_empty() {
+        why.push(format!("event files missing: {}", missing.join(", ")));
+    }
+    if let Some(written) = run.manifest.events_written {
+        if tail.events < written {
+            why.push(format!(
+                "the manifest records {written} events written but only {} could be read",
+                tail.events
+            ));
+        }
+    }
+    (!why.is_empty()).then(|| why.join("; "))
+}
+
+/// Requested settings in the order given (a repeated name keeps its last value), then the other
+/// effective ones by name.
+fn settings_rows(run: &RunDir) -> Vec<SettingRow> {
+    let Some(target) = &run.manifest.target else {
+        return Vec::new();
+    };
+    let mut rows: Vec<SettingRow> = Vec::new();
+    for (name, value) in &target.settings_requested {
+        match rows.iter_mut().find(|r| &r.name == name) {
+            Some(row) => row.requested = Some(value.clone()),
+            None => rows.push(SettingRow {
+                name: name.clone(),
+                requested: Some(value.clone()),
+                effective: None,
+            }),
+        }
+    }
+    for (name, value) in &target.settings_effective {
+        match rows.iter_mut().find(|r| &r.name == name) {
+            Some(row) => row.effective = Some(value.clone()),
+            None => rows.push(SettingRow {
+                name: name.clone(),
+                requested: None,
+                effective: Some(value.clone()),
+            }),
+        }
+    }
+    rows
+}
+
+/// Per-name accumulation while streaming blocks.
+#[derive(Debug)]
+struct NameAcc {
+    name: String,
+    durations: Vec<u64>,
+    errors: u64,
+    error_classes: BTreeMap<String, u64>,
+    warmup_excluded: u64,
+    /// Successful measured events per session that recorded this name (errors count the session in
+    /// with 0, so a session that only failed shows as starved).
+    per_session: BTreeMap<u32, u64>,
+    /// End − intended start of the successful events that carry one (open loop), and how many
+    /// of them started late.
+    from_intended: Vec<u64>,
+    late: u64,
+}
+
+impl NameAcc {
+    fn finish(mut self, span_ns: Option<u64>) -> EventReport {
+        let count = self.durations.len() as u64;
+        let throughput_per_s = span_ns
+            .filter(|&ns| ns > 0)
+            .map(|ns| count as f64 / (ns as f64 / 1e9));
+        let (summary_us, sd_us, percentiles_us) = match Summary::from_values(&mut self.durations) {
+            Ok(s) => {
+                let mut hist = LatencyHistogram::new();
+                for &d in &self.durations {
+                    hist.record(d);
+                }
+                let us = |p: f64| hist.percentile(p) as f64 / 1000.0;
+                (
+                    Some(SummaryUs::from_six(s.six(1000.0))),
+                    (s.n > 1).then_some(s.sd / 1000.0),
+                    Some(PercentilesUs {
+                        p90: us(90.0),
+                        p99: us(99.0),
+                        p99_9: us(99.9),
+                        p99_99: us(99.99),
+                    }),
+                )
+            }
+            Err(_) => (None, None, None),
+        };
+        EventReport {
+            name: self.name,
+            count,
+            errors: self.errors,
+            error_classes: self.error_classes,
+            warmup_excluded: self.warmup_excluded,
+            throughput_per_s,
+            summary_us,
+            sd_us,
+            percentiles_us,
+            sessions: SessionSpread::of(&self.per_session),
+            from_intended: FromIntended::of(&mut self.from_intended, self.late),
+        }
+    }
+}
+
+/// Streams blocks into per-name accumulators.
+#[derive(Debug)]
+struct Accumulator {
+    include_warmup: bool,
+    names: Vec<NameAcc>,
+    index: HashMap<String, usize>,
+    /// Name id of the current block's file to accumulator index (ids are per event file).
+    block_ids: HashMap<NameId, usize>,
+    /// (accumulator index, outcome id) to count, resolved to class names at the end of each block.
+    block_errors: HashMap<(usize, u16), u64>,
+    first_start: Option<u64>,
+    last_end: Option<u64>,
+    backlog: crate::openloop::BacklogAcc,
+}
+
+impl Accumulator {
+    fn new(include_warmup: bool) -> Self {
+        Accumulator {
+            include_warmup,
+            names: Vec::new(),
+            index: HashMap::new(),
+            block_ids: HashMap::new(),
+            block_errors: HashMap::new(),
+            first_start: None,
+            last_end: None,
+            backlog: Default::default(),
+        }
+    }
+
+    fn add_block(&mut self, names: &NameTable, events: &[Event]) {
+        self.block_ids.clear();
+        for e in events {
+            let i = self.slot(names, e.name);
+            self.backlog.add(e);
+            let acc = &mut self.names[i];
+            if e.is_warmup() && !self.include_warmup {
+                acc.warmup_excluded += 1;
+                continue;
+            }
+            let end = e.start_ns.saturating_add(e.duration_ns);
+            self.first_start = Some(self.first_start.map_or(e.start_ns, |s| s.min(e.start_ns)));
+            self.last_end = Some(self.last_end.map_or(end, |l| l.max(end)));
+            let n = acc.per_session.entry(e.session).or_default();
+            if e.is_error() {
+                acc.errors += 1;
+                *self.block_errors.entry((i, e.outcome)).or_default() += 1;
+            } else {
+                *n += 1;
+                acc.durations.push(e.duration_ns);
+                if let Some(intended) = e.intended_start_ns {
+                    acc.from_intended.push(e.latency_from_intended_ns());
+                    acc.late += u64::from(e.start_ns > intended);
+                }
+            }
+        }
+        for ((i, outcome), n) in self.block_errors.drain() {
+            *self.names[i]
+                .error_classes
+                .entry(names.name(outcome as NameId))
+                .or_default() += n;
+        }
+    }
+
+    fn slot(&mut self, names: &NameTable, id: NameId) -> usize {
+        if let Some(&i) = self.block_ids.get(&id) {
+            return i;
+        }
+        let name = names.name(id);
+        let i = match self.index.get(&name) {
+            Some(&i) => i,
+            None => {
+                self.names.push(NameAcc {
+                    name: name.clone(),
+                    durations: Vec::new(),
+                    errors: 0,
+                    error_classes: BTreeMap::new(),
+                    warmup_excluded: 0,
+                    per_session: BTreeMap::new(),
+                    from_intended: Vec::new(),
+                    late: 0,
+                });
+                self.index.insert(name, self.names.len() - 1);
+                self.names.len() - 1
+            }
+        };
+        self.block_ids.insert(id, i);
+        i
+    }
+}

@@ -1,0 +1,324 @@
+//! The report as text for a terminal ([`render_text`]) and as JSON ([`render_json`]).
+
+use dbscope_core::stats::{format_r, r_summary_lines};
+use dbscope_core::Outcome;
+
+use super::model::{MeasuredReport, Report, SettingRow};
+use crate::summary::{EventReport, SessionSpread};
+use crate::text::{
+    one_line, plural, push_prose, push_wrapped, sig3, span, thousands, thousands_f1, trim_num,
+    truncate_middle,
+};
+
+/// Width of the label column of the header lines (`run`, `workload`, ...).
+const LABEL: usize = 10;
+
+/// Pretty JSON of the report, with a trailing newline.
+pub fn render_json(r: &Report) -> String {
+    let mut s = serde_json::to_string_pretty(r).unwrap_or_else(|e| {
+        serde_json::json!({ "error": format!("cannot encode the report: {e}") }).to_string()
+    });
+    s.push('\n');
+    s
+}
+
+/// The report as text for a terminal (lines under 110 characters, apart from R's summary lines of
+/// extreme values). Starts with an `INCOMPLETE:`, `INTERRUPTED:` or `FAILED:` line when one applies.
+pub fn render_text(r: &Report) -> String {
+    let mut out = String::new();
+    let run = &r.run;
+
+    if let Some(why) = &r.incomplete {
+        push_prose(&mut out, &format!("INCOMPLETE: {why}"));
+    }
+    match run.outcome {
+        Outcome::Interrupted => push_prose(
+            &mut out,
+            &format!(
+                "INTERRUPTED: the run was stopped early{}; the events up to the stop are reported",
+                detail_suffix(&run.outcome_detail)
+            ),
+        ),
+        Outcome::Failed => push_prose(
+            &mut out,
+            &format!(
+                "FAILED: the run stopped on an error{}; the events up to the failure are reported",
+                detail_suffix(&run.outcome_detail)
+            ),
+        ),
+        Outcome::Running | Outcome::Complete => {}
+    }
+
+    let outcome = match run.outcome {
+        Outcome::Running => "(running: no end recorded)".to_string(),
+        o => format!("({})", o.as_str()),
+    };
+    push_items(&mut out, "run", &[run.path.clone(), outcome]);
+
+    let mut items = vec![one_line(&run.workload)];
+    items.extend(
+        run.params
+            .iter()
+            .map(|(k, v)| one_line(&format!("{k}={}", param_value(v)))),
+    );
+    items.push(format!("seed {}", run.seed));
+    if run.source != "workload" {
+        items.push(format!("source {}", one_line(&run.source)));
+    }
+    push_items(&mut out, "workload", &items);
+
+    if let Some(t) = &run.target {
+        let items: Vec<String> = [&t.kind, &t.location, &t.server_version]
+            .into_iter()
+            .filter(|s| !s.is_empty())
+            .map(|s| one_line(s))
+            .collect();
+        push_items(&mut out, "target", &items);
+    }
+    if let Some(rn) = &run.runner {
+        let mut items = vec![format!("{} sessions", rn.sessions)];
+        items.push(match rn.mode.as_str() {
+            "closed" | "open" => format!("{} loop", rn.mode),
+            m => format!("mode {}", one_line(m)),
+        });
+        if let Some(t) = rn.threads {
+            items.push(format!("on {t} client threads"));
+        }
+        if let Some(ops) = rn.ops_per_session {
+            items.push(format!("{} ops/session", thousands(ops)));
+        }
+        if let Some(d) = rn.duration_s {
+            items.push(format!("duration {d} s"));
+        }
+        items.push(format!("warm-up {} s", rn.warmup_s));
+        items.push(format!("max errors {}", thousands(rn.max_errors)));
+        push_items(&mut out, "runner", &items);
+    }
+
+    let mut items = vec![format!(
+        "{} UTC",
+        run.started_utc.format("%Y-%m-%d %H:%M:%S")
+    )];
+    match (run.elapsed_s, run.ended_utc) {
+        (Some(e), Some(end)) => {
+            items.push(format!("+ {e:.2} s"));
+            items.push(format!("(ended {} UTC)", end.format("%Y-%m-%d %H:%M:%S")));
+        }
+        _ => items.push("(no end recorded)".into()),
+    }
+    push_items(&mut out, "period", &items);
+
+    let h = &run.host;
+    let mut items = Vec::new();
+    if !h.uname.is_empty() {
+        items.push(one_line(&h.uname));
+    }
+    if h.cpus > 0 {
+        items.push(format!("{} cpus", h.cpus));
+    }
+    if h.memory_bytes > 0 {
+        items.push(format!(
+            "{:.1} GiB memory",
+            h.memory_bytes as f64 / (1u64 << 30) as f64
+        ));
+    }
+    let cpu = h.cpu_summary();
+    if !cpu.is_empty() {
+        items.push(cpu);
+    }
+    if !items.is_empty() {
+        push_items(&mut out, "host", &items);
+    }
+    push_items(
+        &mut out,
+        "dbscope",
+        &[format!(
+            "{} (run format {})",
+            one_line(&run.dbscope_version),
+            one_line(&run.format_version)
+        )],
+    );
+    push_settings(&mut out, &r.settings);
+    push_measured(&mut out, &r.measured);
+
+    if r.events.is_empty() {
+        out.push_str("\nno events recorded\n");
+    }
+    for e in &r.events {
+        out.push('\n');
+        push_event(&mut out, e);
+    }
+    if let Some(b) = &r.open_loop {
+        crate::openloop::push_backlog_text(&mut out, b);
+    }
+    for section in &r.counters {
+        crate::counters::push_text(&mut out, section);
+    }
+    if let Some(o) = &r.observe {
+        crate::observe::push_text(&mut out, o);
+    }
+    out
+}
+
+fn detail_suffix(detail: &Option<String>) -> String {
+    match detail {
+        Some(d) if !d.trim().is_empty() => format!(" ({})", one_line(d.trim())),
+        _ => String::new(),
+    }
+}
+
+fn push_settings(out: &mut String, rows: &[SettingRow]) {
+    if rows.is_empty() {
+        push_items(out, "settings", &["(none recorded)".to_string()]);
+        return;
+    }
+    let cells: Vec<[String; 3]> =
+        std::iter::once(["name", "requested", "effective"].map(String::from))
+            .chain(rows.iter().map(|r| {
+                [
+                    truncate_middle(&one_line(&r.name), 30),
+                    truncate_middle(&one_line(r.requested.as_deref().unwrap_or("(default)")), 28),
+                    truncate_middle(&one_line(r.effective.as_deref().unwrap_or("-")), 36),
+                ]
+            }))
+            .collect();
+    let w0 = cells
+        .iter()
+        .map(|c| c[0].chars().count())
+        .max()
+        .unwrap_or(0);
+    let w1 = cells
+        .iter()
+        .map(|c| c[1].chars().count())
+        .max()
+        .unwrap_or(0);
+    for (i, [name, req, eff]) in cells.iter().enumerate() {
+        let label = if i == 0 { "settings" } else { "" };
+        let line = format!("{label:<LABEL$}{name:<w0$}  {req:<w1$}  {eff}");
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+}
+
+fn push_measured(out: &mut String, m: &MeasuredReport) {
+    let mut items = vec![format!(
+        "{} ok + {}",
+        thousands(m.events),
+        plural(m.errors, "error")
+    )];
+    match m.span_s {
+        Some(s) => items.push(format!("in {} (first start to last end)", span(s))),
+        None => items.push("(no measured events)".into()),
+    }
+    if m.include_warmup {
+        items.push("warm-up events included".into());
+    } else if m.warmup_excluded > 0 {
+        items.push(format!(
+            "{} left out",
+            plural(m.warmup_excluded, "warm-up event")
+        ));
+    }
+    push_items(out, "measured", &items);
+}
+
+/// The sessions line of an event, and a plain warning when a session was starved.
+fn push_sessions(out: &mut String, sp: &SessionSpread) {
+    out.push_str(&format!(
+        "   sessions {}: per session min {}  median {}  max {}  fairness (Jain) {:.2}\n",
+        sp.per_session.len(),
+        thousands(sp.min),
+        trim_num((sp.median * 10.0).round() / 10.0),
+        thousands(sp.max),
+        sp.fairness
+    ));
+    if !sp.starved.is_empty() {
+        let who: Vec<String> = sp
+            .starved
+            .iter()
+            .map(|s| format!("session {s} ({})", thousands(sp.per_session[s])))
+            .collect();
+        out.push_str(&format!(
+            "   WARNING: starved: {}: fewer than a tenth of the mean session's events\n",
+            who.join(", ")
+        ));
+    }
+}
+
+fn push_event(out: &mut String, e: &EventReport) {
+    // A long name (a captured statement) gets a line of its own.
+    let name = if e.name.is_empty() {
+        "(no name)".to_string()
+    } else if e.name.chars().count() > 60 {
+        format!("{}\n ", truncate_middle(&one_line(&e.name), 200))
+    } else {
+        one_line(&e.name)
+    };
+    let rate = match e.throughput_per_s {
+        Some(t) => format!("{} /s", thousands_f1(t)),
+        None => "- /s".into(),
+    };
+    out.push_str(&format!(
+        "{name}   n = {}   errors {}   {rate}\n",
+        thousands(e.count),
+        thousands(e.errors)
+    ));
+    match (&e.summary_us, &e.percentiles_us) {
+        (Some(s), Some(p)) => {
+            let (head, values) = r_summary_lines(s.six());
+            out.push_str(&format!("{head}   (µs)\n{values}\n"));
+            let mut items = Vec::new();
+            if let Some(sd) = e.sd_us {
+                let sd = format_r(&[sd], 4).into_iter().next().unwrap_or_default();
+                items.push(format!("sd {}", sd.trim()));
+            }
+            for (label, v) in [
+                ("p90", p.p90),
+                ("p99", p.p99),
+                ("p99.9", p.p99_9),
+                ("p99.99", p.p99_99),
+            ] {
+                items.push(format!("{label} {}", sig3(v)));
+            }
+            out.push_str(&format!(
+                "   {}   (µs; percentiles HDR, 3 digits)\n",
+                items.join("   ")
+            ));
+            if let Some(f) = &e.from_intended {
+                crate::openloop::push_event_text(out, f);
+            }
+        }
+        _ => out.push_str("   no successful events: no latency summary\n"),
+    }
+    if let Some(sp) = &e.sessions {
+        push_sessions(out, sp);
+    }
+    if e.errors > 0 {
+        let mut classes: Vec<(&String, &u64)> = e.error_classes.iter().collect();
+        classes.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
+        let classes: Vec<String> = classes
+            .into_iter()
+            .map(|(c, n)| format!("{} {}", truncate_middle(&one_line(c), 60), thousands(*n)))
+            .collect();
+        push_wrapped(out, "   errors: ", &classes, ", ");
+    }
+    if e.warmup_excluded > 0 {
+        out.push_str(&format!(
+            "   warm-up: {} left out\n",
+            plural(e.warmup_excluded, "event")
+        ));
+    }
+}
+
+/// A header line: the label in its column, then the items separated by two spaces, wrapped under
+/// the items' column when they do not fit.
+fn push_items(out: &mut String, label: &str, items: &[String]) {
+    push_wrapped(out, &format!("{label:<LABEL$}"), items, "  ");
+}
+
+/// A workload parameter as the user would type it: strings without quotes.
+fn param_value(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
