@@ -594,7 +594,7 @@ fn issue_27_a_killed_export_is_refused_and_loaded_only_when_asked_and_then_calle
     // Asked for: what is there is loaded, and the run says it is part of a table.
     let in_run = join(dir.path(), "in-partial");
     let o = dbscope(dir.path())
-        .args(&in_args)
+        .args(in_args)
         .args([s(&in_run), "--allow-incomplete"])
         .output()
         .unwrap();
