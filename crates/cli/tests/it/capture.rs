@@ -322,6 +322,63 @@ fn psql_through_the_proxy() {
     assert!(text.contains("errors    1"), "{text}");
 }
 
+/// Issue 27 item 8: a capture holds SQL and values, so its directory is its owner's only (0700)
+/// and its calls file 0600; a role's password and a dollar-quoted literal reach no file.
+#[test]
+fn issue_27_a_capture_is_private_and_keeps_no_password() {
+    let pg = PgCluster::shared();
+    let d = tempdir();
+    let db = pg.create_db("cap_private");
+    pg.query(&db, "DROP ROLE IF EXISTS dbscope_pw_victim");
+    pg.query(&db, "CREATE ROLE dbscope_pw_victim");
+    let proxy = start_proxy(d.path(), pg);
+    let script = "ALTER USER dbscope_pw_victim PASSWORD 'NewSecretPw42';\n\
+                  select $$OtherSecretPw43$$;\n";
+    let out = Command::new(pg.psql())
+        .args(["-X", "-h", "127.0.0.1", "-p", &proxy.port.to_string()])
+        .args(["-U", pg.user(), "-d", &db, "-c", script])
+        .env("PGPASSWORD", pg.password())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_, cap) = proxy.stop();
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&cap), 0o700);
+    assert_eq!(mode(&cap.join("capture-calls.jsonl")), 0o600);
+    // The role's password is in no file; a literal's text is kept in the (private) calls file
+    // for replay, never in what is shown (statement names are fingerprints).
+    let shown =
+        ok(d.path(), &["capture", "info", s(&cap)]) + &ok(d.path(), &["report", s(&cap), "--json"]);
+    let mut everything = shown.clone();
+    for f in std::fs::read_dir(&cap).unwrap() {
+        everything.push_str(&String::from_utf8_lossy(
+            &std::fs::read(f.unwrap().path()).unwrap(),
+        ));
+    }
+    assert!(
+        !everything.contains("NewSecretPw42"),
+        "a role's password was written down"
+    );
+    assert!(
+        !shown.contains("OtherSecretPw43"),
+        "a literal was shown: {shown}"
+    );
+    let calls = calls(&cap);
+    assert!(
+        calls.iter().any(|c| c["sql"]
+            .as_str()
+            .unwrap()
+            .contains("PASSWORD 'dbscope:redacted'")),
+        "{calls:?}"
+    );
+    pg.query(&db, "DROP ROLE dbscope_pw_victim");
+}
+
 /// The proxy on a Unix socket (what libpq reaches with host=DIR port=N), with big messages both
 /// ways at once: a 4 MB COPY in and 4 MB results out, from two sessions, through the one event
 /// loop. The data arrives whole, every call is recorded, the socket file is gone after the stop,

@@ -158,6 +158,8 @@ impl Tracker {
     }
 
     fn call(&mut self, start_ns: u64, protocol: Protocol, sql: String) -> Call {
+        // A role's password is never written down (issue 27 item 8).
+        let sql = crate::private::redact_password(&sql).unwrap_or(sql);
         let seq = self.seq;
         self.seq += 1;
         Call {

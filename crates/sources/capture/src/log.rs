@@ -726,7 +726,8 @@ fn log_call(
         start_ns: rel(start),
         end_ns: rel(end),
         protocol,
-        sql: sql.to_string(),
+        // A role's password is never written down (issue 27 item 8).
+        sql: crate::private::redact_password(sql).unwrap_or_else(|| sql.to_string()),
         statement,
         params,
         formats: Vec::new(),
@@ -780,6 +781,7 @@ fn write_capture(
     manifest.clock_origin_unix_ns = origin;
     manifest.started_utc = DateTime::from_timestamp_nanos(origin);
     let mut rec = Recording::begin(out, manifest)?;
+    crate::private::private_dir(out).map_err(|e| CaptureError::io(out, e))?;
     let names = rec.names().clone();
     let mut text = String::new();
     let mut by_session: Vec<&Sess> = sessions.iter().collect();
@@ -816,7 +818,9 @@ fn write_capture(
         });
     }
     let path = out.join(CALLS_FILE);
-    std::fs::write(&path, text).map_err(|e| CaptureError::io(&path, e))?;
+    crate::private::create_private(&path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
+        .map_err(|e| CaptureError::io(&path, e))?;
     for block in events.chunks(4096) {
         rec.write_block(block)?;
     }

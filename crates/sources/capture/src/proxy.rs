@@ -133,7 +133,7 @@ pub(crate) struct CallsFile {
 
 impl CallsFile {
     fn create(path: &Path) -> Result<Self, CaptureError> {
-        let f = std::fs::File::create(path).map_err(|e| CaptureError::io(path, e))?;
+        let f = crate::private::create_private(path).map_err(|e| CaptureError::io(path, e))?;
         Ok(CallsFile {
             pending: Mutex::new(Vec::new()),
             out: Mutex::new(BufWriter::with_capacity(1 << 16, f)),
@@ -326,6 +326,7 @@ pub fn run(
         .params
         .insert("max_sessions".into(), json!(max_sessions));
     let mut rec = Recording::begin(&cfg.out, manifest)?;
+    crate::private::private_dir(&cfg.out).map_err(|e| CaptureError::io(&cfg.out, e))?;
     let calls = Arc::new(CallsFile::create(&cfg.out.join(CALLS_FILE))?);
     let clock = rec.start_clock()?;
     let (sessions, batches) = rec.sessions(&clock, 0, 256);
