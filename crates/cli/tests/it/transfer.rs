@@ -614,6 +614,46 @@ fn issue_27_a_killed_export_is_refused_and_loaded_only_when_asked_and_then_calle
     assert_eq!(r["transfer"]["verified"], false, "{r}");
 }
 
+/// Issue 27 item 13: a file that fails to load is named, and the run says the table now holds a
+/// partial load (the other files' COPYs committed).
+#[test]
+fn issue_27_a_failed_load_says_the_table_holds_part_of_it() {
+    let pg = PgCluster::shared();
+    let dst = pg.create_db("transfer_bad_line");
+    pg.query(&dst, "CREATE TABLE t (id bigint PRIMARY KEY, v text)");
+    let dir = tempdir();
+    let data = join(dir.path(), "data");
+    std::fs::create_dir(&data).unwrap();
+    let rows =
+        |from: u64, n: u64| -> String { (from..from + n).map(|i| format!("{i}|v{i}\n")).collect() };
+    std::fs::write(data.join("a.tbl"), rows(1, 1000)).unwrap();
+    let mut bad = rows(1001, 1000);
+    bad = bad.replacen("1050|v1050", "x1050|v1050", 1);
+    std::fs::write(data.join("b.tbl"), bad).unwrap();
+    let run_dir = join(dir.path(), "in");
+    let o = dbscope(dir.path())
+        .args([
+            "transfer",
+            "--from",
+            s(&data),
+            "--to",
+            &table_uri(pg, &dst, "t"),
+        ])
+        .args(["--mappers", "1", "--run", s(&run_dir), "-q"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let m = manifest(&run_dir);
+    let detail = m["outcome_detail"].as_str().unwrap();
+    assert!(detail.contains("b.tbl"), "{detail}");
+    assert!(
+        detail.contains("now holds 1000 rows") && detail.contains("partial load"),
+        "{detail}"
+    );
+    assert_eq!(pg.query(&dst, "SELECT count(*) FROM t"), "1000");
+}
+
 #[test]
 fn transfer_bad_input() {
     let dir = tempdir();

@@ -898,6 +898,20 @@ pub fn transfer_in(cfg: &TransferConfig) -> Result<TransferResult, Error> {
             }
         };
     }
+    // A mapper failed: each file's COPY commits on its own, so what the others loaded stays
+    // (issue 27 item 13: the run did not say the table now held part of the load).
+    if let (Some(why), true) = (&detail, works.iter().any(|w| w.error.is_some())) {
+        let held = one(&mut coord, &format!("SELECT count(*) FROM {table}"))
+            .ok()
+            .and_then(|r| r.first().cloned().flatten());
+        if let Some(n) = held.filter(|n| n != "0") {
+            detail = Some(format!(
+                "{why}; {table} now holds {n} rows from the files loaded before the failure \
+                 (each file's COPY commits on its own): a partial load, empty the table before \
+                 loading again"
+            ));
+        }
+    }
     if let (None, Some(signs)) = (&detail, &unfinished) {
         let rows: u64 = works.iter().map(|w| w.rows).sum();
         detail = Some(format!(
