@@ -260,6 +260,10 @@ pub struct ExportArgs {
     /// Output file. Default: events.csv / events.parquet inside the run directory.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Exit 0 on a run known to lack events (killed, cut, fewer events than it recorded). Without
+    /// it such an export is still written, marked `dbscope.incomplete` (Parquet), and exits 1.
+    #[arg(long)]
+    pub allow_incomplete: bool,
 }
 
 fn parse_set(s: &str) -> Result<(String, String), dbscope_db::TargetError> {

@@ -9,7 +9,7 @@ use dbscope_core::RunDir;
 
 use crate::args::{ExportArgs, Format, ReportArgs};
 use crate::common::write_page;
-use crate::exit::Exit;
+use crate::exit::{Exit, EXIT_FAILED};
 use crate::{cmd_compare, cmd_trace};
 
 pub fn cmd_report(a: ReportArgs) -> Result<u8, Exit> {
@@ -73,9 +73,19 @@ pub fn cmd_export(a: ExportArgs) -> Result<u8, Exit> {
         .output
         .unwrap_or_else(|| a.run.join(format!("events.{}", format.extension())));
     let summary = export_run(&run, format, &out)?;
-    if let Some(why) = &summary.incomplete {
-        eprintln!("dbscope: warning: incomplete run: {why}");
-    }
     println!("wrote {} rows to {}", summary.rows, summary.path.display());
-    Ok(0)
+    match &summary.incomplete {
+        None => Ok(0),
+        Some(why) if a.allow_incomplete => {
+            eprintln!("dbscope: warning: incomplete run: {why}");
+            Ok(0)
+        }
+        Some(why) => {
+            eprintln!(
+                "dbscope: warning: incomplete run: {why}; the rows read were written, marked \
+                 incomplete (pass --allow-incomplete to accept this run)"
+            );
+            Ok(EXIT_FAILED)
+        }
+    }
 }

@@ -29,6 +29,9 @@ pub fn cmd_transfer(a: TransferArgs) -> Result<u8, Exit> {
     if a.key.is_some() && !out {
         return Err(anyhow!("--key applies to a transfer out of a table").into());
     }
+    if a.allow_incomplete && out {
+        return Err(anyhow!("--allow-incomplete applies to a transfer into a table").into());
+    }
     let run = match &a.run {
         Some(p) => p.clone(),
         None => default_run_dir("transfer")?,
@@ -57,6 +60,7 @@ pub fn cmd_transfer(a: TransferArgs) -> Result<u8, Exit> {
         checksum: a.verify == "checksum",
         run,
         command_line: redacted_command_line(),
+        allow_incomplete: a.allow_incomplete,
     };
     let r = if out {
         transfer_out(&cfg)?

@@ -79,6 +79,11 @@ pub struct TransferArgs {
     /// or `count` (row counts and CRC-32s).
     #[arg(long, default_value = "checksum", value_parser = ["checksum", "count"])]
     pub verify: String,
+    /// In: load the files of an export that did not finish (killed or failed: no transfer.json,
+    /// a `.partial` file or its unfinished marker there), which is refused otherwise; the run
+    /// then ends as failed, saying it loaded part of a table.
+    #[arg(long)]
+    pub allow_incomplete: bool,
     /// Run directory for the mappers' events. Default: runs/<UTC timestamp>-transfer.
     #[arg(long, value_name = "DIR")]
     pub run: Option<PathBuf>,

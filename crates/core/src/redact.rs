@@ -29,13 +29,13 @@ fn redact_userinfo(s: &str) -> String {
         i = rest_start;
         let rest = &s[rest_start..uri_end(s, rest_start)];
         // libpq takes the first '@' before the first '/' (so '?', spaces and all belong to the
-        // password); a reader might take the last '@' before the query. Hide up to the farther.
+        // password); a password holding an un-encoded '@', '/', '#' or '?' (issue 27) goes on to
+        // the last '@' of the argument. Hide up to the farther: a query value holding '@' may be
+        // hidden with the password, never a part of the password shown.
         let libpq_at = rest
             .find(['@', '/'])
             .filter(|&j| rest.as_bytes()[j] == b'@');
-        let token_end = rest
-            .find(|c: char| c == '?' || c.is_whitespace())
-            .unwrap_or(rest.len());
+        let token_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
         let reader_at = rest[..token_end].rfind('@');
         let Some(at) = libpq_at.max(reader_at) else {
             continue;
@@ -283,6 +283,26 @@ mod tests {
         ] {
             assert_eq!(redact(s), s);
         }
+    }
+
+    #[test]
+    fn issue_27_a_password_with_an_unencoded_at_sign_is_hidden_whole() {
+        let uri = "postgres://weird1:Pw@In:X/9#Q?z&k@host/db";
+        let r = redact(uri);
+        assert_eq!(r, "postgres://weird1:***@host/db");
+        for part in ["Pw", "In:X", "9#Q", "z&k"] {
+            assert!(!r.contains(part), "{part} shown in {r}");
+        }
+        let msg = format!("cannot connect to \"{uri}\": no such host");
+        assert_eq!(
+            redact(&msg),
+            "cannot connect to \"postgres://weird1:***@host/db\": no such host"
+        );
+        // A '@' in a query value: hidden with the password, nothing of it shown.
+        assert_eq!(
+            redact("postgres://u:pw@h/db?application_name=a@b"),
+            "postgres://u:***@b"
+        );
     }
 
     #[test]

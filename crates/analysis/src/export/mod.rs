@@ -240,6 +240,15 @@ fn export_with(
             ));
         }
     }
+    // A block skipped as unknown, or a file cut at a block boundary, reads cleanly: only the
+    // count the run recorded at its end shows the events missing (issue 27).
+    if let Some(written) = run.manifest.events_written {
+        if rows < written {
+            problems.push(format!(
+                "the manifest records {written} events written but only {rows} could be read"
+            ));
+        }
+    }
     let incomplete = (!problems.is_empty()).then(|| problems.join("; "));
     let file = sink.finish(&strings, incomplete.as_deref(), out)?;
     commit_output(file, out)?;
@@ -686,6 +695,42 @@ mod tests {
                 }
             };
             assert_eq!(got, expected[..150]);
+        }
+    }
+
+    /// Issue 27: an event file cut to nothing (or at a block boundary) reads cleanly; only the
+    /// count the run recorded shows the loss.
+    #[test]
+    fn issue_27_fewer_events_than_the_run_recorded_is_incomplete() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut run, _) = write_run(dir.path(), 4, 50, Outcome::Complete);
+        // What `Recording::finish` records (the fake run leaves it out).
+        run.manifest.events_written = Some(200);
+        let events = run.path.join(&run.manifest.event_files[0]);
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&events)
+            .unwrap()
+            .set_len(0)
+            .unwrap();
+        for format in [ExportFormat::Csv, ExportFormat::Parquet] {
+            let out = dir.path().join(format!("cut.{}", format.extension()));
+            let s = export_run(&run, format, &out).unwrap();
+            assert_eq!(s.rows, 0);
+            let why = s.incomplete.expect("incomplete");
+            assert!(
+                why.contains("records 200 events written but only 0 could be read"),
+                "{why}"
+            );
+            if format == ExportFormat::Parquet {
+                let (_, reader) = read_parquet(&out);
+                let kv = reader
+                    .metadata()
+                    .file_metadata()
+                    .key_value_metadata()
+                    .cloned();
+                assert!(kv.unwrap().iter().any(|k| k.key == "dbscope.incomplete"));
+            }
         }
     }
 

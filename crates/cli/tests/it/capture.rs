@@ -322,6 +322,63 @@ fn psql_through_the_proxy() {
     assert!(text.contains("errors    1"), "{text}");
 }
 
+/// Issue 27 item 8: a capture holds SQL and values, so its directory is its owner's only (0700)
+/// and its calls file 0600; a role's password and a dollar-quoted literal reach no file.
+#[test]
+fn issue_27_a_capture_is_private_and_keeps_no_password() {
+    let pg = PgCluster::shared();
+    let d = tempdir();
+    let db = pg.create_db("cap_private");
+    pg.query(&db, "DROP ROLE IF EXISTS dbscope_pw_victim");
+    pg.query(&db, "CREATE ROLE dbscope_pw_victim");
+    let proxy = start_proxy(d.path(), pg);
+    let script = "ALTER USER dbscope_pw_victim PASSWORD 'NewSecretPw42';\n\
+                  select $$OtherSecretPw43$$;\n";
+    let out = Command::new(pg.psql())
+        .args(["-X", "-h", "127.0.0.1", "-p", &proxy.port.to_string()])
+        .args(["-U", pg.user(), "-d", &db, "-c", script])
+        .env("PGPASSWORD", pg.password())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_, cap) = proxy.stop();
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&cap), 0o700);
+    assert_eq!(mode(&cap.join("capture-calls.jsonl")), 0o600);
+    // The role's password is in no file; a literal's text is kept in the (private) calls file
+    // for replay, never in what is shown (statement names are fingerprints).
+    let shown =
+        ok(d.path(), &["capture", "info", s(&cap)]) + &ok(d.path(), &["report", s(&cap), "--json"]);
+    let mut everything = shown.clone();
+    for f in std::fs::read_dir(&cap).unwrap() {
+        everything.push_str(&String::from_utf8_lossy(
+            &std::fs::read(f.unwrap().path()).unwrap(),
+        ));
+    }
+    assert!(
+        !everything.contains("NewSecretPw42"),
+        "a role's password was written down"
+    );
+    assert!(
+        !shown.contains("OtherSecretPw43"),
+        "a literal was shown: {shown}"
+    );
+    let calls = calls(&cap);
+    assert!(
+        calls.iter().any(|c| c["sql"]
+            .as_str()
+            .unwrap()
+            .contains("PASSWORD 'dbscope:redacted'")),
+        "{calls:?}"
+    );
+    pg.query(&db, "DROP ROLE dbscope_pw_victim");
+}
+
 /// The proxy on a Unix socket (what libpq reaches with host=DIR port=N), with big messages both
 /// ways at once: a 4 MB COPY in and 4 MB results out, from two sessions, through the one event
 /// loop. The data arrives whole, every call is recorded, the socket file is gone after the stop,
@@ -492,6 +549,140 @@ fn refused_sessions_and_unreachable_upstreams() {
     );
     assert!(!out.exists(), "nothing recorded");
     fails(d.path(), &["capture", "info", s(&out)], 2, &["never"]);
+}
+
+/// Issue 27: with few file descriptors (`ulimit -n 64`, both limits) and 40 clients, the proxy
+/// refuses the clients it has no descriptor for and keeps serving the others, and says so.
+#[test]
+fn issue_27_out_of_descriptors_the_proxy_refuses_new_clients_and_serves_the_rest() {
+    let pg = PgCluster::shared();
+    let d = tempdir();
+    let out = d.path().join("cap");
+    let mut child = Command::new("sh")
+        .args(["-c", "ulimit -n 64 && exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_dbscope"))
+        .args(["capture", "proxy", "--listen", "127.0.0.1:0"])
+        .args(["--upstream", &upstream(pg), "--out", s(&out)])
+        .current_dir(d.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let port: u16 = line
+        .split("clients connect to 127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no listening line: {line:?}"));
+    let proxy = Proxy { child, port, out };
+    let uri = format!(
+        "postgres://{}:{}@127.0.0.1:{port}/postgres?connect_timeout=10",
+        pg.user(),
+        pg.password()
+    );
+    // A proxy that stopped answering would hang the clients: end it after two minutes, so the
+    // test fails instead.
+    let pid = proxy.child.id().to_string();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watchdog = {
+        let done = std::sync::Arc::clone(&done);
+        std::thread::spawn(move || {
+            let start = std::time::Instant::now();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                if start.elapsed() > std::time::Duration::from_secs(120) {
+                    let _ = Command::new("kill").args(["-9", &pid]).status();
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        })
+    };
+    let mut served = Vec::new();
+    let mut refused = 0;
+    for _ in 0..40 {
+        match postgres::Client::connect(&uri, postgres::NoTls) {
+            Ok(c) => served.push(c),
+            Err(e) => {
+                let why = e
+                    .as_db_error()
+                    .map(|d| (d.code().code(), d.message().to_string()));
+                let (code, message) =
+                    why.unwrap_or_else(|| panic!("not refused by the proxy: {e}"));
+                assert_eq!(code, "53300", "{message}");
+                assert!(message.contains("too many clients"), "{message}");
+                refused += 1;
+            }
+        }
+    }
+    assert!(
+        refused > 0,
+        "64 descriptors cannot hold 40 clients and their upstreams"
+    );
+    assert!(served.len() >= 10, "{} served", served.len());
+    // Those connected are served after the refusals.
+    for c in &mut served {
+        let v: i32 = c.query_one("select 41 + 1", &[]).unwrap().get(0);
+        assert_eq!(v, 42);
+    }
+    drop(served);
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    watchdog.join().unwrap();
+    let (_, cap) = proxy.stop();
+    let info: Value =
+        serde_json::from_str(&ok(d.path(), &["capture", "info", s(&cap), "--json"])).unwrap();
+    assert_eq!(info["proxy_refused"], refused, "{info}");
+    let text = ok(d.path(), &["capture", "info", s(&cap)]);
+    assert!(
+        text.contains(&format!("{refused} refused by the proxy")),
+        "{text}"
+    );
+    let m = crate::cli::manifest(&cap);
+    assert_eq!(m["outcome"], "complete", "{m}");
+    assert_eq!(m["workload"]["params"]["fd_limit"], 64, "{m}");
+}
+
+/// Issue 27: an upstream that is the proxy's own listening address is refused at start.
+#[test]
+fn issue_27_an_upstream_equal_to_the_listen_address_is_refused() {
+    let d = tempdir();
+    let sock = d.path().join(".s.PGSQL.7777");
+    fails(
+        d.path(),
+        &[
+            "capture",
+            "proxy",
+            "--listen",
+            s(&sock),
+            "--upstream",
+            &format!("postgres:host={} port=7777", s(d.path())),
+            "--out",
+            "cap",
+        ],
+        2,
+        &["is the proxy's own --listen address"],
+    );
+    assert!(!d.path().join("cap").exists());
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    drop(l);
+    fails(
+        d.path(),
+        &[
+            "capture",
+            "proxy",
+            "--listen",
+            &format!("0.0.0.0:{port}"),
+            "--upstream",
+            &format!("postgres://u@localhost:{port}/db"),
+            "--out",
+            "cap",
+        ],
+        2,
+        &["is the proxy's own --listen address"],
+    );
 }
 
 /// The whole loop: a restore point, pgbench captured through the proxy, the database reset to

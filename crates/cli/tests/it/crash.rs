@@ -87,15 +87,24 @@ fn sigkill_keeps_complete_blocks_sqlite() {
         committed >= recorded && committed - recorded <= 4096,
         "recorded {recorded} commits, the database has {committed}: more than one block apart"
     );
-    // Export works on the incomplete run too, and says so.
-    let out = run_cmd_export(dir.path());
-    assert!(out.contains("incomplete"), "{out}");
+    // Export works on the incomplete run too, says so, and exits 1 unless that is accepted
+    // (issue 27: an incomplete export exited 0).
+    let (code, err) = run_cmd_export(dir.path(), &[]);
+    assert!(err.contains("incomplete"), "{err}");
+    assert_eq!(code, Some(1), "{err}");
+    let (code, err) = run_cmd_export(dir.path(), &["--allow-incomplete"]);
+    assert!(err.contains("incomplete"), "{err}");
+    assert_eq!(code, Some(0), "{err}");
 }
 
-fn run_cmd_export(dir: &std::path::Path) -> String {
-    let out = run(dir, &["export", "k", "--format", "csv"]);
-    assert!(out.status.success());
-    String::from_utf8_lossy(&out.stderr).into_owned()
+fn run_cmd_export(dir: &std::path::Path, extra: &[&str]) -> (Option<i32>, String) {
+    let out = run(dir, &[&["export", "k", "--format", "csv"], extra].concat());
+    let csv = std::fs::read_to_string(dir.join("k").join("events.csv")).unwrap();
+    assert!(csv.lines().count() > 1, "the rows read are written");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]

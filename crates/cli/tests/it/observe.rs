@@ -290,7 +290,7 @@ fn issue_14_a_killed_sampler_reconnects_and_the_gap_is_recorded() {
         let n: String = pg.query(
             &db,
             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
-             WHERE application_name LIKE 'dbscope-sampler/%'",
+             WHERE application_name LIKE 'dbscope-sampler/%' AND datname = current_database()",
         );
         if n != "0" {
             break true;

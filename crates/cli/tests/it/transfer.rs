@@ -529,6 +529,131 @@ fn a_mapper_whose_connection_is_killed_fails_the_run_and_leaves_no_complete_look
     );
 }
 
+/// Issue 27: a transfer out killed (SIGKILL) once one mapper's file is complete leaves a directory
+/// whose files are part of the table; loading it back was reported complete and verified.
+#[test]
+fn issue_27_a_killed_export_is_refused_and_loaded_only_when_asked_and_then_called_partial() {
+    let pg = PgCluster::shared();
+    let src = pg.create_db("transfer_killed_out");
+    let dst = pg.create_db("transfer_killed_in");
+    pg.query(&src, SCHEMA);
+    // Skewed keys: split by key into two ranges, mapper 0 has 1,000 rows and mapper 1 a million,
+    // so mapper 0's file is complete long before mapper 1's.
+    pg.query(
+        &src,
+        "INSERT INTO t SELECT g, 'n' || g, g % 1000, NULL, timestamptz '2026-01-01' \
+         FROM generate_series(1, 1000) g \
+         UNION ALL SELECT g, 'n' || g, g % 1000, 'x', timestamptz '2026-01-01' \
+         FROM generate_series(1000001, 2000000) g",
+    );
+    pg.query(&dst, SCHEMA);
+    let dir = tempdir();
+    let data = join(dir.path(), "data");
+    let mut child = dbscope(dir.path())
+        .args([
+            "transfer",
+            "--from",
+            &table_uri(pg, &src, "t"),
+            "--to",
+            s(&data),
+            "--mappers",
+            "2",
+            "--key",
+            "id",
+            "--run",
+            s(&join(dir.path(), "out-run")),
+            "-q",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !data.join("part-00000.tbl").exists() && started.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    crate::crash::sigkill(&mut child);
+    let names = files(&data);
+    assert!(names.contains(&"part-00000.tbl".to_string()), "{names:?}");
+    assert!(
+        !names.contains(&"transfer.json".to_string()),
+        "killed too late: {names:?}"
+    );
+
+    let to = table_uri(pg, &dst, "t");
+    let in_args = ["transfer", "--from", s(&data), "--to", &to, "--run"];
+    let err = fails(
+        dir.path(),
+        &[&in_args[..], &[s(&join(dir.path(), "in-refused"))]].concat(),
+        2,
+        &["did not finish", "--allow-incomplete"],
+    );
+    assert!(!err.contains("verified"), "{err}");
+    assert_eq!(pg.query(&dst, "SELECT count(*) FROM t"), "0");
+
+    // Asked for: what is there is loaded, and the run says it is part of a table.
+    let in_run = join(dir.path(), "in-partial");
+    let o = dbscope(dir.path())
+        .args(in_args)
+        .args([s(&in_run), "--allow-incomplete"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let loaded: u64 = pg.query(&dst, "SELECT count(*) FROM t").parse().unwrap();
+    assert!((1000..2_001_000).contains(&loaded), "{loaded}");
+    let m = manifest(&in_run);
+    assert_eq!(m["outcome"], "failed", "{m}");
+    let detail = m["outcome_detail"].as_str().unwrap();
+    assert!(
+        detail.contains(&format!("loaded {loaded} rows")) && detail.contains("did not finish"),
+        "{detail}"
+    );
+    assert!(err.contains("did not finish"), "{err}");
+    let r = report_json(dir.path(), &in_run);
+    assert_eq!(r["transfer"]["verified"], false, "{r}");
+}
+
+/// Issue 27 item 13: a file that fails to load is named, and the run says the table now holds a
+/// partial load (the other files' COPYs committed).
+#[test]
+fn issue_27_a_failed_load_says_the_table_holds_part_of_it() {
+    let pg = PgCluster::shared();
+    let dst = pg.create_db("transfer_bad_line");
+    pg.query(&dst, "CREATE TABLE t (id bigint PRIMARY KEY, v text)");
+    let dir = tempdir();
+    let data = join(dir.path(), "data");
+    std::fs::create_dir(&data).unwrap();
+    let rows =
+        |from: u64, n: u64| -> String { (from..from + n).map(|i| format!("{i}|v{i}\n")).collect() };
+    std::fs::write(data.join("a.tbl"), rows(1, 1000)).unwrap();
+    let mut bad = rows(1001, 1000);
+    bad = bad.replacen("1050|v1050", "x1050|v1050", 1);
+    std::fs::write(data.join("b.tbl"), bad).unwrap();
+    let run_dir = join(dir.path(), "in");
+    let o = dbscope(dir.path())
+        .args([
+            "transfer",
+            "--from",
+            s(&data),
+            "--to",
+            &table_uri(pg, &dst, "t"),
+        ])
+        .args(["--mappers", "1", "--run", s(&run_dir), "-q"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let m = manifest(&run_dir);
+    let detail = m["outcome_detail"].as_str().unwrap();
+    assert!(detail.contains("b.tbl"), "{detail}");
+    assert!(
+        detail.contains("now holds 1000 rows") && detail.contains("partial load"),
+        "{detail}"
+    );
+    assert_eq!(pg.query(&dst, "SELECT count(*) FROM t"), "1000");
+}
+
 #[test]
 fn transfer_bad_input() {
     let dir = tempdir();

@@ -158,6 +158,8 @@ impl Tracker {
     }
 
     fn call(&mut self, start_ns: u64, protocol: Protocol, sql: String) -> Call {
+        // A role's password is never written down (issue 27 item 8).
+        let sql = crate::private::redact_password(&sql).unwrap_or(sql);
         let seq = self.seq;
         self.seq += 1;
         Call {
@@ -191,7 +193,9 @@ impl Tracker {
         let mut f = Fields::new(m.body);
         match m.kind {
             b'Q' => {
-                let sql = f.cstr().unwrap_or_default();
+                // A statement over MAX_KEPT keeps its first bytes (issue 27: it was listed as
+                // "(empty query)", class other); the call says it was cut.
+                let sql = f.cstr_or_cut(m.cut).unwrap_or_default();
                 let mut c = self.call(t, Protocol::Simple, sql);
                 c.cut = m.cut;
                 self.pending.push_back(Expect::Call(Box::new(c)));
@@ -199,7 +203,7 @@ impl Tracker {
             b'P' => {
                 self.batch_start.get_or_insert(t);
                 let name = f.cstr().unwrap_or_default();
-                let sql = f.cstr().unwrap_or_default();
+                let sql = f.cstr_or_cut(m.cut).unwrap_or_default();
                 self.statements.insert(name, sql);
                 self.pending.push_back(Expect::Parse);
             }
@@ -512,6 +516,28 @@ mod tests {
             (c.rows, c.txn, c.protocol),
             (3, Some('T'), Protocol::Simple)
         );
+    }
+
+    /// Issue 27: a statement longer than the proxy keeps (16 MiB) keeps its first bytes, so its
+    /// fingerprint and class are right, and the call says it was cut.
+    #[test]
+    fn issue_27_a_statement_over_16_mib_keeps_its_first_bytes() {
+        use crate::wire::MAX_KEPT;
+        let sql = format!("SELECT '{}'", "é".repeat(MAX_KEPT));
+        let mut wire = vec![b'Q'];
+        wire.extend_from_slice(&((sql.len() + 5) as u32).to_be_bytes());
+        wire.extend_from_slice(sql.as_bytes());
+        wire.push(0);
+        let mut t = ready();
+        let mut framer = crate::wire::Framer::new(|_| true);
+        framer.feed(&wire, |msg| t.client(&msg, 10));
+        feed(&mut t, false, &[m(b'C', b"SELECT 1\0"), m(b'Z', b"I")], 20);
+        let c = &t.done[0];
+        assert!(c.cut);
+        assert!(c.sql.starts_with("SELECT 'éé"), "{}", &c.sql[..20]);
+        assert!(c.sql.len() <= MAX_KEPT + 3, "{}", c.sql.len());
+        assert_eq!(crate::fingerprint::class(&c.sql), "read");
+        assert_eq!(crate::fingerprint::fingerprint(&c.sql), "SELECT ?");
     }
 
     /// pgbench -M extended: Parse/Bind/Describe/Execute/Sync per statement, unnamed.

@@ -61,6 +61,19 @@ pub fn fingerprint(sql: &str) -> String {
                 i = (i + 1).min(b.len());
                 push(&mut out, "?", &mut blank);
             }
+            // A dollar-quoted literal, `$$…$$` or `$tag$…$tag$` (issue 27: its text became part of
+            // the name, a password with it), not a placeholder (`$1`) or a `$` inside a name.
+            b'$' if !(i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'))
+                && dollar_tag(&b[i..]).is_some() =>
+            {
+                let tag = &b[i..i + dollar_tag(&b[i..]).unwrap_or(0)];
+                i += tag.len();
+                i = match b[i..].windows(tag.len()).position(|w| w == tag) {
+                    Some(p) => i + p + tag.len(),
+                    None => b.len(),
+                };
+                push(&mut out, "?", &mut blank);
+            }
             // A negative number: a minus after an operator, a comma or a parenthesis, as
             // PostgreSQL folds it into the constant (so `+ -17` and `+ 17` are one statement).
             b'-' if b.get(i + 1).is_some_and(u8::is_ascii_digit)
@@ -118,6 +131,17 @@ pub fn fingerprint(sql: &str) -> String {
     out
 }
 
+/// The length of the opening `$tag$` of a dollar-quoted literal at the start of `b` (`$$`, or a
+/// tag of letters, digits, `_` and non-ASCII bytes not starting with a digit), if it is one.
+fn dollar_tag(b: &[u8]) -> Option<usize> {
+    let tag_char = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80;
+    if b.first() != Some(&b'$') || b.get(1).is_some_and(u8::is_ascii_digit) {
+        return None;
+    }
+    let end = 1 + b[1..].iter().take_while(|&&c| tag_char(c)).count();
+    (b.get(end) == Some(&b'$')).then_some(end + 1)
+}
+
 /// What a statement does, by its first keyword: `read`, `write`, `transaction` or `other`.
 pub fn class(sql: &str) -> &'static str {
     let first = sql
@@ -138,6 +162,26 @@ pub fn class(sql: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn issue_27_dollar_quoted_literals_become_a_placeholder() {
+        assert_eq!(fingerprint("select $$NewSecretPw42$$"), "select ?");
+        assert_eq!(
+            fingerprint("SELECT $tag$a $$ b$tag$, $1, x FROM t WHERE y = $q$z$q$"),
+            "SELECT ?, $1, x FROM t WHERE y = ?"
+        );
+        assert_eq!(
+            fingerprint("select $$one$$"),
+            fingerprint("select $$another$$")
+        );
+        // Placeholders and `$` inside names stay; an unclosed quote runs to the end.
+        assert_eq!(
+            fingerprint("SELECT a$b, $2 FROM t"),
+            "SELECT a$b, $2 FROM t"
+        );
+        assert_eq!(fingerprint("select $$never closed"), "select ?");
+        assert_eq!(fingerprint("DO $body$ BEGIN PERFORM 1; END $body$"), "DO ?");
+    }
 
     #[test]
     fn literals_become_placeholders() {

@@ -45,6 +45,8 @@ pub struct CaptureInfo {
     pub sessions: u64,
     /// Sessions the server refused (authentication, missing database…), with the reasons.
     pub refused: Vec<String>,
+    /// Clients the proxy itself refused (it had no file descriptor left for them).
+    pub proxy_refused: u64,
     /// Calls.
     pub calls: u64,
     /// Calls by protocol: simple, extended, function.
@@ -111,6 +113,10 @@ pub fn read(dir: &Path) -> Result<CaptureInfo, CaptureError> {
         };
         match v["type"].as_str() {
             Some("session") => {
+                if v["refused_by"] == "proxy" {
+                    info.proxy_refused += 1;
+                    continue;
+                }
                 info.sessions += 1;
                 if v["ready"] != serde_json::Value::Bool(true) {
                     if let Some(e) = v["error"].as_str() {
@@ -187,9 +193,12 @@ pub fn render(info: &CaptureInfo, top: usize) -> String {
         o,
         "sessions  {}{}   calls {}   span {:.3} s",
         info.sessions,
-        match info.refused.len() {
-            0 => String::new(),
-            n => format!(" ({n} refused by the server)"),
+        match (info.refused.len(), info.proxy_refused) {
+            (0, 0) => String::new(),
+            (n, 0) => format!(" ({n} refused by the server)"),
+            (0, p) => format!(" ({p} refused by the proxy: no file descriptor left)"),
+            (n, p) =>
+                format!(" ({n} refused by the server, {p} by the proxy: no file descriptor left)"),
         },
         info.calls,
         info.span_s

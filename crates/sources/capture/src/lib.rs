@@ -11,6 +11,7 @@ pub mod calls;
 pub mod fingerprint;
 pub mod info;
 pub mod log;
+pub mod private;
 pub mod proxy;
 pub mod replay;
 pub mod restore;

@@ -49,7 +49,7 @@ pub struct LogOptions {
 }
 
 /// One log record, whatever the format.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq)]
 struct Record {
     /// Unix ns.
     time_ns: i64,
@@ -130,13 +130,27 @@ fn read_file(path: &Path, opts: &LogOptions, bad: &mut u64) -> Result<Vec<Record
     }
 }
 
+/// Whether a file's last byte is not a newline: its last line or record was cut while being
+/// written (PostgreSQL ends every record of every log format with one).
+fn ends_cut(f: &std::fs::File) -> bool {
+    use std::os::unix::fs::FileExt;
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut last = [b'\n'];
+    len > 0 && f.read_exact_at(&mut last, len - 1).is_ok() && last[0] != b'\n'
+}
+
 fn read_csv(f: std::fs::File, bad: &mut u64) -> Result<Vec<Record>, CaptureError> {
+    let cut = ends_cut(&f);
     let mut r = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
         .from_reader(f);
     let mut out = Vec::new();
+    // Whether the last row read became a record: a cut last row must not (issue 27: `alter system
+    // res` was read as a whole statement).
+    let mut last_kept = false;
     for row in r.records() {
+        last_kept = false;
         let Ok(row) = row else {
             *bad += 1;
             continue;
@@ -167,6 +181,11 @@ fn read_csv(f: std::fs::File, bad: &mut u64) -> Result<Vec<Record>, CaptureError
             statement: get(19),
             application: get(22),
         });
+        last_kept = true;
+    }
+    if cut && last_kept {
+        out.pop();
+        *bad += 1;
     }
     Ok(out)
 }
@@ -319,12 +338,36 @@ fn read_stderr(
     // The record lines continue (a statement over several lines: continuation lines begin with a
     // tab), and which field they continue.
     let mut field: Option<&'static str> = None;
-    for line in BufReader::new(f).split(b'\n') {
-        let line = line.map_err(|e| CaptureError::io(path, e))?;
-        let line = String::from_utf8_lossy(&line);
+    let mut reader = BufReader::new(f);
+    let mut buf = Vec::new();
+    // Whether the line just read made or changed the last record, and whether it was cut (the
+    // file ends without a newline): a record with a cut line is not whole (issue 27: an
+    // `execute` lost its parameters, a statement its end), so it is dropped and counted.
+    // A cut line that cannot be read may have been the last record's DETAIL or STATEMENT line:
+    // that record is dropped and counted too.
+    let mut touched = false;
+    let mut unreadable = false;
+    let mut cut = false;
+    loop {
+        if cut && (touched || unreadable) && !out.is_empty() {
+            out.pop();
+            *bad += 1;
+        }
+        buf.clear();
+        let n = reader
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| CaptureError::io(path, e))?;
+        if n == 0 {
+            break;
+        }
+        cut = buf.last() != Some(&b'\n');
+        touched = false;
+        unreadable = false;
+        let line = String::from_utf8_lossy(buf.strip_suffix(b"\n").unwrap_or(&buf));
         let line = line.trim_end_matches('\r');
         if let Some(cont) = line.strip_prefix('\t') {
             if let (Some(r), Some(fld)) = (out.last_mut(), field) {
+                touched = true;
                 let target = match fld {
                     "message" => &mut r.message,
                     "detail" => &mut r.detail,
@@ -342,6 +385,7 @@ fn read_stderr(
         let Some((p, sev, text)) = parsed else {
             if !line.trim().is_empty() {
                 *bad += 1;
+                unreadable = true;
             }
             field = None;
             continue;
@@ -361,6 +405,7 @@ fn read_stderr(
             // Details of the record before, from the same process.
             "DETAIL" | "STATEMENT" | "HINT" => {
                 if let Some(r) = out.last_mut().filter(|r| r.session == session) {
+                    touched = true;
                     match sev {
                         "DETAIL" => {
                             r.detail = text.to_string();
@@ -391,6 +436,7 @@ fn read_stderr(
             message: text.to_string(),
             ..Record::default()
         });
+        touched = true;
         field = Some("message");
     }
     Ok(out)
@@ -680,7 +726,8 @@ fn log_call(
         start_ns: rel(start),
         end_ns: rel(end),
         protocol,
-        sql: sql.to_string(),
+        // A role's password is never written down (issue 27 item 8).
+        sql: crate::private::redact_password(sql).unwrap_or_else(|| sql.to_string()),
         statement,
         params,
         formats: Vec::new(),
@@ -734,6 +781,7 @@ fn write_capture(
     manifest.clock_origin_unix_ns = origin;
     manifest.started_utc = DateTime::from_timestamp_nanos(origin);
     let mut rec = Recording::begin(out, manifest)?;
+    crate::private::private_dir(out).map_err(|e| CaptureError::io(out, e))?;
     let names = rec.names().clone();
     let mut text = String::new();
     let mut by_session: Vec<&Sess> = sessions.iter().collect();
@@ -770,7 +818,9 @@ fn write_capture(
         });
     }
     let path = out.join(CALLS_FILE);
-    std::fs::write(&path, text).map_err(|e| CaptureError::io(&path, e))?;
+    crate::private::create_private(&path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
+        .map_err(|e| CaptureError::io(&path, e))?;
     for block in events.chunks(4096) {
         rec.write_block(block)?;
     }
@@ -853,13 +903,9 @@ mod tests {
             &mut bad,
         )
         .unwrap();
-        assert_eq!(bad, 0);
-        assert_eq!(r.len(), 6);
-        assert_eq!(
-            duration_line(&r[5].message),
-            None,
-            "the torn last line is no call"
-        );
+        // The torn last line is counted, not read as a record (issue 27).
+        assert_eq!(bad, 1);
+        assert_eq!(r.len(), 5);
         assert_eq!(
             r[1].message,
             "duration: 0.500 ms  statement: SELECT 1\nFROM t"
@@ -878,5 +924,87 @@ mod tests {
             ("ERROR", "SELECT 1/0")
         );
         assert_eq!(r[4].user, "", "%q: no user for a non-session process");
+    }
+
+    const STDERR_LOG: &str = "2024-05-01 12:00:00.200 UTC [42] bob@db1 LOG:  duration: 0.500 ms  statement: SELECT 1\n\
+        2024-05-01 12:00:00.300 UTC [42] bob@db1 LOG:  duration: 0.100 ms  execute <unnamed>: UPDATE t SET x = $1\n\
+        2024-05-01 12:00:00.300 UTC [42] bob@db1 DETAIL:  parameters: $1 = '7'\n\
+        2024-05-01 12:00:00.400 UTC [42] bob@db1 LOG:  duration: 0.200 ms  statement: alter system reset all\n\
+        \tand more\n";
+
+    /// Issue 27: a stderr log cut at any byte of its last record (an `execute` and its
+    /// parameters, a statement over two lines) reads every whole record and counts the cut one.
+    #[test]
+    fn issue_27_a_stderr_log_cut_anywhere_in_a_record_counts_it() {
+        let read = |text: &[u8]| {
+            let mut bad = 0;
+            let r = read_stderr(text, Path::new("x.log"), "%m [%p] %q%u@%d ", &mut bad).unwrap();
+            (r, bad)
+        };
+        let whole = STDERR_LOG.as_bytes();
+        let (all, bad) = read(whole);
+        assert_eq!((all.len(), bad), (3, 0));
+        assert_eq!(
+            all[2].message,
+            "duration: 0.200 ms  statement: alter system reset all\nand more"
+        );
+        // Where each record starts: a cut after it leaves the records before whole.
+        let starts: Vec<usize> = [0, 1, 3]
+            .iter()
+            .map(|&line| {
+                whole
+                    .split_inclusive(|&b| b == b'\n')
+                    .take(line)
+                    .map(<[u8]>::len)
+                    .sum()
+            })
+            .collect();
+        for cut in 1..whole.len() {
+            let (r, bad) = read(&whole[..cut]);
+            if whole[cut - 1] == b'\n' {
+                // Cut at a line end: no line is torn (a record may end early: that is no damage
+                // a reader can see).
+                assert_eq!(bad, 0, "cut at {cut}");
+                continue;
+            }
+            // The records begun before the cut: the cut one is never read, the others are read
+            // whole or counted (the one before a cut line that cannot be read is dropped too).
+            let begun = starts.iter().filter(|&&s| s < cut).count();
+            assert!(r.len() < begun, "cut at {cut}: {r:?}");
+            assert_eq!(r[..], all[..r.len()], "cut at {cut}");
+            assert!(
+                bad >= 1 && r.len() as u64 + bad >= begun as u64,
+                "cut at {cut}: {bad}"
+            );
+        }
+    }
+
+    /// Issue 27: the same for csvlog, cut at every byte of its last record (a quoted statement).
+    #[test]
+    fn issue_27_a_csvlog_cut_anywhere_in_its_last_record_counts_it() {
+        let row = |t: &str, sql: &str| {
+            format!(
+                "{t},bob,db1,42,[local],6630a2f0.2a,1,SELECT,2024-05-01 12:00:00 UTC,3/4,0,LOG,00000,\
+                 \"duration: 0.100 ms  statement: {sql}\",,,,,,,,,psql,client backend,,0\n"
+            )
+        };
+        let first = row("2024-05-01 12:00:00.100 UTC", "SELECT 1");
+        let last = row("2024-05-01 12:00:00.200 UTC", "alter system reset all");
+        let whole = format!("{first}{last}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.csv");
+        let read = |text: &str| {
+            std::fs::write(&path, text).unwrap();
+            let mut bad = 0;
+            let r = read_csv(std::fs::File::open(&path).unwrap(), &mut bad).unwrap();
+            (r, bad)
+        };
+        let (all, bad) = read(&whole);
+        assert_eq!((all.len(), bad), (2, 0));
+        for cut in first.len() + 1..whole.len() {
+            let (r, bad) = read(&whole[..cut]);
+            assert_eq!(r, all[..1], "cut at {cut}");
+            assert_eq!(bad, 1, "cut at {cut}");
+        }
     }
 }

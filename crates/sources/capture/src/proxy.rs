@@ -109,6 +109,8 @@ pub struct Live {
     pub bytes_out: AtomicU64,
     /// Server answers the tracker could not match to a request.
     pub unmatched: AtomicU64,
+    /// Clients the proxy refused because it had no file descriptor left for them.
+    pub refused: AtomicU32,
 }
 
 /// One line of the calls file, waiting to be written. (Nearly every line is a call: boxing the
@@ -131,7 +133,7 @@ pub(crate) struct CallsFile {
 
 impl CallsFile {
     fn create(path: &Path) -> Result<Self, CaptureError> {
-        let f = std::fs::File::create(path).map_err(|e| CaptureError::io(path, e))?;
+        let f = crate::private::create_private(path).map_err(|e| CaptureError::io(path, e))?;
         Ok(CallsFile {
             pending: Mutex::new(Vec::new()),
             out: Mutex::new(BufWriter::with_capacity(1 << 16, f)),
@@ -278,6 +280,13 @@ pub fn run(
         Listener::bind(&cfg.listen)
             .map_err(|e| CaptureError::Config(format!("cannot listen on {}: {e}", cfg.listen)))?
     };
+    if let Some(why) = loops_back(&cfg.upstream, &local) {
+        return Err(CaptureError::Config(format!(
+            "--upstream {} is the proxy's own --listen address ({why}): every client would be \
+             sent back to the proxy; give the server's address",
+            redact(&cfg.upstream)
+        )));
+    }
     // The upstream must be reachable now: better said at once than at the first client.
     match connect_socket(&cfg.upstream) {
         Ok(s) => drop(s),
@@ -304,7 +313,20 @@ pub fn run(
         location: redact(&cfg.upstream),
         ..TargetInfo::default()
     });
+    // Each client costs two descriptors (its socket and the upstream's): the soft limit (often
+    // 1,024) is raised to the hard one, and what the proxy has is recorded.
+    let fd_limit = raise_fd_limit();
+    let max_sessions = fd_limit.map(sessions_within);
+    manifest
+        .workload
+        .params
+        .insert("fd_limit".into(), json!(fd_limit));
+    manifest
+        .workload
+        .params
+        .insert("max_sessions".into(), json!(max_sessions));
     let mut rec = Recording::begin(&cfg.out, manifest)?;
+    crate::private::private_dir(&cfg.out).map_err(|e| CaptureError::io(&cfg.out, e))?;
     let calls = Arc::new(CallsFile::create(&cfg.out.join(CALLS_FILE))?);
     let clock = rec.start_clock()?;
     let (sessions, batches) = rec.sessions(&clock, 0, 256);
@@ -312,6 +334,8 @@ pub fn run(
     let started = Instant::now();
     listening(&local);
     let base = Arc::new(Base {
+        fd_limit,
+        max_sessions,
         upstream: cfg.upstream.clone(),
         clock,
         calls: Arc::clone(&calls),
@@ -368,6 +392,13 @@ pub fn run(
         "sessions".into(),
         json!(live.sessions.load(Ordering::Relaxed)),
     );
+    let refused = live.refused.load(Ordering::Relaxed);
+    if refused > 0 {
+        rec.manifest_mut()
+            .workload
+            .params
+            .insert("refused_by_proxy".into(), json!(refused));
+    }
     if unmatched > 0 {
         rec.manifest_mut()
             .workload
@@ -392,6 +423,10 @@ pub fn run(
 
 /// What every session needs.
 struct Base {
+    /// The open-files limit the proxy runs with.
+    fd_limit: Option<u64>,
+    /// Sessions the limit allows (each needs two descriptors); more are refused.
+    max_sessions: Option<u32>,
     upstream: String,
     clock: RunClock,
     calls: Arc<CallsFile>,
@@ -413,6 +448,30 @@ async fn serve_all(
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
+                Ok((r, mut w, peer)) if base.max_sessions
+                    .is_some_and(|m| base.live.open.load(Ordering::Relaxed) >= m) =>
+                {
+                    // No descriptors for another client and its upstream (issue 27: the proxy
+                    // ran out and exited, dropping every client): this one is refused as a
+                    // server refuses one too many (53300), the others go on.
+                    let session = next;
+                    next += 1;
+                    base.live.refused.fetch_add(1, Ordering::Relaxed);
+                    let why = format!(
+                        "sorry, too many clients already: the capture proxy's open-file limit \
+                         ({}) allows {} sessions",
+                        base.fd_limit.unwrap_or_default(),
+                        base.max_sessions.unwrap_or_default()
+                    );
+                    base.calls.push_session(json!({"type": "session", "session": session,
+                        "connect_ns": base.clock.now_ns(), "client": peer,
+                        "refused_by": "proxy", "error": why}));
+                    tasks.spawn(async move {
+                        let _ = w.write_all(&error_response("53300", &why)).await;
+                        let _ = w.shutdown().await;
+                        drop(r);
+                    });
+                }
                 Ok((r, w, peer)) => {
                     let session = next;
                     next += 1;
@@ -422,6 +481,11 @@ async fn serve_all(
                 }
                 Err(e) if matches!(e.kind(), io::ErrorKind::Interrupted
                     | io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset) => {}
+                // Out of descriptors all the same (another process's share of the system's,
+                // or the blocking pool's): wait for one to be freed rather than end the capture.
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
                 Err(e) => {
                     stop.fail(format!("accepting connections failed: {e}"));
                     break;
@@ -473,6 +537,64 @@ async fn serve(
         }
     }
     base.live.open.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Descriptors kept for the proxy's own use beyond those open now (files, the blocking pool's
+/// connects, name lookups).
+const SPARE_FDS: u64 = 12;
+
+/// How many sessions `fd_limit` descriptors allow: each takes two (its client and its upstream),
+/// after those open now and [`SPARE_FDS`].
+fn sessions_within(fd_limit: u64) -> u32 {
+    let open = std::fs::read_dir("/proc/self/fd").map_or(16, |d| d.count() as u64);
+    (fd_limit.saturating_sub(open + SPARE_FDS) / 2).min(u32::MAX as u64) as u32
+}
+
+/// Raises the soft limit on open files to the hard one; returns the limit the proxy runs with
+/// (`None`: unlimited or not known).
+fn raise_fd_limit() -> Option<u64> {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let mut lim = getrlimit(Resource::Nofile);
+    if lim.current < lim.maximum || (lim.current.is_some() && lim.maximum.is_none()) {
+        lim.current = lim.maximum;
+        let _ = setrlimit(Resource::Nofile, lim);
+    }
+    getrlimit(Resource::Nofile).current
+}
+
+/// Why the upstream `spec` is the proxy's own listening address, if it is (each of its hosts,
+/// resolved by libpq's rules, compared with where the proxy listens).
+fn loops_back(spec: &str, local: &Listening) -> Option<String> {
+    use dbscope_pgwire::conninfo::{resolve, Defaults, Host};
+    use std::net::ToSocketAddrs;
+    let spec = spec.trim();
+    let body = match spec.strip_prefix("postgres:") {
+        Some(kv) if !spec.starts_with("postgres://") => kv,
+        _ => spec,
+    };
+    let info = resolve(body, &Defaults::system()).ok()?;
+    info.endpoints.iter().find_map(|e| match (&e.host, local) {
+        (Host::Socket(dir), Listening::Unix(path)) => {
+            let up = dir.join(format!(".s.PGSQL.{}", e.port));
+            (up == *path).then(|| up.display().to_string())
+        }
+        (Host::Name(h), Listening::Tcp(at)) => (h.as_str(), e.port)
+            .to_socket_addrs()
+            .ok()?
+            .find(|a| same_endpoint(a, at))
+            .map(|a| a.to_string()),
+        (Host::Addr { ip, .. }, Listening::Tcp(at)) => {
+            let a = SocketAddr::new(*ip, e.port);
+            same_endpoint(&a, at).then(|| a.to_string())
+        }
+        _ => None,
+    })
+}
+
+/// Whether a connection to `to` reaches a socket listening on `at` (which may be a wildcard).
+fn same_endpoint(to: &SocketAddr, at: &SocketAddr) -> bool {
+    to.port() == at.port()
+        && (to.ip() == at.ip() || (at.ip().is_unspecified() && to.ip().is_loopback()))
 }
 
 async fn until_stopped(mut stopped: watch::Receiver<bool>) {
@@ -534,9 +656,12 @@ async fn startup(
                     Ok(up) => up,
                     Err(why) => {
                         let _ = cw
-                            .write_all(&error_response(&format!(
+                            .write_all(&error_response(
+                                "08006",
+                                &format!(
                                 "dbscope capture proxy: cannot reach the upstream server: {why}"
-                            )))
+                            ),
+                            ))
                             .await;
                         return Err(why);
                     }
@@ -548,11 +673,14 @@ async fn startup(
             }
             other => {
                 let _ = cw
-                    .write_all(&error_response(&format!(
-                        "dbscope capture proxy: unsupported protocol {}.{}",
-                        other >> 16,
-                        other & 0xffff
-                    )))
+                    .write_all(&error_response(
+                        "08006",
+                        &format!(
+                            "dbscope capture proxy: unsupported protocol {}.{}",
+                            other >> 16,
+                            other & 0xffff
+                        ),
+                    ))
                     .await;
                 return Err(format!("unsupported protocol version code {other}"));
             }
@@ -588,12 +716,12 @@ async fn open_upstream(spec: &str) -> Result<(Reader, Writer), String> {
 }
 
 /// A FATAL `ErrorResponse` (SQLSTATE 08006) with `message`.
-fn error_response(message: &str) -> Vec<u8> {
+fn error_response(code: &str, message: &str) -> Vec<u8> {
     let mut body = Vec::new();
     for (t, v) in [
         (b'S', "FATAL"),
         (b'V', "FATAL"),
-        (b'C', "08006"),
+        (b'C', code),
         (b'M', message),
     ] {
         body.push(t);

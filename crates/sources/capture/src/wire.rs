@@ -128,6 +128,19 @@ impl<'a> Fields<'a> {
         Fields { rest: body }
     }
 
+    /// A NUL-terminated string, or, in a body cut at [`MAX_KEPT`], the rest of the body: the
+    /// first bytes of a statement too long to keep (lossy UTF-8).
+    pub fn cstr_or_cut(&mut self, cut: bool) -> Option<String> {
+        match self.cstr() {
+            None if cut => {
+                let s = String::from_utf8_lossy(self.rest).into_owned();
+                self.rest = &[];
+                Some(s)
+            }
+            s => s,
+        }
+    }
+
     /// A NUL-terminated string (lossy UTF-8); `None` when the body ends first.
     pub fn cstr(&mut self) -> Option<String> {
         let end = self.rest.iter().position(|&b| b == 0)?;

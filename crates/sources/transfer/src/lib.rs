@@ -254,6 +254,31 @@ pub struct TransferManifest {
 /// The name of the manifest a transfer out writes beside its files.
 pub const TRANSFER_FILE: &str = "transfer.json";
 
+/// Written by a transfer out when it starts and removed once [`TRANSFER_FILE`] is written: a
+/// directory holding it is an export that did not finish (killed, failed), whose files are part
+/// of the table.
+pub const UNFINISHED_FILE: &str = ".transfer-out.unfinished";
+
+/// Why the files of `dir` (which has no [`TRANSFER_FILE`]) look like an export that did not
+/// finish: its [`UNFINISHED_FILE`] marker, or a mapper's `.partial` file; `None` when neither is
+/// there (files made elsewhere, loaded by their extension).
+fn unfinished_export(dir: &Path) -> Option<String> {
+    let mut signs = Vec::new();
+    if dir.join(UNFINISHED_FILE).exists() {
+        signs.push(UNFINISHED_FILE.to_string());
+    }
+    let mut partial: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|d| d.ok())
+        .map(|d| d.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.') && n.ends_with(".partial"))
+        .collect();
+    partial.sort();
+    signs.extend(partial);
+    (!signs.is_empty()).then(|| signs.join(", "))
+}
+
 /// What a transfer needs besides its direction.
 #[derive(Clone, Debug)]
 pub struct TransferConfig {
@@ -274,6 +299,10 @@ pub struct TransferConfig {
     pub run: PathBuf,
     /// The command line (redacted).
     pub command_line: Vec<String>,
+    /// In: load the files of an export that did not finish (no `transfer.json`, its marker or a
+    /// `.partial` file there) instead of refusing them; the run then says it loaded part of a
+    /// table and ends as failed.
+    pub allow_incomplete: bool,
 }
 
 /// One mapper's work.
@@ -410,6 +439,14 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
     std::fs::create_dir_all(&cfg.dir)
         .map_err(|e| Error::Io(format!("cannot create {}: {e}", cfg.dir.display())))?;
     let _ = std::fs::remove_file(cfg.dir.join(TRANSFER_FILE));
+    std::fs::write(
+        cfg.dir.join(UNFINISHED_FILE),
+        format!(
+            "A transfer out of {table} into this directory started and has not finished: its \
+             files are part of the table.\n"
+        ),
+    )
+    .map_err(|e| Error::Io(format!("cannot write in {}: {e}", cfg.dir.display())))?;
 
     let mut rec = begin(cfg, "transfer-out", spec, Some(plan.kind))?;
     let clock = rec.start_clock()?;
@@ -511,6 +548,7 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
                 };
                 let json = serde_json::to_vec_pretty(&m).expect("serialisable");
                 dbscope_core::atomic::write_atomic(&cfg.dir.join(TRANSFER_FILE), &json)?;
+                let _ = std::fs::remove_file(cfg.dir.join(UNFINISHED_FILE));
             }
             Err(e) => detail = Some(e),
         }
@@ -693,6 +731,19 @@ pub fn transfer_in(cfg: &TransferConfig) -> Result<TransferResult, Error> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(Error::Input(format!("{}: {e}", cfg.dir.display()))),
     };
+    // Issue 27: the files of a killed transfer out loaded as if they were the table.
+    let unfinished = match &manifest {
+        None => unfinished_export(&cfg.dir),
+        Some(_) => None,
+    };
+    if let (Some(signs), false) = (&unfinished, cfg.allow_incomplete) {
+        return Err(Error::Input(format!(
+            "{} is an export that did not finish (no {TRANSFER_FILE}; {signs}): its files hold \
+             only part of the table. Run the transfer out again, or pass --allow-incomplete to \
+             load what is there (the run then ends as failed, saying so)",
+            cfg.dir.display()
+        )));
+    }
     let files: Vec<(String, Option<FileEntry>)> = match &manifest {
         Some(m) => {
             if m.options.format != cfg.file.format {
@@ -846,6 +897,27 @@ pub fn transfer_in(cfg: &TransferConfig) -> Result<TransferResult, Error> {
                 }
             }
         };
+    }
+    // A mapper failed: each file's COPY commits on its own, so what the others loaded stays
+    // (issue 27 item 13: the run did not say the table now held part of the load).
+    if let (Some(why), true) = (&detail, works.iter().any(|w| w.error.is_some())) {
+        let held = one(&mut coord, &format!("SELECT count(*) FROM {table}"))
+            .ok()
+            .and_then(|r| r.first().cloned().flatten());
+        if let Some(n) = held.filter(|n| n != "0") {
+            detail = Some(format!(
+                "{why}; {table} now holds {n} rows from the files loaded before the failure \
+                 (each file's COPY commits on its own): a partial load, empty the table before \
+                 loading again"
+            ));
+        }
+    }
+    if let (None, Some(signs)) = (&detail, &unfinished) {
+        let rows: u64 = works.iter().map(|w| w.rows).sum();
+        detail = Some(format!(
+            "loaded {rows} rows from an export that did not finish ({signs}; --allow-incomplete): \
+             part of the table, not verified"
+        ));
     }
     finish(rec, &clock, "copy-in", &works, detail, None)
 }

@@ -79,6 +79,7 @@ pub fn run(
         ..RunnerInfo::default()
     });
     let mut rec = Recording::begin(&cfg.out, manifest)?;
+    crate::private::private_dir(&cfg.out).map_err(|e| CaptureError::io(&cfg.out, e))?;
     let clock = rec.start_clock()?;
     let (sessions, batches) = rec.sessions(&clock, 0, 256);
     let order = CommitOrder::new(plan.commits.len());
@@ -125,7 +126,7 @@ pub fn run(
         text.push_str(&d.to_string());
         text.push('\n');
     }
-    std::fs::File::create(&path)
+    crate::private::create_private(&path)
         .and_then(|mut f| f.write_all(text.as_bytes()))
         .map_err(|e| CaptureError::io(&path, e))?;
     let summary = ReplaySummary {
