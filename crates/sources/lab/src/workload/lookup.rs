@@ -589,6 +589,7 @@ impl SessionWork for LookupSession {
                 rec.error(self.name, t0, t1, class);
                 Err(TargetError {
                     class: class.into(),
+                    sqlstate: None,
                     message: format!(
                         "key {key} returned {n} rows from {} (expected exactly 1: was the table \
                          changed outside dbscope?)",
