@@ -721,7 +721,10 @@ pub fn run(
 /// and the missing relations are named.
 fn check_target(cfg: &ReplayConfig, plan: &Plan) -> Result<(), CaptureError> {
     let (mut conn, _) = connect_with(&cfg.target, "dbscope-replay/check", None).map_err(|why| {
-        CaptureError::Config(format!("cannot connect to {}: {why}", redact(&cfg.target)))
+        CaptureError::Connect {
+            message: format!("cannot connect to {}: {why}", redact(&cfg.target)),
+            source: why,
+        }
     })?;
     let mut seen = HashSet::new();
     let mut missing = Vec::new();
@@ -755,9 +758,10 @@ fn check_target(cfg: &ReplayConfig, plan: &Plan) -> Result<(), CaptureError> {
                 }
             },
             Err(e) => {
-                return Err(CaptureError::Config(format!(
-                    "checking the target failed: {e}"
-                )))
+                return Err(CaptureError::Database {
+                    message: format!("checking the target failed: {e}"),
+                    source: e,
+                })
             }
         }
     }
