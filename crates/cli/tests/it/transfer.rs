@@ -567,7 +567,7 @@ fn transfer_bad_input() {
             "--format",
             "csv",
         ],
-        2,
+        3,
         &["no *.csv files"],
     );
     assert!(!dir.path().join("runs").exists());
