@@ -91,8 +91,9 @@ impl std::fmt::Display for ConnectError {
 impl std::error::Error for ConnectError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
+            ConnectError::BadString(e) => Some(e),
             ConnectError::Refused { error, .. } => Some(error),
-            _ => None,
+            ConnectError::Unreachable(_) => None,
         }
     }
 }
