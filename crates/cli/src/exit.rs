@@ -323,6 +323,27 @@ mod tests {
     }
 
     #[test]
+    fn a_connection_is_bad_usage_or_the_database_by_why_it_failed() {
+        use dbscope_pgwire::conninfo::ConnInfoError;
+        use dbscope_pgwire::ConnectError;
+        let transfer = |source| dbscope_transfer::Error::Connect {
+            message: "cannot connect to postgres://h/db".into(),
+            source,
+        };
+        let bad = ConnectError::BadString(ConnInfoError("invalid port".into()));
+        assert_eq!(code(transfer(bad)), EXIT_USAGE);
+        let away = ConnectError::Unreachable(vec!["h:5432: Connection refused".into()]);
+        assert_eq!(code(transfer(away)), EXIT_DATABASE);
+        let capture = dbscope_capture::CaptureError::Connect {
+            message: "upstream postgres://h/db is not reachable".into(),
+            source: ConnectError::Unreachable(vec![]),
+        };
+        assert_eq!(code(capture), EXIT_DATABASE);
+        let table = dbscope_transfer::Error::Table("t has no primary key to split by".into());
+        assert_eq!(code(table), EXIT_USAGE);
+    }
+
+    #[test]
     fn the_outermost_kind_decides_through_context() {
         let e = Err::<(), _>(dbscope_core::Error::NotARun(PathBuf::from("x")))
             .context("sweep point 1 session(s), repeat 1")
