@@ -1,9 +1,9 @@
 //! The `dbscope` binary: parses arguments and calls the library; nothing else.
 
 //!
-//! Modules, leaves first: `exit` (codes), `parse` (value parsers), the `*args` definitions,
-//! `common` (stop signal, progress bar, run directory, closing lines), then one `cmd_*` per
-//! subcommand. Nothing imports `main`.
+//! Modules, leaves first: `exit` (codes by error kind), `parse` (value parsers), the `*args`
+//! definitions, `common` (stop signal, progress bar, run directory, closing lines), then one
+//! `cmd_*` per subcommand. Nothing imports `main`.
 
 mod args;
 mod capture_args;
@@ -33,14 +33,14 @@ mod transfer_args;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use dbscope_core::redact::redact;
 
 use args::{Cli, Command};
-use exit::Exit;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
         Command::Run(a) => cmd_run::cmd_run(*a),
         Command::Report(a) => cmd_report::cmd_report(a),
@@ -59,7 +59,9 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => ExitCode::from(code),
-        Err(Exit(code, e)) => {
+        Err(exit) => {
+            let code = exit.code();
+            let e = exit.1;
             if is_broken_pipe(&e) {
                 return ExitCode::SUCCESS;
             }
@@ -77,9 +79,30 @@ fn main() -> ExitCode {
     }
 }
 
+/// The top-level command: [`Cli`]'s, its help ending with the exit codes ([`exit::HELP`]).
+fn command() -> clap::Command {
+    let cmd = Cli::command();
+    let start = cmd
+        .get_after_help()
+        .map(|h| format!("{h}\n\n"))
+        .unwrap_or_default();
+    cmd.after_help(format!("{start}{}", exit::HELP))
+}
+
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn top_level_help_lists_the_exit_codes() {
+        let help = super::command().render_help().to_string();
+        assert!(help.contains("Start here:"), "{help}");
+        assert!(help.contains(super::exit::HELP), "{help}");
+        super::command().debug_assert();
+    }
 }

@@ -19,6 +19,9 @@ pub enum Error {
     /// The directory has no manifest.json, so it is not a run.
     #[error("{0}: not a dbscope run directory (no manifest.json); give a directory made by `dbscope run`")]
     NotARun(PathBuf),
+    /// The output directory already holds a run, which is never overwritten.
+    #[error("{0}: the output directory already holds a run; choose another --out")]
+    RunExists(PathBuf),
     /// A run file exists but its content is not what the format says.
     #[error("{path}: {msg}")]
     Format {

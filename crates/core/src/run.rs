@@ -423,10 +423,7 @@ impl RunDir {
         // Other files may be there (the default SQLite database lives in the run directory), but
         // never overwrite another run.
         if path.join(MANIFEST_FILE).exists() || path.join(EVENTS_FILE).exists() {
-            return Err(Error::Format {
-                path: path.to_owned(),
-                msg: "the output directory already holds a run; choose another --out".into(),
-            });
+            return Err(Error::RunExists(path.to_owned()));
         }
         std::fs::create_dir_all(path).map_err(|e| Error::io(path, e))?;
         let run = RunDir {

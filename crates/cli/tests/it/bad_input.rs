@@ -93,14 +93,14 @@ fn report_on_a_directory_that_is_not_a_run() {
     fails(
         dir.path(),
         &["report", "."],
-        2,
+        3,
         &["not a dbscope run directory"],
     );
-    fails(dir.path(), &["report", "missing"], 2, &["missing"]);
+    fails(dir.path(), &["report", "missing"], 3, &["missing"]);
     fails(
         dir.path(),
         &["export", ".", "--format", "csv"],
-        2,
+        3,
         &["not a dbscope run directory"],
     );
 }
@@ -125,7 +125,7 @@ fn newer_format_version_is_refused() {
     fails(
         dir.path(),
         &["report", "r"],
-        2,
+        3,
         &["format_version 2.0 is newer", "upgrade dbscope"],
     );
 }
@@ -142,7 +142,7 @@ fn damaged_manifest_names_the_line() {
     fails(
         dir.path(),
         &["report", "r"],
-        2,
+        3,
         &["manifest.json", "line 3"],
     );
 }

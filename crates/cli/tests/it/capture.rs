@@ -541,14 +541,14 @@ fn refused_sessions_and_unreachable_upstreams() {
             "--out",
             s(&out),
         ],
-        2,
+        4,
         &[
             "upstream postgres://u:***@127.0.0.1:1/db is not reachable",
             "port 1 failed",
         ],
     );
     assert!(!out.exists(), "nothing recorded");
-    fails(d.path(), &["capture", "info", s(&out)], 2, &["never"]);
+    fails(d.path(), &["capture", "info", s(&out)], 3, &["never"]);
 }
 
 /// Issue 27: with few file descriptors (`ulimit -n 64`, both limits) and 40 clients, the proxy

@@ -479,7 +479,7 @@ fn cluster_errors_name_the_address() {
             "--scheduler",
             &format!("df://{addr}"),
         ],
-        2,
+        4,
         &[&format!(
             "the Ballista scheduler at {addr} cannot be reached"
         )],
@@ -496,7 +496,7 @@ fn cluster_errors_name_the_address() {
             "--bind",
             "127.0.0.1:1",
         ],
-        2,
+        4,
         &[&format!(
             "the Ballista scheduler at {addr} cannot be reached"
         )],

@@ -276,7 +276,7 @@ fn bad_input_is_one_clear_line() {
         2,
         &["event \"nope\" is not in both runs"],
     );
-    fails(dir.path(), &["compare", "a", "missing"], 2, &["missing"]);
+    fails(dir.path(), &["compare", "a", "missing"], 3, &["missing"]);
     fails(
         dir.path(),
         &["compare", "a", "a", "--replicates", "100000000000"],
@@ -296,7 +296,7 @@ fn bad_input_is_one_clear_line() {
     fails(
         dir.path(),
         &["compare", "a", "live"],
-        2,
+        3,
         &[
             "B (live) is incomplete",
             "did not record an end",
@@ -320,7 +320,7 @@ fn bad_input_is_one_clear_line() {
     fails(
         dir.path(),
         &["compare", "bad", "a"],
-        2,
+        3,
         &["A (bad) is incomplete", "checksum mismatch"],
     );
 
@@ -329,7 +329,7 @@ fn bad_input_is_one_clear_line() {
     fails(
         dir.path(),
         &["import", "csv", s(&rows), "--event", "x", "--out", "r"],
-        2,
+        3,
         &["rows.csv:4: column 1 (\"ms\"): expected a latency in us, found \"n/a\""],
     );
     assert!(!join(dir.path(), "r").exists());

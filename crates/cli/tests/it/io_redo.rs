@@ -722,7 +722,7 @@ fn bad_input_is_refused_clearly() {
     fails(
         d,
         &["io", "redo", "verify", s(&notes)],
-        2,
+        3,
         &["notes.txt", "not a dbscope redo log"],
     );
     // A mistyped --dest must not overwrite someone's file.
@@ -746,7 +746,7 @@ fn bad_input_is_refused_clearly() {
     fails(
         d,
         &["io", "redo", "verify", s(&join(d, "missing.log"))],
-        2,
+        3,
         &["missing.log"],
     );
 }

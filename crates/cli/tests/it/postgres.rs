@@ -134,7 +134,7 @@ fn wrong_password_is_refused_without_showing_it() {
     let e = fails(
         dir.path(),
         &Argv::run("commit").target(&uri).ops(1).args(),
-        2,
+        4,
         &["password authentication failed"],
     );
     assert!(!e.contains("not-the-password-42"), "{e}");
@@ -149,7 +149,7 @@ fn unreachable_server_is_bounded_and_named() {
     fails(
         dir.path(),
         &Argv::run("commit").target(&uri).ops(1).args(),
-        2,
+        4,
         &["cannot connect to PostgreSQL", s(nowhere.path())],
     );
     assert!(start.elapsed() < Duration::from_secs(30));
@@ -160,7 +160,7 @@ fn unreachable_server_is_bounded_and_named() {
             .target("postgres://u@127.0.0.1:1/db?connect_timeout=3")
             .ops(1)
             .args(),
-        2,
+        4,
         &["cannot connect to PostgreSQL at postgres://u@127.0.0.1:1/db"],
     );
 }

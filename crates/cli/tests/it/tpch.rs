@@ -242,7 +242,7 @@ fn q1_bad_input_is_a_clear_error() {
     fails(
         dir.path(),
         &["tpch", "q1", s(&truncated), "--no-record"],
-        2,
+        3,
         &["cut.tbl:3: truncated last line"],
     );
     let bad_date = write(
@@ -252,7 +252,7 @@ fn q1_bad_input_is_a_clear_error() {
     fails(
         dir.path(),
         &["tpch", "q1", s(&bad_date), "--mappers", "2", "--no-record"],
-        2,
+        3,
         &["date.tbl:3: field 11 (l_shipdate): expected a date YYYY-MM-DD, found \"1996-3-13\""],
     );
     let bad_num = write(
@@ -262,7 +262,7 @@ fn q1_bad_input_is_a_clear_error() {
     fails(
         dir.path(),
         &["tpch", "q1", s(&bad_num), "--no-record"],
-        2,
+        3,
         &[
             "num.tbl:1: field 7 (l_discount): expected a decimal",
             "\"0.04x\"",
@@ -272,7 +272,7 @@ fn q1_bad_input_is_a_clear_error() {
     fails(
         dir.path(),
         &["tpch", "q1", s(&empty), "--no-record"],
-        2,
+        3,
         &["empty.tbl: empty file"],
     );
     let no_tbl = dir.path().join("none");
@@ -281,7 +281,7 @@ fn q1_bad_input_is_a_clear_error() {
     fails(
         dir.path(),
         &["tpch", "q1", s(&no_tbl), "--no-record"],
-        2,
+        3,
         &["no lineitem*.tbl files in this directory"],
     );
     // Issue 13: CSV and Parquet made by `tpch gen` are named, with the command that makes what
@@ -290,7 +290,7 @@ fn q1_bad_input_is_a_clear_error() {
     fails(
         dir.path(),
         &["tpch", "q1", s(&csv), "--no-record"],
-        2,
+        3,
         &[
             "lineitem.csv (CSV, from `dbscope tpch gen --format csv`)",
             "--format parquet",
@@ -299,7 +299,7 @@ fn q1_bad_input_is_a_clear_error() {
     fails(
         dir.path(),
         &["tpch", "load", s(&csv), "--target", "null", "-q"],
-        2,
+        3,
         &[
             "lineitem.csv (from `dbscope tpch gen --format csv`)",
             "tpch gen --format tbl",
@@ -315,7 +315,7 @@ fn q1_bad_input_is_a_clear_error() {
     fails(
         dir.path(),
         &["tpch", "load", s(&pq), "--target", "null", "-q"],
-        2,
+        3,
         &["lineitem.parquet (from `dbscope tpch gen --format parquet`)"],
     );
     let mut bytes = std::fs::read(pq.join("lineitem.parquet")).unwrap();
@@ -328,7 +328,7 @@ fn q1_bad_input_is_a_clear_error() {
     fails(
         dir.path(),
         &["tpch", "q1", s(&corrupt), "--mappers", "2", "--no-record"],
-        2,
+        3,
         &["corrupt.parquet: "],
     );
     // tpch-q1 without loaded data.
@@ -352,7 +352,7 @@ fn q1_bad_input_is_a_clear_error() {
     fails(
         dir.path(),
         &["tpch", "q1", s(&fake), "--no-record"],
-        2,
+        3,
         &["lineitem.parquet: not a Parquet file"],
     );
     fails(
@@ -511,7 +511,7 @@ fn load_run_and_detect_a_mismatch(dir: &Path, target: &str, parts: &str, corrupt
         &[
             "run", "tpch-q1", "--target", target, "--ops", "1", "--out", "bad", "-q",
         ],
-        2,
+        1,
         &[
             "Q1 in SQL differs from the map/combine/reduce answer (row 3 sum_base_price",
             "database: A|F|380456.00|",

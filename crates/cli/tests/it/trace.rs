@@ -202,13 +202,13 @@ fn malformed_lines_warn_and_strict_fails() {
     fails(
         d.path(),
         &["trace", "profile", "--strict", s(&f)],
-        2,
+        3,
         &["broken_trace.trc:43", "--strict"],
     );
     fails(
         d.path(),
         &["trace", "profile", "no-such.trc"],
-        2,
+        3,
         &["no-such.trc"],
     );
     // Binary garbage: no records, no panic, and (issue 13) a clear refusal rather than an empty

@@ -585,7 +585,7 @@ fn issue_27_a_killed_export_is_refused_and_loaded_only_when_asked_and_then_calle
     let err = fails(
         dir.path(),
         &[&in_args[..], &[s(&join(dir.path(), "in-refused"))]].concat(),
-        2,
+        3,
         &["did not finish", "--allow-incomplete"],
     );
     assert!(!err.contains("verified"), "{err}");
@@ -692,7 +692,7 @@ fn transfer_bad_input() {
             "--format",
             "csv",
         ],
-        2,
+        3,
         &["no *.csv files"],
     );
     assert!(!dir.path().join("runs").exists());

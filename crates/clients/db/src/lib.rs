@@ -9,6 +9,8 @@ mod sqlite;
 
 /// The coroutine multiplexer sessions share threads with ([`Session::multiplex`]).
 pub use dbscope_pgwire::mux;
+/// A server error's SQLSTATE ([`TargetError::sqlstate`]).
+pub use dbscope_pgwire::SqlState;
 
 use std::path::Path;
 
@@ -22,8 +24,13 @@ pub use sqlite::SqliteTarget;
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{message}")]
 pub struct TargetError {
-    /// Short class for counting, e.g. `pg:40P01`, `pg:connection`, `sqlite:DatabaseBusy`.
+    /// Short class for counting, e.g. `pg:40P01`, `pg:connection`, `sqlite:DatabaseBusy` (written
+    /// into run files as is).
     pub class: String,
+    /// The server's SQLSTATE when PostgreSQL reported the error (`class` is then `pg:` and the
+    /// code), for callers that decide by code: retry on [`SqlState::is_serialization_failure`],
+    /// reconnect on [`SqlState::ends_session`].
+    pub sqlstate: Option<SqlState>,
     /// The database's message (never contains a password).
     pub message: String,
     /// True when the session's connection is gone and must be re-established.
@@ -35,9 +42,22 @@ impl TargetError {
     pub fn config(message: impl Into<String>) -> Self {
         TargetError {
             class: "config".into(),
+            sqlstate: None,
             message: message.into(),
             connection_lost: false,
         }
+    }
+
+    /// True for an error in the user's input or setup ([`TargetError::config`]).
+    pub fn is_config(&self) -> bool {
+        self.class == "config"
+    }
+
+    /// True when the database itself failed or refused (a `pg:…` or `sqlite:…` class: a server's
+    /// error, a lost or refused connection), as opposed to the user's input (`config`) or a
+    /// workload's own check of the answers (`check:…`, `tpch:…`).
+    pub fn is_database(&self) -> bool {
+        self.class.starts_with("pg:") || self.class.starts_with("sqlite:")
     }
 }
 

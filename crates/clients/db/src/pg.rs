@@ -70,6 +70,7 @@ impl PgTarget {
             ConnectError::BadString(e) => TargetError::config(redact(&e.0)),
             ConnectError::Unreachable(why) => TargetError {
                 class: "pg:connection".into(),
+                sqlstate: None,
                 message: redact(&format!(
                     "cannot connect to PostgreSQL at {}: {}",
                     self.location,
@@ -82,6 +83,7 @@ impl PgTarget {
                     WireError::Db { code, .. } => format!("pg:{code}"),
                     _ => "pg:connection".into(),
                 },
+                sqlstate: error.sqlstate(),
                 message: redact(&format!(
                     "cannot connect to PostgreSQL at {} ({}): {error}",
                     self.info.location(Some(endpoint)),
@@ -106,17 +108,20 @@ fn classify(e: WireError, conn: &WireConn) -> TargetError {
     match e {
         WireError::Db { code, message } => TargetError {
             // 57P01..57P05: the server ended the session (terminated, shutting down, ...).
-            connection_lost: lost || code.starts_with("57P"),
+            connection_lost: lost || code.ends_session(),
             class: format!("pg:{code}"),
+            sqlstate: Some(code),
             message,
         },
         WireError::Io(e) => TargetError {
             class: "pg:connection".into(),
+            sqlstate: None,
             message: format!("connection lost: {e}"),
             connection_lost: true,
         },
         WireError::Protocol(m) => TargetError {
             class: "pg:protocol".into(),
+            sqlstate: None,
             message: m,
             connection_lost: true,
         },
@@ -241,6 +246,7 @@ impl Session for PgSession {
                 let v = r.into_iter().next().flatten().unwrap_or_default();
                 v.parse::<i64>().map_err(|_| TargetError {
                     class: "pg:type".into(),
+                    sqlstate: None,
                     message: format!("expected an integer, got {v:?}"),
                     connection_lost: false,
                 })

@@ -150,6 +150,7 @@ fn classify(e: rusqlite::Error) -> TargetError {
     };
     TargetError {
         class,
+        sqlstate: None,
         message: e.to_string(),
         connection_lost: false,
     }

@@ -271,7 +271,7 @@ impl WireConn {
                 Message::ErrorResponse(body) => {
                     let e = db_error(&body);
                     if let WireError::Db { code, .. } = &e {
-                        if code.starts_with("57P") {
+                        if code.ends_session() {
                             // The server is ending this session: it will not send ReadyForQuery.
                             self.broken = true;
                             return Err(e);

@@ -171,7 +171,7 @@ impl WireConn {
                 Message::ErrorResponse(body) => {
                     let e = db_error(&body);
                     if let WireError::Db { code, .. } = &e {
-                        if code.starts_with("57P") {
+                        if code.ends_session() {
                             self.broken = true;
                             return Err(e);
                         }

@@ -7,6 +7,7 @@ use fallible_iterator::FallibleIterator;
 use postgres_protocol::message::backend::ErrorResponseBody;
 
 use crate::conninfo::ConnInfoError;
+use crate::sqlstate::SqlState;
 
 /// A failure of the connection or of a statement.
 #[derive(Debug)]
@@ -15,7 +16,7 @@ pub enum WireError {
     /// the code says the session ended (class 57P).
     Db {
         /// SQLSTATE, e.g. `40P01`.
-        code: String,
+        code: SqlState,
         /// The server's message.
         message: String,
     },
@@ -52,9 +53,9 @@ impl std::error::Error for WireError {
 
 impl WireError {
     /// The SQLSTATE the server sent, if this is a server's error.
-    pub fn sqlstate(&self) -> Option<&str> {
+    pub fn sqlstate(&self) -> Option<SqlState> {
         match self {
-            WireError::Db { code, .. } => Some(code),
+            WireError::Db { code, .. } => Some(*code),
             _ => None,
         }
     }
@@ -90,8 +91,9 @@ impl std::fmt::Display for ConnectError {
 impl std::error::Error for ConnectError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
+            ConnectError::BadString(e) => Some(e),
             ConnectError::Refused { error, .. } => Some(error),
-            _ => None,
+            ConnectError::Unreachable(_) => None,
         }
     }
 }
@@ -102,13 +104,19 @@ impl From<ConnInfoError> for ConnectError {
     }
 }
 
+/// The server's error: its SQLSTATE (`XX000` if it sent none that is valid) and message.
 pub(crate) fn db_error(body: &ErrorResponseBody) -> WireError {
-    let mut code = String::new();
+    let mut code = SqlState::INTERNAL_ERROR;
     let mut message = String::new();
     let mut fields = body.fields();
     while let Ok(Some(f)) = fields.next() {
         match f.type_() {
-            b'C' => code = String::from_utf8_lossy(f.value_bytes()).into_owned(),
+            b'C' => {
+                code = std::str::from_utf8(f.value_bytes())
+                    .ok()
+                    .and_then(SqlState::parse)
+                    .unwrap_or(SqlState::INTERNAL_ERROR)
+            }
             b'M' => message = String::from_utf8_lossy(f.value_bytes()).into_owned(),
             _ => {}
         }

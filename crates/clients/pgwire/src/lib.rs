@@ -9,6 +9,7 @@
 //! - [`stream`]: sockets in libpq's order; the raw socket a proxy takes over.
 //! - [`tag`]: the row count of a command tag.
 //! - [`error`]: [`WireError`] (a statement or the socket failed), [`ConnectError`].
+//! - [`sqlstate`]: [`SqlState`], a server error's code kept as data.
 //! - [`mux`]: the coroutine multiplexer sessions wait for the server in.
 
 pub mod conn;
@@ -17,12 +18,14 @@ pub mod copy;
 pub mod error;
 pub mod mux;
 pub mod replay;
+pub mod sqlstate;
 pub mod stream;
 pub mod tag;
 
 pub use conn::WireConn;
 pub use error::{ConnectError, WireError};
 pub use replay::{Answer, ReplayCall};
+pub use sqlstate::SqlState;
 pub use stream::{connect_socket, RawSocket};
 pub use tag::tag_rows;
 

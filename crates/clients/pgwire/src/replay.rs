@@ -106,11 +106,11 @@ impl WireConn {
                 Message::DataRow(_) => data_rows += 1,
                 Message::ErrorResponse(body) => {
                     if let WireError::Db { code, message } = db_error(&body) {
-                        if code.starts_with("57P") {
+                        if code.ends_session() {
                             self.broken = true;
                             return Err(WireError::Db { code, message });
                         }
-                        a.error.get_or_insert((code, message));
+                        a.error.get_or_insert((code.to_string(), message));
                     }
                     data_rows = 0;
                 }

@@ -71,3 +71,79 @@ pub enum ClusterError {
     #[error("cannot start the async runtime: {0}")]
     Runtime(std::io::Error),
 }
+
+/// Why the scheduler's REST API did not say what was asked (`crate::monitor::Rest`). Never fatal:
+/// a job's report keeps these messages as what it could not read.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// The path does not make a URI with the scheduler's address.
+    #[error("{path}: {source}")]
+    Uri {
+        /// The API path.
+        path: String,
+        /// Why.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// No answer within the time allowed.
+    #[error("GET {path} on {addr}: no answer in {secs} s")]
+    Timeout {
+        /// The API path.
+        path: String,
+        /// The scheduler's `HOST:PORT`.
+        addr: String,
+        /// Seconds waited.
+        secs: u64,
+    },
+    /// The request or the reading of the answer failed (connection refused, reset, …).
+    #[error("GET {path} on {addr}: {source}")]
+    Http {
+        /// The API path.
+        path: String,
+        /// The scheduler's `HOST:PORT`.
+        addr: String,
+        /// The HTTP client's error.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// An HTTP status other than success.
+    #[error("GET {path} on {addr}: HTTP {status}")]
+    Status {
+        /// The API path.
+        path: String,
+        /// The scheduler's `HOST:PORT`.
+        addr: String,
+        /// The status.
+        status: hyper::StatusCode,
+    },
+    /// The scheduler does not serve the path at all.
+    #[error("GET {path} on {addr}: HTTP 404 (a scheduler built without Ballista's rest-api feature does not serve it)")]
+    NotServed {
+        /// The API path.
+        path: String,
+        /// The scheduler's `HOST:PORT`.
+        addr: String,
+    },
+    /// The answer is not JSON.
+    #[error("GET {path} on {addr}: {source}")]
+    Json {
+        /// The API path.
+        path: String,
+        /// The scheduler's `HOST:PORT`.
+        addr: String,
+        /// The parser's error.
+        source: serde_json::Error,
+    },
+    /// The answer is JSON but not of the shape asked for.
+    #[error("GET {path}: unexpected answer: {source}")]
+    Unexpected {
+        /// The API path.
+        path: String,
+        /// What did not fit.
+        source: serde_json::Error,
+    },
+    /// `/api/executors` did not answer a list.
+    #[error("GET {path}: not a list")]
+    NotAList {
+        /// The API path.
+        path: String,
+    },
+}

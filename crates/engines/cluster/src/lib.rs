@@ -16,7 +16,7 @@ pub mod plan;
 pub mod record;
 
 pub use answer::{differences_from_local, ClusterAnswer, ClusterRow, Scaled};
-pub use error::ClusterError;
+pub use error::{ApiError, ClusterError};
 pub use job::{
     explain, run_q1, run_q1_in_process, scheduler_addr, ClusterJob, ClusterQ1Config,
     ClusterQ1Output, Way,

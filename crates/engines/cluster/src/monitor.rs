@@ -16,6 +16,7 @@ use hyper::body::Bytes;
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 
+use crate::error::ApiError;
 use crate::ledger::{LedgerTask, LedgerTasks, TASKS_ROUTE};
 
 /// An executor as the scheduler lists it.
@@ -145,45 +146,64 @@ impl Rest {
     }
 
     /// GETs `path`; `Ok(None)` when the scheduler answers 404.
-    async fn get_if_served(&self, path: &str) -> Result<Option<serde_json::Value>, String> {
-        let uri: hyper::Uri = format!("http://{}{path}", self.addr)
-            .parse()
-            .map_err(|e| format!("{path}: {e}"))?;
+    async fn get_if_served(&self, path: &str) -> Result<Option<serde_json::Value>, ApiError> {
+        let http = |e: Box<dyn std::error::Error + Send + Sync>| ApiError::Http {
+            path: path.to_string(),
+            addr: self.addr.clone(),
+            source: e,
+        };
+        let uri = format!("http://{}{path}", self.addr)
+            .parse::<hyper::Uri>()
+            .map_err(|e| ApiError::Uri {
+                path: path.to_string(),
+                source: Box::new(e),
+            })?;
         let resp = tokio::time::timeout(Duration::from_secs(5), self.client.get(uri))
             .await
-            .map_err(|_| format!("GET {path} on {}: no answer in 5 s", self.addr))?
-            .map_err(|e| format!("GET {path} on {}: {e}", self.addr))?;
+            .map_err(|_| ApiError::Timeout {
+                path: path.to_string(),
+                addr: self.addr.clone(),
+                secs: 5,
+            })?
+            .map_err(|e| http(Box::new(e)))?;
         let status = resp.status();
         let body = resp
             .into_body()
             .collect()
             .await
-            .map_err(|e| format!("GET {path} on {}: {e}", self.addr))?
+            .map_err(|e| http(Box::new(e)))?
             .to_bytes();
         if status.as_u16() == 404 {
             return Ok(None);
         }
         if !status.is_success() {
-            return Err(format!("GET {path} on {}: HTTP {status}", self.addr));
+            return Err(ApiError::Status {
+                path: path.to_string(),
+                addr: self.addr.clone(),
+                status,
+            });
         }
         serde_json::from_slice(&body)
             .map(Some)
-            .map_err(|e| format!("GET {path} on {}: {e}", self.addr))
+            .map_err(|e| ApiError::Json {
+                path: path.to_string(),
+                addr: self.addr.clone(),
+                source: e,
+            })
     }
 
-    async fn get(&self, path: &str) -> Result<serde_json::Value, String> {
-        self.get_if_served(path).await?.ok_or_else(|| {
-            format!(
-                "GET {path} on {}: HTTP 404 (a scheduler built without Ballista's rest-api \
-                 feature does not serve it)",
-                self.addr
-            )
-        })
+    async fn get(&self, path: &str) -> Result<serde_json::Value, ApiError> {
+        self.get_if_served(path)
+            .await?
+            .ok_or_else(|| ApiError::NotServed {
+                path: path.to_string(),
+                addr: self.addr.clone(),
+            })
     }
 
     /// What the executors reported about each task of a job, from dbscope's task ledger
     /// (`crate::ledger`); `Ok(None)` from a scheduler that does not keep one (stock Ballista).
-    pub async fn ledger(&self, job_id: &str) -> Result<Option<Vec<LedgerTask>>, String> {
+    pub async fn ledger(&self, job_id: &str) -> Result<Option<Vec<LedgerTask>>, ApiError> {
         let path = TASKS_ROUTE.replace("{job_id}", job_id);
         match self.get_if_served(&path).await? {
             None => Ok(None),
@@ -194,22 +214,28 @@ impl Rest {
     fn decode<T: serde::de::DeserializeOwned>(
         path: &str,
         v: serde_json::Value,
-    ) -> Result<T, String> {
-        serde_json::from_value(v).map_err(|e| format!("GET {path}: unexpected answer: {e}"))
+    ) -> Result<T, ApiError> {
+        serde_json::from_value(v).map_err(|e| ApiError::Unexpected {
+            path: path.to_string(),
+            source: e,
+        })
     }
 
     /// The scheduler's Ballista version.
-    pub async fn version(&self) -> Result<String, String> {
+    pub async fn version(&self) -> Result<String, ApiError> {
         let v = self.get("/api/version").await?;
         Ok(v["version"].as_str().unwrap_or("?").to_string())
     }
 
     /// The executors registered now, sorted by host and port.
-    pub async fn executors(&self) -> Result<Vec<ExecutorInfo>, String> {
-        let v = self.get("/api/executors").await?;
+    pub async fn executors(&self) -> Result<Vec<ExecutorInfo>, ApiError> {
+        let path = "/api/executors";
+        let v = self.get(path).await?;
         let list = v
             .as_array()
-            .ok_or("GET /api/executors: not a list")?
+            .ok_or_else(|| ApiError::NotAList {
+                path: path.to_string(),
+            })?
             .iter()
             .map(|e| ExecutorInfo {
                 id: e["id"].as_str().unwrap_or("?").to_string(),
@@ -223,14 +249,14 @@ impl Rest {
     }
 
     /// The job named `name`, if the scheduler knows it.
-    pub async fn find_job(&self, name: &str) -> Result<Option<JobResponse>, String> {
+    pub async fn find_job(&self, name: &str) -> Result<Option<JobResponse>, ApiError> {
         let v = self.get("/api/jobs").await?;
         let jobs: Vec<JobResponse> = Self::decode("/api/jobs", v)?;
         Ok(jobs.into_iter().find(|j| j.job_name == name))
     }
 
     /// The stages of a job with their tasks.
-    pub async fn stages(&self, job_id: &str) -> Result<Vec<QueryStageSummary>, String> {
+    pub async fn stages(&self, job_id: &str) -> Result<Vec<QueryStageSummary>, ApiError> {
         let path = format!("/api/job/{job_id}/stages");
         let v = self.get(&path).await?;
         let r: ballista_api_types::dto::QueryStagesResponse = Self::decode(&path, v)?;
@@ -250,11 +276,11 @@ impl Rest {
         let mut report = JobReport::default();
         match self.version().await {
             Ok(v) => report.scheduler_version = Some(v),
-            Err(e) => report.unavailable.push(e),
+            Err(e) => report.unavailable.push(e.to_string()),
         }
         match self.executors().await {
             Ok(e) => report.executors = e,
-            Err(e) => report.unavailable.push(e),
+            Err(e) => report.unavailable.push(e.to_string()),
         }
         let mut last_line = String::new();
         let mut last_error = None;
@@ -280,21 +306,22 @@ impl Rest {
             }
         }
         match report.job_id.clone() {
-            None => report.unavailable.push(last_error.unwrap_or_else(|| {
-                format!("the scheduler at {} lists no job named {name:?}", self.addr)
-            })),
+            None => report.unavailable.push(last_error.map_or_else(
+                || format!("the scheduler at {} lists no job named {name:?}", self.addr),
+                |e| e.to_string(),
+            )),
             Some(id) => {
                 match self.ledger(&id).await {
                     Ok(l) => report.ledger = l,
-                    Err(e) => report.unavailable.push(e),
+                    Err(e) => report.unavailable.push(e.to_string()),
                 }
-                report.unavailable.extend(last_error);
+                report.unavailable.extend(last_error.map(|e| e.to_string()));
             }
         }
         report
     }
 
-    async fn poll(&self, name: &str, report: &mut JobReport) -> Result<(), String> {
+    async fn poll(&self, name: &str, report: &mut JobReport) -> Result<(), ApiError> {
         let Some(job) = self.find_job(name).await? else {
             return Ok(());
         };
@@ -391,7 +418,7 @@ mod tests {
         rt.block_on(async {
             // A scheduler without the route (a stock Ballista one answers 404).
             let stock = serve(axum::Router::new()).await;
-            assert_eq!(Rest::new(&stock).ledger("j1").await, Ok(None));
+            assert_eq!(Rest::new(&stock).ledger("j1").await.unwrap(), None);
             // dbscope's: the ledger's own route and handler.
             let ledger = std::sync::Arc::new(crate::ledger::TaskLedger::default());
             ledger.note(
@@ -437,7 +464,10 @@ mod tests {
                 ),
                 ("exec-a", 2, 4, 777)
             );
-            assert_eq!(Rest::new(&ours).ledger("other").await, Ok(Some(vec![])));
+            assert_eq!(
+                Rest::new(&ours).ledger("other").await.unwrap(),
+                Some(vec![])
+            );
         });
     }
 }

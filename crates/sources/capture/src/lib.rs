@@ -26,9 +26,26 @@ pub const CALLS_FILE: &str = "capture-calls.jsonl";
 /// Why a capture failed.
 #[derive(Debug, thiserror::Error)]
 pub enum CaptureError {
-    /// Bad options or an unreachable server (nothing recorded).
+    /// Bad options, or a target that is not one this command can take (nothing recorded).
     #[error("{0}")]
     Config(String),
+    /// No connection to the server (nothing recorded): unreachable, refused, or a bad
+    /// connection string ([`ConnectError::BadString`](dbscope_pgwire::ConnectError::BadString)).
+    #[error("{message}")]
+    Connect {
+        /// What was tried and why it failed (the password redacted).
+        message: String,
+        /// Why.
+        source: dbscope_pgwire::ConnectError,
+    },
+    /// The server refused a statement (its message; the SQLSTATE in the source).
+    #[error("{message}")]
+    Database {
+        /// What was being done and the server's message.
+        message: String,
+        /// The server's error.
+        source: dbscope_pgwire::WireError,
+    },
     /// A file could not be read or written.
     #[error("{path}: {source}")]
     Io {

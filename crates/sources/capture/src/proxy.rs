@@ -291,10 +291,10 @@ pub fn run(
     match connect_socket(&cfg.upstream) {
         Ok(s) => drop(s),
         Err(why) => {
-            return Err(CaptureError::Config(format!(
-                "upstream {} is not reachable: {why}",
-                redact(&cfg.upstream)
-            )))
+            return Err(CaptureError::Connect {
+                message: format!("upstream {} is not reachable: {why}", redact(&cfg.upstream)),
+                source: why,
+            })
         }
     }
     let mut params = BTreeMap::new();

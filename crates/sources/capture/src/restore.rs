@@ -50,8 +50,9 @@ fn quote_literal(s: &str) -> String {
 
 /// The maintenance connection and the target's own database name.
 fn maintenance(target: &str) -> Result<(WireConn, String), CaptureError> {
-    let unreachable = |why: dbscope_pgwire::ConnectError| {
-        CaptureError::Config(format!("cannot connect to {}: {why}", redact(target)))
+    let unreachable = |why: dbscope_pgwire::ConnectError| CaptureError::Connect {
+        message: format!("cannot connect to {}: {why}", redact(target)),
+        source: why,
     };
     let (conn, db) =
         connect_with(target, "dbscope restore-point", Some("postgres")).map_err(unreachable)?;
@@ -66,8 +67,10 @@ fn maintenance(target: &str) -> Result<(WireConn, String), CaptureError> {
 }
 
 fn sql(conn: &mut WireConn, text: &str) -> Result<Vec<Vec<Option<String>>>, CaptureError> {
-    conn.simple_query(text)
-        .map_err(|e| CaptureError::Config(e.to_string()))
+    conn.simple_query(text).map_err(|e| CaptureError::Database {
+        message: e.to_string(),
+        source: e,
+    })
 }
 
 /// Takes restore point `name` of the target's database.
@@ -87,14 +90,16 @@ pub fn create(target: &str, name: &str) -> Result<RestorePoint, CaptureError> {
             "restore point {name:?} exists already (database {rp}); drop it first: dbscope restore-point drop {name} --target …"
         )));
     }
-    sql(
-        &mut conn,
-        &format!("CREATE DATABASE {} TEMPLATE {}", quote_ident(&rp), quote_ident(&db)),
-    )
-    .map_err(|e| {
-        CaptureError::Config(format!(
+    conn.simple_query(&format!(
+        "CREATE DATABASE {} TEMPLATE {}",
+        quote_ident(&rp),
+        quote_ident(&db)
+    ))
+    .map_err(|e| CaptureError::Database {
+        message: format!(
             "cannot copy database {db} to restore point {name:?}: {e} (PostgreSQL copies a database only while no one else is connected to it)"
-        ))
+        ),
+        source: e,
     })?;
     let now = sql(&mut conn, "SELECT now()::text")?;
     let taken = now

@@ -220,10 +220,7 @@ pub fn import_csv(opts: &CsvImport) -> Result<ImportSummary, ImportError> {
         ));
     }
     if opts.out.join(MANIFEST_FILE).exists() || opts.out.join(EVENTS_FILE).exists() {
-        return Err(ImportError::Input(format!(
-            "{}: the output directory already holds a run; choose another --out",
-            opts.out.display()
-        )));
+        return Err(dbscope_core::Error::RunExists(opts.out.clone()).into());
     }
     let io_err = |e| dbscope_core::Error::io(&opts.file, e);
     let file = std::fs::File::open(&opts.file).map_err(io_err)?;

@@ -1,5 +1,8 @@
 //! The error of a transfer, by category (as DataFusion's), each message saying what to do: what
-//! the user gave, the export directory, the database, the run directory.
+//! the user gave, the export directory, the database, the run directory. Where the database
+//! said why, its error is kept as the [`source`](std::error::Error::source) (with its SQLSTATE).
+
+use dbscope_pgwire::{ConnectError, WireError};
 
 /// Why a transfer did not start or could not finish.
 #[derive(Debug, thiserror::Error)]
@@ -15,13 +18,48 @@ pub enum Error {
     #[error("{0}")]
     Io(String),
     /// No connection to the server (unreachable, refused, bad connection string).
+    #[error("{message}")]
+    Connect {
+        /// What was tried and why it failed (the connection string's password redacted).
+        message: String,
+        /// Why: [`ConnectError::BadString`] for the string itself, else the server's side.
+        source: ConnectError,
+    },
+    /// The server refused a statement: its message and SQLSTATE.
+    #[error("{message}")]
+    Database {
+        /// What was being done, the server's message and its SQLSTATE.
+        message: String,
+        /// The server's error.
+        source: WireError,
+    },
+    /// The table is not one a transfer can take (no key to split by, a key that is not an
+    /// integer column, not empty, a column type Parquet cannot hold); the message says what to
+    /// give instead.
     #[error("{0}")]
-    Connect(String),
-    /// The server refused a statement (its message and SQLSTATE), or the table is not one a
-    /// transfer can take (no key to split by, not empty).
-    #[error("{0}")]
-    Database(String),
+    Table(String),
     /// The run directory could not be written.
     #[error(transparent)]
     Core(#[from] dbscope_core::Error),
+}
+
+impl Error {
+    /// The server's refusal of what was being done (`what`): `what: message (SQLSTATE)`.
+    pub(crate) fn database(what: &str, e: WireError) -> Self {
+        Error::Database {
+            message: crate::db(what, &e),
+            source: e,
+        }
+    }
+
+    /// No connection to `spec` (shown redacted).
+    pub(crate) fn connect(spec: &str, e: ConnectError) -> Self {
+        Error::Connect {
+            message: format!(
+                "cannot connect to {}: {e}",
+                dbscope_core::redact::redact(spec)
+            ),
+            source: e,
+        }
+    }
 }

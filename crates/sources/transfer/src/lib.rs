@@ -351,8 +351,8 @@ pub struct TransferResult {
     pub split: Option<String>,
 }
 
-fn db(what: &str, e: WireError) -> String {
-    match &e {
+fn db(what: &str, e: &WireError) -> String {
+    match e {
         WireError::Db { code, .. } => format!("{what}: {e} ({code})"),
         _ => format!("{what}: {e}"),
     }
@@ -406,9 +406,8 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
     }
     let spec = cfg.table.conn.as_str();
     let table = cfg.table.table.as_str();
-    let mut coord = connect(spec, "dbscope/transfer")
-        .map_err(|e| Error::Connect(format!("cannot connect to {}: {e}", redact(spec))))?;
-    let cfgerr = |e: WireError| Error::Database(db(table, e));
+    let mut coord = connect(spec, "dbscope/transfer").map_err(|e| Error::connect(spec, e))?;
+    let cfgerr = |e: WireError| Error::database(table, e);
     one(
         &mut coord,
         "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
@@ -425,7 +424,7 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
             rows.iter()
                 .map(|r| PqColumn::from_catalog(r))
                 .collect::<Result<_, _>>()
-                .map_err(|e| Error::Database(format!("{table}: {e}")))?,
+                .map_err(|e| Error::Table(format!("{table}: {e}")))?,
         )
     } else {
         None
@@ -502,7 +501,7 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
     let checksum = match checksum {
         Ok(c) => Some(c),
         Err(e) => {
-            detail.get_or_insert(db("table checksum", e));
+            detail.get_or_insert(db("table checksum", &e));
             None
         }
     };
@@ -653,10 +652,10 @@ fn mapper_out(
     let mut c =
         connect(spec, &format!("dbscope/transfer/{}", w.mapper)).map_err(|e| e.to_string())?;
     // Also the text forms `pq` parses: ISO dates, timestamptz in UTC (`…+00`).
-    one(&mut c, SESSION_SETTINGS).map_err(|e| db("SET", e))?;
-    one(&mut c, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY").map_err(|e| db("BEGIN", e))?;
+    one(&mut c, SESSION_SETTINGS).map_err(|e| db("SET", &e))?;
+    one(&mut c, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY").map_err(|e| db("BEGIN", &e))?;
     one(&mut c, &format!("SET TRANSACTION SNAPSHOT '{snapshot}'"))
-        .map_err(|e| db("SET TRANSACTION SNAPSHOT", e))?;
+        .map_err(|e| db("SET TRANSACTION SNAPSHOT", &e))?;
     let file = std::fs::File::create(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
     let out = Counted::new(BufWriter::with_capacity(1 << 20, file));
     w.start_ns = clock.now_ns();
@@ -684,7 +683,7 @@ fn mapper_out(
                 }
                 sink.row(d).map_err(|e| format!("{}: {e}", tmp.display()))
             })
-            .map_err(|e| db("COPY", e))?;
+            .map_err(|e| db("COPY", &e))?;
         w.row_sum = sum;
         w.rows = rows;
         let (out, written) = sink
@@ -805,15 +804,14 @@ pub fn transfer_in(cfg: &TransferConfig) -> Result<TransferResult, Error> {
     }
     let spec = cfg.table.conn.as_str();
     let table = cfg.table.table.as_str();
-    let mut coord = connect(spec, "dbscope/transfer")
-        .map_err(|e| Error::Connect(format!("cannot connect to {}: {e}", redact(spec))))?;
+    let mut coord = connect(spec, "dbscope/transfer").map_err(|e| Error::connect(spec, e))?;
     let has_rows = one(
         &mut coord,
         &format!("SELECT count(*) FROM (SELECT 1 FROM {table} LIMIT 1) x"),
     )
-    .map_err(|e| Error::Database(db(table, e)))?;
+    .map_err(|e| Error::database(table, e))?;
     if has_rows.first().cloned().flatten().as_deref() != Some("0") {
-        return Err(Error::Database(format!(
+        return Err(Error::Table(format!(
             "{table} is not empty: transfer loads into an empty table (so the row count and checksum can be verified)"
         )));
     }
@@ -879,7 +877,7 @@ pub fn transfer_in(cfg: &TransferConfig) -> Result<TransferResult, Error> {
             }
         };
         detail = match counted {
-            Err(e) => Some(db("table checksum", e)),
+            Err(e) => Some(db("table checksum", &e)),
             Ok((rows, sum)) => {
                 if rows != m.rows {
                     Some(format!(
@@ -932,7 +930,7 @@ fn mapper_in(
 ) -> Result<(), String> {
     let mut c =
         connect(spec, &format!("dbscope/transfer/{}", w.mapper)).map_err(|e| e.to_string())?;
-    one(&mut c, SESSION_SETTINGS).map_err(|e| db("SET", e))?;
+    one(&mut c, SESSION_SETTINGS).map_err(|e| db("SET", &e))?;
     w.start_ns = clock.now_ns();
     for (name, entry) in files {
         let path = dir.join(name);
@@ -972,7 +970,7 @@ fn mapper_in(
         };
         let rows = c
             .copy_in(&sql, &mut fill)
-            .map_err(|e| db(&format!("COPY {name}"), e))?;
+            .map_err(|e| db(&format!("COPY {name}"), &e))?;
         w.rows += rows;
         w.bytes += bytes;
         w.files.push(name.clone());
@@ -1015,7 +1013,7 @@ fn parquet_in(
     );
     let n = c
         .copy_in(&sql, &mut |chunk: &mut Vec<u8>| rows.fill(chunk, 1 << 20))
-        .map_err(|e| db(&format!("COPY {shown}"), e))?;
+        .map_err(|e| db(&format!("COPY {shown}"), &e))?;
     Ok((n, bytes))
 }
 

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{db, one};
+use super::one;
 use crate::Error;
 use dbscope_pgwire::WireConn;
 
@@ -143,7 +143,7 @@ pub fn plan(
     mappers: u32,
     key: Option<&str>,
 ) -> Result<Plan, Error> {
-    let cfgerr = |e| Error::Database(db(table, e));
+    let cfgerr = |e| Error::database(table, e);
     if mappers == 1 {
         // With --key too: one range is the whole table whatever the key holds, so the key is
         // only checked in the catalog (an integer column), never scanned (a full pass).
@@ -165,7 +165,7 @@ pub fn plan(
                 Some(_) => None,
             };
             if let Some(why) = why {
-                return Err(Error::Database(format!(
+                return Err(Error::Table(format!(
                     "{table} split by {key} (an integer column): {why}"
                 )));
             }
@@ -234,7 +234,7 @@ pub fn plan(
             match row.first().cloned().flatten() {
                 Some(k) => k,
                 None => {
-                    return Err(Error::Database(format!(
+                    return Err(Error::Table(format!(
                     "{table} has no primary key to split by{}: name an integer column with --key",
                     fallback
                         .map(|w| format!(" (not by blocks: {w})"))
@@ -249,12 +249,7 @@ pub fn plan(
         coord,
         &format!("SELECT min({key})::bigint, max({key})::bigint, count(*) FROM {table}"),
     )
-    .map_err(|e| {
-        Error::Database(db(
-            &format!("{table} split by {key} (an integer column)"),
-            e,
-        ))
-    })?;
+    .map_err(|e| Error::database(&format!("{table} split by {key} (an integer column)"), e))?;
     let num = |i: usize| {
         row.get(i)
             .cloned()

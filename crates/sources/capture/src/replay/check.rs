@@ -14,7 +14,10 @@ use crate::CaptureError;
 /// and the missing relations are named.
 pub(super) fn check_target(cfg: &ReplayConfig, plan: &Plan) -> Result<(), CaptureError> {
     let (mut conn, _) = connect_with(&cfg.target, "dbscope-replay/check", None).map_err(|why| {
-        CaptureError::Config(format!("cannot connect to {}: {why}", redact(&cfg.target)))
+        CaptureError::Connect {
+            message: format!("cannot connect to {}: {why}", redact(&cfg.target)),
+            source: why,
+        }
     })?;
     let mut seen = HashSet::new();
     let mut missing = Vec::new();
@@ -48,9 +51,10 @@ pub(super) fn check_target(cfg: &ReplayConfig, plan: &Plan) -> Result<(), Captur
                 }
             },
             Err(e) => {
-                return Err(CaptureError::Config(format!(
-                    "checking the target failed: {e}"
-                )))
+                return Err(CaptureError::Database {
+                    message: format!("checking the target failed: {e}"),
+                    source: e,
+                })
             }
         }
     }

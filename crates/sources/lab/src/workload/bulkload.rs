@@ -441,6 +441,7 @@ impl BulkSession {
 fn check_error(message: String) -> TargetError {
     TargetError {
         class: "check:groupby".into(),
+        sqlstate: None,
         message: format!("wrong result: {message}"),
         connection_lost: false,
     }

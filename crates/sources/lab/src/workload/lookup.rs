@@ -599,6 +599,7 @@ impl SessionWork for LookupSession {
             1 => Ok(1),
             n => Err(TargetError {
                 class: "check:lookup-rows".into(),
+                sqlstate: None,
                 message: format!(
                     "key {key} returned {n} rows from {} (expected exactly 1: was the table \
                      changed outside dbscope?)",

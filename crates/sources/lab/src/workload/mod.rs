@@ -109,6 +109,7 @@ mod tests {
     fn failed(class: &str) -> TargetError {
         TargetError {
             class: class.into(),
+            sqlstate: None,
             message: "no".into(),
             connection_lost: false,
         }

@@ -307,6 +307,7 @@ impl Workload for TpchQ1Workload {
             .and_then(|got| check_values(&got, &reference, tolerance(self.dialect)))
             .map_err(|m| TargetError {
                 class: "tpch:mismatch".into(),
+                sqlstate: None,
                 message: m,
                 connection_lost: false,
             })?;
@@ -320,6 +321,7 @@ impl Workload for TpchQ1Workload {
             let answer = answer_from_reference(&reference, &disc);
             compare(&rounded(&answer), &official_q1_sf1()).map_err(|m| TargetError {
                 class: "tpch:mismatch".into(),
+                sqlstate: None,
                 message: format!("SF 1 answer differs from the official TPC-H answer: {m}"),
                 connection_lost: false,
             })?;
@@ -362,6 +364,7 @@ impl SessionWork for Q1Session {
                 .map(|()| rows.len() as u64)
                 .map_err(|m| TargetError {
                     class: "tpch:mismatch".into(),
+                    sqlstate: None,
                     message: m,
                     connection_lost: false,
                 })
