@@ -52,7 +52,10 @@ const KNOWN: &[(&str, &[&str])] = &[
         "crates/sources/lab/src/lib.rs",
         &["workload::events", "workload::events::counters"],
     ),
-    ("crates/sources/transfer/src/lib.rs", &["crate", "split"]),
+    (
+        "crates/sources/transfer/src/lib.rs",
+        &["crate", "error", "split"],
+    ),
 ];
 
 #[test]
