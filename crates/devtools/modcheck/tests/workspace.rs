@@ -16,17 +16,6 @@ const KNOWN: &[(&str, &[&str])] = &[
         &["conn", "crate", "replay", "stream"],
     ),
     (
-        "crates/core/src/lib.rs",
-        &[
-            "stats",
-            "stats::dist",
-            "stats::quantile_ci",
-            "stats::rank",
-            "stats::sample",
-            "stats::ttest",
-        ],
-    ),
-    (
         "crates/sources/capture/src/lib.rs",
         &[
             "replay",
