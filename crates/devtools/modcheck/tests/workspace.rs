@@ -26,18 +26,6 @@ const KNOWN: &[(&str, &[&str])] = &[
         ],
     ),
     (
-        "crates/sources/lab/src/lib.rs",
-        &["observe", "observe::ash"],
-    ),
-    (
-        "crates/sources/lab/src/lib.rs",
-        &["workload", "workload::commit"],
-    ),
-    (
-        "crates/sources/lab/src/lib.rs",
-        &["workload::events", "workload::events::counters"],
-    ),
-    (
         "crates/sources/transfer/src/lib.rs",
         &["crate", "error", "split"],
     ),
