@@ -25,12 +25,21 @@ fn counters(run: &Path) -> Value {
     serde_json::from_str(&text).expect("redo.json is JSON")
 }
 
-/// `log file sync` events without error, per session, read back from a CSV export.
+/// `log file sync` events without error, per session, read back from a CSV export (of a run
+/// that may have been killed: `--allow-incomplete`, since such an export exits 1 otherwise).
 fn acknowledged_per_session(dir: &Path, run: &Path) -> BTreeMap<u32, u64> {
     let csv = join(dir, "acks.csv");
     ok(
         dir,
-        &["export", s(run), "--format", "csv", "--output", s(&csv)],
+        &[
+            "export",
+            s(run),
+            "--format",
+            "csv",
+            "--output",
+            s(&csv),
+            "--allow-incomplete",
+        ],
     );
     let text = std::fs::read_to_string(&csv).unwrap();
     let mut lines = text.lines();

@@ -614,10 +614,10 @@ fn issue_27_a_killed_export_is_refused_and_loaded_only_when_asked_and_then_calle
     assert_eq!(r["transfer"]["verified"], false, "{r}");
 }
 
-/// Issue 27 item 13: a file that fails to load is named, and the run says the table now holds a
-/// partial load (the other files' COPYs committed).
+/// Issue 27 item 13: a file that fails to load is named with its line, and the run says the
+/// table now holds a partial load (the other files' COPYs committed).
 #[test]
-fn issue_27_a_failed_load_says_the_table_holds_part_of_it() {
+fn issue_27_a_failed_load_names_the_line_and_says_the_table_holds_part_of_it() {
     let pg = PgCluster::shared();
     let dst = pg.create_db("transfer_bad_line");
     pg.query(&dst, "CREATE TABLE t (id bigint PRIMARY KEY, v text)");
@@ -646,7 +646,10 @@ fn issue_27_a_failed_load_says_the_table_holds_part_of_it() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     let m = manifest(&run_dir);
     let detail = m["outcome_detail"].as_str().unwrap();
-    assert!(detail.contains("b.tbl"), "{detail}");
+    assert!(
+        detail.contains("COPY b.tbl, line 50: invalid input syntax"),
+        "{detail}"
+    );
     assert!(
         detail.contains("now holds 1000 rows") && detail.contains("partial load"),
         "{detail}"

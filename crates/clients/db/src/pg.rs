@@ -106,7 +106,7 @@ impl PgTarget {
 fn classify(e: WireError, conn: &WireConn) -> TargetError {
     let lost = conn.is_broken();
     match e {
-        WireError::Db { code, message } => TargetError {
+        WireError::Db { code, message, .. } => TargetError {
             // 57P01..57P05: the server ended the session (terminated, shutting down, ...).
             connection_lost: lost || code.ends_session(),
             class: format!("pg:{code}"),

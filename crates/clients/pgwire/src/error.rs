@@ -19,6 +19,9 @@ pub enum WireError {
         code: SqlState,
         /// The server's message.
         message: String,
+        /// Where it happened, when the server says (its `W` field: `COPY t, line 50, column
+        /// id: "x"`, a PL/pgSQL call stack).
+        context: Option<String>,
     },
     /// The socket failed: the connection is gone.
     Io(io::Error),
@@ -52,6 +55,24 @@ impl std::error::Error for WireError {
 }
 
 impl WireError {
+    /// Where a server's error happened, when the server said (its `W` field).
+    pub fn context(&self) -> Option<&str> {
+        match self {
+            WireError::Db { context, .. } => context.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The input line a server's `COPY … FROM STDIN` error is about (its context's `line N`).
+    pub fn copy_line(&self) -> Option<u64> {
+        let c = self.context()?;
+        let at = c.find(", line ")? + ", line ".len();
+        let digits: String = c[at..].chars().take_while(char::is_ascii_digit).collect();
+        c.starts_with("COPY ")
+            .then(|| digits.parse().ok())
+            .flatten()
+    }
+
     /// The SQLSTATE the server sent, if this is a server's error.
     pub fn sqlstate(&self) -> Option<SqlState> {
         match self {
@@ -108,6 +129,7 @@ impl From<ConnInfoError> for ConnectError {
 pub(crate) fn db_error(body: &ErrorResponseBody) -> WireError {
     let mut code = SqlState::INTERNAL_ERROR;
     let mut message = String::new();
+    let mut context = None;
     let mut fields = body.fields();
     while let Ok(Some(f)) = fields.next() {
         match f.type_() {
@@ -118,8 +140,13 @@ pub(crate) fn db_error(body: &ErrorResponseBody) -> WireError {
                     .unwrap_or(SqlState::INTERNAL_ERROR)
             }
             b'M' => message = String::from_utf8_lossy(f.value_bytes()).into_owned(),
+            b'W' => context = Some(String::from_utf8_lossy(f.value_bytes()).into_owned()),
             _ => {}
         }
     }
-    WireError::Db { code, message }
+    WireError::Db {
+        code,
+        message,
+        context,
+    }
 }

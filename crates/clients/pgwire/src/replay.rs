@@ -105,12 +105,16 @@ impl WireConn {
                 Message::EmptyQueryResponse => a.tags.push(String::new()),
                 Message::DataRow(_) => data_rows += 1,
                 Message::ErrorResponse(body) => {
-                    if let WireError::Db { code, message } = db_error(&body) {
-                        if code.ends_session() {
-                            self.broken = true;
-                            return Err(WireError::Db { code, message });
+                    if let e @ WireError::Db { .. } = db_error(&body) {
+                        if let WireError::Db { code, message, .. } = &e {
+                            if !code.ends_session() {
+                                a.error.get_or_insert((code.to_string(), message.clone()));
+                            }
                         }
-                        a.error.get_or_insert((code.to_string(), message));
+                        if e.sqlstate().is_some_and(|c| c.ends_session()) {
+                            self.broken = true;
+                            return Err(e);
+                        }
                     }
                     data_rows = 0;
                 }

@@ -352,8 +352,13 @@ pub struct TransferResult {
 }
 
 fn db(what: &str, e: &WireError) -> String {
+    // A COPY FROM STDIN the server refused names the line of the file (issue 27 item 13).
+    let line = e
+        .copy_line()
+        .map(|n| format!(", line {n}"))
+        .unwrap_or_default();
     match e {
-        WireError::Db { code, .. } => format!("{what}: {e} ({code})"),
+        WireError::Db { code, .. } => format!("{what}{line}: {e} ({code})"),
         _ => format!("{what}: {e}"),
     }
 }

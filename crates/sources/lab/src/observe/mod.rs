@@ -24,6 +24,7 @@ use crate::error::Error;
 use dbscope_db::Target;
 
 pub use ash::SamplerReport;
+pub use os::Unavailable;
 pub use probe::{SessionProbe, PUBLISH_EVERY_NS};
 pub use snapshot::DbProbe;
 
@@ -82,7 +83,7 @@ pub struct Observer {
     clock: RunClock,
     run_dir: PathBuf,
     out: Option<JsonLines>,
-    files: Result<PathBuf, String>,
+    files: Result<PathBuf, Unavailable>,
     /// Local PostgreSQL server: CPU seconds (user, system) of each backend of the run, as last read.
     backends: Option<BTreeMap<u32, (f64, f64)>>,
     last_periodic: Instant,
@@ -241,7 +242,7 @@ impl Observer {
             "os.disk.data".into(),
             match &self.files {
                 Ok(p) => os::disk_section(p),
-                Err(why) => Section::missing(why.clone()),
+                Err(why) => Section::missing(why.to_string()),
             },
         );
         sections.insert("os.disk.run".into(), os::disk_section(&self.run_dir));

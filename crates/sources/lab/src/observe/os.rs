@@ -50,8 +50,21 @@ pub struct Device {
     pub disk: Option<String>,
 }
 
+/// Why a figure of the machine or the database's files cannot be had here (a file system
+/// without a block device, a remote server, a view that needs a privilege): said in the run
+/// where the figure would be.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unavailable(pub String);
+
+impl From<String> for Unavailable {
+    fn from(why: String) -> Self {
+        Unavailable(why)
+    }
+}
+
 /// Finds the block device of the file system holding `path`.
-pub fn device_of(path: &Path) -> Result<Device, String> {
+pub fn device_of(path: &Path) -> Result<Device, Unavailable> {
     let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let dev = meta.dev();
     // glibc's major()/minor() encoding.
@@ -59,14 +72,15 @@ pub fn device_of(path: &Path) -> Result<Device, String> {
     let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
     let id = format!("{major}:{minor}");
     if major == 0 {
-        return Err(format!(
+        return Err(Unavailable(format!(
             "{} is on a file system without a block device (st_dev {id}: tmpfs, overlayfs, NFS, …)",
             path.display()
-        ));
+        )));
     }
     let sys = PathBuf::from(format!("/sys/dev/block/{id}"));
     let real = std::fs::canonicalize(&sys).map_err(|e| format!("{}: {e}", sys.display()))?;
-    let name = file_name(&real).ok_or_else(|| format!("{}: no device name", real.display()))?;
+    let name = file_name(&real)
+        .ok_or_else(|| Unavailable(format!("{}: no device name", real.display())))?;
     let disk = real
         .join("partition")
         .exists()
@@ -100,7 +114,7 @@ pub fn parse_diskstats(text: &str, device: &str) -> Option<BTreeMap<String, f64>
 pub fn disk_section(path: &Path) -> Section {
     let dev = match device_of(path) {
         Ok(d) => d,
-        Err(why) => return Section::missing(why),
+        Err(why) => return Section::missing(why.0),
     };
     let text = match std::fs::read_to_string("/proc/diskstats") {
         Ok(t) => t,
@@ -234,6 +248,6 @@ mod tests {
     fn a_file_system_without_a_device_is_explained() {
         // /proc has st_dev major 0 everywhere.
         let e = device_of(Path::new("/proc/self")).unwrap_err();
-        assert!(e.contains("without a block device"), "{e}");
+        assert!(e.0.contains("without a block device"), "{e}");
     }
 }

@@ -74,12 +74,12 @@ impl DbProbe {
 
     /// Where the database's files are on this machine: PostgreSQL's data directory when it
     /// exists here (a local server), the SQLite file; else why not.
-    pub fn files_path(&self) -> Result<PathBuf, String> {
+    pub fn files_path(&self) -> Result<PathBuf, super::Unavailable> {
         match self.kind {
             "sqlite" => self
                 .sqlite_path
                 .clone()
-                .ok_or_else(|| "no SQLite path".into()),
+                .ok_or_else(|| "no SQLite path".to_string().into()),
             "postgres" => {
                 let d = self.data_directory.clone().map_err(|e| {
                     format!("SHOW data_directory: {e} (needs superuser or pg_read_all_settings)")
@@ -90,10 +90,11 @@ impl DbProbe {
                     Err(format!(
                         "the data directory {} is not on this machine (a remote server)",
                         d.display()
-                    ))
+                    )
+                    .into())
                 }
             }
-            _ => Err("this target has no database files".into()),
+            _ => Err("this target has no database files".to_string().into()),
         }
     }
 
