@@ -852,6 +852,101 @@ fn capture_reset_replay_gives_the_same_database() {
     );
 }
 
+/// `psql -f` of `script` through a capture proxy (each statement a call): the capture.
+fn capture_script(dir: &Path, pg: &PgCluster, db: &str, script: &str) -> PathBuf {
+    let proxy = start_proxy(dir, pg);
+    let file = dir.join("script.sql");
+    std::fs::write(&file, script).unwrap();
+    let out = Command::new(pg.psql())
+        .args(["-X", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1"])
+        .args(["-p", &proxy.port.to_string(), "-U", pg.user(), "-d", db])
+        .args(["-f", s(&file)])
+        .env("PGPASSWORD", pg.password())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    proxy.stop().1
+}
+
+/// The issue's own fault: PostgreSQL restarted (`pg_ctl restart -m fast`, a cluster of this
+/// test's own) while a replay session is inside a transaction. The rest of the transaction is not
+/// replayed (the server never says "there is no transaction in progress"), the session's next
+/// transaction runs after the restart, and the replay ends failed as partial.
+#[test]
+fn a_server_restart_inside_a_transaction_makes_a_partial_replay() {
+    let pg = PgCluster::throwaway(&[]);
+    let d = tempdir();
+    let db = pg.create_db("cap_restart");
+    pg.query(
+        &db,
+        "CREATE TABLE t (id int PRIMARY KEY, n int); INSERT INTO t VALUES (1, 0), (2, 0); \
+         CREATE TABLE later (x int)",
+    );
+    // Think time after the transaction (psql's own sleep): the server is back by then.
+    let script = "SELECT 1;\nBEGIN;\nUPDATE t SET n = n + 1 WHERE id = 1;\nSELECT pg_sleep(1.5);\n\
+                  UPDATE t SET n = n + 1 WHERE id = 2;\nCOMMIT;\n\\! sleep 4\n\
+                  INSERT INTO later VALUES (1);\nSELECT 2;\n";
+    let cap = capture_script(d.path(), &pg, &db, script);
+    pg.query(&db, "UPDATE t SET n = 0; DELETE FROM later");
+    let run = d.path().join("replay");
+    let child = dbscope(d.path())
+        .args([
+            "replay",
+            s(&cap),
+            "--target",
+            &pg.uri(&db),
+            "--out",
+            s(&run),
+            "-q",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let sleeping = format!(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = '{db}' \
+         AND application_name LIKE 'dbscope-replay/%' AND query LIKE 'SELECT pg_sleep%' \
+         AND state = 'active'"
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while pg.query("postgres", &sleeping) != "1" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the replay never reached the sleep"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    pg.restart_fast();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a partial replay fails: {stderr}"
+    );
+    assert!(
+        stderr.contains("partial replay: 2 calls not replayed (connection lost inside its transaction: 2); connections lost: 1"),
+        "{stderr}"
+    );
+    assert_eq!(
+        pg.query(
+            &db,
+            "SELECT string_agg(id || '=' || n, ' ' ORDER BY id) FROM t"
+        ),
+        "1=0 2=0"
+    );
+    assert_eq!(pg.query(&db, "SELECT count(*) FROM later"), "1");
+    let log = pg.log_tail(200);
+    assert!(
+        !log.contains("there is no transaction in progress"),
+        "{log}"
+    );
+}
+
 /// A replay session whose connection is lost inside a transaction (its backend terminated, as a
 /// server restart does) skips to that transaction's end: the rest of it is not replayed (counted
 /// by reason, each call listed in the divergence file), never run in autocommit after a
@@ -867,25 +962,10 @@ fn a_connection_lost_inside_a_transaction_makes_a_partial_replay() {
         "CREATE TABLE t (id int PRIMARY KEY, n int); INSERT INTO t VALUES (1, 0), (2, 0); \
          CREATE TABLE later (x int)",
     );
-    let proxy = start_proxy(d.path(), pg);
     let script = "SELECT 1;\nSELECT 2;\nSELECT 3;\nBEGIN;\nUPDATE t SET n = n + 1 WHERE id = 1;\n\
                   SELECT pg_sleep(1.5);\nUPDATE t SET n = n + 1 WHERE id = 2;\nCOMMIT;\n\
                   INSERT INTO later VALUES (1);\nSELECT 4;\n";
-    let file = d.path().join("script.sql");
-    std::fs::write(&file, script).unwrap();
-    let out = Command::new(pg.psql())
-        .args(["-X", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1"])
-        .args(["-p", &proxy.port.to_string(), "-U", pg.user(), "-d", &db])
-        .args(["-f", s(&file)])
-        .env("PGPASSWORD", pg.password())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let (_, cap) = proxy.stop();
+    let cap = capture_script(d.path(), pg, &db, script);
     assert_eq!(calls(&cap).len(), 10);
     pg.query(&db, "UPDATE t SET n = 0; DELETE FROM later");
 
