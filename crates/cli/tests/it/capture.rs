@@ -852,6 +852,60 @@ fn capture_reset_replay_gives_the_same_database() {
     );
 }
 
+/// `kill -9` of the proxy while five pgbench sessions run through it: `capture info` says the
+/// capture was killed and is incomplete, counts the five sessions from their calls (none wrote its
+/// session line, which is written when a session ends) beside pgbench's setup session (ended,
+/// with its line), and does not call it captured whole.
+#[test]
+fn capture_info_on_a_killed_proxy_says_killed_and_counts_every_session() {
+    let pg = PgCluster::shared();
+    let d = tempdir();
+    let db = pg.create_db("cap_killed");
+    pgbench_init(pg, &db);
+    let mut proxy = start_proxy(d.path(), pg);
+    let bench = Command::new(pg.bin_dir().join("pgbench"))
+        .args(["-h", "127.0.0.1", "-p", &proxy.port.to_string()])
+        .args(["-c", "5", "-j", "1", "-T", "20", "-M", "extended", &db])
+        .env("PGPASSWORD", pg.password())
+        .env("PGUSER", pg.user())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Calls written (every 200 ms) by all five sessions, then SIGKILL.
+    let cap = proxy.out.clone();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let text = std::fs::read_to_string(cap.join("capture-calls.jsonl")).unwrap_or_default();
+        if (0..6).all(|i| text.contains(&format!("\"session\":{i},"))) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not all sessions captured"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    proxy.child.kill().unwrap();
+    proxy.child.wait().unwrap();
+    let mut bench = bench;
+    let _ = bench.wait();
+    let info: Value =
+        serde_json::from_str(&ok(d.path(), &["capture", "info", s(&cap), "--json"])).unwrap();
+    assert_eq!(info["outcome"], "running", "{info}");
+    assert_eq!(info["killed"], true, "{info}");
+    assert_eq!(info["sessions"], 6, "{info}");
+    assert_eq!(info["sessions_without_end"], 5, "{info}");
+    let text = ok(d.path(), &["capture", "info", s(&cap)]);
+    assert!(text.contains("(killed: incomplete)"), "{text}");
+    assert!(
+        text.contains("sessions  6 (5 with no end recorded)"),
+        "{text}"
+    );
+    assert!(text.contains("the proxy was killed"), "{text}");
+    assert!(!text.contains("every call was captured whole"), "{text}");
+}
+
 /// `psql -f` of `script` through a capture proxy (each statement a call): the capture.
 fn capture_script(dir: &Path, pg: &PgCluster, db: &str, script: &str) -> PathBuf {
     let proxy = start_proxy(dir, pg);
