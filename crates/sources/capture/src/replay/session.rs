@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::order::CommitOrder;
 use super::plan::{not_replayed, sync_bound, Plan, SessionPlan};
-use super::tally::Tally;
+use super::tally::{Tally, LOST_IN_TRANSACTION, NO_CONNECTION};
 use super::{connect_with, Answer, ReplayCall, WireConn, WireError};
 use super::{ReplayConfig, Speed, EXAMPLES, SYNC_TIMEOUT, SYNC_TIMEOUT_IN_TRANSACTION};
 use crate::calls::{Call, Protocol};
@@ -95,11 +95,6 @@ impl Ctx<'_> {
         }
     }
 }
-
-/// Not replayed: the session's connection was lost inside the call's transaction.
-pub(super) const LOST_IN_TRANSACTION: &str = "connection lost inside its transaction";
-/// Not replayed: the session could not (re)connect.
-pub(super) const NO_CONNECTION: &str = "no connection";
 
 /// The call left its session inside a transaction in the capture (the transaction goes on).
 fn inside_transaction(c: &Call) -> bool {

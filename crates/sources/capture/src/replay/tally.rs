@@ -6,8 +6,12 @@ use dbscope_core::stats::quantile_type7;
 use dbscope_core::{Column, Counter, CounterSection, CounterTable, CounterValue};
 
 use super::plan::Plan;
-use super::session::{LOST_IN_TRANSACTION, NO_CONNECTION};
 use super::{ReplayConfig, ReplaySummary, DIVERGENCE_FILE, EXAMPLES};
+
+/// Not replayed: the session's connection was lost inside the call's transaction.
+pub(super) const LOST_IN_TRANSACTION: &str = "connection lost inside its transaction";
+/// Not replayed: the session could not (re)connect.
+pub(super) const NO_CONNECTION: &str = "no connection";
 
 /// What one session's replay counted.
 #[derive(Default)]
