@@ -167,7 +167,10 @@ max issues every session's calls back to back. Each replayed call is an event na
 statement (as in the capture) whose intended start is its scheduled time: `report` shows how far the
 replay fell behind. Calls whose rows, command or error differ from the capture are counted by kind
 in the report's Replay section and listed in replay-divergence.jsonl. COPY calls (their data is not
-captured), statements prepared before the capture and calls the server skipped are not replayed.")]
+captured), statements prepared before the capture and calls the server skipped are not replayed.
+A session that loses its connection inside a transaction skips to that transaction's end (those
+calls are not replayed, and listed); a replay that lost connections is partial: it ends failed
+(exit 1) and `compare` warns about it.")]
 pub struct ReplayArgs {
     /// The capture directory (from `dbscope capture proxy`).
     #[arg(value_name = "CAP")]
