@@ -376,6 +376,25 @@ fn issue_27_a_capture_is_private_and_keeps_no_password() {
             .contains("PASSWORD 'dbscope:redacted'")),
         "{calls:?}"
     );
+    // Replay cannot re-send a password it never kept: that call is skipped, by its reason.
+    let run = d.path().join("replayed");
+    let target = pg.uri(&db);
+    ok(
+        d.path(),
+        &[
+            "replay",
+            s(&cap),
+            "--target",
+            &target,
+            "--out",
+            s(&run),
+            "-q",
+        ],
+    );
+    let r: Value = serde_json::from_str(&ok(d.path(), &["report", s(&run), "--json"])).unwrap();
+    assert_eq!(r["replay"]["not_replayed"], 1, "{}", r["replay"]);
+    let text = ok(d.path(), &["report", s(&run)]);
+    assert!(text.contains("password redacted in the capture"), "{text}");
     pg.query(&db, "DROP ROLE dbscope_pw_victim");
 }
 

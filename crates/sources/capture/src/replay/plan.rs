@@ -76,6 +76,9 @@ pub(super) fn not_replayed(c: &Call) -> Option<&'static str> {
         Some("fast-path function call")
     } else if c.cut {
         Some("text or values cut in the capture")
+    } else if c.sql.contains(crate::private::REDACTED_PASSWORD) {
+        // The capture kept no role password (issue 27 item 8): nothing to re-send.
+        Some("password redacted in the capture")
     } else {
         None
     }
