@@ -52,7 +52,6 @@ const KNOWN: &[(&str, &[&str])] = &[
         "crates/sources/lab/src/lib.rs",
         &["workload::events", "workload::events::counters"],
     ),
-    ("crates/sources/transfer/src/lib.rs", &["crate", "split"]),
 ];
 
 #[test]
