@@ -544,7 +544,8 @@ pub fn capture_log(
         )));
     }
     let origin = records.first().map_or(0, |r| r.time_ns);
-    let rel = |t: i64| (t - origin).max(0) as u64;
+    // Exact for any two i64 times (a log can hold a far-off date): no overflow, nothing negative.
+    let rel = |t: i64| u64::try_from(i128::from(t) - i128::from(origin)).unwrap_or(0);
     let mut sessions: BTreeMap<String, Sess> = BTreeMap::new();
     let mut finished: Vec<Sess> = Vec::new();
     let mut calls: Vec<Call> = Vec::new();
@@ -609,7 +610,7 @@ pub fn capture_log(
             continue;
         }
         if let Some((ms, kind, text)) = duration_line(&r.message) {
-            let start = r.time_ns - (ms * 1e6) as i64;
+            let start = r.time_ns.saturating_sub((ms * 1e6) as i64);
             let mut words = kind.split(' ');
             let verb = words.next().unwrap_or("");
             let name = words.next().unwrap_or("").split('/').next().unwrap_or("");
@@ -828,7 +829,7 @@ fn write_capture(
         .iter()
         .map(|c| c.end_ns)
         .max()
-        .map(|e| DateTime::from_timestamp_nanos(origin + e as i64));
+        .map(|e| DateTime::from_timestamp_nanos(origin.saturating_add_unsigned(e)));
     let detail = (bad > 0).then(|| format!("{bad} log lines or records could not be read"));
     rec.finish_at(Outcome::Complete, detail, ended)?;
     Ok(LogSummary {
@@ -880,6 +881,32 @@ mod tests {
             Some(1_714_564_800_123_000_000)
         );
         assert_eq!(parse_time("yesterday"), None);
+    }
+
+    /// Found by the `log` fuzz target (issue 27): a log whose times lie centuries apart, or whose
+    /// duration is absurd, made the time arithmetic overflow (a panic; in release a wrapped time).
+    #[test]
+    fn far_apart_times_and_absurd_durations_do_not_overflow() {
+        let dir = std::env::temp_dir().join(format!("dbscope-log-far-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("pg.log");
+        std::fs::write(
+            &log,
+            "1720-05-01 12:00:00.300 UTC [42] bob@db1 LOG:  duration: 0.100 ms  statement: SELECT 1\n\
+             2024-05-01 12:00:00.200 UTC [42] bob@db1 LOG:  duration: 0.500 ms  statement: SELECT 2\n\
+             2024-05-01 12:00:00.300 UTC [42] bob@db1 LOG:  duration: 99999999999999999999 ms  statement: SELECT 3\n",
+        )
+        .unwrap();
+        let opts = LogOptions {
+            format: None,
+            prefix: "%m [%p] %q%u@%d ".into(),
+            database: None,
+        };
+        let out = dir.join("cap");
+        let summary = capture_log(&[log], &out, &opts, vec![]).unwrap();
+        assert_eq!(summary.calls, 3);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// A stderr log with the default prefix: a statement over two lines, parameters in a DETAIL

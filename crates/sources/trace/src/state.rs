@@ -151,6 +151,7 @@ impl<'a, S: Sink> Accounting<'a, S> {
             bytes: 0,
             skipped_lines: 0,
             malformed_lines: 0,
+            recognised_lines: 0,
         });
         let mut a = Accounting {
             sink: cx.sink,
@@ -190,6 +191,17 @@ impl<'a, S: Sink> Accounting<'a, S> {
     }
 
     fn items(&mut self, c: &Chunk, names: &[u32], first: u64) -> Result<()> {
+        let recognised = c
+            .items
+            .iter()
+            .filter(|it| {
+                !matches!(
+                    it.kind,
+                    Kind::Others { .. } | Kind::Blank | Kind::Separator | Kind::Malformed(_)
+                )
+            })
+            .count();
+        self.tables.files[self.file as usize].recognised_lines += recognised as u64;
         for it in &c.items {
             let no = first + it.line as u64;
             if !self.in_block(c, it, no)? {
