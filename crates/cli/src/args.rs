@@ -40,35 +40,35 @@ pub enum Command {
     Export(ExportArgs),
     /// Is B faster than A, by how much, and how sure are we? Welch and rank tests, quantile CIs,
     /// a verdict, and what differs between the manifests.
-    Compare(crate::compare_args::CompareArgs),
+    Compare(crate::compare::args::CompareArgs),
     /// Turn latencies measured elsewhere into a run: `import csv FILE --event NAME --out DIR`.
-    Import(crate::compare_args::ImportArgs),
+    Import(crate::compare::args::ImportArgs),
     /// Oracle 10046 extended SQL trace files: response-time profile, import as a run.
-    Trace(crate::trace_args::TraceArgs),
+    Trace(crate::trace::args::TraceArgs),
     /// Storage I/O tests without a database: `io redo` (a redo log writer on real files) and
     /// `io redo verify`.
-    Io(crate::io_args::IoArgs),
+    Io(crate::io::args::IoArgs),
     /// TPC-H: `tpch gen` (tpchgen data), `tpch q1` (Query 1 as a parallel map/combine/reduce job,
     /// exact), `tpch load` (tables into a database for `run tpch-q1`).
-    Tpch(crate::tpch_args::TpchArgs),
+    Tpch(crate::tpch::args::TpchArgs),
     /// Capture what an application does to PostgreSQL: `capture proxy` (a wire-protocol proxy
     /// that records every call), `capture info` (what a capture holds).
-    Capture(crate::capture_args::CaptureArgs),
+    Capture(crate::capture::args::CaptureArgs),
     /// Replay a capture against a (changed) system with its timing and concurrency, and count
     /// where the answers diverge.
-    Replay(crate::capture_args::ReplayArgs),
+    Replay(crate::capture::args::ReplayArgs),
     /// Restore points of a PostgreSQL database: take one before a capture, reset to it before
     /// each replay.
-    RestorePoint(crate::capture_args::RestorePointArgs),
+    RestorePoint(crate::capture::args::RestorePointArgs),
     /// Run a workload at several concurrencies (`sweep --sessions 1,2,4,8 -- run commit …`) and
     /// fit the Universal Scalability Law: contention σ, coherency κ, the peak.
-    Sweep(crate::sweep_args::SweepArgs),
+    Sweep(crate::sweep::args::SweepArgs),
     /// Move a PostgreSQL table to files or files into a table, SQOOP-style: one connection per
     /// mapper over block (ctid) or key ranges, COPY, row counts and a checksum verified end to end.
-    Transfer(crate::transfer_args::TransferArgs),
+    Transfer(crate::transfer::args::TransferArgs),
     /// Apache DataFusion Ballista, embedded: `cluster scheduler`, `cluster executor` (for
     /// `tpch q1 --engine ballista`; needs the `cluster` build feature, docs/cluster.md).
-    Cluster(crate::cluster_args::ClusterArgs),
+    Cluster(crate::cluster::args::ClusterArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -203,14 +203,14 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub snapshot_every: Option<Duration>,
     #[command(flatten)]
-    pub lab: crate::lab_args::LabArgs,
+    pub lab: crate::run::lab_args::LabArgs,
 
     /// No progress display and no report at the end; print only the run directory.
     #[arg(long, short = 'q')]
     pub quiet: bool,
 
     #[command(flatten)]
-    pub events: crate::events_args::EventsArgs,
+    pub events: crate::run::events_args::EventsArgs,
 }
 
 #[derive(Debug, Args)]

@@ -7,6 +7,8 @@
 //! each session count (this file says how to run and read one point); the points' figures, the
 //! fit, `sweep.json` and the text are `dbscope_analysis::sweep`'s.
 
+pub mod args;
+
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
@@ -22,7 +24,7 @@ use dbscope_lab::sweep::{self, point_dir, PointRunner, SweepEnd, SweepStop};
 use crate::args::{Cli, Command, RunArgs, WorkloadName};
 use crate::common::{default_run_dir, redacted_command_line, stop_signal};
 use crate::exit::{Exit, EXIT_FAILED, EXIT_USAGE};
-use crate::sweep_args::SweepArgs;
+use crate::sweep::args::SweepArgs;
 
 /// The `run …` words after `--` as run arguments; clap's own message when they do not parse.
 fn parse_run(words: &[String]) -> Result<RunArgs, Exit> {
@@ -72,7 +74,7 @@ pub fn cmd_sweep(a: SweepArgs) -> Result<u8, Exit> {
     if matches!(first.workload, WorkloadName::Events) {
         return Err(anyhow!("the events workload sets its concurrency with --clients/--connections; sweep runs commit, lookup, tpch-q1 and bulkload").into());
     }
-    let workload = crate::cmd_run::plan::workload_name(first.workload);
+    let workload = crate::run::plan::workload_name(first.workload);
     let out = match &a.out {
         Some(p) => p.clone(),
         None => default_run_dir(&format!("sweep-{workload}"))?,
@@ -115,7 +117,7 @@ pub fn cmd_sweep(a: SweepArgs) -> Result<u8, Exit> {
     let mut first = first;
     first.sessions = a.sessions[0];
     first.out = Some(point_dir(&out, a.sessions[0], 1));
-    let base = crate::cmd_run::plan::build(&first).map_err(|e| at_point(e, a.sessions[0], 1));
+    let base = crate::run::plan::build(&first).map_err(|e| at_point(e, a.sessions[0], 1));
     let headline = base.as_ref().map_or("", |p| p.workload.headline_event());
     let mut runner = Points {
         json: a.json,
@@ -211,7 +213,7 @@ impl PointRunner for Points {
     }
 
     fn run(&mut self, plan: &RunPlan, n: u32, k: u32) -> Result<Outcome, Exit> {
-        crate::cmd_run::run_point(plan).map_err(|e| at_point(e, n, k))
+        crate::run::run_point(plan).map_err(|e| at_point(e, n, k))
     }
 
     fn measure(&mut self, dir: &Path, n: u32, k: u32) -> Result<(Point, u64), Exit> {

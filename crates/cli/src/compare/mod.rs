@@ -1,5 +1,7 @@
 //! `dbscope compare A B` and `dbscope import csv`: argument checks, then library calls.
 
+pub mod args;
+
 use std::io::Write;
 
 use dbscope_analysis::compare::{self, CompareOptions};
@@ -8,13 +10,13 @@ use dbscope_core::RunDir;
 use dbscope_import::{import_csv, CsvImport, Unit};
 
 use crate::common::{print_examples, redacted_command_line, write_page};
-use crate::compare_args::{CompareArgs, ImportArgs, ImportCsvArgs, ImportSource, UnitArg};
+use crate::compare::args::{CompareArgs, ImportArgs, ImportCsvArgs, ImportSource, UnitArg};
 use crate::exit::Exit;
 
 /// Opens a run directory, or imports a 10046 trace file into a temporary run.
-fn open(path: &std::path::Path) -> Result<(RunDir, Option<crate::cmd_trace::TempRun>), Exit> {
-    if crate::cmd_trace::is_trace_file(path) {
-        let t = crate::cmd_trace::temp_run_from_trace(path)?;
+fn open(path: &std::path::Path) -> Result<(RunDir, Option<crate::trace::TempRun>), Exit> {
+    if crate::trace::is_trace_file(path) {
+        let t = crate::trace::temp_run_from_trace(path)?;
         Ok((t.run.clone(), Some(t)))
     } else {
         Ok((RunDir::open(path)?, None))

@@ -15,7 +15,7 @@ use dbscope_lab::workload::place::Placement;
 use crate::args::{RunArgs, WorkloadName};
 use crate::common::default_run_dir;
 use crate::exit::Exit;
-use crate::lab_args::LabArgs;
+use crate::run::lab_args::LabArgs;
 
 /// The flag that sets a plan's field (`ops_per_session` → `--ops`).
 pub fn flag(field: &'static str) -> String {
@@ -184,7 +184,7 @@ pub fn workload_name(w: WorkloadName) -> &'static str {
 }
 
 /// The events workload's plan: the run's sessions are its connections, chosen by target when
-/// it runs (`cmd_events`).
+/// it runs (`events`).
 fn events(
     a: &RunArgs,
     target: TargetPlan,

@@ -1,6 +1,9 @@
 //! `dbscope run WORKLOAD`: a workload against a target, recorded as a run. The arguments become
 //! a run plan in [`plan`]; [`run`] runs a plan, [`run_point`] one of `sweep`'s.
 
+pub mod events;
+pub mod events_args;
+pub mod lab_args;
 pub mod plan;
 
 use anyhow::Context;
@@ -26,7 +29,7 @@ pub fn cmd_run(a: RunArgs) -> Result<u8, Exit> {
 pub fn run(plan: &RunPlan, quiet: bool) -> Result<u8, Exit> {
     in_run_dir(plan, |spec| {
         if let WorkloadPlan::Events(e) = &plan.workload {
-            return crate::cmd_events::run_events(plan, e, spec, quiet);
+            return crate::run::events::run_events(plan, e, spec, quiet);
         }
         let result = record(plan, spec, quiet)?;
         finish_run(
@@ -65,7 +68,7 @@ fn in_run_dir<T>(plan: &RunPlan, f: impl FnOnce(&str) -> Result<T, Exit>) -> Res
     result
 }
 
-/// Runs a plan's workload (not `events`: see `cmd_events`) against the target `spec`.
+/// Runs a plan's workload (not `events`: see `events`) against the target `spec`.
 fn record(plan: &RunPlan, spec: &str, quiet: bool) -> Result<RunResult, Exit> {
     let config = plan.run_config().map_err(lab_error)?;
     let target = open_target(spec, &plan.target.settings)?;

@@ -10,12 +10,12 @@ use dbscope_core::RunDir;
 use crate::args::{ExportArgs, Format, ReportArgs};
 use crate::common::write_page;
 use crate::exit::{Exit, EXIT_FAILED};
-use crate::{cmd_compare, cmd_trace};
+use crate::{compare, trace};
 
 pub fn cmd_report(a: ReportArgs) -> Result<u8, Exit> {
     // A trace file (not a run directory) is imported into a temporary run first.
-    let trace_run = if cmd_trace::is_trace_file(&a.run) {
-        Some(cmd_trace::temp_run_from_trace(&a.run)?)
+    let trace_run = if trace::is_trace_file(&a.run) {
+        Some(trace::temp_run_from_trace(&a.run)?)
     } else {
         None
     };
@@ -37,7 +37,7 @@ pub fn cmd_report(a: ReportArgs) -> Result<u8, Exit> {
     } else {
         report::render_text(&r)
     };
-    let text = cmd_compare::with_top(text, &run, a.top, a.include_warmup, a.json)?;
+    let text = compare::with_top(text, &run, a.top, a.include_warmup, a.json)?;
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(text.as_bytes())?;
     if !text.ends_with('\n') {

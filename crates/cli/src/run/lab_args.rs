@@ -1,4 +1,4 @@
-//! Options of the `lookup` and `bulkload` workloads (flattened into `dbscope run`); `cmd_run::plan`
+//! Options of the `lookup` and `bulkload` workloads (flattened into `dbscope run`); `run::plan`
 //! turns them into the run plan's workload options.
 
 use std::path::PathBuf;
