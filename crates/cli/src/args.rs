@@ -42,7 +42,7 @@ pub enum Command {
     /// a verdict, and what differs between the manifests.
     Compare(crate::compare::args::CompareArgs),
     /// Turn latencies measured elsewhere into a run: `import csv FILE --event NAME --out DIR`.
-    Import(crate::compare::args::ImportArgs),
+    Import(crate::import::args::ImportArgs),
     /// Oracle 10046 extended SQL trace files: response-time profile, import as a run.
     Trace(crate::trace::args::TraceArgs),
     /// Storage I/O tests without a database: `io redo` (a redo log writer on real files) and
