@@ -1,5 +1,7 @@
 //! `dbscope report RUN` (text, JSON, HTML, SVG, top N) and `dbscope export RUN`.
 
+pub mod args;
+
 use std::io::Write;
 use std::path::Path;
 
@@ -7,9 +9,9 @@ use dbscope_analysis::export::{export_run, ExportFormat};
 use dbscope_analysis::report::{self, ReportOptions};
 use dbscope_core::RunDir;
 
-use crate::args::{ExportArgs, Format, ReportArgs};
 use crate::common::write_page;
 use crate::exit::{Exit, EXIT_FAILED};
+use crate::report::args::{ExportArgs, Format, ReportArgs};
 use crate::trace;
 
 pub fn cmd_report(a: ReportArgs) -> Result<u8, Exit> {

@@ -1,6 +1,7 @@
 //! `dbscope run WORKLOAD`: a workload against a target, recorded as a run. The arguments become
 //! a run plan in [`plan`]; [`run`] runs a plan, [`run_point`] one of `sweep`'s.
 
+pub mod args;
 pub mod events;
 pub mod events_args;
 pub mod lab_args;
@@ -12,11 +13,11 @@ use dbscope_db::open_target;
 use dbscope_lab::plan::{RunPlan, WorkloadPlan};
 use dbscope_lab::runner::{self, Progress, RunResult, RunSpec};
 
-use crate::args::RunArgs;
 use crate::common::{
     finish_run, redacted_command_line, run_progress_bar, show_run_progress, stop_on_ctrl_c,
 };
 use crate::exit::{Exit, EXIT_USAGE};
+use crate::run::args::RunArgs;
 use plan::lab_error;
 
 pub fn cmd_run(a: RunArgs) -> Result<u8, Exit> {

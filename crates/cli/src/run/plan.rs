@@ -12,9 +12,9 @@ use dbscope_lab::workload::bulkload::BulkloadConfig;
 use dbscope_lab::workload::lookup::LookupConfig;
 use dbscope_lab::workload::place::Placement;
 
-use crate::args::{RunArgs, WorkloadName};
 use crate::common::default_run_dir;
 use crate::exit::Exit;
+use crate::run::args::{RunArgs, WorkloadName};
 use crate::run::lab_args::LabArgs;
 
 /// The flag that sets a plan's field (`ops_per_session` → `--ops`).

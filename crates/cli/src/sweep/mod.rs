@@ -21,9 +21,10 @@ use dbscope_core::{Manifest, Outcome, Recording, RunDir, WorkloadInfo};
 use dbscope_lab::plan::RunPlan;
 use dbscope_lab::sweep::{self, point_dir, PointRunner, SweepEnd, SweepStop};
 
-use crate::args::{Cli, Command, RunArgs, WorkloadName};
+use crate::args::{Cli, Command};
 use crate::common::{default_run_dir, redacted_command_line, stop_signal};
 use crate::exit::{Exit, EXIT_FAILED, EXIT_USAGE};
+use crate::run::args::{RunArgs, WorkloadName};
 use crate::sweep::args::SweepArgs;
 
 /// The `run …` words after `--` as run arguments; clap's own message when they do not parse.
