@@ -1,5 +1,6 @@
-//! The top-level command line (clap): `Cli` and its `Command`s, one per subcommand, each with
-//! its arguments from that subcommand's folder (`run/args.rs`, …). `main.rs` dispatches them.
+//! The top-level command line: clap's `Cli` and its `Command`, one variant per subcommand.
+//!
+//! Each subcommand's arguments live in its folder (`run/args.rs`, …); `main.rs` dispatches them.
 
 use clap::{Parser, Subcommand};
 

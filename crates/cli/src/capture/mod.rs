@@ -1,4 +1,4 @@
-//! `dbscope capture proxy|info`.
+//! `dbscope capture proxy|info|log`, `dbscope replay` and `dbscope restore-point …`.
 
 pub mod args;
 

@@ -1,5 +1,7 @@
-//! `dbscope cluster scheduler|executor` and `tpch q1 --engine ballista`: the arguments turned into
-//! dbscope-cluster calls (with the `cluster` feature), or one error line saying how to build it.
+//! `dbscope cluster scheduler|executor` and `tpch q1 --engine ballista`, or how to build them.
+//!
+//! With the `cluster` feature the arguments are turned into dbscope-cluster calls; without it,
+//! one error line says how to build it.
 
 pub mod args;
 

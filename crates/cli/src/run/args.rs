@@ -1,5 +1,6 @@
-//! Arguments of `dbscope run WORKLOAD` (clap): the workload, target, sessions, pacing and
-//! recording options; the workloads' own options are flattened in from `lab_args` and `events_args`.
+//! Arguments of `dbscope run WORKLOAD` (clap): workload, target, sessions, pacing, recording.
+//!
+//! The workloads' own options are flattened in from `lab_args` and `events_args`.
 
 use std::path::PathBuf;
 use std::time::Duration;

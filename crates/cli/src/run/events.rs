@@ -1,5 +1,6 @@
-//! `dbscope run events`: CERN's PVSS archiver workload, one strategy or all of them in order
-//! (`--iterations`, with CERN's table at the end).
+//! `dbscope run events`: CERN's PVSS archiver workload, one strategy or all of them in order.
+//!
+//! `--iterations` runs every strategy, with CERN's table at the end.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

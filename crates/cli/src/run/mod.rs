@@ -1,5 +1,7 @@
-//! `dbscope run WORKLOAD`: a workload against a target, recorded as a run. The arguments become
-//! a run plan in [`plan`]; [`run`] runs a plan, [`run_point`] one of `sweep`'s.
+//! `dbscope run WORKLOAD`: a workload against a target, recorded as a run.
+//!
+//! The arguments become a run plan in [`plan`]; [`run`] runs a plan, [`run_point`] one of
+//! `sweep`'s.
 
 pub mod args;
 pub mod events;

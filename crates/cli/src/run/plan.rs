@@ -1,6 +1,7 @@
-//! `dbscope run`'s arguments → the library's [`RunPlan`], built and checked once: `run`, the
-//! events path and `sweep` all take a plan. The library names a bad value by the plan's field;
-//! [`flag`] is the table that says which flag set it, so messages read as they always have.
+//! `dbscope run`'s arguments → the library's [`RunPlan`], built and checked once.
+//!
+//! `run`, the events path and `sweep` all take a plan. The library names a bad value by the plan's
+//! field; [`flag`] is the table that says which flag set it, so messages read as they always have.
 
 use std::time::Duration;
 

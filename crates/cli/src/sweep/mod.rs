@@ -1,7 +1,8 @@
-//! `dbscope sweep --sessions 1,2,4 -- run WORKLOAD …`: the workload at each concurrency, every
-//! point an ordinary run under the sweep directory, and the Universal Scalability Law fitted to
-//! the throughputs (issue 15 part 4). The sweep directory is itself a run: one `point` event per
-//! point run and counters section `usl`.
+//! `dbscope sweep --sessions 1,2,4 -- run WORKLOAD …`: a run per concurrency, and the USL fit.
+//!
+//! The workload at each concurrency, every point an ordinary run under the sweep directory, and
+//! the Universal Scalability Law fitted to the throughputs (issue 15 part 4). The sweep directory
+//! is itself a run: one `point` event per point run and counters section `usl`.
 //!
 //! The words after `--` are parsed once into a run plan; `dbscope_lab::sweep` runs that plan at
 //! each session count (this file says how to run and read one point); the points' figures, the

@@ -1,5 +1,6 @@
-//! `dbscope transfer`: a PostgreSQL table to files or files to a table, one connection per
-//! mapper, recorded as a run (issue 15 part 3; the work is in `dbscope_transfer`).
+//! `dbscope transfer`: a PostgreSQL table to files or files to a table, recorded as a run.
+//!
+//! One connection per mapper (issue 15 part 3; the work is in `dbscope_transfer`).
 
 pub mod args;
 
