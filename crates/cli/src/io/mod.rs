@@ -1,5 +1,7 @@
 //! `dbscope io …`: turns the io arguments into library calls (`io redo`, `io redo verify`).
 
+pub mod args;
+
 use std::io::Write;
 
 use dbscope_io::inject::Injection;
@@ -10,7 +12,7 @@ use crate::common::{
     default_run_dir, finish_run, redacted_command_line, run_progress_bar, stop_on_ctrl_c,
 };
 use crate::exit::{Exit, EXIT_FAILED, EXIT_USAGE};
-use crate::io_args::{IoArgs, IoCommand, RedoArgs, RedoSub, SyncArg, VerifyArgs};
+use crate::io::args::{IoArgs, IoCommand, RedoArgs, RedoSub, SyncArg, VerifyArgs};
 
 /// Runs `dbscope io …`.
 pub fn cmd_io(a: IoArgs) -> Result<u8, Exit> {

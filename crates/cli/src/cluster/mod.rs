@@ -1,9 +1,13 @@
-//! `dbscope cluster scheduler|executor` and `tpch q1 --engine ballista`: the arguments turned into
-//! dbscope-cluster calls (with the `cluster` feature), or one error line saying how to build it.
+//! `dbscope cluster scheduler|executor` and `tpch q1 --engine ballista`, or how to build them.
+//!
+//! With the `cluster` feature the arguments are turned into dbscope-cluster calls; without it,
+//! one error line says how to build it.
 
-use crate::cluster_args::ClusterArgs;
+pub mod args;
+
+use crate::cluster::args::ClusterArgs;
 use crate::exit::Exit;
-use crate::tpch_args::Q1Args;
+use crate::tpch::args::Q1Args;
 
 #[cfg(not(feature = "cluster"))]
 fn not_built() -> Exit {
@@ -43,10 +47,10 @@ mod with_cluster {
     use dbscope_tpch::q1::{self, Q1Config, Q1Progress, DEFAULT_DELTA};
 
     use super::*;
-    use crate::cluster_args::ClusterCommand;
+    use crate::cluster::args::ClusterCommand;
     use crate::common::{default_run_dir, redacted_command_line, say_recorded};
     use crate::exit::EXIT_FAILED;
-    use crate::tpch_args::{EngineArg, WayArg};
+    use crate::tpch::args::{EngineArg, WayArg};
 
     /// Runs a `cluster` subcommand.
     pub fn cmd_cluster(a: ClusterArgs) -> Result<u8, Exit> {

@@ -1,11 +1,13 @@
-//! `dbscope capture proxy|info`.
+//! `dbscope capture proxy|info|log`, `dbscope replay` and `dbscope restore-point …`.
+
+pub mod args;
 
 use std::io::{IsTerminal, Write};
 
 use anyhow::anyhow;
 use dbscope_capture::{info, proxy, CaptureError};
 
-use crate::capture_args::{CaptureArgs, CaptureCommand, CaptureInfoArgs, CaptureProxyArgs};
+use crate::capture::args::{CaptureArgs, CaptureCommand, CaptureInfoArgs, CaptureProxyArgs};
 use crate::common::{redacted_command_line, stop_on_ctrl_c};
 use crate::exit::{Exit, EXIT_FAILED};
 
@@ -18,8 +20,8 @@ pub fn cmd_capture(a: CaptureArgs) -> Result<u8, Exit> {
     }
 }
 
-fn cmd_log(a: crate::capture_args::CaptureLogArgs) -> Result<u8, Exit> {
-    use crate::capture_args::LogFormatArg;
+fn cmd_log(a: crate::capture::args::CaptureLogArgs) -> Result<u8, Exit> {
+    use crate::capture::args::LogFormatArg;
     use dbscope_capture::log::{capture_log, LogFormat, LogOptions};
     if a.out.exists() {
         return Err(Exit::from(anyhow!(
@@ -124,7 +126,7 @@ fn cmd_info(a: CaptureInfoArgs) -> Result<u8, Exit> {
 }
 
 /// Runs `dbscope replay …`.
-pub fn cmd_replay(a: crate::capture_args::ReplayArgs) -> Result<u8, Exit> {
+pub fn cmd_replay(a: crate::capture::args::ReplayArgs) -> Result<u8, Exit> {
     use dbscope_capture::{replay, restore};
     let out = match &a.out {
         Some(o) => o.clone(),
@@ -151,7 +153,7 @@ pub fn cmd_replay(a: crate::capture_args::ReplayArgs) -> Result<u8, Exit> {
         target: a.target.clone(),
         out: out.clone(),
         speed: a.speed.0,
-        sync_commit: a.sync == crate::capture_args::SyncArg::Commit,
+        sync_commit: a.sync == crate::capture::args::SyncArg::Commit,
         sync_slack: a.sync_slack,
         restored_from: a.restore.clone(),
         command_line: redacted_command_line(),
@@ -190,8 +192,8 @@ pub fn cmd_replay(a: crate::capture_args::ReplayArgs) -> Result<u8, Exit> {
 }
 
 /// Runs `dbscope restore-point …`.
-pub fn cmd_restore_point(a: crate::capture_args::RestorePointArgs) -> Result<u8, Exit> {
-    use crate::capture_args::RestorePointCommand as C;
+pub fn cmd_restore_point(a: crate::capture::args::RestorePointArgs) -> Result<u8, Exit> {
+    use crate::capture::args::RestorePointCommand as C;
     use dbscope_capture::restore;
     match a.command {
         C::Create(p) => {

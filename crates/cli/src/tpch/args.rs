@@ -1,5 +1,7 @@
-//! Arguments of `dbscope tpch`: generate TPC-H data, run Query 1 as a map/combine/reduce job, and
-//! load the tables into a database.
+//! Arguments of `dbscope tpch gen|q1|load` (clap).
+//!
+//! Generate TPC-H data, run Query 1 as a map/combine/reduce job, and load the tables into a
+//! database.
 
 use std::path::PathBuf;
 

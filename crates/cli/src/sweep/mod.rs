@@ -1,11 +1,14 @@
-//! `dbscope sweep --sessions 1,2,4 -- run WORKLOAD …`: the workload at each concurrency, every
-//! point an ordinary run under the sweep directory, and the Universal Scalability Law fitted to
-//! the throughputs (issue 15 part 4). The sweep directory is itself a run: one `point` event per
-//! point run and counters section `usl`.
+//! `dbscope sweep --sessions 1,2,4 -- run WORKLOAD …`: a run per concurrency, and the USL fit.
+//!
+//! The workload at each concurrency, every point an ordinary run under the sweep directory, and
+//! the Universal Scalability Law fitted to the throughputs (issue 15 part 4). The sweep directory
+//! is itself a run: one `point` event per point run and counters section `usl`.
 //!
 //! The words after `--` are parsed once into a run plan; `dbscope_lab::sweep` runs that plan at
 //! each session count (this file says how to run and read one point); the points' figures, the
 //! fit, `sweep.json` and the text are `dbscope_analysis::sweep`'s.
+
+pub mod args;
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -19,10 +22,11 @@ use dbscope_core::{Manifest, Outcome, Recording, RunDir, WorkloadInfo};
 use dbscope_lab::plan::RunPlan;
 use dbscope_lab::sweep::{self, point_dir, PointRunner, SweepEnd, SweepStop};
 
-use crate::args::{Cli, Command, RunArgs, WorkloadName};
+use crate::args::{Cli, Command};
 use crate::common::{default_run_dir, redacted_command_line, stop_signal};
 use crate::exit::{Exit, EXIT_FAILED, EXIT_USAGE};
-use crate::sweep_args::SweepArgs;
+use crate::run::args::{RunArgs, WorkloadName};
+use crate::sweep::args::SweepArgs;
 
 /// The `run …` words after `--` as run arguments; clap's own message when they do not parse.
 fn parse_run(words: &[String]) -> Result<RunArgs, Exit> {
@@ -72,7 +76,7 @@ pub fn cmd_sweep(a: SweepArgs) -> Result<u8, Exit> {
     if matches!(first.workload, WorkloadName::Events) {
         return Err(anyhow!("the events workload sets its concurrency with --clients/--connections; sweep runs commit, lookup, tpch-q1 and bulkload").into());
     }
-    let workload = crate::cmd_run::plan::workload_name(first.workload);
+    let workload = crate::run::plan::workload_name(first.workload);
     let out = match &a.out {
         Some(p) => p.clone(),
         None => default_run_dir(&format!("sweep-{workload}"))?,
@@ -115,7 +119,7 @@ pub fn cmd_sweep(a: SweepArgs) -> Result<u8, Exit> {
     let mut first = first;
     first.sessions = a.sessions[0];
     first.out = Some(point_dir(&out, a.sessions[0], 1));
-    let base = crate::cmd_run::plan::build(&first).map_err(|e| at_point(e, a.sessions[0], 1));
+    let base = crate::run::plan::build(&first).map_err(|e| at_point(e, a.sessions[0], 1));
     let headline = base.as_ref().map_or("", |p| p.workload.headline_event());
     let mut runner = Points {
         json: a.json,
@@ -211,7 +215,7 @@ impl PointRunner for Points {
     }
 
     fn run(&mut self, plan: &RunPlan, n: u32, k: u32) -> Result<Outcome, Exit> {
-        crate::cmd_run::run_point(plan).map_err(|e| at_point(e, n, k))
+        crate::run::run_point(plan).map_err(|e| at_point(e, n, k))
     }
 
     fn measure(&mut self, dir: &Path, n: u32, k: u32) -> Result<(Point, u64), Exit> {

@@ -1,5 +1,6 @@
-//! `dbscope run events`: CERN's PVSS archiver workload, one strategy or all of them in order
-//! (`--iterations`, with CERN's table at the end).
+//! `dbscope run events`: CERN's PVSS archiver workload, one strategy or all of them in order.
+//!
+//! `--iterations` runs every strategy, with CERN's table at the end.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -11,11 +12,11 @@ use dbscope_lab::plan::{strategies_left_out, EventsPlan, RunPlan};
 use dbscope_lab::runner::{self, Progress, RunConfig, RunSpec};
 use dbscope_lab::workload::events::{EventsConfig, EventsWorkload, Strategy};
 
-use crate::cmd_run::plan::lab_error;
 use crate::common::{
     finish_run, redacted_command_line, run_progress_bar, show_run_progress, stop_on_ctrl_c,
 };
 use crate::exit::{Exit, EXIT_USAGE};
+use crate::run::plan::lab_error;
 
 /// Runs the events workload of `plan` (`e`, its options); `spec` is the target.
 pub fn run_events(plan: &RunPlan, e: &EventsPlan, spec: &str, quiet: bool) -> Result<u8, Exit> {

@@ -1,6 +1,7 @@
-//! `dbscope run`'s arguments → the library's [`RunPlan`], built and checked once: `run`, the
-//! events path and `sweep` all take a plan. The library names a bad value by the plan's field;
-//! [`flag`] is the table that says which flag set it, so messages read as they always have.
+//! `dbscope run`'s arguments → the library's [`RunPlan`], built and checked once.
+//!
+//! `run`, the events path and `sweep` all take a plan. The library names a bad value by the plan's
+//! field; [`flag`] is the table that says which flag set it, so messages read as they always have.
 
 use std::time::Duration;
 
@@ -12,10 +13,10 @@ use dbscope_lab::workload::bulkload::BulkloadConfig;
 use dbscope_lab::workload::lookup::LookupConfig;
 use dbscope_lab::workload::place::Placement;
 
-use crate::args::{RunArgs, WorkloadName};
 use crate::common::default_run_dir;
 use crate::exit::Exit;
-use crate::lab_args::LabArgs;
+use crate::run::args::{RunArgs, WorkloadName};
+use crate::run::lab_args::LabArgs;
 
 /// The flag that sets a plan's field (`ops_per_session` → `--ops`).
 pub fn flag(field: &'static str) -> String {
@@ -184,7 +185,7 @@ pub fn workload_name(w: WorkloadName) -> &'static str {
 }
 
 /// The events workload's plan: the run's sessions are its connections, chosen by target when
-/// it runs (`cmd_events`).
+/// it runs (`events`).
 fn events(
     a: &RunArgs,
     target: TargetPlan,

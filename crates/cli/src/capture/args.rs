@@ -1,5 +1,7 @@
-//! Arguments of `dbscope capture …`: record what an application does to PostgreSQL, and look at
-//! what was recorded.
+//! Arguments of `dbscope capture …`, `dbscope replay` and `dbscope restore-point …` (clap).
+//!
+//! Record what an application does to PostgreSQL, look at what was recorded, replay it, and reset
+//! the database to a restore point before each replay.
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,6 +1,12 @@
-//! `dbscope run WORKLOAD`: a workload against a target, recorded as a run. The arguments become
-//! a run plan in [`plan`]; [`run`] runs a plan, [`run_point`] one of `sweep`'s.
+//! `dbscope run WORKLOAD`: a workload against a target, recorded as a run.
+//!
+//! The arguments become a run plan in [`plan`]; [`run`] runs a plan, [`run_point`] one of
+//! `sweep`'s.
 
+pub mod args;
+pub mod events;
+pub mod events_args;
+pub mod lab_args;
 pub mod plan;
 
 use anyhow::Context;
@@ -9,11 +15,11 @@ use dbscope_db::open_target;
 use dbscope_lab::plan::{RunPlan, WorkloadPlan};
 use dbscope_lab::runner::{self, Progress, RunResult, RunSpec};
 
-use crate::args::RunArgs;
 use crate::common::{
     finish_run, redacted_command_line, run_progress_bar, show_run_progress, stop_on_ctrl_c,
 };
 use crate::exit::{Exit, EXIT_USAGE};
+use crate::run::args::RunArgs;
 use plan::lab_error;
 
 pub fn cmd_run(a: RunArgs) -> Result<u8, Exit> {
@@ -26,7 +32,7 @@ pub fn cmd_run(a: RunArgs) -> Result<u8, Exit> {
 pub fn run(plan: &RunPlan, quiet: bool) -> Result<u8, Exit> {
     in_run_dir(plan, |spec| {
         if let WorkloadPlan::Events(e) = &plan.workload {
-            return crate::cmd_events::run_events(plan, e, spec, quiet);
+            return crate::run::events::run_events(plan, e, spec, quiet);
         }
         let result = record(plan, spec, quiet)?;
         finish_run(
@@ -65,7 +71,7 @@ fn in_run_dir<T>(plan: &RunPlan, f: impl FnOnce(&str) -> Result<T, Exit>) -> Res
     result
 }
 
-/// Runs a plan's workload (not `events`: see `cmd_events`) against the target `spec`.
+/// Runs a plan's workload (not `events`: see `events`) against the target `spec`.
 fn record(plan: &RunPlan, spec: &str, quiet: bool) -> Result<RunResult, Exit> {
     let config = plan.run_config().map_err(lab_error)?;
     let target = open_target(spec, &plan.target.settings)?;

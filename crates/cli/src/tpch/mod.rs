@@ -1,5 +1,7 @@
 //! `dbscope tpch gen|q1|load`: turns the arguments into library calls (dbscope-tpch) and prints.
 
+pub mod args;
+
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -15,7 +17,7 @@ use indicatif::ProgressBar;
 
 use crate::common::{default_run_dir, progress_bar as bar, redacted_command_line, say_recorded};
 use crate::exit::Exit;
-use crate::tpch_args::{
+use crate::tpch::args::{
     EngineArg, GenArgs, GenFormatArg, LoadArgs, Q1Args, TableChoice, TpchArgs, TpchCommand, WayArg,
 };
 
@@ -129,7 +131,7 @@ fn cmd_gen(a: GenArgs) -> Result<u8, Exit> {
 
 fn cmd_q1(a: Q1Args) -> Result<u8, Exit> {
     if a.engine != EngineArg::Local {
-        return crate::cmd_cluster::q1_on_cluster(a);
+        return crate::cluster::q1_on_cluster(a);
     }
     if a.scheduler.is_some() || a.way != WayArg::Sql {
         return Err(anyhow::anyhow!("--scheduler and --way apply to --engine ballista").into());

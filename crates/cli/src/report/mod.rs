@@ -1,5 +1,7 @@
 //! `dbscope report RUN` (text, JSON, HTML, SVG, top N) and `dbscope export RUN`.
 
+pub mod args;
+
 use std::io::Write;
 use std::path::Path;
 
@@ -7,15 +9,15 @@ use dbscope_analysis::export::{export_run, ExportFormat};
 use dbscope_analysis::report::{self, ReportOptions};
 use dbscope_core::RunDir;
 
-use crate::args::{ExportArgs, Format, ReportArgs};
 use crate::common::write_page;
 use crate::exit::{Exit, EXIT_FAILED};
-use crate::{cmd_compare, cmd_trace};
+use crate::report::args::{ExportArgs, Format, ReportArgs};
+use crate::trace;
 
 pub fn cmd_report(a: ReportArgs) -> Result<u8, Exit> {
     // A trace file (not a run directory) is imported into a temporary run first.
-    let trace_run = if cmd_trace::is_trace_file(&a.run) {
-        Some(cmd_trace::temp_run_from_trace(&a.run)?)
+    let trace_run = if trace::is_trace_file(&a.run) {
+        Some(trace::temp_run_from_trace(&a.run)?)
     } else {
         None
     };
@@ -37,7 +39,7 @@ pub fn cmd_report(a: ReportArgs) -> Result<u8, Exit> {
     } else {
         report::render_text(&r)
     };
-    let text = cmd_compare::with_top(text, &run, a.top, a.include_warmup, a.json)?;
+    let text = with_top(text, &run, a.top, a.include_warmup, a.json)?;
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(text.as_bytes())?;
     if !text.ends_with('\n') {
@@ -87,5 +89,37 @@ pub fn cmd_export(a: ExportArgs) -> Result<u8, Exit> {
             );
             Ok(EXIT_FAILED)
         }
+    }
+}
+
+/// `dbscope report RUN --top N`: the report text followed by the N slowest events, or for `--json`
+/// the report object with a `top` member added.
+fn with_top(
+    text: String,
+    run: &RunDir,
+    top: Option<usize>,
+    include_warmup: bool,
+    json: bool,
+) -> Result<String, Exit> {
+    let Some(n) = top else {
+        return Ok(text);
+    };
+    let t = dbscope_analysis::top::top_events(run, n, include_warmup)?;
+    if json {
+        let mut v: serde_json::Value = serde_json::from_str(&text)?;
+        if let Some(obj) = v.as_object_mut() {
+            obj.insert("top".into(), serde_json::to_value(&t)?);
+        }
+        let mut s = serde_json::to_string_pretty(&v)?;
+        s.push('\n');
+        Ok(s)
+    } else {
+        let mut s = text;
+        if !s.ends_with('\n') {
+            s.push('\n');
+        }
+        s.push('\n');
+        s.push_str(&dbscope_analysis::top::render_text(&t));
+        Ok(s)
     }
 }

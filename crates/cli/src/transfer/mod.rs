@@ -1,5 +1,8 @@
-//! `dbscope transfer`: a PostgreSQL table to files or files to a table, one connection per
-//! mapper, recorded as a run (issue 15 part 3; the work is in `dbscope_transfer`).
+//! `dbscope transfer`: a PostgreSQL table to files or files to a table, recorded as a run.
+//!
+//! One connection per mapper (issue 15 part 3; the work is in `dbscope_transfer`).
+
+pub mod args;
 
 use std::path::PathBuf;
 
@@ -11,7 +14,7 @@ use dbscope_transfer::{
 
 use crate::common::{default_run_dir, finish_run, redacted_command_line};
 use crate::exit::Exit;
-use crate::transfer_args::{TransferArgs, TransferCompress, TransferFormat};
+use crate::transfer::args::{TransferArgs, TransferCompress, TransferFormat};
 
 pub fn cmd_transfer(a: TransferArgs) -> Result<u8, Exit> {
     let (out, uri, dir) = match (is_table_uri(&a.from), is_table_uri(&a.to)) {

@@ -1,5 +1,6 @@
-//! Arguments of `dbscope cluster`: Apache DataFusion Ballista's scheduler and executor, embedded
-//! (built with the `cluster` cargo feature).
+//! Arguments of `dbscope cluster`: Ballista's scheduler and executor, embedded (clap).
+//!
+//! Apache DataFusion Ballista, built with the `cluster` cargo feature.
 
 use std::path::PathBuf;
 

@@ -1,5 +1,7 @@
 //! `dbscope trace profile|import`, and opening a `.trc` path as a run for `report`.
 
+pub mod args;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -10,7 +12,7 @@ use dbscope_trace::profile::{profile_files, render_text_with, ProfileOptions};
 
 use crate::common::{print_examples, redacted_command_line};
 use crate::exit::Exit;
-use crate::trace_args::{TraceArgs, TraceCommand, TraceImportArgs, TraceProfileArgs};
+use crate::trace::args::{TraceArgs, TraceCommand, TraceImportArgs, TraceProfileArgs};
 
 /// Runs `dbscope trace …`.
 pub fn cmd_trace(a: TraceArgs) -> Result<u8, Exit> {

@@ -1,5 +1,6 @@
-//! Options of the `lookup` and `bulkload` workloads (flattened into `dbscope run`); `cmd_run::plan`
-//! turns them into the run plan's workload options.
+//! Options of the `lookup` and `bulkload` workloads, flattened into `dbscope run` (clap).
+//!
+//! `run::plan` turns them into the run plan's workload options.
 
 use std::path::PathBuf;
 
