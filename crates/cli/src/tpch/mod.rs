@@ -187,7 +187,39 @@ fn cmd_q1(a: Q1Args) -> Result<u8, Exit> {
             done.store(true, Ordering::Relaxed);
             r
         });
-        let output = result?;
+        let output = match result {
+            Ok(o) => o,
+            Err(e) => {
+                // The job failed (issue 27: a file truncated while mapped died with SIGBUS and
+                // no run): what finished before it is kept, the run says why it failed.
+                if !a.no_record {
+                    let dir = match &a.out {
+                        Some(p) => p.clone(),
+                        None => default_run_dir("tpch-q1")?,
+                    };
+                    let names: Vec<String> = inputs
+                        .iter()
+                        .map(|f| f.path.display().to_string())
+                        .collect();
+                    let why = format!("repetition {}: {e}", rep + 1);
+                    if let Ok(run) = dbscope_tpch::record::record_q1_failed(
+                        &dir,
+                        redacted_command_line(),
+                        &config,
+                        &names,
+                        &jobs,
+                        started,
+                        why,
+                    ) {
+                        eprintln!(
+                            "dbscope: the failed run is recorded in {}",
+                            run.path.display()
+                        );
+                    }
+                }
+                return Err(e.into());
+            }
+        };
         if show {
             eprintln!("{}", progress.line());
         }

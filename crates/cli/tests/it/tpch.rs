@@ -249,7 +249,7 @@ fn q1_on_a_file_truncated_while_it_runs_is_a_clear_error() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(
             out.status.code(),
-            Some(2),
+            Some(3),
             "{extra:?}: {:?}: {stderr}",
             out.status
         );
@@ -262,6 +262,48 @@ fn q1_on_a_file_truncated_while_it_runs_is_a_clear_error() {
             "{stderr}"
         );
     }
+    // Recorded, the failed job is a failed run that says why, with the repetitions before it.
+    let copy = d.path().join("recorded.tbl");
+    std::fs::copy(&text, &copy).unwrap();
+    let run = d.path().join("failed-run");
+    let child = dbscope(d.path())
+        .args([
+            "tpch",
+            "q1",
+            s(&copy),
+            "--repeat",
+            "1000",
+            "-q",
+            "--out",
+            s(&run),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&copy)
+        .unwrap()
+        .set_len(1000)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("the failed run is recorded in"), "{stderr}");
+    let m = manifest(&run);
+    assert_eq!(m["outcome"], "failed", "{m}");
+    let why = m["outcome_detail"].as_str().unwrap();
+    assert!(why.contains("the file changed while it was read"), "{why}");
+    let done = m["workload"]["params"]["repeat"].as_u64().unwrap();
+    assert!(
+        done >= 1,
+        "the repetitions before the failure are kept: {m}"
+    );
+    // The report reads it and says how it ended.
+    let text = ok(d.path(), &["report", s(&run)]);
+    assert!(text.contains("failed"), "{text}");
 }
 
 #[test]
