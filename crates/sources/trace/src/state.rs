@@ -21,6 +21,11 @@
 //!
 //! Times are normalised to microseconds (centisecond traces from releases before 9i are multiplied
 //! by 10,000); `tim` values are anchored to the `***` timestamp lines to give wall-clock times.
+//!
+//! Why one file of about 900 lines (issue 26 asks a reason of any file over ~800): the rules above
+//! act together on one per-session state (pending waits, pending calls, the clipped window) in
+//! one `Accounting` machine; split across files, each rule could no longer be read against the
+//! others and the state it changes. Its tests are in `tests/` and the fixtures.
 
 use std::collections::VecDeque;
 
