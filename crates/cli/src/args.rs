@@ -1,12 +1,8 @@
-//! Command-line arguments (clap). Only parsing and validation here; `main.rs` turns them into
-//! library calls.
+//! The top-level command line: clap's `Cli` and its `Command`, one variant per subcommand.
+//!
+//! Each subcommand's arguments live in its folder (`run/args.rs`, …); `main.rs` dispatches them.
 
-use std::path::PathBuf;
-use std::time::Duration;
-
-use clap::{Args, Parser, Subcommand, ValueEnum};
-
-use crate::parse::parse_duration;
+use clap::{Parser, Subcommand};
 
 /// dbscope — did this change make the database faster, and can you prove it?
 ///
@@ -33,241 +29,42 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a workload against a database and record every operation.
-    Run(Box<RunArgs>),
+    Run(Box<crate::run::args::RunArgs>),
     /// Summarise a recorded run: per event count, errors, throughput, R's summary(), percentiles.
-    Report(ReportArgs),
+    Report(crate::report::args::ReportArgs),
     /// Write a run's events as CSV or Parquet for R, pandas or DuckDB.
-    Export(ExportArgs),
+    Export(crate::report::args::ExportArgs),
     /// Is B faster than A, by how much, and how sure are we? Welch and rank tests, quantile CIs,
     /// a verdict, and what differs between the manifests.
-    Compare(crate::compare_args::CompareArgs),
+    Compare(crate::compare::args::CompareArgs),
     /// Turn latencies measured elsewhere into a run: `import csv FILE --event NAME --out DIR`.
-    Import(crate::compare_args::ImportArgs),
+    Import(crate::import::args::ImportArgs),
     /// Oracle 10046 extended SQL trace files: response-time profile, import as a run.
-    Trace(crate::trace_args::TraceArgs),
+    Trace(crate::trace::args::TraceArgs),
     /// Storage I/O tests without a database: `io redo` (a redo log writer on real files) and
     /// `io redo verify`.
-    Io(crate::io_args::IoArgs),
+    Io(crate::io::args::IoArgs),
     /// TPC-H: `tpch gen` (tpchgen data), `tpch q1` (Query 1 as a parallel map/combine/reduce job,
     /// exact), `tpch load` (tables into a database for `run tpch-q1`).
-    Tpch(crate::tpch_args::TpchArgs),
+    Tpch(crate::tpch::args::TpchArgs),
     /// Capture what an application does to PostgreSQL: `capture proxy` (a wire-protocol proxy
     /// that records every call), `capture info` (what a capture holds).
-    Capture(crate::capture_args::CaptureArgs),
+    Capture(crate::capture::args::CaptureArgs),
     /// Replay a capture against a (changed) system with its timing and concurrency, and count
     /// where the answers diverge.
-    Replay(crate::capture_args::ReplayArgs),
+    Replay(crate::capture::args::ReplayArgs),
     /// Restore points of a PostgreSQL database: take one before a capture, reset to it before
     /// each replay.
-    RestorePoint(crate::capture_args::RestorePointArgs),
+    RestorePoint(crate::capture::args::RestorePointArgs),
     /// Run a workload at several concurrencies (`sweep --sessions 1,2,4,8 -- run commit …`) and
     /// fit the Universal Scalability Law: contention σ, coherency κ, the peak.
-    Sweep(crate::sweep_args::SweepArgs),
+    Sweep(crate::sweep::args::SweepArgs),
     /// Move a PostgreSQL table to files or files into a table, SQOOP-style: one connection per
     /// mapper over block (ctid) or key ranges, COPY, row counts and a checksum verified end to end.
-    Transfer(crate::transfer_args::TransferArgs),
+    Transfer(crate::transfer::args::TransferArgs),
     /// Apache DataFusion Ballista, embedded: `cluster scheduler`, `cluster executor` (for
     /// `tpch q1 --engine ballista`; needs the `cluster` build feature, docs/cluster.md).
-    Cluster(crate::cluster_args::ClusterArgs),
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum WorkloadName {
-    /// Each session: UPDATE one row, COMMIT; as fast as it can. `update` and `commit` are timed
-    /// separately, so commit latency (Oracle's "log file sync", PostgreSQL's WAL flush) shows alone.
-    Commit,
-    /// TPC-H Query 1 in SQL (official text, DELTA 90 or --delta) on data loaded by `dbscope tpch load`; every
-    /// execution's rows are checked against the map/combine/reduce answer (and, at SF 1, the official one).
-    TpchQ1,
-    /// CERN's PVSS archiver (seed 003): --clients producers each offering --rate events/s open
-    /// loop; each event appended to events_history and setting its element in eventlastval, by
-    /// --strategy (row-trigger, row, batch, staged, partitioned). Latency from each event's
-    /// intended time to its commit (CO-corrected) and service time; backlog per second.
-    Events,
-    /// Primary-key lookups (seed 001: 200,000 over 1,000,000 keys): --rows, --ops (the run's
-    /// total), --dist, --row-bytes, --tablespace-dir, --cache cold|warm. One event per lookup.
-    Lookup,
-    /// Parallel bulk load then GROUP BY twice (seed 002): --rows, --groups, --into
-    /// temp|unlogged|logged, --tablespace-dir; COPY on PostgreSQL; the answer checked exactly.
-    Bulkload,
-}
-
-#[derive(Debug, Args)]
-#[command(after_help = "Examples:
-  dbscope run commit --sessions 4 --duration 10s
-  dbscope run commit --sessions 20 --ops 200000          # seed 001: 4,000,000 commits
-  dbscope run commit --target sqlite:bench.db --set journal_mode=wal --set synchronous=full
-  dbscope run commit --target postgres://bench:secret@localhost/bench --set synchronous_commit=off
-  dbscope run commit --target null --sessions 1 --ops 5000000   # the harness alone
-  dbscope run tpch-q1 --target sqlite:tpch.db --ops 5 --delta 60  # after `tpch load … --delta 60`
-  dbscope run commit --rate 2000 --sessions 4            # open loop: 2,000 commits/s in total
-  dbscope run events --clients 150 --rate 1000 --duration 60s --strategy staged \
-                     --target postgres://bench@/bench --connections 4
-  dbscope run events --clients 150 --duration 15s --iterations   # CERN's table, every strategy
-  dbscope run lookup --rows 1000000 --ops 200000 --sessions 4 --dist zipf:0.99 --cache cold
-  dbscope run bulkload --rows 20000000 --groups 4100 --sessions 4 --into unlogged --target postgres://…
-
-Ctrl-C stops the run and keeps everything recorded (outcome: interrupted).")]
-pub struct RunArgs {
-    /// Workload to run.
-    #[arg(value_enum)]
-    pub workload: WorkloadName,
-
-    /// Database: sqlite:PATH, postgres://[user[:password]@][host][:port][,host[:port]…][/db][?host=/socket/dir&…],
-    /// postgres:KEY=VALUE…, or null (measures the harness). PostgreSQL strings follow libpq's rules
-    /// (query parameters override, PGHOST/PGPORT/… fill in; no TLS; see docs/targets.md). Default:
-    /// $DATABASE_URL, else a SQLite file dbscope.sqlite inside the run directory.
-    #[arg(long, short = 't', value_name = "TARGET")]
-    pub target: Option<String>,
-
-    /// Setting applied to every session: PostgreSQL parameters (e.g. synchronous_commit=off),
-    /// SQLite pragmas (e.g. journal_mode=wal, synchronous=full). Repeatable. Read back and recorded.
-    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
-    pub settings: Vec<(String, String)>,
-
-    /// Concurrent sessions, each with its own connection.
-    #[arg(long, short = 's', default_value_t = 1, value_name = "N")]
-    pub sessions: u32,
-
-    /// Client threads the sessions run on (PostgreSQL): sessions share threads, each switching
-    /// to another while it waits for the server, as pgbench's -j does. Default: one per CPU, at
-    /// most one per session. SQLite and null sessions always get a thread each.
-    #[arg(long, value_name = "N")]
-    pub threads: Option<u32>,
-
-    /// Operations per session (warm-up ones included); for lookup, the run's total, split over
-    /// the sessions. With neither --ops nor --duration: 10s.
-    #[arg(long, value_name = "N")]
-    pub ops: Option<u64>,
-
-    /// How long to measure after the warm-up, e.g. 30s, 5m, 1h, 500ms.
-    #[arg(long, short = 'd', value_name = "DURATION", value_parser = parse_duration)]
-    pub duration: Option<Duration>,
-
-    /// Warm-up period: operations starting in it are recorded (all their events) but flagged and
-    /// left out of statistics by default.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
-    pub warmup: Duration,
-
-    /// Open loop: operations per second offered in total, split evenly over the sessions
-    /// (`R/session`: per session). Each operation gets an intended start whether or not the
-    /// database kept up; `report` shows latency from it (coordinated-omission corrected) beside
-    /// service time, and the backlog. `events`: events per second per client (default 1000).
-    /// Default: closed loop (as fast as it can).
-    #[arg(long, value_name = "R|R/session")]
-    pub rate: Option<String>,
-
-    /// How intended starts are spaced with --rate: `constant` or `poisson` (seeded).
-    #[arg(long, default_value = "constant", value_name = "constant|poisson")]
-    pub arrival: String,
-
-    /// Seed of every random choice (recorded), so the same command issues the same operations.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-
-    /// Stop the run (outcome: failed) after more than this many errors.
-    #[arg(long, default_value_t = 1000, value_name = "N")]
-    pub max_errors: u64,
-
-    /// Run directory. Default: runs/<UTC timestamp>-<workload>.
-    #[arg(long, short = 'o', value_name = "DIR")]
-    pub out: Option<PathBuf>,
-
-    /// Which rows sessions update: `own` (one row per session, no contention) or `shared:N`
-    /// (seeded uniform picks from N rows, so sessions contend).
-    #[arg(long, default_value = "own", value_name = "own|shared:N")]
-    pub keys: String,
-
-    /// Table the workload uses (created and filled if missing). Default: dbscope_commit,
-    /// dbscope_lookup, dbscope_bulkload.
-    #[arg(long, value_name = "NAME")]
-    pub table: Option<String>,
-
-    /// Drop and recreate the table first.
-    #[arg(long)]
-    pub fresh: bool,
-
-    /// tpch-q1 only: DELTA of Q1 in days (l_shipdate <= date '1998-12-01' - DELTA days). Default 90,
-    /// the official one. Rows are checked against the answer `dbscope tpch load --delta DAYS` stored.
-    #[arg(long, value_name = "DAYS", value_parser = clap::value_parser!(u32).range(0..=3650))]
-    pub delta: Option<u32>,
-
-    /// Active-session samples per second (PostgreSQL): a separate connection reads
-    /// pg_stat_activity for the run's sessions (application_name dbscope/<run id>/<session>) and
-    /// records each one's state and wait event into samples.jsonl. 0 turns sampling off.
-    #[arg(long, default_value_t = 10.0, value_name = "HZ")]
-    pub sample_hz: f64,
-
-    /// Besides the start and the end, snapshot the database's and the OS's counters this often
-    /// (pg_stat_database, pg_stat_wal, …, /proc/diskstats; see docs/observe.md), e.g. 10s.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub snapshot_every: Option<Duration>,
-    #[command(flatten)]
-    pub lab: crate::lab_args::LabArgs,
-
-    /// No progress display and no report at the end; print only the run directory.
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
-
-    #[command(flatten)]
-    pub events: crate::events_args::EventsArgs,
-}
-
-#[derive(Debug, Args)]
-pub struct ReportArgs {
-    /// Run directory.
-    pub run: PathBuf,
-    /// JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
-    /// Include warm-up events in the statistics.
-    #[arg(long)]
-    pub include_warmup: bool,
-    /// Also write a self-contained HTML report (inline CSS and SVG plots, no network) to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
-    /// Also write each plot as its own SVG file into DIR (created if missing).
-    #[arg(long, value_name = "DIR")]
-    pub svg: Option<PathBuf>,
-    /// Also list the N slowest events with their session and start time (e.g. --top 10000).
-    #[arg(long, value_name = "N")]
-    pub top: Option<usize>,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum Format {
-    /// RFC 4180 CSV with a header line.
-    Csv,
-    /// Apache Parquet (Snappy), timestamps as TIMESTAMP(NANOS, UTC).
-    Parquet,
-}
-
-#[derive(Debug, Args)]
-#[command(
-    after_help = "Columns: session, event, start_utc, start_ns, duration_ns, intended_start_ns,
-outcome, rows, warmup, and for imported traces obj, p1, p2, p3, p1_name, p2_name, p3_name (a wait's
-obj# and parameters; null when absent) (times in ns; see docs/export.md). Read it with:
-  R:      arrow::read_parquet(\"events.parquet\")   or   read.csv(\"events.csv\")
-  pandas: pd.read_parquet(\"events.parquet\")
-  DuckDB: select event, quantile_cont(duration_ns, 0.99) from 'events.parquet' group by event"
-)]
-pub struct ExportArgs {
-    /// Run directory.
-    pub run: PathBuf,
-    /// Output format.
-    #[arg(long, short = 'f', value_enum, default_value = "csv")]
-    pub format: Format,
-    /// Output file. Default: events.csv / events.parquet inside the run directory.
-    #[arg(long, short = 'o', value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// Exit 0 on a run known to lack events (killed, cut, fewer events than it recorded). Without
-    /// it such an export is still written, marked `dbscope.incomplete` (Parquet), and exits 1.
-    #[arg(long)]
-    pub allow_incomplete: bool,
-}
-
-fn parse_set(s: &str) -> Result<(String, String), dbscope_db::TargetError> {
-    dbscope_db::parse_setting(s)
+    Cluster(crate::cluster::args::ClusterArgs),
 }
 
 #[cfg(test)]

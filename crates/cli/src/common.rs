@@ -1,6 +1,7 @@
-//! What several commands share: the stop signal and its Ctrl-C handler, the progress bar, the
-//! default run directory, the redacted command line, the closing lines of a run, and writing an
-//! HTML page.
+//! What several commands share: stop signal, progress bar, run directory, closing lines.
+//!
+//! The stop signal and its Ctrl-C handler, the progress bar, the default run directory, the
+//! redacted command line, the closing lines of a run, and writing an HTML page.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};

@@ -1,35 +1,28 @@
 //! The `dbscope` binary: parses arguments and calls the library; nothing else.
-
 //!
-//! Modules, leaves first: `exit` (codes by error kind), `parse` (value parsers), the `*args`
-//! definitions, `common` (stop signal, progress bar, run directory, closing lines), then one
-//! `cmd_*` per subcommand. Nothing imports `main`.
+//! Modules, leaves first: `exit` (codes by error kind), `parse` (value parsers), `common` (stop
+//! signal, progress bar, run directory, closing lines), `args` (the top-level `Cli` and its
+//! `Command`s), then one folder per subcommand, each the same shape: `mod.rs` (the command:
+//! `cmd_<name>(args) -> Result<u8, Exit>`), `args.rs` (its clap arguments) and, where the
+//! arguments become a library config, that conversion (`run/plan.rs`). Commands that read the same
+//! library's data share a folder: `report/` holds `report` and `export`, `capture/` holds
+//! `capture`, `replay` and `restore-point`. Nothing imports `main`.
 
 mod args;
-mod capture_args;
-mod cluster_args;
-mod cmd_capture;
-mod cmd_cluster;
-mod cmd_compare;
-mod cmd_events;
-mod cmd_io;
-mod cmd_report;
-mod cmd_run;
-mod cmd_sweep;
-mod cmd_tpch;
-mod cmd_trace;
-mod cmd_transfer;
+mod capture;
+mod cluster;
 mod common;
-mod compare_args;
-mod events_args;
+mod compare;
 mod exit;
-mod io_args;
-mod lab_args;
+mod import;
+mod io;
 mod parse;
-mod sweep_args;
-mod tpch_args;
-mod trace_args;
-mod transfer_args;
+mod report;
+mod run;
+mod sweep;
+mod tpch;
+mod trace;
+mod transfer;
 
 use std::process::ExitCode;
 
@@ -42,20 +35,20 @@ fn main() -> ExitCode {
     let matches = command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
-        Command::Run(a) => cmd_run::cmd_run(*a),
-        Command::Report(a) => cmd_report::cmd_report(a),
-        Command::Export(a) => cmd_report::cmd_export(a),
-        Command::Compare(a) => cmd_compare::cmd_compare(a),
-        Command::Import(a) => cmd_compare::cmd_import(a),
-        Command::Trace(a) => cmd_trace::cmd_trace(a),
-        Command::Io(a) => cmd_io::cmd_io(a),
-        Command::Tpch(a) => cmd_tpch::cmd_tpch(a),
-        Command::Capture(a) => cmd_capture::cmd_capture(a),
-        Command::Replay(a) => cmd_capture::cmd_replay(a),
-        Command::RestorePoint(a) => cmd_capture::cmd_restore_point(a),
-        Command::Sweep(a) => cmd_sweep::cmd_sweep(a),
-        Command::Transfer(a) => cmd_transfer::cmd_transfer(a),
-        Command::Cluster(a) => cmd_cluster::cmd_cluster(a),
+        Command::Run(a) => run::cmd_run(*a),
+        Command::Report(a) => report::cmd_report(a),
+        Command::Export(a) => report::cmd_export(a),
+        Command::Compare(a) => compare::cmd_compare(a),
+        Command::Import(a) => import::cmd_import(a),
+        Command::Trace(a) => trace::cmd_trace(a),
+        Command::Io(a) => io::cmd_io(a),
+        Command::Tpch(a) => tpch::cmd_tpch(a),
+        Command::Capture(a) => capture::cmd_capture(a),
+        Command::Replay(a) => capture::cmd_replay(a),
+        Command::RestorePoint(a) => capture::cmd_restore_point(a),
+        Command::Sweep(a) => sweep::cmd_sweep(a),
+        Command::Transfer(a) => transfer::cmd_transfer(a),
+        Command::Cluster(a) => cluster::cmd_cluster(a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

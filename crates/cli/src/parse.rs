@@ -1,5 +1,6 @@
-//! Value parsers shared by the argument definitions of every subcommand (a leaf: the `*_args`
-//! modules import it, it imports none of them).
+//! Value parsers shared by the argument definitions of every subcommand.
+//!
+//! A leaf: each subcommand's `args` module imports it, it imports none of them.
 
 use std::time::Duration;
 

@@ -282,4 +282,51 @@ mod tests {
         let err = RunCounters::read(dir.path()).unwrap_err().to_string();
         assert!(err.contains("not valid counters"), "{err}");
     }
+
+    /// Issue 27's standing property for `counters.json` (one record, written atomically): cut at
+    /// every offset, or zeroed as a crash before the data reached the disk can leave it, it is an
+    /// error naming the file and where it stops making sense — never no counters or defaults.
+    #[test]
+    fn a_cut_or_zeroed_counters_file_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = RunCounters::default();
+        for key in ["redo", "os"] {
+            c.put(CounterSection {
+                key: key.into(),
+                title: format!("{key} counters"),
+                final_counts: true,
+                counters: vec![
+                    Counter::new("n", "n", CounterValue::count(12), ""),
+                    Counter::new("rate", "rate", CounterValue::float(Some(1.5)), "MB/s"),
+                ],
+                tables: vec![],
+                notes: vec!["a note".into()],
+            });
+        }
+        c.write(dir.path()).unwrap();
+        let path = dir.path().join(COUNTERS_FILE);
+        let bytes = std::fs::read(&path).unwrap();
+        let zeros = vec![0u8; bytes.len()];
+        let cuts = (0..bytes.len()).map(|cut| &bytes[..cut]);
+        for data in cuts.chain([&zeros[..]]) {
+            std::fs::write(&path, data).unwrap();
+            let whole = bytes[data.len()..].iter().all(u8::is_ascii_whitespace) && data != zeros;
+            match RunCounters::read(dir.path()) {
+                Ok(back) => assert!(
+                    whole && back == c,
+                    "cut at {}: read as {back:?}",
+                    data.len()
+                ),
+                Err(e) => {
+                    let e = e.to_string();
+                    assert!(!whole, "cut at {}: {e}", data.len());
+                    assert!(e.contains(&path.display().to_string()), "{e}");
+                    assert!(
+                        e.contains("not valid counters") && e.contains("column"),
+                        "{e}"
+                    );
+                }
+            }
+        }
+    }
 }

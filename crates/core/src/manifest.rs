@@ -398,4 +398,42 @@ mod tests {
         let err = Manifest::read(&p).unwrap_err().to_string();
         assert!(err.contains("not valid JSON"), "{err}");
     }
+
+    /// Issue 27's standing property for the manifest (one record, written atomically): cut at every
+    /// offset, or zeroed, it is an error naming the file — never a manifest with defaults — and
+    /// a run directory holding it does not open.
+    #[test]
+    fn a_cut_or_zeroed_manifest_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut m = Manifest::new("workload", WorkloadInfo::default(), 42);
+        m.outcome = Outcome::Complete;
+        m.outcome_detail = Some("all done".into());
+        let run = crate::RunDir::create(dir.path(), m.clone()).unwrap();
+        let p = dir.path().join(crate::files::MANIFEST_FILE);
+        run.save_manifest().unwrap();
+        let bytes = std::fs::read(&p).unwrap();
+        let zeros = vec![0u8; bytes.len()];
+        let cuts = (0..bytes.len()).map(|cut| &bytes[..cut]);
+        for data in cuts.chain([&zeros[..]]) {
+            std::fs::write(&p, data).unwrap();
+            let whole = bytes[data.len()..].iter().all(u8::is_ascii_whitespace) && data != zeros;
+            match Manifest::read(&p) {
+                Ok(back) => assert!(
+                    whole && back == m,
+                    "cut at {}: read as {back:?}",
+                    data.len()
+                ),
+                Err(e) => {
+                    let e = e.to_string();
+                    assert!(!whole, "cut at {}: {e}", data.len());
+                    assert!(e.contains(&p.display().to_string()), "{e}");
+                    let opened = crate::RunDir::open(dir.path()).map(|_| ()).unwrap_err();
+                    assert!(
+                        opened.to_string().contains(&p.display().to_string()),
+                        "{opened}"
+                    );
+                }
+            }
+        }
+    }
 }

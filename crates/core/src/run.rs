@@ -631,6 +631,92 @@ mod tests {
         assert!(tail.ignored_bytes > 0);
     }
 
+    /// Issue 27's standing property for the event file: cut at every offset of its last write
+    /// (a names, a parameters and an events block) and at random offsets before, a reader reads
+    /// exactly the events of the blocks complete before the cut — never part of a block — and
+    /// says at which byte the torn part starts and how many bytes it ignored.
+    #[test]
+    fn cut_at_every_offset_of_the_last_write_and_at_random_offsets_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(EVENTS_FILE);
+        let names = NameTable::new();
+        let mut w = EventWriter::create(&path, names.clone()).unwrap();
+        let mut last_write = 0;
+        for b in 0..12u64 {
+            let id = names.intern(&format!("event {b}"));
+            let evs: Vec<Event> = (0..(b * 7 % 13 + 1)).map(|i| ev(id, b * 100 + i)).collect();
+            last_write = std::fs::metadata(&path).unwrap().len() as usize;
+            if b % 3 == 2 {
+                let params: Vec<EventParams> = (0..evs.len())
+                    .map(|i| EventParams {
+                        obj: (i % 2 == 0).then_some(i as i64),
+                        ..EventParams::default()
+                    })
+                    .collect();
+                w.write_block_with_params(&evs, &params).unwrap();
+            } else {
+                w.write_block(&evs).unwrap();
+            }
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        // Block ends and the events complete at each.
+        let mut ends = vec![(0usize, 0usize)];
+        let (mut at, mut events) = (0, 0);
+        while at < bytes.len() {
+            let word = |i: usize| u32::from_le_bytes(bytes[at + i..at + i + 4].try_into().unwrap());
+            if bytes[at + 4] == KIND_EVENTS {
+                events += word(8) as usize;
+            }
+            at += HEADER_LEN + word(12) as usize;
+            ends.push((at, events));
+        }
+        assert_eq!(at, bytes.len());
+        assert!(
+            ends.iter().filter(|(e, _)| *e > last_write).count() == 3,
+            "the last write is a names, a parameters and an events block"
+        );
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let random = (0..300).map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % last_write as u64) as usize
+        });
+        let cut_file = dir.path().join("cut.dsev");
+        for cut in random.chain(last_write..bytes.len()) {
+            std::fs::write(&cut_file, &bytes[..cut]).unwrap();
+            let (complete, want) = *ends.iter().rev().find(|(e, _)| *e <= cut).unwrap();
+            let mut r = EventReader::open(&cut_file).unwrap();
+            let mut got = Vec::new();
+            let mut block = Vec::new();
+            while r.next_block(&mut block).unwrap() {
+                got.extend(
+                    block
+                        .iter()
+                        .map(|e| (r.names().name(e.name).to_string(), e.start_ns)),
+                );
+            }
+            assert_eq!(got.len(), want, "cut at {cut}");
+            assert_eq!(r.tail().events as usize, want, "cut at {cut}");
+            assert_eq!(
+                r.tail().ignored_bytes as usize,
+                cut - complete,
+                "cut at {cut}"
+            );
+            match &r.tail().problem {
+                None => assert_eq!(cut, complete, "cut at {cut}: a torn block unreported"),
+                Some(p) => assert!(
+                    cut > complete && p.contains(&format!("at byte {complete}")),
+                    "cut at {cut}: {p}"
+                ),
+            }
+            // What was read is the start of the file's events, names and all.
+            for (name, start) in &got {
+                assert_eq!(name, &format!("event {}", start / 100_000), "cut at {cut}");
+            }
+        }
+    }
+
     #[test]
     fn damaged_block_is_reported_not_fatal() {
         let dir = tempfile::tempdir().unwrap();

@@ -128,6 +128,12 @@ pub fn compare(a: &RunDir, b: &RunDir, opts: &CompareOptions) -> Result<Comparis
         workload: run.manifest.workload.name.clone(),
         outcome: run.manifest.outcome,
         incomplete: l.incomplete.clone(),
+        partial: run
+            .manifest
+            .workload
+            .params
+            .get("partial")
+            .map(|p| p.as_str().map_or_else(|| p.to_string(), str::to_string)),
         events_read: l.events_read,
         elapsed_s: l
             .span_ns

@@ -108,6 +108,10 @@ pub struct RunSide {
     pub outcome: Outcome,
     /// Why its data may be incomplete (only with `allow_incomplete`).
     pub incomplete: Option<String>,
+    /// A replay that lost connections (its `partial` parameter): calls not replayed, the
+    /// database neither the captured state nor a clean prefix of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partial: Option<String>,
     /// Events read (all names, warm-up and errors included).
     pub events_read: u64,
     /// Elapsed time of the measured events, s: from the first one's start to the last one's end

@@ -287,3 +287,32 @@ fn counter_sections_in_both_runs_are_compared() {
         .to_string();
     assert!(e.contains("not valid counters"), "{e}");
 }
+
+#[test]
+fn a_partial_replay_on_either_side_is_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    let evs: Vec<(&str, u64)> = lat(50, 1_000, 900).into_iter().map(|d| ("q", d)).collect();
+    let ra = write_run(&dir.path().join("a"), "x", &evs);
+    let mut rb = write_run(&dir.path().join("b"), "x", &evs);
+    let text = render_text(&compare(&ra, &rb, &CompareOptions::default()).unwrap());
+    assert!(!text.contains("partial"), "{text}");
+    rb.manifest.workload.params.insert(
+        "partial".into(),
+        serde_json::json!("12 calls not replayed; connections lost: 4"),
+    );
+    for (label, c) in [
+        ("B", compare(&ra, &rb, &CompareOptions::default()).unwrap()),
+        ("A", compare(&rb, &ra, &CompareOptions::default()).unwrap()),
+    ] {
+        let text = render_text(&c);
+        assert!(
+            text.contains(&format!(
+                "   WARNING: {label} is a partial replay: 12 calls not replayed; connections lost: 4\n"
+            )),
+            "{text}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&render_json(&c)).unwrap();
+        let side = if label == "A" { "a" } else { "b" };
+        assert!(json[side]["partial"].is_string(), "{json}");
+    }
+}

@@ -33,6 +33,12 @@ pub fn render_text(c: &Comparison) -> String {
         if let Some(why) = &s.incomplete {
             out.push_str(&format!("   INCOMPLETE: {}\n", one_line(why)));
         }
+        if let Some(why) = &s.partial {
+            out.push_str(&format!(
+                "   WARNING: {label} is a partial replay: {}\n",
+                one_line(why)
+            ));
+        }
     }
     if let Some(line) = elapsed_line(c) {
         out.push_str(&line);

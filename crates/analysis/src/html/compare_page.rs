@@ -40,6 +40,13 @@ pub fn render_compare(
                 escape(why)
             );
         }
+        if let Some(why) = &side.partial {
+            let _ = write!(
+                body,
+                "<p class=\"banner warn\"><strong>{label} is a partial replay:</strong> {}</p>",
+                escape(why)
+            );
+        }
     }
     body.push_str(
         "<section><h2>Verdict</h2><table class=\"verdict\"><thead><tr><th>event</th><th>call</th><th>in words</th></tr></thead><tbody>",

@@ -303,7 +303,7 @@ fn a_refused_connection_is_named_with_what_to_do() {
             .out("r")
             .quiet()
             .args(),
-        2,
+        4,
         &[
             " of 8: ",
             "sorry, too many clients already",

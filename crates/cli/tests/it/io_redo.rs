@@ -56,6 +56,25 @@ fn acknowledged_per_session(dir: &Path, run: &Path) -> BTreeMap<u32, u64> {
     acks
 }
 
+/// How many `log file sync` events of a run took longer than `ms`, from a CSV export.
+fn syncs_longer_than(dir: &Path, run: &Path, ms: f64) -> usize {
+    let csv = join(dir, "syncs.csv");
+    ok(
+        dir,
+        &["export", s(run), "--format", "csv", "--output", s(&csv)],
+    );
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |n: &str| header.iter().position(|h| *h == n).unwrap();
+    let (ce, cd) = (col("event"), col("duration_ns"));
+    lines
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|f| f[ce].trim_matches('"') == "log file sync")
+        .filter(|f| f[cd].parse::<f64>().unwrap() / 1e6 > ms)
+        .count()
+}
+
 fn verify_json(dir: &Path, logs: &[&Path]) -> (i32, Value) {
     let mut args = vec!["io", "redo", "verify", "--json"];
     args.extend(logs.iter().map(|p| s(p)));
@@ -349,9 +368,20 @@ fn issue_13_the_race_never_waits_longer_than_the_slower_destination_alone() {
         single_max >= 100.0,
         "a commit on the disk alone waited for a stall: {single_max} ms"
     );
+    // The bug made the commits of every log switch wait for the slow disk's whole group (many
+    // waits of two to three stalls: 310 ms against 101). Two stalls in a row on the disk are a
+    // legitimate rare wait (p = 0.005 per write, thousands of writes) and a loaded machine adds
+    // its own delays, so the test counts the commits that waited more than one and a half
+    // stalls, rather than comparing two maxima (issue 26 part 7: it failed under load with
+    // 226 ms against 104 ms).
+    let (race_long, single_long) = (
+        syncs_longer_than(disk.path(), &race, 150.0),
+        syncs_longer_than(disk.path(), &single, 150.0),
+    );
     assert!(
-        race_max <= single_max * 1.1 + 5.0,
-        "log file sync max: race {race_max:.1} ms, the disk alone {single_max:.1} ms; {rc}"
+        race_long <= single_long + 3,
+        "log file sync over 150 ms: race {race_long}, the disk alone {single_long} (max {race_max:.1} \
+         and {single_max:.1} ms); {rc}"
     );
     // Both logs hold every commit once the run has drained.
     let (code, v) = verify_json(disk.path(), &[&race_log, &flash_log]);

@@ -194,6 +194,118 @@ fn q1_is_recorded_as_a_run() {
     assert!(out.contains("verdict"), "{out}");
 }
 
+/// Issue 27 item 5: `tpch q1 --repeat N` on a file another process truncates while the jobs run
+/// (mapped or read, text or Parquet) ends with one error line naming the file, exit 2 — not a
+/// SIGBUS (exit 135, no message) and not an answer of part of the file.
+#[test]
+fn q1_on_a_file_truncated_while_it_runs_is_a_clear_error() {
+    let d = tempdir();
+    let text = gen(d.path(), "lineitem", &[]).join("lineitem.tbl");
+    let pq = d.path().join("pq");
+    ok(
+        d.path(),
+        &[
+            "tpch", "gen", "--sf", "0.01", "--table", "lineitem", "--format", "parquet", "--out",
+            "pq", "-q",
+        ],
+    );
+    let pq = std::fs::read_dir(&pq)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    for (file, extra) in [(&text, None), (&text, Some("--no-mmap")), (&pq, None)] {
+        let copy = d.path().join(format!(
+            "big.{}",
+            file.extension().unwrap().to_str().unwrap()
+        ));
+        std::fs::copy(file, &copy).unwrap();
+        let mut args = vec![
+            "tpch",
+            "q1",
+            s(&copy),
+            "--repeat",
+            "1000",
+            "--no-record",
+            "-q",
+        ];
+        args.extend(extra);
+        let child = dbscope(d.path())
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        let len = std::fs::metadata(&copy).unwrap().len();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&copy)
+            .unwrap()
+            .set_len(len / 3)
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "{extra:?}: {:?}: {stderr}",
+            out.status
+        );
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "{}: the file changed while it was read",
+                copy.display()
+            )),
+            "{stderr}"
+        );
+    }
+    // Recorded, the failed job is a failed run that says why, with the repetitions before it.
+    let copy = d.path().join("recorded.tbl");
+    std::fs::copy(&text, &copy).unwrap();
+    let run = d.path().join("failed-run");
+    let child = dbscope(d.path())
+        .args([
+            "tpch",
+            "q1",
+            s(&copy),
+            "--repeat",
+            "1000",
+            "-q",
+            "--out",
+            s(&run),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&copy)
+        .unwrap()
+        .set_len(1000)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("the failed run is recorded in"), "{stderr}");
+    let m = manifest(&run);
+    assert_eq!(m["outcome"], "failed", "{m}");
+    let why = m["outcome_detail"].as_str().unwrap();
+    assert!(why.contains("the file changed while it was read"), "{why}");
+    let done = m["workload"]["params"]["repeat"].as_u64().unwrap();
+    assert!(
+        done >= 1,
+        "the repetitions before the failure are kept: {m}"
+    );
+    // The report reads it and says how it ended.
+    let text = ok(d.path(), &["report", s(&run)]);
+    assert!(text.contains("failed"), "{text}");
+}
+
 #[test]
 fn q1_explain_prints_the_plan_without_running() {
     let dir = tempdir();

@@ -367,6 +367,24 @@ fn issue_13_input_that_is_not_a_trace_is_refused() {
 }
 
 #[test]
+fn issue_27_blank_lines_and_binaries_are_refused() {
+    let d = tempdir();
+    let blank = d.path().join("blank.trc");
+    std::fs::write(&blank, b"\n\n  \n\t\r\n".repeat(500)).unwrap();
+    let binary = d.path().join("binary.trc");
+    let exe = std::fs::read(env!("CARGO_BIN_EXE_dbscope")).unwrap();
+    std::fs::write(&binary, &exe[..exe.len().min(1 << 20)]).unwrap();
+    for file in [&blank, &binary] {
+        fails(
+            d.path(),
+            &["trace", "profile", s(file)],
+            2,
+            &["no Oracle 10046 trace content recognised", "bytes read"],
+        );
+    }
+}
+
+#[test]
 fn issue_13_profile_text_shows_reads_and_plans() {
     // From the fixture's lines for sqlid atxg62s17nkj4: FETCH r=10 p=1 cr=4, FETCH r=4 p=0 cr=1,
     // one STAT line (INDEX RANGE SCAN, obj 89440, cnt 14).

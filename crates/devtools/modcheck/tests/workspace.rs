@@ -25,10 +25,6 @@ const KNOWN: &[(&str, &[&str])] = &[
             "replay::tally",
         ],
     ),
-    (
-        "crates/sources/transfer/src/lib.rs",
-        &["crate", "error", "split"],
-    ),
 ];
 
 #[test]

@@ -8,6 +8,7 @@
 //! finish), which is what a replay needs.
 
 pub mod calls;
+pub mod calls_file;
 pub mod fingerprint;
 pub mod info;
 pub mod log;

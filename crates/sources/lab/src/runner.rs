@@ -14,7 +14,7 @@ use crate::error::Error;
 use crate::observe::{self, ObserveConfig, Observer, SessionProbe};
 use crate::pace::{Pacer, Pacing};
 use crate::workload::{SessionWork, Workload};
-use dbscope_db::{Session, Target};
+use dbscope_db::{Session, Target, TargetError};
 
 /// How long a session keeps trying to reconnect after losing its connection.
 const RECONNECT_FOR: Duration = Duration::from_secs(30);
@@ -176,12 +176,16 @@ pub fn run(
                 true => "; each session (events: each of --connections) needs a connection of its own: ask for fewer, or raise the server's limit",
                 false => "",
             };
-            Error::Config(format!(
-                "connection {} of {}: {}{hint}",
-                i + 1,
-                cfg.sessions,
-                e.message
-            ))
+            // Still the database's refusal (its class and SQLSTATE kept), said with the session.
+            Error::Target(TargetError {
+                message: format!(
+                    "connection {} of {}: {}{hint}",
+                    i + 1,
+                    cfg.sessions,
+                    e.message
+                ),
+                ..e
+            })
         })?;
         s.set_label(&probe.label(i))?;
         sessions.push(s);

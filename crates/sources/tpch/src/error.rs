@@ -45,6 +45,17 @@ pub enum Q1Error {
         /// Line number, from 1.
         line: u64,
     },
+    /// I/O: the file changed size while the job read it (another process truncated or appended
+    /// to it): what was read is not the file, so there is no answer.
+    #[error("{path}: the file changed while it was read ({was} bytes when the job started, now {now}): no answer from a partial read; run again on a file nothing else writes")]
+    Changed {
+        /// The file.
+        path: PathBuf,
+        /// Its size when the job was planned.
+        was: u64,
+        /// Its size (or the size its map could still read) when the change was seen.
+        now: u64,
+    },
     /// Format: a Parquet file that is not lineitem as `tpch gen --format parquet` writes it.
     #[error("{path}: {source}")]
     Parquet {

@@ -186,19 +186,37 @@ pub fn is_parquet_panic(location: Option<&std::panic::Location<'_>>) -> bool {
 /// Opens a lineitem Parquet file and checks the columns Q1 reads have the types it expects.
 /// Returns the reader and the compressed size of each row group.
 pub fn open_lineitem(path: &Path) -> Result<(LineitemReader, Vec<u64>), LineitemParquetError> {
+    open_lineitem_watched(path).map(|(reader, sizes, _)| (reader, sizes))
+}
+
+/// The flag raised when a read of a mapped file faulted: the file shrank under its map (see
+/// `crate::mapped`).
+pub type FaultFlag = std::sync::Arc<std::sync::atomic::AtomicBool>;
+
+/// [`open_lineitem`], and the flag that says whether a read of the file's memory map faulted
+/// since (`None` when it was read in rather than mapped).
+pub fn open_lineitem_watched(
+    path: &Path,
+) -> Result<(LineitemReader, Vec<u64>, Option<FaultFlag>), LineitemParquetError> {
     guarded(ParquetPlace::Footer, || open_lineitem_unguarded(path))
 }
 
 fn open_lineitem_unguarded(
     path: &Path,
-) -> Result<(LineitemReader, Vec<u64>), LineitemParquetError> {
+) -> Result<(LineitemReader, Vec<u64>, Option<FaultFlag>), LineitemParquetError> {
     let file = File::open(path).map_err(LineitemParquetError::Open)?;
     // The whole file as one buffer the reader slices (no copies, no per-page seek and read, and
-    // shared by every map task): a memory map (see `crate::mapped` for its one hazard), or the
-    // file read in when it cannot be mapped.
-    let data = match crate::mapped::map_from(&file, 0) {
-        Some(map) => Bytes::from_owner(map),
-        None => Bytes::from(std::fs::read(path).map_err(LineitemParquetError::Open)?),
+    // shared by every map task): a memory map (guarded against the file shrinking under it: see
+    // `crate::mapped`), or the file read in when it cannot be mapped.
+    let (data, faulted) = match crate::mapped::map_from(&file, 0) {
+        Some(map) => {
+            let faulted = map.fault_flag();
+            (Bytes::from_owner(map), Some(faulted))
+        }
+        None => (
+            Bytes::from(std::fs::read(path).map_err(LineitemParquetError::Open)?),
+            None,
+        ),
     };
     let reader = SerializedFileReader::new(data).map_err(LineitemParquetError::NotParquet)?;
     let schema = reader.metadata().file_metadata().schema_descr();
@@ -239,7 +257,7 @@ fn open_lineitem_unguarded(
         .iter()
         .map(|rg| rg.compressed_size().max(0) as u64)
         .collect();
-    Ok((reader, sizes))
+    Ok((reader, sizes, faulted))
 }
 
 fn decimal() -> LogicalType {

@@ -20,26 +20,57 @@ pub fn record_q1(
     jobs: &[(u64, Q1Output)],
     started: chrono::DateTime<Utc>,
 ) -> dbscope_core::Result<RunDir> {
-    let Some((_, output)) = jobs.first() else {
+    if jobs.is_empty() {
         return Err(dbscope_core::Error::Format {
             path: out.to_owned(),
             msg: "no Q1 job to record".into(),
         });
-    };
-    let params: BTreeMap<String, serde_json::Value> = BTreeMap::from([
+    }
+    record(out, command_line, config, inputs, jobs, started, None)
+}
+
+/// Writes the run of a job that failed (`why`: the input changed while it was read, a line that
+/// cannot be parsed, …) with the repetitions that finished before it, as a failed run (issue 27:
+/// a failed job recorded nothing).
+pub fn record_q1_failed(
+    out: &Path,
+    command_line: Vec<String>,
+    config: &Q1Config,
+    inputs: &[String],
+    jobs: &[(u64, Q1Output)],
+    started: chrono::DateTime<Utc>,
+    why: String,
+) -> dbscope_core::Result<RunDir> {
+    record(out, command_line, config, inputs, jobs, started, Some(why))
+}
+
+fn record(
+    out: &Path,
+    command_line: Vec<String>,
+    config: &Q1Config,
+    inputs: &[String],
+    jobs: &[(u64, Q1Output)],
+    started: chrono::DateTime<Utc>,
+    failed: Option<String>,
+) -> dbscope_core::Result<RunDir> {
+    let mut params: BTreeMap<String, serde_json::Value> = BTreeMap::from([
         ("mappers".to_string(), (config.mappers as u64).into()),
         ("combiner".to_string(), config.combiner.into()),
         ("delta_days".to_string(), config.delta_days.into()),
-        ("splits".to_string(), (output.splits as u64).into()),
         ("inputs".to_string(), inputs.to_vec().into()),
-        ("bytes".to_string(), output.bytes.into()),
-        ("lines".to_string(), output.lines.into()),
         ("repeat".to_string(), (jobs.len() as u64).into()),
-        (
-            "rows_aggregated".to_string(),
-            output.answer.rows_aggregated().into(),
-        ),
     ]);
+    if let Some((_, output)) = jobs.first() {
+        params.extend([
+            ("splits".to_string(), (output.splits as u64).into()),
+            ("bytes".to_string(), output.bytes.into()),
+            ("lines".to_string(), output.lines.into()),
+            (
+                "rows_aggregated".to_string(),
+                output.answer.rows_aggregated().into(),
+            ),
+        ]);
+    }
     let mut manifest = Manifest::new(
         "tpch q1",
         WorkloadInfo {
@@ -85,6 +116,11 @@ pub fn record_q1(
         events.push(ev(0, q1, *at, at + t.total, groups));
     }
     events.sort_by_key(|e| e.start_ns);
-    rec.write_block(&events)?;
-    rec.finish(Outcome::Complete, None)
+    if !events.is_empty() {
+        rec.write_block(&events)?;
+    }
+    match failed {
+        None => rec.finish(Outcome::Complete, None),
+        Some(why) => rec.finish(Outcome::Failed, Some(why)),
+    }
 }

@@ -37,13 +37,17 @@ pub struct FileInfo {
     pub skipped_lines: u64,
     /// Malformed lines (each also a warning).
     pub malformed_lines: u64,
+    /// Lines recognised as 10046 content: records, `***` lines and the lines of a block a record
+    /// opens (blank lines, `=====` separators, malformed and other lines are not).
+    #[serde(skip)]
+    pub recognised_lines: u64,
 }
 
 impl FileInfo {
     /// True when anything in the file was recognised as Oracle 10046 content: a record (or a line
-    /// of one), or a trace header naming the release.
+    /// of one), or a trace header naming the release. Blank lines and separators alone are not.
     pub fn recognised(&self) -> bool {
-        self.version.is_some() || self.lines > self.skipped_lines + self.malformed_lines
+        self.version.is_some() || self.recognised_lines > 0
     }
 
     /// Why the file is not a 10046 trace, when nothing in it was recognised.

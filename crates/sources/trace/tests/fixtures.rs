@@ -287,3 +287,52 @@ fn trace_started_mid_call_is_clipped_to_its_window() {
         "{text}"
     );
 }
+
+/// Issue 27 item 12: input with no recognised 10046 line — blank lines, random bytes, a binary —
+/// is unrecognised (the binary refuses it), whatever the chunk size; a file whose only content is
+/// one record among such lines is still a trace.
+#[test]
+fn garbage_is_not_recognised_as_a_trace() {
+    use dbscope_trace::profile::profile_bytes;
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let random: Vec<u8> = (0..200_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect();
+    let exe = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+    let blank = b"\n\n   \n\t\n\r\n\n".repeat(1000);
+    let separators = b"=====================\n\n".repeat(10);
+    let cases: [(&str, &[u8]); 4] = [
+        ("blank lines", &blank),
+        ("random bytes", &random),
+        ("a binary", &exe[..exe.len().min(1 << 20)]),
+        ("separators", &separators),
+    ];
+    for (what, data) in cases {
+        for chunk_bytes in [64, 4096, 1 << 20] {
+            let opts = ProfileOptions {
+                chunk_bytes,
+                ..ProfileOptions::default()
+            };
+            let p = profile_bytes("x.trc", data, &opts).expect("garbage reads without error");
+            let why = p.files[0].unrecognised_reason();
+            assert!(
+                why.as_deref()
+                    .is_some_and(|w| w.contains("no Oracle 10046 trace content")),
+                "{what} (chunks of {chunk_bytes}): {:?}",
+                p.files[0]
+            );
+        }
+    }
+    let one = [
+        &blank[..],
+        b"WAIT #0: nam='SQL*Net message to client' ela= 2 tim=100\n",
+    ]
+    .concat();
+    let p = profile_bytes("x.trc", &one, &ProfileOptions::default()).unwrap();
+    assert!(p.files[0].recognised(), "one record is a trace");
+}

@@ -47,7 +47,7 @@ impl Error {
     /// The server's refusal of what was being done (`what`): `what: message (SQLSTATE)`.
     pub(crate) fn database(what: &str, e: WireError) -> Self {
         Error::Database {
-            message: crate::db(what, &e),
+            message: db(what, &e),
             source: e,
         }
     }
@@ -61,5 +61,18 @@ impl Error {
             ),
             source: e,
         }
+    }
+}
+
+/// A server's refusal said with what was being done, its COPY line and its SQLSTATE.
+pub(crate) fn db(what: &str, e: &WireError) -> String {
+    // A COPY FROM STDIN the server refused names the line of the file (issue 27 item 13).
+    let line = e
+        .copy_line()
+        .map(|n| format!(", line {n}"))
+        .unwrap_or_default();
+    match e {
+        WireError::Db { code, .. } => format!("{what}{line}: {e} ({code})"),
+        _ => format!("{what}: {e}"),
     }
 }

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::one;
+use crate::session::one;
 use crate::Error;
 use dbscope_pgwire::WireConn;
 

@@ -91,4 +91,7 @@ pub struct ReplaySummary {
     pub capture_s: f64,
     /// See `capture_s`.
     pub replay_s: f64,
+    /// Why the replay is partial (connections lost, calls not replayed for want of one), if
+    /// it is: the run's outcome is then `failed` and its `partial` parameter says this.
+    pub partial: Option<String>,
 }

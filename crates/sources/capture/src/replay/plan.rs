@@ -3,7 +3,6 @@
 //! Also what decides, call by call, whether it is replayed and which commits it waits for.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::time::Duration;
 
@@ -11,6 +10,7 @@ use dbscope_core::RunDir;
 use serde_json::json;
 
 use crate::calls::{Call, Protocol};
+use crate::calls_file::{self, Record};
 use crate::fingerprint::class;
 use crate::{CaptureError, CALLS_FILE};
 
@@ -76,6 +76,9 @@ pub(super) fn not_replayed(c: &Call) -> Option<&'static str> {
         Some("fast-path function call")
     } else if c.cut {
         Some("text or values cut in the capture")
+    } else if c.sql.contains(crate::private::REDACTED_PASSWORD) {
+        // The capture kept no role password (issue 27 item 8): nothing to re-send.
+        Some("password redacted in the capture")
     } else {
         None
     }
@@ -93,32 +96,17 @@ pub(super) fn load(dir: &Path) -> Result<Plan, CaptureError> {
         });
     }
     let path = dir.join(CALLS_FILE);
-    let f = std::fs::File::open(&path).map_err(|e| CaptureError::io(&path, e))?;
     let mut connects: HashMap<u32, (u64, bool)> = HashMap::new();
     let mut calls: BTreeMap<u32, Vec<Call>> = BTreeMap::new();
-    let mut bad_lines = 0;
-    for line in BufReader::new(f).lines() {
-        let line = line.map_err(|e| CaptureError::io(&path, e))?;
-        if line.trim().is_empty() {
-            continue;
+    let read = calls_file::read(&path, |rec| match rec {
+        Record::Session(v) => {
+            let id = v["session"].as_u64().unwrap_or(0) as u32;
+            let at = v["connect_ns"].as_u64().unwrap_or(0);
+            connects.insert(id, (at, v["ready"] == json!(true)));
         }
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
-            bad_lines += 1;
-            continue;
-        };
-        match v["type"].as_str() {
-            Some("session") => {
-                let id = v["session"].as_u64().unwrap_or(0) as u32;
-                let at = v["connect_ns"].as_u64().unwrap_or(0);
-                connects.insert(id, (at, v["ready"] == json!(true)));
-            }
-            Some("call") => match serde_json::from_value::<Call>(v) {
-                Ok(c) => calls.entry(c.session).or_default().push(c),
-                Err(_) => bad_lines += 1,
-            },
-            _ => bad_lines += 1,
-        }
-    }
+        Record::Call(c) => calls.entry(c.session).or_default().push(*c),
+    })?;
+    let bad_lines = read.bad_lines;
     let mut sessions = Vec::new();
     for (id, mut cs) in calls {
         cs.sort_by_key(|c| c.seq);

@@ -136,6 +136,7 @@ pub fn run(
         diverged: tally.diverged.values().sum(),
         capture_s: plan.span_ns as f64 / 1e9,
         replay_s: replay_ns as f64 / 1e9,
+        partial: tally.partial(),
     };
     rec.write_counters(section(&tally, &plan, &summary, cfg))?;
     let (outcome, detail) = match (write_error, stop.outcome()) {
@@ -148,8 +149,31 @@ pub fn run(
     };
     let detail =
         detail.or_else(|| (outcome == Outcome::Failed).then(|| tally.connect_errors.join("; ")));
+    // A replay that lost connections is partial: neither the captured state nor a clean prefix
+    // of it. It fails (exit 1), says so, and records it for `compare`.
+    let mut partial_only = false;
+    let (outcome, detail) = match (summary.partial.clone(), outcome) {
+        (None, o) => (o, detail),
+        (Some(p), o) => {
+            rec.manifest_mut()
+                .workload
+                .params
+                .insert("partial".to_string(), json!(p));
+            let p = format!("partial replay: {p}");
+            match (o, detail) {
+                (Outcome::Complete, _) => {
+                    partial_only = true;
+                    (Outcome::Failed, Some(p))
+                }
+                (o, Some(d)) if !d.is_empty() => (o, Some(format!("{d}; {p}"))),
+                (o, _) => (o, Some(p)),
+            }
+        }
+    };
     rec.finish(outcome, detail.clone())?;
-    if outcome == Outcome::Failed {
+    // Partial only: the run is a whole record of what happened; the caller reports it as any
+    // run, and its outcome (failed) gives the exit code.
+    if outcome == Outcome::Failed && !partial_only {
         return Err(CaptureError::Failed {
             dir: cfg.out.clone(),
             why: detail.unwrap_or_default(),

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::order::CommitOrder;
 use super::plan::{not_replayed, sync_bound, Plan, SessionPlan};
-use super::tally::Tally;
+use super::tally::{Tally, LOST_IN_TRANSACTION, NO_CONNECTION};
 use super::{connect_with, Answer, ReplayCall, WireConn, WireError};
 use super::{ReplayConfig, Speed, EXAMPLES, SYNC_TIMEOUT, SYNC_TIMEOUT_IN_TRANSACTION};
 use crate::calls::{Call, Protocol};
@@ -96,6 +96,11 @@ impl Ctx<'_> {
     }
 }
 
+/// The call left its session inside a transaction in the capture (the transaction goes on).
+fn inside_transaction(c: &Call) -> bool {
+    matches!(c.txn, Some('T' | 'E'))
+}
+
 pub(super) fn replay_session(s: &SessionPlan, ctx: &Ctx<'_>, mut rec: Recorder) -> Tally {
     let mut t = Tally::default();
     // Commit points of this session (call number, index), so a call never waits for one of its
@@ -118,6 +123,9 @@ pub(super) fn replay_session(s: &SessionPlan, ctx: &Ctx<'_>, mut rec: Recorder) 
     let mut conn: Option<WireConn> = None;
     // The session's transaction state after its last call.
     let mut in_transaction = false;
+    // The connection was lost inside a captured transaction: its remaining calls are not
+    // replayed (why), up to the call that ended it, so no call runs outside its transaction.
+    let mut skipping: Option<&'static str> = None;
     let mut prepared: HashSet<String> = HashSet::new();
     let connect = |t: &mut Tally| match connect_with(&ctx.cfg.target, &app, None) {
         Ok((c, _)) => Some(c),
@@ -132,6 +140,16 @@ pub(super) fn replay_session(s: &SessionPlan, ctx: &Ctx<'_>, mut rec: Recorder) 
             break;
         }
         let point = ctx.plan.commit_index.get(&(c.session, c.seq)).copied();
+        if let Some(why) = skipping {
+            t.lost_call(c, why);
+            if let Some(i) = point {
+                ctx.order.mark(i);
+            }
+            if !inside_transaction(c) {
+                skipping = None;
+            }
+            continue;
+        }
         if let Some(why) = not_replayed(c) {
             *t.not_replayed.entry(why).or_default() += 1;
             if let Some(i) = point {
@@ -184,9 +202,12 @@ pub(super) fn replay_session(s: &SessionPlan, ctx: &Ctx<'_>, mut rec: Recorder) 
         }
         let name = rec.name(&event_name(c));
         let Some(db) = conn.as_mut() else {
-            *t.not_replayed.entry("no connection").or_default() += 1;
+            t.lost_call(c, NO_CONNECTION);
             if let Some(i) = point {
                 ctx.order.mark(i);
+            }
+            if inside_transaction(c) {
+                skipping = Some(NO_CONNECTION);
             }
             continue;
         };
@@ -252,7 +273,23 @@ pub(super) fn replay_session(s: &SessionPlan, ctx: &Ctx<'_>, mut rec: Recorder) 
                 };
                 rec.error(name, start, end, &class);
                 t.lost_connections += 1;
-                *t.diverged.entry("connection lost").or_default() += 1;
+                let kind = "connection lost";
+                *t.diverged.entry(kind).or_default() += 1;
+                let v = json!({"kind": kind, "session": c.session, "seq": c.seq,
+                    "sql": c.sql, "captured": {"tags": c.tags, "rows": c.rows, "error": c.error},
+                    "replayed": {"error": [class, e.to_string()]}});
+                let ex = t.examples.entry(kind).or_default();
+                if ex.len() < EXAMPLES {
+                    ex.push(v.clone());
+                }
+                t.divergences.push(v);
+                // Whatever the server did with the session's open transaction, it is gone: the
+                // next call reconnects, and the rest of this one is not replayed.
+                conn = None;
+                in_transaction = false;
+                if inside_transaction(c) {
+                    skipping = Some(LOST_IN_TRANSACTION);
+                }
             }
         }
         if let Some(i) = point {

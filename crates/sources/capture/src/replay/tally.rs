@@ -8,6 +8,11 @@ use dbscope_core::{Column, Counter, CounterSection, CounterTable, CounterValue};
 use super::plan::Plan;
 use super::{ReplayConfig, ReplaySummary, DIVERGENCE_FILE, EXAMPLES};
 
+/// Not replayed: the session's connection was lost inside the call's transaction.
+pub(super) const LOST_IN_TRANSACTION: &str = "connection lost inside its transaction";
+/// Not replayed: the session could not (re)connect.
+pub(super) const NO_CONNECTION: &str = "no connection";
+
 /// What one session's replay counted.
 #[derive(Default)]
 pub(super) struct Tally {
@@ -26,6 +31,46 @@ pub(super) struct Tally {
 }
 
 impl Tally {
+    /// A call not replayed because its session had no connection: counted by `why` and listed
+    /// with the divergences.
+    pub(super) fn lost_call(&mut self, c: &crate::calls::Call, why: &'static str) {
+        *self.not_replayed.entry(why).or_default() += 1;
+        self.divergences
+            .push(serde_json::json!({"kind": "not replayed", "reason": why,
+            "session": c.session, "seq": c.seq, "sql": c.sql,
+            "captured": {"tags": c.tags, "rows": c.rows, "error": c.error}}));
+    }
+
+    /// Calls not replayed because a connection was lost or could not be made.
+    pub(super) fn lost_calls(&self) -> u64 {
+        [LOST_IN_TRANSACTION, NO_CONNECTION]
+            .iter()
+            .filter_map(|k| self.not_replayed.get(k))
+            .sum()
+    }
+
+    /// What makes the replay partial — calls not replayed for want of a connection, connections
+    /// lost — or `None` when every replayable call was replayed on its session's connection.
+    pub(super) fn partial(&self) -> Option<String> {
+        let lost = self.lost_calls();
+        if lost == 0 && self.lost_connections == 0 {
+            return None;
+        }
+        let reasons: Vec<String> = [LOST_IN_TRANSACTION, NO_CONNECTION]
+            .iter()
+            .filter_map(|k| self.not_replayed.get(k).map(|n| format!("{k}: {n}")))
+            .collect();
+        Some(format!(
+            "{lost} calls not replayed{}; connections lost: {} (every such call is in \
+             {DIVERGENCE_FILE})",
+            match reasons.is_empty() {
+                true => String::new(),
+                false => format!(" ({})", reasons.join(", ")),
+            },
+            self.lost_connections
+        ))
+    }
+
     pub(super) fn merge(&mut self, o: Tally) {
         self.replayed += o.replayed;
         for (k, v) in o.not_replayed {
@@ -150,6 +195,14 @@ pub(super) fn section(
             "",
         ));
     }
+    if t.lost_connections > 0 {
+        counters.push(Counter::new(
+            "lost_connections",
+            "connections lost",
+            int(t.lost_connections),
+            "",
+        ));
+    }
     if plan.bad_lines > 0 {
         counters.push(Counter::new(
             "capture_bad_lines",
@@ -214,8 +267,12 @@ pub(super) fn section(
             rows: examples,
         });
     }
-    let mut notes = t.connect_errors.clone();
-    notes.truncate(5);
+    let mut notes: Vec<String> = t
+        .partial()
+        .map(|p| format!("PARTIAL REPLAY: {p}"))
+        .into_iter()
+        .collect();
+    notes.extend(t.connect_errors.iter().take(5).cloned());
     CounterSection {
         key: "replay".into(),
         title: "Replay".into(),
@@ -241,5 +298,35 @@ mod tests {
         assert_eq!(lag_us(&ns, 1.0), Some(10.0));
         assert_eq!(lag_us(&[4_000], 0.5), Some(4.0));
         assert_eq!(lag_us(&[], 0.5), None);
+    }
+
+    #[test]
+    fn lost_connections_make_a_partial_replay_and_every_lost_call_is_listed() {
+        let mut t = Tally::default();
+        *t.not_replayed
+            .entry("COPY (data not captured)")
+            .or_default() += 3;
+        assert_eq!(
+            t.partial(),
+            None,
+            "calls never replayable do not make it partial"
+        );
+        let c: crate::calls::Call = serde_json::from_value(serde_json::json!({"session": 2,
+            "seq": 7, "start_ns": 0, "end_ns": 1, "protocol": "simple", "sql": "COMMIT",
+            "rows": 0, "tags": ["COMMIT"], "txn": "I"}))
+        .unwrap();
+        t.lost_call(&c, LOST_IN_TRANSACTION);
+        t.lost_call(&c, NO_CONNECTION);
+        t.lost_call(&c, NO_CONNECTION);
+        t.lost_connections = 1;
+        assert_eq!(
+            t.partial().unwrap(),
+            "3 calls not replayed (connection lost inside its transaction: 1, no connection: \
+             2); connections lost: 1 (every such call is in replay-divergence.jsonl)"
+        );
+        assert_eq!(t.divergences.len(), 3);
+        assert_eq!(t.divergences[0]["kind"], "not replayed");
+        assert_eq!(t.divergences[0]["reason"], LOST_IN_TRANSACTION);
+        assert_eq!(t.divergences[2]["seq"], 7);
     }
 }

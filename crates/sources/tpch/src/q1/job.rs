@@ -432,6 +432,77 @@ mod tests {
         run_splits(inputs, splits, &config, &Q1Progress::default()).unwrap()
     }
 
+    /// Issue 27 item 5: a file cut between planning and reading (at a line border, so every line
+    /// left is whole) is refused naming the file, mapped or read, Parquet too — never the answer
+    /// of the lines that are left.
+    #[test]
+    fn a_file_that_shrank_since_the_job_was_planned_is_refused() {
+        for mmap in [true, false] {
+            let (_d, inputs) = sample_file(5000);
+            let text = std::fs::read(&inputs[0].path).unwrap();
+            let cut = text[..text.len() / 2]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .unwrap()
+                + 1;
+            let splits = plan_splits(&inputs, 2);
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&inputs[0].path)
+                .unwrap()
+                .set_len(cut as u64)
+                .unwrap();
+            let config = Q1Config {
+                mappers: 2,
+                combiner: true,
+                delta_days: DEFAULT_DELTA,
+                splits_per_mapper: 1,
+                mmap,
+            };
+            let e = run_splits(&inputs, &splits, &config, &Q1Progress::default())
+                .map(|o| o.lines)
+                .expect_err("a shrunk file gives no answer");
+            let msg = e.to_string();
+            assert!(matches!(e, Q1Error::Changed { .. }), "mmap {mmap}: {msg}");
+            assert!(
+                msg.contains("lineitem.tbl: the file changed while it was read"),
+                "{msg}"
+            );
+            assert!(msg.contains(&format!("now {cut}")), "{msg}");
+        }
+    }
+
+    #[test]
+    fn a_parquet_file_truncated_under_its_map_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("lineitem.parquet");
+        crate::parquet_io::write_lineitem(&path, 0.01, 1, 1, 1000, &AtomicU64::new(0)).unwrap();
+        let inputs = resolve_inputs(std::slice::from_ref(&path)).unwrap();
+        assert!(
+            inputs[0].parquet.as_ref().unwrap().faulted.is_some(),
+            "mapped"
+        );
+        let splits = plan_splits(&inputs, 2);
+        let len = inputs[0].len;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(len / 3)
+            .unwrap();
+        let config = Q1Config {
+            mappers: 2,
+            combiner: true,
+            delta_days: DEFAULT_DELTA,
+            splits_per_mapper: 1,
+            mmap: true,
+        };
+        let e = run_splits(&inputs, &splits, &config, &Q1Progress::default())
+            .map(|o| o.lines)
+            .expect_err("a truncated Parquet file gives no answer");
+        assert!(matches!(e, Q1Error::Changed { .. }), "{e}");
+    }
+
     #[test]
     fn combiner_and_mappers_do_not_change_the_answer() {
         let (_d, inputs) = sample_file(5000);

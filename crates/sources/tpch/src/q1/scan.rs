@@ -36,13 +36,29 @@ pub(super) struct Sources<'a> {
 
 impl Sources<'_> {
     /// Runs one map task over `split`: Parquet row group, mapped text or read() text.
+    ///
+    /// The file must have the length the splits were planned on, before and after the scan: a
+    /// file that shrank (or grew) under the job would give an answer that is not the file's —
+    /// lines past a new end silently missing, or the zeros a map reads past it (see
+    /// `crate::mapped`) — so the task fails naming the file instead.
     #[inline(always)]
     pub fn scan(&self, split: &Split, emit: impl FnMut(RowValues)) -> Result<u64, ScanError> {
         let input = &self.inputs[split.file];
-        match &input.parquet {
-            Some(parquet) => self.scan_parquet(parquet, split, emit),
+        let file = &self.files[split.file];
+        unchanged(input, file, false)?;
+        let (r, faulted) = match &input.parquet {
+            Some(parquet) => {
+                let r = self.scan_parquet(parquet, split, emit);
+                let faulted = parquet
+                    .faulted
+                    .as_ref()
+                    .is_some_and(|f| f.load(Ordering::Acquire));
+                (r, faulted)
+            }
             None => self.scan_text(split, emit),
-        }
+        };
+        unchanged(input, file, faulted)?;
+        r
     }
 
     /// A Parquet row group (`split.start` is its number), read through the job's one reader.
@@ -62,8 +78,13 @@ impl Sources<'_> {
     }
 
     /// A byte range of a text file: through a memory map, or `read()` when off or impossible.
+    /// Also says whether a read of the map faulted (the file shrank under it).
     #[inline(always)]
-    fn scan_text(&self, split: &Split, emit: impl FnMut(RowValues)) -> Result<u64, ScanError> {
+    fn scan_text(
+        &self,
+        split: &Split,
+        emit: impl FnMut(RowValues),
+    ) -> (Result<u64, ScanError>, bool) {
         let file = &self.files[split.file];
         // Each task maps its own range (from the byte before it to the end of the file: only the
         // pages it touches cost anything), so the mappers also unmap in parallel when they finish
@@ -74,25 +95,44 @@ impl Sources<'_> {
             .then(|| crate::mapped::map_from(file, base))
             .flatten()
         {
-            Some(data) => scan_mapped(
-                &data,
-                base,
-                split.start,
-                split.end,
-                self.cut,
-                self.bytes_mapped,
-                emit,
-            ),
-            None => scan_range(
-                file,
-                split.start,
-                split.end,
-                self.cut,
-                self.bytes_mapped,
-                emit,
+            Some(data) => {
+                let r = scan_mapped(
+                    &data,
+                    base,
+                    split.start,
+                    split.end,
+                    self.cut,
+                    self.bytes_mapped,
+                    emit,
+                );
+                (r, data.faulted())
+            }
+            None => (
+                scan_range(
+                    file,
+                    split.start,
+                    split.end,
+                    self.cut,
+                    self.bytes_mapped,
+                    emit,
+                ),
+                false,
             ),
         }
     }
+}
+
+/// `Err(Changed)` when `file` no longer has the length `input` was planned with, or a read of its
+/// map `faulted`.
+fn unchanged(input: &Input, file: &File, faulted: bool) -> Result<(), ScanError> {
+    let now = file.metadata().map_err(ScanError::Io)?.len();
+    if now != input.len || faulted {
+        return Err(ScanError::Changed {
+            was: input.len,
+            now,
+        });
+    }
+    Ok(())
 }
 
 /// A bad line found while scanning, located by byte offset (turned into a line number later).
@@ -110,6 +150,8 @@ pub(super) enum ScanError {
     Truncated { offset: u64 },
     /// The Parquet row group could not be read.
     Parquet(LineitemParquetError),
+    /// The file's length is no longer the one the job was planned with (or its map faulted).
+    Changed { was: u64, now: u64 },
 }
 
 impl ScanError {
@@ -134,6 +176,11 @@ impl ScanError {
             ScanError::Parquet(source) => Q1Error::Parquet {
                 path: path.to_owned(),
                 source,
+            },
+            ScanError::Changed { was, now } => Q1Error::Changed {
+                path: path.to_owned(),
+                was,
+                now,
             },
         }
     }

@@ -40,6 +40,9 @@ pub struct ParquetInput {
     pub reader: std::sync::Arc<crate::parquet_io::LineitemReader>,
     /// Compressed bytes of each row group (a map task's input, for progress).
     pub row_groups: Vec<u64>,
+    /// Raised when a read of the file's memory map faulted (the file shrank under it): the
+    /// decoded values are zeros, not the file (`None` when the file was read in, not mapped).
+    pub faulted: Option<crate::parquet_io::FaultFlag>,
 }
 
 impl std::fmt::Debug for ParquetInput {
@@ -142,14 +145,15 @@ fn input_of(f: PathBuf) -> Result<Input, Q1Error> {
         return Err(InputError::Csv { path: f }.into());
     }
     let parquet = if is_parquet {
-        let (reader, row_groups) =
-            crate::parquet_io::open_lineitem(&f).map_err(|source| Q1Error::Parquet {
+        let (reader, row_groups, faulted) =
+            crate::parquet_io::open_lineitem_watched(&f).map_err(|source| Q1Error::Parquet {
                 path: f.clone(),
                 source,
             })?;
         Some(ParquetInput {
             reader: std::sync::Arc::new(reader),
             row_groups,
+            faulted,
         })
     } else {
         None

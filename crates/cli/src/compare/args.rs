@@ -1,0 +1,116 @@
+//! Arguments of `dbscope compare A B` (clap).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::parse::parse_duration;
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  dbscope compare runs/before runs/after
+  dbscope compare runs/sync-full runs/sync-off --event commit --outlier 500ms --noise 2%
+  dbscope compare a.trc b.trc --event 'log file sync'      # 10046 traces become runs
+  dbscope compare runs/a runs/b --json > cmp.json
+
+Per event name in both runs: n, R's summary() of A and B, the mean difference B − A with Welch's
+95% CI and p-value (R's t.test), the Hodges–Lehmann shift with the Wilcoxon rank-sum p-value (R's
+wilcox.test, exact = FALSE, correct = TRUE), p50/p90/p99/p99.9 differences with seeded bootstrap
+CIs, and a verdict that calls a change only when a CI lies wholly outside the noise band.")]
+pub struct CompareArgs {
+    /// Run A, the baseline (a run directory, or an Oracle 10046 .trc file).
+    pub a: PathBuf,
+    /// Run B, the candidate.
+    pub b: PathBuf,
+    /// Compare only this event name.
+    #[arg(long, value_name = "NAME")]
+    pub event: Option<String>,
+    /// Count events longer than this in each run, e.g. 500ms.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub outlier: Option<Duration>,
+    /// Changes within ± this share of A's value are noise: e.g. 1%, 0.5%.
+    #[arg(long, value_name = "PERCENT", default_value = "1%", value_parser = parse_percent)]
+    pub noise: f64,
+    /// JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write a self-contained HTML report (verdicts, manifest differences, A and B overlaid
+    /// in every plot) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Also write each plot as its own SVG file into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub svg: Option<PathBuf>,
+    /// Include warm-up events.
+    #[arg(long)]
+    pub include_warmup: bool,
+    /// Compare runs with no recorded end or damaged event files (the events read so far).
+    #[arg(long)]
+    pub allow_incomplete: bool,
+    /// Seed of the bootstrap (recorded in the output).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Bootstrap replicates per quantile.
+    #[arg(long, default_value_t = 2000, value_name = "N")]
+    pub replicates: usize,
+    /// Quantiles to compare: p50,p90,p99,p99.9 or fractions 0.5,0.99.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "p50,p90,p99,p99.9",
+        value_parser = parse_quantile
+    )]
+    pub quantiles: Vec<f64>,
+}
+
+/// Parses `p99.9` (a percentile) or `0.999` (a fraction) into a fraction in [0, 1].
+pub fn parse_quantile(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    // `p99.9` is parsed as the decimal 99.9e-2, so it gives exactly the double nearest 0.999.
+    let text = match t.strip_prefix('p') {
+        Some(rest) if !rest.is_empty() && !rest.contains(['e', 'E']) => format!("{rest}e-2"),
+        _ => t.to_string(),
+    };
+    let q: f64 = text
+        .parse()
+        .map_err(|_| format!("{s:?} is not a quantile; use e.g. p99, p99.9 or 0.99"))?;
+    if !(0.0..=1.0).contains(&q) {
+        return Err(format!(
+            "{s:?} is out of range: quantiles are p0 to p100 (0 to 1)"
+        ));
+    }
+    Ok(q)
+}
+
+/// Parses `1%`, `0.5%` or a bare `2` (percent) into a fraction.
+pub fn parse_percent(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let t = t.strip_suffix('%').unwrap_or(t).trim();
+    let v: f64 = t
+        .parse()
+        .map_err(|_| format!("{s:?} is not a percentage; use e.g. 1% or 0.5%"))?;
+    if !(0.0..100.0).contains(&v) {
+        return Err(format!("{s:?} is out of range; use 0% to 99%"));
+    }
+    Ok(v / 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percents() {
+        assert_eq!(parse_percent("1%").unwrap(), 0.01);
+        assert_eq!(parse_percent("0.5 %").unwrap(), 0.005);
+        assert_eq!(parse_percent("2").unwrap(), 0.02);
+        assert!(parse_percent("x").is_err());
+        assert!(parse_percent("150%").is_err());
+        assert_eq!(parse_quantile("p99.9").unwrap(), 0.999);
+        assert_eq!(parse_quantile("0.25").unwrap(), 0.25);
+        assert!(parse_quantile("p101").is_err());
+        assert!(parse_quantile("median").is_err());
+    }
+}

@@ -1,0 +1,205 @@
+//! `dbscope run events`: CERN's PVSS archiver workload, one strategy or all of them in order.
+//!
+//! `--iterations` runs every strategy, with CERN's table at the end.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use dbscope_core::{CounterValue, RunDir};
+use dbscope_db::open_target;
+use dbscope_lab::plan::{strategies_left_out, EventsPlan, RunPlan};
+use dbscope_lab::runner::{self, Progress, RunConfig, RunSpec};
+use dbscope_lab::workload::events::{EventsConfig, EventsWorkload, Strategy};
+
+use crate::common::{
+    finish_run, redacted_command_line, run_progress_bar, show_run_progress, stop_on_ctrl_c,
+};
+use crate::exit::{Exit, EXIT_USAGE};
+use crate::run::plan::lab_error;
+
+/// Runs the events workload of `plan` (`e`, its options); `spec` is the target.
+pub fn run_events(plan: &RunPlan, e: &EventsPlan, spec: &str, quiet: bool) -> Result<u8, Exit> {
+    let out = &plan.out;
+    let target = open_target(spec, &plan.target.settings)?;
+    let dialect = target.dialect();
+    let clients = e.clients;
+    let rate = e.rate;
+    let arrival = e.arrival;
+    let iterations = e.strategy.is_none();
+    let strategies = e.strategies(dialect).map_err(lab_error)?;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    let connections = e.connections(dialect, cpus).map_err(lab_error)?;
+    let c = &plan.config;
+    let duration = c.duration.unwrap_or(Duration::from_secs(10));
+    let until = c.warmup + duration;
+
+    let mut rows = Vec::new();
+    let mut code = 0;
+    for (i, strategy) in strategies.iter().enumerate() {
+        let dir: PathBuf = if iterations {
+            out.join(format!("{}-{}", i + 1, strategy.as_str()))
+        } else {
+            out.to_path_buf()
+        };
+        let cfg = EventsConfig {
+            clients,
+            rate,
+            arrival,
+            elements: e.elements,
+            payload: e.payload,
+            strategy: *strategy,
+            batch: e.batch,
+            batch_wait_ns: e.batch_wait.as_nanos() as u64,
+            until_ns: Some(until.as_nanos() as u64),
+            warmup_ns: c.warmup.as_nanos() as u64,
+            // Each iteration starts from empty tables of its own shape.
+            fresh: e.fresh || iterations,
+            preallocate: if *strategy == Strategy::Partitioned {
+                e.preallocate
+            } else {
+                0
+            },
+            seed: c.seed,
+        };
+        let workload = EventsWorkload::new(cfg, dialect)
+            .map_err(lab_error)?
+            .with_sessions(connections);
+        let config = RunConfig {
+            sessions: connections,
+            ops_per_session: None,
+            duration: Some(duration),
+            ..c.clone()
+        };
+        let stop = stop_on_ctrl_c();
+        let quiet = quiet || iterations;
+        let bar = run_progress_bar(quiet && !iterations);
+        let mut on_progress = |p: &Progress| show_run_progress(&bar, p, "commits");
+        let result = runner::run(
+            RunSpec {
+                out: dir.clone(),
+                command_line: redacted_command_line(),
+                target: target.as_ref(),
+                workload: &workload,
+                config,
+            },
+            &stop,
+            &mut on_progress,
+        );
+        if let Some(bar) = &bar {
+            bar.finish_and_clear();
+        }
+        let result = result.map_err(|e: dbscope_lab::Error| Exit(EXIT_USAGE, lab_error(e)))?;
+        code = finish_run(
+            &result.dir,
+            result.outcome,
+            result.detail.as_deref(),
+            result.events,
+            Some(result.errors),
+            quiet,
+        )?;
+        if iterations {
+            rows.push(table_row(*strategy, &result.dir)?);
+        }
+        if code != 0 {
+            break;
+        }
+    }
+    if iterations {
+        let mut stdout = std::io::stdout().lock();
+        write!(stdout, "{}", render_table(&rows, clients, rate))?;
+        if let Some(why) = strategies_left_out(dialect) {
+            writeln!(stdout, "{why}")?;
+        }
+    }
+    Ok(code)
+}
+
+/// One line of CERN's table, from a run's `events` counters.
+struct Row {
+    strategy: Strategy,
+    dir: PathBuf,
+    values: std::collections::BTreeMap<String, Option<f64>>,
+    /// The iteration's top wait event and its share of DB time, or why there is none.
+    top_wait: String,
+}
+
+fn table_row(strategy: Strategy, dir: &Path) -> Result<Row, Exit> {
+    let run = RunDir::open(dir)?;
+    let counters = run.counters()?;
+    let mut values = std::collections::BTreeMap::new();
+    if let Some(s) = counters.sections.iter().find(|s| s.key == "archive") {
+        for c in &s.counters {
+            let v = match &c.value {
+                CounterValue::Int(n) => Some(*n as f64),
+                CounterValue::Float(f) => Some(*f),
+                _ => None,
+            };
+            values.insert(c.key.clone(), v);
+        }
+    }
+    Ok(Row {
+        strategy,
+        dir: dir.to_path_buf(),
+        values,
+        top_wait: top_wait(&run),
+    })
+}
+
+/// CERN's AWR column: the iteration's most sampled wait event (`CPU*` when its sessions were
+/// active without one) and its share of DB time, from the run's active-session samples.
+fn top_wait(run: &RunDir) -> String {
+    use dbscope_analysis::observe;
+    let Some(o) = observe::build_or_note(run, &[]) else {
+        return "no samples".into();
+    };
+    if !o.wait_interface {
+        return if o.target == "sqlite" || o.target == "null" {
+            "no wait interface".into()
+        } else {
+            o.notes.first().cloned().unwrap_or_else(|| "-".into())
+        };
+    }
+    match o.top_events.as_ref().and_then(|t| t.rows.first()) {
+        Some(top) => format!("{} {:.0}%", top.event, top.pct_db_time),
+        None => "no active samples".into(),
+    }
+}
+
+fn render_table(rows: &[Row], clients: u32, rate: f64) -> String {
+    use dbscope_analysis::text::{sig3, thousands};
+    let mut out = format!(
+        "\nevents: {clients} clients × {} ev/s, strategies in CERN's order (latency from each \
+         event's intended time to its commit, µs)\n",
+        thousands(rate as u64)
+    );
+    out.push_str(&format!(
+        "{:<12} {:>11} {:>11} {:>12} {:>10} {:>10} {:>10}  {:<22} run\n",
+        "strategy",
+        "offered/s",
+        "achieved/s",
+        "backlog end",
+        "p50",
+        "p99",
+        "p99.9",
+        "top wait (% DB time)"
+    ));
+    for r in rows {
+        let v = |k: &str| r.values.get(k).copied().flatten();
+        let n = |k: &str| v(k).map_or("-".into(), |x| thousands(x.round() as u64));
+        let us = |k: &str| v(k).map_or("-".into(), sig3);
+        out.push_str(&format!(
+            "{:<12} {:>11} {:>11} {:>12} {:>10} {:>10} {:>10}  {:<22} {}\n",
+            r.strategy.as_str(),
+            n("offered_per_s"),
+            n("achieved_per_s"),
+            n("backlog_at_end"),
+            us("co_p50_us"),
+            us("co_p99_us"),
+            us("co_p99_9_us"),
+            r.top_wait,
+            r.dir.display()
+        ));
+    }
+    out
+}

@@ -1,0 +1,54 @@
+//! Options of the `lookup` and `bulkload` workloads, flattened into `dbscope run` (clap).
+//!
+//! `run::plan` turns them into the run plan's workload options.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+/// `lookup` / `bulkload` options.
+#[derive(Debug, Args)]
+pub struct LabArgs {
+    /// lookup, bulkload: rows in the table (lookup: keys 1..=N, default 1000000; bulkload: rows
+    /// loaded, default 1000000).
+    #[arg(long, value_name = "N")]
+    pub rows: Option<u64>,
+
+    /// lookup, bulkload: bytes of user data per row: an 8-byte id plus a text pad of the rest
+    /// (lookup default 100; bulkload default 16).
+    #[arg(long, value_name = "BYTES")]
+    pub row_bytes: Option<u32>,
+
+    /// lookup: key distribution, `uniform` or `zipf:S` (e.g. zipf:0.99; key 1 hottest), seeded.
+    #[arg(long, default_value = "uniform", value_name = "uniform|zipf:S")]
+    pub dist: String,
+
+    /// lookup, bulkload: put the table on this directory: a PostgreSQL tablespace (CREATE
+    /// TABLESPACE: the server on this machine, the directory owned by the server's user, a
+    /// superuser), or a SQLite database file attached from it.
+    #[arg(long, value_name = "DIR")]
+    pub tablespace_dir: Option<PathBuf>,
+
+    /// lookup: cache state before the lookups: `warm` reads everything once first; `cold` empties
+    /// what dbscope can (new connections, SQLite's page cache, the OS page cache of the table's
+    /// files) and records what it could not (PostgreSQL's shared_buffers, unless
+    /// --restart-cmd).
+    #[arg(long, default_value = "warm", value_name = "cold|warm")]
+    pub cache: String,
+
+    /// lookup --cache cold on PostgreSQL: a shell command that restarts the server, which is
+    /// what empties shared_buffers (e.g. 'pg_ctl -D /var/lib/postgresql/15/main restart -m fast
+    /// -w' or 'systemctl restart postgresql'); dbscope runs it after setup, waits until the
+    /// server accepts connections again, and records it.
+    #[arg(long, value_name = "CMD")]
+    pub restart_cmd: Option<String>,
+
+    /// bulkload: distinct values of the grouped column (row id has col = (id - 1) % N).
+    #[arg(long, default_value_t = 4100, value_name = "N")]
+    pub groups: u64,
+
+    /// bulkload: table kind: `temp` (one session: a temporary table belongs to its connection),
+    /// `unlogged` (PostgreSQL UNLOGGED; SQLite journal_mode=OFF), `logged`.
+    #[arg(long, default_value = "temp", value_name = "temp|unlogged|logged")]
+    pub into: String,
+}

@@ -1,0 +1,144 @@
+//! Where clients connect: the listening socket (TCP or Unix), the descriptors the proxy may use,
+//! and the check that the upstream is not the proxy itself.
+
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+
+/// Where the proxy listens, once it does.
+#[derive(Debug, Clone)]
+pub enum Listening {
+    /// A TCP address (a port 0 asked for is resolved).
+    Tcp(SocketAddr),
+    /// A Unix socket's path.
+    Unix(PathBuf),
+}
+
+impl fmt::Display for Listening {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Listening::Tcp(a) => write!(f, "{a}"),
+            Listening::Unix(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+/// The reading half of a socket (TCP or Unix).
+pub(super) type Reader = Box<dyn AsyncRead + Unpin + Send>;
+/// The writing half of a socket (TCP or Unix).
+pub(super) type Writer = Box<dyn AsyncWrite + Unpin + Send>;
+
+/// The listening socket.
+pub(super) enum Listener {
+    Tcp(tokio::net::TcpListener),
+    Unix(tokio::net::UnixListener, PathBuf),
+}
+
+impl Listener {
+    /// Binds `spec`: a path (anything with a `/`) is a Unix socket, the rest `IP:PORT`.
+    pub(super) fn bind(spec: &str) -> Result<(Listener, Listening), String> {
+        if spec.contains('/') {
+            let path = PathBuf::from(spec);
+            if path.exists() {
+                return Err(format!(
+                    "{spec} already exists (another proxy or server listening there, or a socket left \
+                     by one that died: remove it if nothing listens)"
+                ));
+            }
+            let l = tokio::net::UnixListener::bind(&path).map_err(|e| e.to_string())?;
+            Ok((Listener::Unix(l, path.clone()), Listening::Unix(path)))
+        } else {
+            let std = std::net::TcpListener::bind(spec).map_err(|e| e.to_string())?;
+            let addr = std.local_addr().map_err(|e| e.to_string())?;
+            std.set_nonblocking(true).map_err(|e| e.to_string())?;
+            let l = tokio::net::TcpListener::from_std(std).map_err(|e| e.to_string())?;
+            Ok((Listener::Tcp(l), Listening::Tcp(addr)))
+        }
+    }
+
+    /// The next client: its halves and what to call it in the capture.
+    pub(super) async fn accept(&self) -> io::Result<(Reader, Writer, String)> {
+        match self {
+            Listener::Tcp(l) => {
+                let (s, addr) = l.accept().await?;
+                let _ = s.set_nodelay(true);
+                let (r, w) = s.into_split();
+                Ok((Box::new(r), Box::new(w), addr.to_string()))
+            }
+            Listener::Unix(l, path) => {
+                let (s, _) = l.accept().await?;
+                let (r, w) = s.into_split();
+                Ok((Box::new(r), Box::new(w), format!("unix:{}", path.display())))
+            }
+        }
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        if let Listener::Unix(_, path) = self {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// Descriptors kept for the proxy's own use beyond those open now (files, the blocking pool's
+/// connects, name lookups).
+const SPARE_FDS: u64 = 12;
+
+/// How many sessions `fd_limit` descriptors allow: each takes two (its client and its upstream),
+/// after those open now and [`SPARE_FDS`].
+pub(super) fn sessions_within(fd_limit: u64) -> u32 {
+    let open = std::fs::read_dir("/proc/self/fd").map_or(16, |d| d.count() as u64);
+    (fd_limit.saturating_sub(open + SPARE_FDS) / 2).min(u32::MAX as u64) as u32
+}
+
+/// Raises the soft limit on open files to the hard one; returns the limit the proxy runs with
+/// (`None`: unlimited or not known).
+pub(super) fn raise_fd_limit() -> Option<u64> {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let mut lim = getrlimit(Resource::Nofile);
+    if lim.current < lim.maximum || (lim.current.is_some() && lim.maximum.is_none()) {
+        lim.current = lim.maximum;
+        let _ = setrlimit(Resource::Nofile, lim);
+    }
+    getrlimit(Resource::Nofile).current
+}
+
+/// Why the upstream `spec` is the proxy's own listening address, if it is (each of its hosts,
+/// resolved by libpq's rules, compared with where the proxy listens).
+pub(super) fn loops_back(spec: &str, local: &Listening) -> Option<String> {
+    use dbscope_pgwire::conninfo::{resolve, Defaults, Host};
+    use std::net::ToSocketAddrs;
+    let spec = spec.trim();
+    let body = match spec.strip_prefix("postgres:") {
+        Some(kv) if !spec.starts_with("postgres://") => kv,
+        _ => spec,
+    };
+    let info = resolve(body, &Defaults::system()).ok()?;
+    info.endpoints.iter().find_map(|e| match (&e.host, local) {
+        (Host::Socket(dir), Listening::Unix(path)) => {
+            let up = dir.join(format!(".s.PGSQL.{}", e.port));
+            (up == *path).then(|| up.display().to_string())
+        }
+        (Host::Name(h), Listening::Tcp(at)) => (h.as_str(), e.port)
+            .to_socket_addrs()
+            .ok()?
+            .find(|a| same_endpoint(a, at))
+            .map(|a| a.to_string()),
+        (Host::Addr { ip, .. }, Listening::Tcp(at)) => {
+            let a = SocketAddr::new(*ip, e.port);
+            same_endpoint(&a, at).then(|| a.to_string())
+        }
+        _ => None,
+    })
+}
+
+/// Whether a connection to `to` reaches a socket listening on `at` (which may be a wildcard).
+fn same_endpoint(to: &SocketAddr, at: &SocketAddr) -> bool {
+    to.port() == at.port()
+        && (to.ip() == at.ip() || (at.ip().is_unspecified() && to.ip().is_loopback()))
+}

@@ -1,0 +1,398 @@
+//! One client connection, from its startup message to its end, and the accept loop that starts
+//! them: forwarding both ways, the calls tracked and handed to the calls file.
+
+use std::io;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use dbscope_core::{Recorder, Sessions, StopSignal};
+use dbscope_pgwire::{connect_socket, RawSocket};
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::watch;
+
+use crate::calls::{Call, Tracker};
+use crate::fingerprint::fingerprint;
+use crate::wire::{
+    startup_params, Framer, CANCEL_REQUEST, GSSENC_REQUEST, PROTOCOL_3, SSL_REQUEST,
+};
+
+use super::listen::{Listener, Reader, Writer};
+use super::shared::*;
+
+/// Accepts clients until `stopped` (the stop signal or the duration, seen by the recording
+/// thread) or an accept error, then stops every session and waits for them to hand in what they
+/// recorded.
+pub(super) async fn serve_all(
+    listener: Listener,
+    base: Arc<Base>,
+    sessions: Sessions,
+    stop: Arc<StopSignal>,
+    stopped: watch::Receiver<bool>,
+) {
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut next = 0u32;
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((r, mut w, peer)) if base.max_sessions
+                    .is_some_and(|m| base.live.open.load(Ordering::Relaxed) >= m) =>
+                {
+                    // No descriptors for another client and its upstream (issue 27: the proxy
+                    // ran out and exited, dropping every client): this one is refused as a
+                    // server refuses one too many (53300), the others go on.
+                    let session = next;
+                    next += 1;
+                    base.live.refused.fetch_add(1, Ordering::Relaxed);
+                    let why = format!(
+                        "sorry, too many clients already: the capture proxy's open-file limit \
+                         ({}) allows {} sessions",
+                        base.fd_limit.unwrap_or_default(),
+                        base.max_sessions.unwrap_or_default()
+                    );
+                    base.calls.push_session(json!({"type": "session", "session": session,
+                        "connect_ns": base.clock.now_ns(), "client": peer,
+                        "refused_by": "proxy", "error": why}));
+                    tasks.spawn(async move {
+                        let _ = w.write_all(&error_response("53300", &why)).await;
+                        let _ = w.shutdown().await;
+                        drop(r);
+                    });
+                }
+                Ok((r, w, peer)) => {
+                    let session = next;
+                    next += 1;
+                    base.live.sessions.fetch_add(1, Ordering::Relaxed);
+                    let rec = sessions.recorder(session);
+                    tasks.spawn(serve(r, w, peer, session, Arc::clone(&base), rec, stopped.clone()));
+                }
+                Err(e) if matches!(e.kind(), io::ErrorKind::Interrupted
+                    | io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset) => {}
+                // Out of descriptors all the same (another process's share of the system's,
+                // or the blocking pool's): wait for one to be freed rather than end the capture.
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                Err(e) => {
+                    stop.fail(format!("accepting connections failed: {e}"));
+                    break;
+                }
+            },
+            _ = until_stopped(stopped.clone()) => break,
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+        }
+    }
+    drop(listener);
+    // After an accept error too, the sessions end when the recording thread sees the (failed)
+    // stop signal: each hands in what it recorded.
+    while tasks.join_next().await.is_some() {}
+    // The last recorder is gone with the sessions: the recording thread's pump ends.
+    drop(sessions);
+}
+
+/// What both directions of a session share.
+struct Shared {
+    tracker: Tracker,
+    rec: Recorder,
+}
+
+/// One client connection, from its startup message to its end.
+async fn serve(
+    mut cr: Reader,
+    mut cw: Writer,
+    peer: String,
+    session: u32,
+    base: Arc<Base>,
+    rec: Recorder,
+    stopped: watch::Receiver<bool>,
+) {
+    base.live.open.fetch_add(1, Ordering::Relaxed);
+    let connected = base.clock.now_ns();
+    let mut line = json!({"type": "session", "session": session, "connect_ns": connected,
+        "client": peer});
+    let started = tokio::select! {
+        s = startup(&mut cr, &mut cw, &base, &mut line) => s,
+        _ = until_stopped(stopped.clone()) => Ok(None),
+    };
+    match started {
+        Ok(Some((ur, uw))) => relay(cr, cw, ur, uw, session, &base, rec, line, stopped).await,
+        Ok(None) => {}
+        Err(why) => {
+            line["error"] = json!(why);
+            line["disconnect_ns"] = json!(base.clock.now_ns());
+            base.calls.push_session(line);
+        }
+    }
+    base.live.open.fetch_sub(1, Ordering::Relaxed);
+}
+
+async fn until_stopped(mut stopped: watch::Receiver<bool>) {
+    let _ = stopped.wait_for(|s| *s).await;
+}
+
+/// Reads the client's startup message (declining TLS and GSS encryption), connects to the
+/// upstream and sends it there. `None` for a cancel request (forwarded, nothing to record).
+async fn startup(
+    cr: &mut Reader,
+    cw: &mut Writer,
+    base: &Base,
+    line: &mut serde_json::Value,
+) -> Result<Option<(Reader, Writer)>, String> {
+    loop {
+        let mut head = [0u8; 8];
+        match tokio::time::timeout(STARTUP_TIMEOUT, cr.read_exact(&mut head)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(format!("no startup message from the client: {e}")),
+            Err(_) => {
+                return Err(format!(
+                    "no startup message from the client in {} s",
+                    STARTUP_TIMEOUT.as_secs()
+                ))
+            }
+        }
+        let len = u32::from_be_bytes([head[0], head[1], head[2], head[3]]) as usize;
+        let code = u32::from_be_bytes([head[4], head[5], head[6], head[7]]);
+        if !(8..=10_000).contains(&len) {
+            return Err(format!("not a PostgreSQL startup message (length {len})"));
+        }
+        let mut rest = vec![0u8; len - 8];
+        match tokio::time::timeout(STARTUP_TIMEOUT, cr.read_exact(&mut rest)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(format!("startup message cut short: {e}")),
+            Err(_) => return Err("startup message cut short: timed out".to_string()),
+        }
+        let mut msg = head.to_vec();
+        msg.extend_from_slice(&rest);
+        match code {
+            SSL_REQUEST | GSSENC_REQUEST => {
+                cw.write_all(b"N")
+                    .await
+                    .map_err(|e| format!("client went away: {e}"))?;
+            }
+            CANCEL_REQUEST => {
+                let (_, mut uw) = open_upstream(&base.upstream).await?;
+                let _ = uw.write_all(&msg).await;
+                let _ = uw.shutdown().await;
+                return Ok(None);
+            }
+            PROTOCOL_3 => {
+                for (k, v) in startup_params(&rest) {
+                    if matches!(k.as_str(), "user" | "database" | "application_name") {
+                        line[k] = json!(v);
+                    }
+                }
+                let (ur, mut uw) = match open_upstream(&base.upstream).await {
+                    Ok(up) => up,
+                    Err(why) => {
+                        let _ = cw
+                            .write_all(&error_response(
+                                "08006",
+                                &format!(
+                                "dbscope capture proxy: cannot reach the upstream server: {why}"
+                            ),
+                            ))
+                            .await;
+                        return Err(why);
+                    }
+                };
+                uw.write_all(&msg)
+                    .await
+                    .map_err(|e| format!("upstream went away: {e}"))?;
+                return Ok(Some((ur, uw)));
+            }
+            other => {
+                let _ = cw
+                    .write_all(&error_response(
+                        "08006",
+                        &format!(
+                            "dbscope capture proxy: unsupported protocol {}.{}",
+                            other >> 16,
+                            other & 0xffff
+                        ),
+                    ))
+                    .await;
+                return Err(format!("unsupported protocol version code {other}"));
+            }
+        }
+    }
+}
+
+/// Connects to the upstream (libpq's rules, on a blocking-pool thread: the event loop goes on).
+async fn open_upstream(spec: &str) -> Result<(Reader, Writer), String> {
+    let spec = spec.to_string();
+    let raw = tokio::task::spawn_blocking(move || connect_socket(&spec))
+        .await
+        .map_err(|e| format!("connecting failed: {e}"))?
+        .map_err(|e| e.to_string())?;
+    let halves = match raw {
+        RawSocket::Tcp(s) => {
+            let _ = s.set_nodelay(true);
+            s.set_nonblocking(true).map_err(|e| e.to_string())?;
+            let (r, w) = tokio::net::TcpStream::from_std(s)
+                .map_err(|e| e.to_string())?
+                .into_split();
+            (Box::new(r) as Reader, Box::new(w) as Writer)
+        }
+        RawSocket::Unix(s) => {
+            s.set_nonblocking(true).map_err(|e| e.to_string())?;
+            let (r, w) = tokio::net::UnixStream::from_std(s)
+                .map_err(|e| e.to_string())?
+                .into_split();
+            (Box::new(r) as Reader, Box::new(w) as Writer)
+        }
+    };
+    Ok(halves)
+}
+
+/// A FATAL `ErrorResponse` (SQLSTATE 08006) with `message`.
+fn error_response(code: &str, message: &str) -> Vec<u8> {
+    let mut body = Vec::new();
+    for (t, v) in [
+        (b'S', "FATAL"),
+        (b'V', "FATAL"),
+        (b'C', code),
+        (b'M', message),
+    ] {
+        body.push(t);
+        body.extend_from_slice(v.as_bytes());
+        body.push(0);
+    }
+    body.push(0);
+    let mut m = vec![b'E'];
+    m.extend_from_slice(&((body.len() + 4) as u32).to_be_bytes());
+    m.extend_from_slice(&body);
+    m
+}
+
+/// Which client messages the tracker reads the body of.
+fn client_keeps(kind: u8) -> bool {
+    matches!(kind, b'Q' | b'P' | b'B' | b'E' | b'F')
+}
+
+/// Which server messages the tracker reads the body of.
+fn server_keeps(kind: u8) -> bool {
+    matches!(kind, b'C' | b'E' | b'Z')
+}
+
+/// Forwards both directions until either side closes or the capture stops; records the calls.
+/// What the client sends is given to the tracker before it is forwarded; what the server sends
+/// is forwarded first. Each direction waits on its own socket, so a slow side never holds up the
+/// other (a client writing a long COPY while its answers pile up is served both ways).
+#[allow(clippy::too_many_arguments)]
+async fn relay(
+    mut cr: Reader,
+    mut cw: Writer,
+    mut ur: Reader,
+    mut uw: Writer,
+    session: u32,
+    base: &Base,
+    rec: Recorder,
+    mut line: serde_json::Value,
+    stopped: watch::Receiver<bool>,
+) {
+    let shared = Mutex::new(Shared {
+        tracker: Tracker::new(session),
+        rec,
+    });
+    let lock = || shared.lock().unwrap_or_else(PoisonError::into_inner);
+    let client_to_server = async {
+        let mut framer = Framer::new(client_keeps);
+        let mut buf = vec![0u8; BUF];
+        while let Ok(n @ 1..) = cr.read(&mut buf).await {
+            let t = base.clock.now_ns();
+            {
+                let mut s = lock();
+                framer.feed(&buf[..n], |m| s.tracker.client(&m, t));
+            }
+            if uw.write_all(&buf[..n]).await.is_err() {
+                break;
+            }
+            base.live.bytes_in.fetch_add(n as u64, Ordering::Relaxed);
+        }
+    };
+    let server_to_client = async {
+        let mut framer = Framer::new(server_keeps);
+        let mut buf = vec![0u8; BUF];
+        while let Ok(n @ 1..) = ur.read(&mut buf).await {
+            let t = base.clock.now_ns();
+            if cw.write_all(&buf[..n]).await.is_err() {
+                break;
+            }
+            base.live.bytes_out.fetch_add(n as u64, Ordering::Relaxed);
+            let done = {
+                let mut s = lock();
+                let s = &mut *s;
+                framer.feed(&buf[..n], |m| s.tracker.server(&m, t));
+                take_done(s, base)
+            };
+            base.calls.push_calls(done);
+        }
+    };
+    // The first direction to end ends the session: the other is dropped, closing both sockets.
+    tokio::select! {
+        _ = client_to_server => {}
+        _ = server_to_client => {}
+        _ = until_stopped(stopped) => {}
+    }
+    let end = base.clock.now_ns();
+    let mut s = shared.into_inner().unwrap_or_else(PoisonError::into_inner);
+    s.tracker.end(end);
+    let done = take_done(&mut s, base);
+    base.calls.push_calls(done);
+    s.rec.flush();
+    base.live
+        .unmatched
+        .fetch_add(s.tracker.unmatched, Ordering::Relaxed);
+    if let Some((code, message)) = &s.tracker.startup_error {
+        line["error"] = json!(format!("{code}: {message}"));
+    }
+    line["ready"] = json!(s.tracker.is_ready());
+    line["disconnect_ns"] = json!(end);
+    if s.tracker.unmatched > 0 {
+        line["unmatched_answers"] = json!(s.tracker.unmatched);
+    }
+    base.calls.push_session(line);
+}
+
+/// Takes the finished calls and records their events (under the session's lock).
+fn take_done(s: &mut Shared, base: &Base) -> Vec<Call> {
+    if s.tracker.done.is_empty() {
+        return Vec::new();
+    }
+    let done = std::mem::take(&mut s.tracker.done);
+    for c in &done {
+        let name = s.rec.name(&event_name(c));
+        match (&c.error, c.skipped, c.unfinished) {
+            (_, true, _) => s.rec.error(name, c.start_ns, c.end_ns, "not executed"),
+            (_, _, true) => s.rec.error(name, c.start_ns, c.end_ns, "unfinished"),
+            (Some((code, _)), _, _) => {
+                s.rec
+                    .error(name, c.start_ns, c.end_ns, &format!("pg:{code}"))
+            }
+            (None, _, _) => s.rec.ok(name, c.start_ns, c.end_ns, c.rows),
+        }
+    }
+    base.live
+        .calls
+        .fetch_add(done.len() as u64, Ordering::Relaxed);
+    let errors = done.iter().filter(|c| c.error.is_some()).count();
+    base.live.errors.fetch_add(errors as u64, Ordering::Relaxed);
+    done
+}
+
+/// A call's event name: its statement's fingerprint (or what it was when there is no text).
+pub fn event_name(c: &Call) -> String {
+    if c.unknown_statement {
+        return match &c.statement {
+            Some(s) => format!("(statement {s} prepared before the capture)"),
+            None => "(statement prepared before the capture)".to_string(),
+        };
+    }
+    let f = fingerprint(&c.sql);
+    if f.is_empty() {
+        "(empty query)".to_string()
+    } else {
+        f
+    }
+}

@@ -1,0 +1,368 @@
+//! In: files into an empty table, spread over the mappers, each streaming its files through
+//! COPY … FROM STDIN with their CRC-32s checked, then the table counted and checksummed against
+//! `transfer.json`; an export that did not finish is refused.
+
+use std::io::Read;
+use std::path::Path;
+
+use dbscope_core::RunClock;
+
+use dbscope_pgwire::{WireConn, WireError};
+
+use crate::config::{
+    FileEntry, FileOptions, Format, MapperWork, TransferConfig, TransferManifest, TransferResult,
+    TRANSFER_FILE, UNFINISHED_FILE,
+};
+use crate::error::{db, Error};
+use crate::files::Compress;
+use crate::files::Decoder;
+use crate::pq::PqRows;
+use crate::record::{begin, finish};
+use crate::session::{checksum_sql, connect, one, row_hash, ROW_SUM_PREFIX, SESSION_SETTINGS};
+
+/// Why the files of `dir` (which has no [`TRANSFER_FILE`]) look like an export that did not
+/// finish: its [`UNFINISHED_FILE`] marker, or a mapper's `.partial` file; `None` when neither is
+/// there (files made elsewhere, loaded by their extension).
+fn unfinished_export(dir: &Path) -> Option<String> {
+    let mut signs = Vec::new();
+    if dir.join(UNFINISHED_FILE).exists() {
+        signs.push(UNFINISHED_FILE.to_string());
+    }
+    let mut partial: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|d| d.ok())
+        .map(|d| d.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.') && n.ends_with(".partial"))
+        .collect();
+    partial.sort();
+    signs.extend(partial);
+    (!signs.is_empty()).then(|| signs.join(", "))
+}
+
+/// Files back into an (empty) table, verified against `transfer.json` when the directory has one.
+pub fn transfer_in(cfg: &TransferConfig) -> Result<TransferResult, Error> {
+    cfg.file.validate()?;
+    if cfg.mappers == 0 {
+        return Err(Error::Config("--mappers must be at least 1".into()));
+    }
+    let manifest: Option<TransferManifest> = match std::fs::read(cfg.dir.join(TRANSFER_FILE)) {
+        Ok(b) => Some(serde_json::from_slice(&b).map_err(|e| {
+            Error::Input(format!("{}: {e}", cfg.dir.join(TRANSFER_FILE).display()))
+        })?),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(Error::Input(format!("{}: {e}", cfg.dir.display()))),
+    };
+    // Issue 27: the files of a killed transfer out loaded as if they were the table.
+    let unfinished = match &manifest {
+        None => unfinished_export(&cfg.dir),
+        Some(_) => None,
+    };
+    if let (Some(signs), false) = (&unfinished, cfg.allow_incomplete) {
+        return Err(Error::Input(format!(
+            "{} is an export that did not finish (no {TRANSFER_FILE}; {signs}): its files hold \
+             only part of the table. Run the transfer out again, or pass --allow-incomplete to \
+             load what is there (the run then ends as failed, saying so)",
+            cfg.dir.display()
+        )));
+    }
+    let files: Vec<(String, Option<FileEntry>)> = match &manifest {
+        Some(m) => {
+            if m.options.format != cfg.file.format {
+                return Err(Error::Input(format!(
+                    "{} holds {} files (transfer.json); --format {} given",
+                    cfg.dir.display(),
+                    m.options.format.ext(),
+                    cfg.file.format.ext()
+                )));
+            }
+            m.files
+                .iter()
+                .map(|f| (f.name.clone(), Some(f.clone())))
+                .collect()
+        }
+        None => {
+            let ext = format!(".{}", cfg.file.format.ext());
+            // Compressed tbl/csv files are found by their extension too.
+            let exts: Vec<String> = match cfg.file.format {
+                Format::Parquet => vec![ext.clone()],
+                _ => vec![ext.clone(), format!("{ext}.gz"), format!("{ext}.zst")],
+            };
+            let mut v: Vec<(String, Option<FileEntry>)> = std::fs::read_dir(&cfg.dir)
+                .map_err(|e| Error::Input(format!("{}: {e}", cfg.dir.display())))?
+                .filter_map(|d| d.ok())
+                .map(|d| d.file_name().to_string_lossy().into_owned())
+                .filter(|n| exts.iter().any(|e| n.ends_with(e.as_str())) && !n.starts_with('.'))
+                .map(|n| (n, None))
+                .collect();
+            v.sort_by(|a, b| a.0.cmp(&b.0));
+            if v.is_empty() {
+                return Err(Error::Input(format!(
+                    "{} has no *{ext} files and no {TRANSFER_FILE}",
+                    cfg.dir.display()
+                )));
+            }
+            v
+        }
+    };
+    // The options the files were written with win over the command line's.
+    let opts = manifest
+        .as_ref()
+        .map_or(&cfg.file, |m| &m.options)
+        .copy_options();
+    for (name, entry) in &files {
+        let p = cfg.dir.join(name);
+        let len = std::fs::metadata(&p)
+            .map_err(|e| Error::Input(format!("{}: {e}", p.display())))?
+            .len();
+        if let Some(e) = entry {
+            if e.bytes != len {
+                return Err(Error::Input(format!(
+                    "{}: {len} bytes, {TRANSFER_FILE} says {} (incomplete or changed)",
+                    p.display(),
+                    e.bytes
+                )));
+            }
+        }
+    }
+    let spec = cfg.table.conn.as_str();
+    let table = cfg.table.table.as_str();
+    let mut coord = connect(spec, "dbscope/transfer").map_err(|e| Error::connect(spec, e))?;
+    let has_rows = one(
+        &mut coord,
+        &format!("SELECT count(*) FROM (SELECT 1 FROM {table} LIMIT 1) x"),
+    )
+    .map_err(|e| Error::database(table, e))?;
+    if has_rows.first().cloned().flatten().as_deref() != Some("0") {
+        return Err(Error::Table(format!(
+            "{table} is not empty: transfer loads into an empty table (so the row count and checksum can be verified)"
+        )));
+    }
+
+    let mut rec = begin(cfg, "transfer-in", spec, None)?;
+    let clock = rec.start_clock()?;
+    let n = (cfg.mappers as usize).min(files.len()).max(1);
+    let parquet = cfg.file.format == Format::Parquet;
+    let works: Vec<MapperWork> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..n)
+            .map(|i| {
+                let mine: Vec<&(String, Option<FileEntry>)> =
+                    files.iter().skip(i).step_by(n).collect();
+                let (clock, opts) = (&clock, &opts);
+                s.spawn(move || {
+                    let mut w = MapperWork {
+                        mapper: i as u32,
+                        ..Default::default()
+                    };
+                    if let Err(e) =
+                        mapper_in(spec, &cfg.dir, &mine, (table, opts, parquet), clock, &mut w)
+                    {
+                        w.error = Some(format!("mapper {i}: {e}"));
+                    }
+                    w
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("mapper thread"))
+            .collect()
+    });
+    let mut detail = works.iter().find_map(|w| w.error.clone());
+    if let (None, Some(m)) = (&detail, &manifest) {
+        let counted = match (&m.checksum, cfg.checksum) {
+            (Some(want), true) if want.starts_with(ROW_SUM_PREFIX) => {
+                // Parquet files name their columns: read them back in that order.
+                let cols = match parquet {
+                    true => PqRows::open(&cfg.dir.join(&files[0].0))
+                        .map(|r| r.column_list())
+                        .map(|l| l[1..l.len() - 1].to_string())
+                        .map_err(|e| WireError::Protocol(e.to_string())),
+                    false => Ok("*".to_string()),
+                };
+                cols.and_then(|cols| table_row_sum(&mut coord, table, &cols, &m.options))
+                    .map(|(rows, sum)| (rows, Some(format!("{ROW_SUM_PREFIX}{sum:016x}"))))
+            }
+            (sum, verify) => {
+                let sql = match (sum, verify) {
+                    (Some(_), true) => checksum_sql(table),
+                    _ => format!("SELECT count(*), NULL FROM {table}"),
+                };
+                one(&mut coord, &sql).map(|r| {
+                    let rows = r
+                        .first()
+                        .cloned()
+                        .flatten()
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(0);
+                    (rows, r.get(1).cloned().flatten())
+                })
+            }
+        };
+        detail = match counted {
+            Err(e) => Some(db("table checksum", &e)),
+            Ok((rows, sum)) => {
+                if rows != m.rows {
+                    Some(format!(
+                        "{table} holds {rows} rows after the load; {} were transferred out",
+                        m.rows
+                    ))
+                } else if let (Some(sum), Some(want)) = (&sum, &m.checksum) {
+                    (sum != want).then(|| {
+                        format!(
+                            "{table}'s checksum {sum} differs from the source's {want} (same row count {rows})"
+                        )
+                    })
+                } else {
+                    None
+                }
+            }
+        };
+    }
+    // A mapper failed: each file's COPY commits on its own, so what the others loaded stays
+    // (issue 27 item 13: the run did not say the table now held part of the load).
+    if let (Some(why), true) = (&detail, works.iter().any(|w| w.error.is_some())) {
+        let held = one(&mut coord, &format!("SELECT count(*) FROM {table}"))
+            .ok()
+            .and_then(|r| r.first().cloned().flatten());
+        if let Some(n) = held.filter(|n| n != "0") {
+            detail = Some(format!(
+                "{why}; {table} now holds {n} rows from the files loaded before the failure \
+                 (each file's COPY commits on its own): a partial load, empty the table before \
+                 loading again"
+            ));
+        }
+    }
+    if let (None, Some(signs)) = (&detail, &unfinished) {
+        let rows: u64 = works.iter().map(|w| w.rows).sum();
+        detail = Some(format!(
+            "loaded {rows} rows from an export that did not finish ({signs}; --allow-incomplete): \
+             part of the table, not verified"
+        ));
+    }
+    finish(rec, &clock, "copy-in", &works, detail, None)
+}
+
+fn mapper_in(
+    spec: &str,
+    dir: &Path,
+    files: &[&(String, Option<FileEntry>)],
+    (table, opts, parquet): (&str, &str, bool),
+    clock: &RunClock,
+    w: &mut MapperWork,
+) -> Result<(), String> {
+    let mut c =
+        connect(spec, &format!("dbscope/transfer/{}", w.mapper)).map_err(|e| e.to_string())?;
+    one(&mut c, SESSION_SETTINGS).map_err(|e| db("SET", &e))?;
+    w.start_ns = clock.now_ns();
+    for (name, entry) in files {
+        let path = dir.join(name);
+        if parquet {
+            let (rows, bytes) = parquet_in(&mut c, &path, entry.as_ref(), table)?;
+            w.rows += rows;
+            w.bytes += bytes;
+            w.files.push(name.clone());
+            continue;
+        }
+        let sql = format!("COPY {table} FROM STDIN {opts}");
+        let f = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        // The codec by the file's name (transfer.json lists the names it wrote).
+        let mut f = Decoder::new(f, Compress::of_name(name))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut bytes = 0u64;
+        let expect = entry.as_ref().map(|e| e.crc32);
+        let mut fill = |chunk: &mut Vec<u8>| -> Result<bool, String> {
+            chunk.resize(1 << 20, 0);
+            let n = f
+                .read(chunk)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            chunk.truncate(n);
+            if n == 0 {
+                let (b, crc) = f
+                    .file_bytes_and_crc()
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                bytes = b;
+                if let Some(want) = expect.filter(|&want| want != crc) {
+                    return Err(format!(
+                        "{}: CRC-32 {crc:08x}, {TRANSFER_FILE} says {want:08x} (the file changed)",
+                        path.display()
+                    ));
+                }
+            }
+            Ok(n > 0)
+        };
+        let rows = c
+            .copy_in(&sql, &mut fill)
+            .map_err(|e| db(&format!("COPY {name}"), &e))?;
+        w.rows += rows;
+        w.bytes += bytes;
+        w.files.push(name.clone());
+    }
+    w.end_ns = clock.now_ns();
+    Ok(())
+}
+
+/// One Parquet file into the table: its CRC-32 checked against `transfer.json` first (the reader
+/// jumps around the file), then its rows streamed as COPY text. Returns rows and file bytes.
+fn parquet_in(
+    c: &mut WireConn,
+    path: &Path,
+    entry: Option<&FileEntry>,
+    table: &str,
+) -> Result<(u64, u64), String> {
+    let shown = path.display();
+    let mut f = std::fs::File::open(path).map_err(|e| format!("{shown}: {e}"))?;
+    let mut h = crc32fast::Hasher::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut bytes = 0u64;
+    loop {
+        let n = f.read(&mut buf).map_err(|e| format!("{shown}: {e}"))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+        bytes += n as u64;
+    }
+    let crc = h.finalize();
+    if let Some(want) = entry.map(|e| e.crc32).filter(|&want| want != crc) {
+        return Err(format!(
+            "{shown}: CRC-32 {crc:08x}, {TRANSFER_FILE} says {want:08x} (the file changed)"
+        ));
+    }
+    let mut rows = PqRows::open(path)?;
+    let sql = format!(
+        "COPY {table} {} FROM STDIN (FORMAT text)",
+        rows.column_list()
+    );
+    let n = c
+        .copy_in(&sql, &mut |chunk: &mut Vec<u8>| rows.fill(chunk, 1 << 20))
+        .map_err(|e| db(&format!("COPY {shown}"), &e))?;
+    Ok((n, bytes))
+}
+
+/// Rows and row checksum of a table read back through COPY as a transfer out would write it.
+fn table_row_sum(
+    c: &mut WireConn,
+    table: &str,
+    cols: &str,
+    opts: &FileOptions,
+) -> Result<(u64, u64), WireError> {
+    one(c, SESSION_SETTINGS)?;
+    let mut skip = opts.header;
+    let mut sum = 0u64;
+    let rows = c.copy_out(
+        &format!(
+            "COPY (SELECT {cols} FROM {table}) TO STDOUT {}",
+            opts.copy_options()
+        ),
+        &mut |d: &[u8]| {
+            if skip {
+                skip = false;
+            } else {
+                sum = sum.wrapping_add(row_hash(d));
+            }
+            Ok(())
+        },
+    )?;
+    Ok((rows, sum))
+}
