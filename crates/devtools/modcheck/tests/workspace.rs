@@ -12,10 +12,6 @@ use std::path::Path;
 /// entry whose cycle is gone (delete it then).
 const KNOWN: &[(&str, &[&str])] = &[
     (
-        "crates/clients/pgwire/src/lib.rs",
-        &["conn", "crate", "replay", "stream"],
-    ),
-    (
         "crates/sources/capture/src/lib.rs",
         &[
             "replay",
