@@ -6,6 +6,7 @@
 mod null;
 mod pg;
 mod sqlite;
+mod target;
 
 /// The coroutine multiplexer sessions share threads with ([`Session::multiplex`]).
 pub use dbscope_pgwire::mux;
@@ -14,161 +15,10 @@ pub use dbscope_pgwire::SqlState;
 
 use std::path::Path;
 
-use dbscope_core::TargetInfo;
-
 pub use null::NullTarget;
 pub use pg::PgTarget;
 pub use sqlite::SqliteTarget;
-
-/// A failure talking to the database.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{message}")]
-pub struct TargetError {
-    /// Short class for counting, e.g. `pg:40P01`, `pg:connection`, `sqlite:DatabaseBusy` (written
-    /// into run files as is).
-    pub class: String,
-    /// The server's SQLSTATE when PostgreSQL reported the error (`class` is then `pg:` and the
-    /// code), for callers that decide by code: retry on [`SqlState::is_serialization_failure`],
-    /// reconnect on [`SqlState::ends_session`].
-    pub sqlstate: Option<SqlState>,
-    /// The database's message (never contains a password).
-    pub message: String,
-    /// True when the session's connection is gone and must be re-established.
-    pub connection_lost: bool,
-}
-
-impl TargetError {
-    /// An error in the user's input or setup (bad URI, unknown setting): not a database failure.
-    pub fn config(message: impl Into<String>) -> Self {
-        TargetError {
-            class: "config".into(),
-            sqlstate: None,
-            message: message.into(),
-            connection_lost: false,
-        }
-    }
-
-    /// True for an error in the user's input or setup ([`TargetError::config`]).
-    pub fn is_config(&self) -> bool {
-        self.class == "config"
-    }
-
-    /// True when the database itself failed or refused (a `pg:…` or `sqlite:…` class: a server's
-    /// error, a lost or refused connection), as opposed to the user's input (`config`) or a
-    /// workload's own check of the answers (`check:…`, `tpch:…`).
-    pub fn is_database(&self) -> bool {
-        self.class.starts_with("pg:") || self.class.starts_with("sqlite:")
-    }
-}
-
-/// Result with [`TargetError`].
-pub type TargetResult<T> = Result<T, TargetError>;
-
-/// A parameter of a prepared statement.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Param {
-    /// A 64-bit integer.
-    Int(i64),
-    /// Text.
-    Text(String),
-}
-
-/// Handle of a statement prepared in one [`Session`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StmtId(pub usize);
-
-/// SQL dialect details a workload needs to write portable statements.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Dialect {
-    /// SQLite: `?1` placeholders.
-    Sqlite,
-    /// PostgreSQL: `$1` placeholders.
-    Postgres,
-    /// The null target accepts anything.
-    Null,
-}
-
-impl Dialect {
-    /// Placeholder for the `i`-th parameter, from 1.
-    pub fn placeholder(&self, i: usize) -> String {
-        match self {
-            Dialect::Sqlite => format!("?{i}"),
-            Dialect::Postgres | Dialect::Null => format!("${i}"),
-        }
-    }
-}
-
-/// A database to run against. Shared by all sessions; each session opens its own connection.
-pub trait Target: Send + Sync {
-    /// `sqlite`, `postgres` or `null`.
-    fn kind(&self) -> &'static str;
-    /// The SQL dialect.
-    fn dialect(&self) -> Dialect;
-    /// Opens a session (one connection) with the requested settings applied.
-    fn connect(&self) -> TargetResult<Box<dyn Session>>;
-    /// Connects once, applies the settings, and reads back the server version and the effective
-    /// values of the relevant settings, for the manifest.
-    fn describe(&self) -> TargetResult<TargetInfo>;
-    /// The database file on this machine (SQLite), for its size and the device holding it.
-    fn data_path(&self) -> Option<std::path::PathBuf> {
-        None
-    }
-}
-
-/// One connection to the database, used by one thread.
-pub trait Session: Send {
-    /// Runs statements that take no parameters and return nothing (DDL, setup).
-    fn batch(&mut self, sql: &str) -> TargetResult<()>;
-    /// Prepares a statement for repeated execution.
-    fn prepare(&mut self, sql: &str) -> TargetResult<StmtId>;
-    /// Executes a prepared statement; returns the rows affected (or returned, for queries).
-    fn execute(&mut self, stmt: StmtId, params: &[Param]) -> TargetResult<u64>;
-    /// Runs a query and returns the first column of every row as i64 (setup checks, tests).
-    fn query_i64(&mut self, sql: &str) -> TargetResult<Vec<i64>>;
-    /// Runs one statement with `params` bound to its placeholders and returns every row, each
-    /// column as text (`None` for NULL): SQLite's integers and text as stored and its reals in
-    /// Rust's shortest round-trip form; PostgreSQL's own text output (NUMERIC exact to the digit).
-    fn query_rows(&mut self, sql: &str, params: &[Param])
-        -> TargetResult<Vec<Vec<Option<String>>>>;
-    /// Starts a transaction.
-    fn begin(&mut self) -> TargetResult<()>;
-    /// Commits the transaction: the operation whose latency is the redo/WAL sync.
-    fn commit(&mut self) -> TargetResult<()>;
-    /// Rolls back the transaction (after an error); errors here are ignored by callers.
-    fn rollback(&mut self) -> TargetResult<()>;
-    /// Names the connection in the server's own views (PostgreSQL's `application_name`), so that
-    /// the run's sampler can find its backends. Targets without such a name ignore it.
-    fn set_label(&mut self, label: &str) -> TargetResult<()> {
-        let _ = label;
-        Ok(())
-    }
-    /// The connection's own cumulative counters (SQLite's `sqlite3_db_status` cache hits, misses,
-    /// writes, spills since the connection opened); empty where the target keeps none per
-    /// connection (PostgreSQL's are read from its views instead).
-    fn status_counters(&mut self) -> Vec<(&'static str, i64)> {
-        Vec::new()
-    }
-    /// Lets this session share its thread with others ([`mux`]): its connection waits for
-    /// the server in [`mux::wait_fd`] from now on. Returns false where the target cannot
-    /// (SQLite and null run in the client's thread; they keep a thread per session).
-    fn multiplex(&mut self) -> TargetResult<bool> {
-        Ok(false)
-    }
-    /// Bulk-loads with PostgreSQL's `COPY … FROM STDIN` (`sql` is the COPY statement). `fill`
-    /// appends the next chunk of data to the buffer and returns `Ok(false)` after the last one; an
-    /// `Err` aborts the COPY (nothing is loaded) and is returned as a `config`-class error.
-    /// Returns the rows copied. Targets without COPY say so.
-    fn copy_in(
-        &mut self,
-        sql: &str,
-        fill: &mut dyn FnMut(&mut Vec<u8>) -> Result<bool, String>,
-    ) -> TargetResult<u64> {
-        let _ = (sql, fill);
-        Err(TargetError::config(
-            "COPY … FROM STDIN is only available on PostgreSQL targets",
-        ))
-    }
-}
+pub use target::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
 
 /// Parses a `--target` string: `sqlite:PATH`, `postgres://…` / `postgresql://…` (libpq URI or
 /// key/value string after `postgres:`), or `null`. `settings` are `--set NAME=VALUE` pairs.

@@ -2,7 +2,7 @@
 
 use dbscope_core::TargetInfo;
 
-use super::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
+use crate::target::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
 
 /// A target that does nothing.
 #[derive(Debug)]

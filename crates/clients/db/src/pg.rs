@@ -8,7 +8,7 @@ use dbscope_core::TargetInfo;
 use dbscope_pgwire::conninfo::{self, ConnInfo, Defaults};
 use dbscope_pgwire::{ConnectError, WireConn, WireError};
 
-use super::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
+use crate::target::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
 
 /// Settings always read back and recorded, besides those the user sets.
 const REPORTED: [&str; 6] = [

@@ -8,7 +8,7 @@ use dbscope_core::TargetInfo;
 use rusqlite::types::{ToSqlOutput, Value};
 use rusqlite::{Connection, OpenFlags, ToSql};
 
-use super::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
+use crate::target::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
 
 /// Settings always read back and recorded, besides those the user sets.
 const REPORTED: [&str; 4] = ["journal_mode", "synchronous", "page_size", "busy_timeout"];

@@ -146,7 +146,7 @@ pub enum RawSocket {
 /// each TCP connect). User, database and password in `spec` are not used: the proxy's client
 /// sends its own. The error says where each attempt failed.
 pub fn connect_socket(spec: &str) -> Result<RawSocket, ConnectError> {
-    let info = resolve(crate::spec_body(spec), &Defaults::system())?;
+    let info = resolve(crate::spec::spec_body(spec), &Defaults::system())?;
     let timeout = info.connect_timeout.limit();
     let mut why = Vec::new();
     for e in &info.endpoints {

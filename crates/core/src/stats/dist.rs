@@ -187,7 +187,7 @@ pub fn format_pvalue(p: f64) -> String {
     if p < f64::EPSILON {
         return "< 2.2e-16".into();
     }
-    super::format_r(&[p], 4)
+    super::format::format_r(&[p], 4)
         .into_iter()
         .next()
         .unwrap_or_default()

@@ -4,6 +4,7 @@
 //! all agreeing with R. Pure functions, no I/O; inputs are validated when a [`Sample`] is built.
 
 pub mod dist;
+mod format;
 #[cfg(test)]
 mod proptests;
 pub mod quantile_ci;
@@ -11,260 +12,20 @@ pub mod rank;
 #[cfg(test)]
 mod reference;
 pub mod sample;
+mod summary;
 pub mod tail;
 pub mod ttest;
 
 pub use dist::{format_pvalue, pnorm, pt, qt};
+pub use format::{format_r, r_summary_lines, zapsmall};
 pub use quantile_ci::{quantile_diff, BootstrapOptions, QuantileDiff};
 pub use rank::{hodges_lehmann, wilcoxon_rank_sum, RankSumTest};
 pub use sample::Sample;
+pub use summary::{quantile_type7, Summary};
 pub use tail::{largest_indices, over_threshold, OverThreshold};
 pub use ttest::{welch_t_test, welch_t_test_level, WelchTest};
 
 use hdrhistogram::Histogram;
-
-use crate::error::{Error, Result};
-
-/// Quantile of sorted data by R's default definition (type 7, Hyndman & Fan 1996):
-/// `h = (n - 1) p`, result `x[floor h] + (h - floor h) (x[floor h + 1] - x[floor h])` (0-based).
-///
-/// `sorted` must be sorted ascending and non-empty; `p` in `[0, 1]`. O(1).
-pub fn quantile_type7(sorted: &[u64], p: f64) -> f64 {
-    debug_assert!(!sorted.is_empty());
-    let n = sorted.len();
-    let h = (n - 1) as f64 * p;
-    let lo = h.floor() as usize;
-    let hi = (lo + 1).min(n - 1);
-    let frac = h - lo as f64;
-    let a = sorted[lo] as f64;
-    let b = sorted[hi] as f64;
-    a + frac * (b - a)
-}
-
-/// R's `summary()` of a numeric vector: Min, 1st Qu., Median, Mean, 3rd Qu., Max.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Summary {
-    /// Number of values.
-    pub n: u64,
-    /// Smallest value.
-    pub min: f64,
-    /// First quartile (type 7).
-    pub q1: f64,
-    /// Median.
-    pub median: f64,
-    /// Arithmetic mean.
-    pub mean: f64,
-    /// Third quartile (type 7).
-    pub q3: f64,
-    /// Largest value.
-    pub max: f64,
-    /// Sample standard deviation (n - 1 denominator); 0 for a single value.
-    pub sd: f64,
-}
-
-impl Summary {
-    /// Summarises values (e.g. durations in ns), sorting them in place. O(n log n).
-    ///
-    /// The mean is summed exactly in 128-bit integers, so it is exact to f64 rounding however many
-    /// values there are; the standard deviation uses the two-pass formula.
-    pub fn from_values(values: &mut [u64]) -> Result<Self> {
-        if values.is_empty() {
-            return Err(Error::InvalidInput("summary of no values".into()));
-        }
-        values.sort_unstable();
-        let n = values.len();
-        let sum: u128 = values.iter().map(|&v| v as u128).sum();
-        let mean = sum as f64 / n as f64;
-        let sd = if n > 1 {
-            let ss: f64 = values
-                .iter()
-                .map(|&v| {
-                    let d = v as f64 - mean;
-                    d * d
-                })
-                .sum();
-            (ss / (n - 1) as f64).sqrt()
-        } else {
-            0.0
-        };
-        Ok(Summary {
-            n: n as u64,
-            min: values[0] as f64,
-            q1: quantile_type7(values, 0.25),
-            median: quantile_type7(values, 0.5),
-            mean,
-            q3: quantile_type7(values, 0.75),
-            max: values[n - 1] as f64,
-            sd,
-        })
-    }
-
-    /// The six numbers of R's `summary()`, in order, each divided by `scale` (1000 turns ns into µs).
-    pub fn six(&self, scale: f64) -> [f64; 6] {
-        [
-            self.min / scale,
-            self.q1 / scale,
-            self.median / scale,
-            self.mean / scale,
-            self.q3 / scale,
-            self.max / scale,
-        ]
-    }
-}
-
-/// R's `zapsmall(x)` with its default 7 digits: rounds every value to
-/// `max(0, 7 - ceiling(log10(max |x|)))` decimals, as `print(summary(x))` does before formatting.
-pub fn zapsmall(values: &[f64]) -> Vec<f64> {
-    let mx = values
-        .iter()
-        .filter(|v| v.is_finite())
-        .fold(0.0f64, |m, v| m.max(v.abs()));
-    if mx <= 0.0 {
-        return values.to_vec();
-    }
-    let digits = (7.0 - mx.log10().ceil()).max(0.0) as i32;
-    values.iter().map(|&v| round_half_even(v, digits)).collect()
-}
-
-/// Rounds to `digits` decimals, halves to even (as R's `round`, IEC 60559).
-fn round_half_even(x: f64, digits: i32) -> f64 {
-    if !x.is_finite() {
-        return x;
-    }
-    let p = 10f64.powi(digits);
-    let y = x * p;
-    let r = y.round();
-    let r = if (y - y.trunc()).abs() == 0.5 && r % 2.0 != 0.0 {
-        r - y.signum()
-    } else {
-        r
-    };
-    r / p
-}
-
-/// Significant digits (at most `digits`), decimal exponent, and whether rounding widened the number
-/// (9.9996 to 4 digits is 10.00): R's `scientific()` in src/main/format.c.
-fn scientific(x: f64, digits: usize) -> (i32, i32, bool) {
-    let s = format!("{:.*e}", digits - 1, x.abs());
-    let (mantissa, exp) = s.split_once('e').expect("e format");
-    let kpower: i32 = exp.parse().expect("exponent");
-    let nsig = mantissa
-        .trim_end_matches('0')
-        .trim_end_matches('.')
-        .replace('.', "")
-        .len() as i32;
-    let roundingwidens = kpower > 0 && x.abs() < 10f64.powi(kpower);
-    (nsig, kpower, roundingwidens)
-}
-
-/// Formats numbers as R's `format(x, digits = d)` does (R's `formatReal`, src/main/format.c, with
-/// `scipen = 0`): every value to `d` significant digits with one common number of decimals, or in
-/// scientific notation when that is narrower. All strings have the same width, right-justified.
-///
-/// `format_r(&[1.0, 452.0, 542.4, 3999.0], 4)` gives `"   1.0"`, `" 452.0"`, `" 542.4"`, `"3999.0"`.
-pub fn format_r(values: &[f64], digits: usize) -> Vec<String> {
-    let digits = digits.clamp(1, 15);
-    let neg = values.iter().any(|v| *v < 0.0 && v.is_finite()) as i32;
-    let (mut rgt, mut mxl, mut mnl, mut mxsl, mut mxns) =
-        (i32::MIN, i32::MIN, i32::MAX, i32::MIN, i32::MIN);
-    for &x in values.iter().filter(|v| v.is_finite()) {
-        let (nsig, kpower, widens) = if x == 0.0 {
-            (1, 0, false)
-        } else {
-            scientific(x, digits)
-        };
-        let left = kpower + 1 - widens as i32;
-        let sleft = neg + if left <= 0 { 1 } else { left };
-        let right = nsig - left;
-        rgt = rgt.max(right);
-        mxl = mxl.max(left);
-        mnl = mnl.min(left);
-        mxsl = mxsl.max(sleft);
-        mxns = mxns.max(nsig);
-    }
-    let mut out: Vec<String>;
-    if mxns == i32::MIN {
-        out = values.iter().map(|v| na_or_inf(*v)).collect();
-    } else {
-        if mxl < 0 {
-            mxsl = 1 + neg;
-        }
-        let rgt = rgt.max(0);
-        let width_fixed = mxsl + rgt + (rgt != 0) as i32;
-        let e = if mxl > 100 || mnl <= -99 { 2 } else { 1 };
-        let d = mxns - 1;
-        let width_sci = neg + (d > 0) as i32 + d + 4 + e;
-        out = if width_fixed <= width_sci {
-            values
-                .iter()
-                .map(|&v| {
-                    if v.is_finite() {
-                        format!("{:.*}", rgt as usize, v)
-                    } else {
-                        na_or_inf(v)
-                    }
-                })
-                .collect()
-        } else {
-            values
-                .iter()
-                .map(|&v| {
-                    if v.is_finite() {
-                        format_sci(v, d as usize, e as usize)
-                    } else {
-                        na_or_inf(v)
-                    }
-                })
-                .collect()
-        };
-    }
-    let w = out.iter().map(|s| s.len()).max().unwrap_or(0);
-    for s in &mut out {
-        *s = format!("{s:>w$}");
-    }
-    out
-}
-
-fn na_or_inf(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".into()
-    } else if v > 0.0 {
-        "Inf".into()
-    } else {
-        "-Inf".into()
-    }
-}
-
-/// C's `%.{d}e` with at least `e + 1` exponent digits (R prints `1.0e+07`).
-fn format_sci(v: f64, d: usize, e: usize) -> String {
-    let s = format!("{:.*e}", d, v);
-    let (m, exp) = s.split_once('e').expect("e format");
-    let exp: i32 = exp.parse().expect("exponent");
-    let sign = if exp < 0 { '-' } else { '+' };
-    format!("{m}e{sign}{:0w$}", exp.abs(), w = e + 1)
-}
-
-/// The two lines R prints for `summary(x)`: the column names and the values, every column
-/// right-justified to the widest entry (R's `print.summaryDefault`: `zapsmall`, then `format` with
-/// 4 significant digits, then `print.table`).
-pub fn r_summary_lines(six: [f64; 6]) -> (String, String) {
-    const NAMES: [&str; 6] = ["Min.", "1st Qu.", "Median", "Mean", "3rd Qu.", "Max."];
-    let values = format_r(&zapsmall(&six), 4);
-    // print.table gives every column of a named vector one common width.
-    let w = values
-        .iter()
-        .map(|v| v.len())
-        .chain(NAMES.iter().map(|n| n.len()))
-        .max()
-        .unwrap_or(0);
-    let mut head = Vec::new();
-    let mut line = Vec::new();
-    for (name, v) in NAMES.iter().zip(&values) {
-        head.push(format!("{name:>w$}"));
-        line.push(format!("{v:>w$}"));
-    }
-    (head.join(" "), line.join(" "))
-}
 
 /// A latency histogram (HDR, 3 significant digits) over nanosecond values.
 #[derive(Clone, Debug)]

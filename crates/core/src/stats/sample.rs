@@ -143,8 +143,8 @@ impl Sample {
     }
 
     /// R's `summary()`: Min, 1st Qu., Median, Mean, 3rd Qu., Max (and n and sd).
-    pub fn summary(&self) -> super::Summary {
-        super::Summary {
+    pub fn summary(&self) -> super::summary::Summary {
+        super::summary::Summary {
             n: self.len() as u64,
             min: self.sorted[0],
             q1: self.quantile(0.25),

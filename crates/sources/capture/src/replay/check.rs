@@ -4,8 +4,9 @@ use std::collections::HashSet;
 
 use dbscope_core::redact::redact;
 
+use super::config::ReplayConfig;
 use super::plan::{not_replayed, Plan};
-use super::{connect_with, ReplayCall, ReplayConfig};
+use super::{connect_with, ReplayCall};
 use crate::fingerprint::class;
 use crate::CaptureError;
 

@@ -59,7 +59,7 @@ impl CommitOrder {
 
 #[cfg(test)]
 mod tests {
-    use super::super::SYNC_TIMEOUT;
+    use super::super::config::SYNC_TIMEOUT;
     use super::*;
 
     #[test]

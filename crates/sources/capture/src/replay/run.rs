@@ -13,11 +13,11 @@ use dbscope_core::{Recording, StopSignal};
 use serde_json::json;
 
 use super::check::check_target;
+use super::config::{ReplayConfig, ReplaySummary, Speed, DIVERGENCE_FILE};
 use super::order::CommitOrder;
 use super::plan::load;
 use super::session::{replay_session, Ctx};
 use super::tally::{section, Tally};
-use super::{ReplayConfig, ReplaySummary, Speed, DIVERGENCE_FILE};
 use crate::CaptureError;
 
 /// Runs the replay. `progress` is called about every second with (calls replayed so far is not

@@ -9,11 +9,11 @@ use std::time::Duration;
 use dbscope_core::{Recorder, RunClock, StopSignal};
 use serde_json::json;
 
+use super::config::{ReplayConfig, Speed, EXAMPLES, SYNC_TIMEOUT, SYNC_TIMEOUT_IN_TRANSACTION};
 use super::order::CommitOrder;
 use super::plan::{not_replayed, sync_bound, Plan, SessionPlan};
 use super::tally::{Tally, LOST_IN_TRANSACTION, NO_CONNECTION};
 use super::{connect_with, Answer, ReplayCall, WireConn, WireError};
-use super::{ReplayConfig, Speed, EXAMPLES, SYNC_TIMEOUT, SYNC_TIMEOUT_IN_TRANSACTION};
 use crate::calls::{Call, Protocol};
 use crate::proxy::event_name;
 

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use dbscope_core::stats::quantile_type7;
 use dbscope_core::{Column, Counter, CounterSection, CounterTable, CounterValue};
 
+use super::config::{ReplayConfig, ReplaySummary, DIVERGENCE_FILE, EXAMPLES};
 use super::plan::Plan;
-use super::{ReplayConfig, ReplaySummary, DIVERGENCE_FILE, EXAMPLES};
 
 /// Not replayed: the session's connection was lost inside the call's transaction.
 pub(super) const LOST_IN_TRANSACTION: &str = "connection lost inside its transaction";

@@ -12,7 +12,7 @@ use dbscope_core::RunClock;
 
 use dbscope_db::{Param, Session, Target};
 
-use super::SessionProbe;
+use super::probe::SessionProbe;
 
 /// What the sampler did, for the end snapshot.
 #[derive(Clone, Debug, Default)]

@@ -18,7 +18,7 @@ use dbscope_core::counters::{Column, Counter, CounterSection, CounterTable, Coun
 use dbscope_core::{NameId, Recorder};
 
 use super::place::{self, Placement};
-use super::{check_identifier, SessionWork, Workload};
+use super::work::{check_identifier, SessionWork, Workload};
 use crate::error::Error;
 use dbscope_db::{Dialect, Param, Session, Target, TargetError, TargetResult};
 
@@ -499,7 +499,7 @@ impl SessionWork for BulkSession {
         self.done = true;
         let (load, g1, g2) = self.names;
         let t0 = rec.now();
-        let loaded = match super::timed(rec, load, t0, || self.load(sess), |&n| Ok(n)).0 {
+        let loaded = match super::work::timed(rec, load, t0, || self.load(sess), |&n| Ok(n)).0 {
             Ok(n) => n,
             Err(e) => {
                 self.arrive(0);
@@ -535,7 +535,7 @@ impl SessionWork for BulkSession {
         for (i, name) in [g1, g2].into_iter().enumerate() {
             let a = rec.now();
             let (result, b) =
-                super::timed(rec, name, a, || self.group_by(sess), |&groups| Ok(groups));
+                super::work::timed(rec, name, a, || self.group_by(sess), |&groups| Ok(groups));
             match result {
                 Ok(groups) => {
                     let mut sh = m.lock().unwrap_or_else(PoisonError::into_inner);

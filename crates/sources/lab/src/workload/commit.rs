@@ -9,7 +9,7 @@ use dbscope_core::NameId;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::{check_identifier, SessionWork, Workload};
+use super::work::{check_identifier, SessionWork, Workload};
 use dbscope_core::Recorder;
 use dbscope_db::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
 
@@ -173,9 +173,9 @@ impl SessionWork for CommitSession {
         let params = [Param::Int((t0 / 1000) as i64), Param::Int(key)];
         // The update event includes BEGIN (a round trip on PostgreSQL; pgbench's script pays it too).
         let begin_update = || sess.begin().and_then(|()| sess.execute(stmt, &params));
-        let (result, t1) = super::timed(rec, update, t0, begin_update, |&rows| Ok(rows));
+        let (result, t1) = super::work::timed(rec, update, t0, begin_update, |&rows| Ok(rows));
         result?;
-        super::timed(rec, commit, t1, || sess.commit(), |()| Ok(0)).0
+        super::work::timed(rec, commit, t1, || sess.commit(), |()| Ok(0)).0
     }
 }
 

@@ -14,7 +14,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Zipf};
 
 use super::place::{self, Found, Placement, Shape};
-use super::{check_identifier, SessionWork, Workload};
+use super::work::{check_identifier, SessionWork, Workload};
 use crate::error::Error;
 use dbscope_db::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
 
@@ -608,7 +608,7 @@ impl SessionWork for LookupSession {
                 connection_lost: false,
             }),
         };
-        super::timed(rec, self.name, t0, lookup, one_row)
+        super::work::timed(rec, self.name, t0, lookup, one_row)
             .0
             .map(|_| ())
     }

@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex};
 
 use dbscope_core::CounterSection;
 
-use super::{SessionWork, Workload};
+use super::work::{SessionWork, Workload};
 // The database types, imported once here for every submodule (`use super::…`).
 use crate::error::Error;
 use counters::Aggregate;
@@ -130,7 +130,7 @@ impl Workload for EventsWorkload {
     }
 
     fn counters(&self) -> Option<CounterSection> {
-        Some(self.section())
+        Some(counters::section(&self.agg, &self.cfg))
     }
 }
 

@@ -15,7 +15,7 @@ use super::counters::Aggregate;
 use super::{Dialect, EventsConfig, EventsWorkload, Session, SessionWork, StmtId, Strategy};
 use super::{TargetError, TargetResult, HISTORY, LASTVAL};
 use crate::pace::Pacer;
-use crate::workload::timed;
+use crate::workload::work::timed;
 
 /// One event on its way to the database.
 #[derive(Clone, Debug)]

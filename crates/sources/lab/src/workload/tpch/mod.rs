@@ -20,7 +20,7 @@ use dbscope_tpch::answer::{compare, official_q1_sf1, rounded, SF1_LINEITEM_ROWS}
 use dbscope_tpch::decimal::{div_round, format_scaled};
 use dbscope_tpch::q1::{Agg, Q1Answer, Q1Row, COLUMNS, DEFAULT_DELTA};
 
-use crate::workload::{SessionWork, Workload};
+use crate::workload::work::{SessionWork, Workload};
 use dbscope_core::Recorder;
 use dbscope_db::{Dialect, Session, Target, TargetError, TargetResult};
 
@@ -369,7 +369,7 @@ impl SessionWork for Q1Session {
                     connection_lost: false,
                 })
         };
-        super::timed(rec, self.name, t0, query, checked)
+        super::work::timed(rec, self.name, t0, query, checked)
             .0
             .map(|_| ())
     }

@@ -1,0 +1,140 @@
+//! What the run's sessions share with the observer ([`SessionProbe`]): their names, the operation
+//! each has in flight and SQLite's per-connection counters. A leaf of `observe`: the sessions
+//! publish into it, and both the observer and the sampler (`ash`) read it.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use dbscope_db::Session;
+
+/// What the run's sessions share with the observer: their names, the operation each has in
+/// flight (one relaxed store per operation), and SQLite's per-connection counters (each session
+/// publishes its own into its slot about every [`PUBLISH_EVERY_NS`]; a snapshot sums the slots, so
+/// periodic snapshots and a killed run's last one are current).
+pub struct SessionProbe {
+    run_id: String,
+    ops: Vec<AtomicU64>,
+    status: Vec<Mutex<StatusSlot>>,
+}
+
+/// How often (run-clock ns) a session publishes its connection's counters: 100 ms.
+pub const PUBLISH_EVERY_NS: u64 = 100_000_000;
+
+/// One session's connection counters: what it grew by since the session's first operation.
+#[derive(Default)]
+struct StatusSlot {
+    /// The connection's values when the session started (or 0 for a replacement connection).
+    base: Vec<(&'static str, i64)>,
+    /// Totals of the connections the session had before this one.
+    carried: BTreeMap<&'static str, i64>,
+    /// The current connection's growth, as last published.
+    current: BTreeMap<&'static str, i64>,
+}
+
+impl StatusSlot {
+    fn publish(&mut self, now: Vec<(&'static str, i64)>) {
+        for (name, v) in now {
+            let base = self
+                .base
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map_or(0, |p| p.1);
+            self.current.insert(name, v - base);
+        }
+    }
+}
+
+impl SessionProbe {
+    /// For `sessions` sessions of run `run_id`.
+    pub fn new(run_id: &str, sessions: u32) -> Self {
+        SessionProbe {
+            run_id: run_id.into(),
+            ops: (0..sessions).map(|_| AtomicU64::new(0)).collect(),
+            status: (0..sessions).map(|_| Mutex::default()).collect(),
+        }
+    }
+
+    /// The run id.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// The `application_name` of session `i`: `dbscope/<run id>/<i>`.
+    pub fn label(&self, session: u32) -> String {
+        format!("dbscope/{}/{session}", self.run_id)
+    }
+
+    /// The `LIKE` pattern matching every session of the run.
+    pub fn pattern(&self) -> String {
+        format!("dbscope/{}/%", self.run_id)
+    }
+
+    /// Marks operation `seq` (1 = the session's first) as in flight.
+    #[inline]
+    pub fn begin_op(&self, session: u32, seq: u64) {
+        if let Some(a) = self.ops.get(session as usize) {
+            a.store(seq, Ordering::Relaxed);
+        }
+    }
+
+    /// The operation session `i` has in flight (`None` before its first).
+    pub fn current_op(&self, session: u32) -> Option<u64> {
+        let v = self.ops.get(session as usize)?.load(Ordering::Relaxed);
+        (v > 0).then_some(v)
+    }
+
+    fn slot(&self, session: u32) -> Option<std::sync::MutexGuard<'_, StatusSlot>> {
+        self.status
+            .get(session as usize)
+            .map(|m| m.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Notes the connection's own counters when session `i` starts its loop: what they grow by
+    /// from here on is the session's.
+    pub fn session_start(&self, session: u32, sess: &mut dyn Session) {
+        let now = sess.status_counters();
+        if let Some(mut slot) = self.slot(session) {
+            slot.base = now;
+            slot.current.clear();
+        }
+    }
+
+    /// Publishes what session `i`'s connection counters grew by so far (the session calls it
+    /// about every [`PUBLISH_EVERY_NS`], and when it ends). Targets without per-connection
+    /// counters return at once.
+    pub fn publish(&self, session: u32, sess: &mut dyn Session) {
+        let now = sess.status_counters();
+        if now.is_empty() {
+            return;
+        }
+        if let Some(mut slot) = self.slot(session) {
+            slot.publish(now);
+        }
+    }
+
+    /// Session `i` replaces its connection (after a lost one): what the old one counted is kept,
+    /// and the new one counts from zero.
+    pub fn connection_replaced(&self, session: u32, old: &mut dyn Session) {
+        self.publish(session, old);
+        if let Some(mut slot) = self.slot(session) {
+            let slot = &mut *slot;
+            for (name, v) in std::mem::take(&mut slot.current) {
+                *slot.carried.entry(name).or_default() += v;
+            }
+            slot.base.clear();
+        }
+    }
+
+    /// The sessions' counters summed, as last published.
+    pub(super) fn totals(&self) -> BTreeMap<String, f64> {
+        let mut out = BTreeMap::new();
+        for m in &self.status {
+            let slot = m.lock().unwrap_or_else(PoisonError::into_inner);
+            for (name, v) in slot.carried.iter().chain(slot.current.iter()) {
+                *out.entry(name.to_string()).or_insert(0.0) += *v as f64;
+            }
+        }
+        out
+    }
+}
