@@ -657,6 +657,97 @@ fn issue_27_a_failed_load_names_the_line_and_says_the_table_holds_part_of_it() {
     assert_eq!(pg.query(&dst, "SELECT count(*) FROM t"), "1000");
 }
 
+/// Issue 27's standing property for transfer parts: a part file cut at any byte of its last row,
+/// or at random places before, is refused by the next transfer in with the file named and its
+/// size against transfer.json's, and nothing is loaded.
+#[test]
+fn issue_27_a_part_cut_anywhere_is_refused_and_nothing_is_loaded() {
+    let pg = PgCluster::shared();
+    let src = pg.create_db("transfer_cut_src");
+    let dst = pg.create_db("transfer_cut_dst");
+    fill(pg, &src, 2000);
+    pg.query(&dst, SCHEMA);
+    let dir = tempdir();
+    let data = join(dir.path(), "data");
+    ok(
+        dir.path(),
+        &[
+            "transfer",
+            "--from",
+            &table_uri(pg, &src, "t"),
+            "--to",
+            s(&data),
+            "--mappers",
+            "1",
+            "--run",
+            s(&join(dir.path(), "out")),
+            "-q",
+        ],
+    );
+    let part = data.join("part-00000.tbl");
+    let whole = std::fs::read(&part).unwrap();
+    let last_row = whole[..whole.len() - 1]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .unwrap()
+        + 1;
+    // Every byte of the last row, and a seeded spread before it.
+    let mut cuts: Vec<usize> = (last_row..whole.len()).collect();
+    let mut x = 12345u64;
+    for _ in 0..20 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        cuts.push((x >> 33) as usize % last_row);
+    }
+    let to = table_uri(pg, &dst, "t");
+    for (i, cut) in cuts.iter().enumerate() {
+        std::fs::write(&part, &whole[..*cut]).unwrap();
+        let run = join(dir.path(), &format!("in{i}"));
+        let err = fails(
+            dir.path(),
+            &[
+                "transfer",
+                "--from",
+                s(&data),
+                "--to",
+                &to,
+                "--run",
+                s(&run),
+                "-q",
+            ],
+            3,
+            &[
+                "part-00000.tbl",
+                &format!("{cut} bytes"),
+                "incomplete or changed",
+            ],
+        );
+        assert!(!err.contains("verified"), "{err}");
+        assert_eq!(
+            pg.query(&dst, "SELECT count(*) FROM t"),
+            "0",
+            "cut at {cut}"
+        );
+    }
+    // Whole again, it loads and verifies.
+    std::fs::write(&part, &whole).unwrap();
+    ok(
+        dir.path(),
+        &[
+            "transfer",
+            "--from",
+            s(&data),
+            "--to",
+            &to,
+            "--run",
+            s(&join(dir.path(), "in-ok")),
+            "-q",
+        ],
+    );
+    assert_eq!(pg.query(&dst, "SELECT count(*) FROM t"), "2000");
+}
+
 #[test]
 fn transfer_bad_input() {
     let dir = tempdir();
