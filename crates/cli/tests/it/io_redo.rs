@@ -277,8 +277,11 @@ fn race_with_a_slow_destination() {
     );
     assert_eq!(c["races"], 300, "{c}");
     assert_eq!(slow_first + fast_first, 300, "{c}");
+    // tmpfs wins most races; by how much depends on the CPU the writers get (on a loaded
+    // machine a descheduled tmpfs writer loses races it would win: the test asked for twice as
+    // many and failed under load, issue 26 part 7).
     assert!(
-        fast_first > 2 * slow_first,
+        fast_first > slow_first,
         "the fast destination should win most races: {c}"
     );
     assert!(d[0]["injected"].as_u64().unwrap() > 0, "{c}");
