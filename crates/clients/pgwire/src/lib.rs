@@ -28,6 +28,7 @@ pub use conn::WireConn;
 pub use connect::connect_with;
 pub use error::{ConnectError, WireError};
 pub use replay::{Answer, ReplayCall};
+pub use spec::spec_body;
 pub use sqlstate::SqlState;
 pub use stream::{connect_socket, RawSocket};
 pub use tag::tag_rows;

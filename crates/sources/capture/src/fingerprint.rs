@@ -66,12 +66,7 @@ pub fn fingerprint(sql: &str) -> String {
             b'$' if !(i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'))
                 && dollar_tag(&b[i..]).is_some() =>
             {
-                let tag = &b[i..i + dollar_tag(&b[i..]).unwrap_or(0)];
-                i += tag.len();
-                i = match b[i..].windows(tag.len()).position(|w| w == tag) {
-                    Some(p) => i + p + tag.len(),
-                    None => b.len(),
-                };
+                i = dollar_literal_end(b, i).unwrap_or(b.len());
                 push(&mut out, "?", &mut blank);
             }
             // A negative number: a minus after an operator, a comma or a parenthesis, as
@@ -140,6 +135,15 @@ fn dollar_tag(b: &[u8]) -> Option<usize> {
     }
     let end = 1 + b[1..].iter().take_while(|&&c| tag_char(c)).count();
     (b.get(end) == Some(&b'$')).then_some(end + 1)
+}
+
+/// Where the dollar-quoted literal starting at `b[i]` ends (after its closing tag; the end of
+/// `b` when it is never closed); `None` when no `$tag$` opens there.
+pub(crate) fn dollar_literal_end(b: &[u8], i: usize) -> Option<usize> {
+    let len = dollar_tag(&b[i..])?;
+    let (tag, body) = (&b[i..i + len], i + len);
+    let close = b[body..].windows(len).position(|w| w == tag);
+    Some(close.map_or(b.len(), |p| body + p + len))
 }
 
 /// What a statement does, by its first keyword: `read`, `write`, `transaction` or `other`.

@@ -82,19 +82,7 @@ fn literal_end(b: &[u8], i: usize) -> Option<usize> {
     let (quote, escapes) = match b.get(i)? {
         b'\'' => (i, false),
         b'E' | b'e' if b.get(i + 1) == Some(&b'\'') => (i + 1, true),
-        b'$' => {
-            let tag_len = 1 + b[i + 1..]
-                .iter()
-                .take_while(|&&c| c.is_ascii_alphanumeric() || c == b'_')
-                .count();
-            if b.get(i + tag_len) != Some(&b'$') {
-                return None;
-            }
-            let tag = &b[i..=i + tag_len];
-            let body = i + tag.len();
-            let close = b[body..].windows(tag.len()).position(|w| w == tag);
-            return Some(close.map_or(b.len(), |p| body + p + tag.len()));
-        }
+        b'$' => return crate::fingerprint::dollar_literal_end(b, i),
         _ => return None,
     };
     let mut j = quote + 1;

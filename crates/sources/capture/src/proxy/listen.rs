@@ -113,12 +113,7 @@ pub(super) fn raise_fd_limit() -> Option<u64> {
 pub(super) fn loops_back(spec: &str, local: &Listening) -> Option<String> {
     use dbscope_pgwire::conninfo::{resolve, Defaults, Host};
     use std::net::ToSocketAddrs;
-    let spec = spec.trim();
-    let body = match spec.strip_prefix("postgres:") {
-        Some(kv) if !spec.starts_with("postgres://") => kv,
-        _ => spec,
-    };
-    let info = resolve(body, &Defaults::system()).ok()?;
+    let info = resolve(dbscope_pgwire::spec_body(spec), &Defaults::system()).ok()?;
     info.endpoints.iter().find_map(|e| match (&e.host, local) {
         (Host::Socket(dir), Listening::Unix(path)) => {
             let up = dir.join(format!(".s.PGSQL.{}", e.port));
