@@ -458,6 +458,16 @@ impl RunDir {
         self.manifest.outcome == Outcome::Running
     }
 
+    /// Why `read` events are fewer than the run recorded writing (a block skipped as unknown, a
+    /// file cut at a block boundary: they read cleanly, only the count shows the loss); `None`
+    /// when all were read or the run recorded no count.
+    pub fn unread_events(&self, read: u64) -> Option<String> {
+        let written = self.manifest.events_written?;
+        (read < written).then(|| {
+            format!("the manifest records {written} events written but only {read} could be read")
+        })
+    }
+
     /// Reads every event of the run, calling `f` per block; returns the names and what was found at
     /// the end of the files. Memory stays bounded by one block.
     pub fn for_each_block(

@@ -138,14 +138,7 @@ fn incompleteness(run: &RunDir, tail: &TailState, missing: &[String]) -> Option<
     if !missing.is_empty() {
         why.push(format!("event files missing: {}", missing.join(", ")));
     }
-    if let Some(written) = run.manifest.events_written {
-        if tail.events < written {
-            why.push(format!(
-                "the manifest records {written} events written but only {} could be read",
-                tail.events
-            ));
-        }
-    }
+    why.extend(run.unread_events(tail.events));
     (!why.is_empty()).then(|| why.join("; "))
 }
 
