@@ -10,6 +10,7 @@ pub mod export;
 pub mod html;
 pub mod observe;
 pub mod openloop;
+pub mod pgbench;
 pub mod report;
 pub mod summary;
 pub mod sweep;

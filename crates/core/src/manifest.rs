@@ -80,6 +80,10 @@ pub struct RunnerInfo {
     /// pgbench's `-j`); absent when every session had a thread of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<u32>,
+    /// Seconds it took to open every session's connection, before the clock started (pgbench's
+    /// "initial connection time"); absent in runs that did not measure it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_s: Option<f64>,
 }
 
 /// Facts about the machine the run was measured on.

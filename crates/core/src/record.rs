@@ -166,6 +166,13 @@ impl Recorder {
         self.op_intended = Some(intended);
     }
 
+    /// The intended start of the current operation, when it is paced open-loop
+    /// ([`Recorder::begin_paced_op`]).
+    #[inline]
+    pub fn op_intended(&self) -> Option<u64> {
+        self.op_intended
+    }
+
     /// Nanoseconds since the run's clock origin.
     #[inline]
     pub fn now(&self) -> u64 {

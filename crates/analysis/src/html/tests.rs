@@ -35,6 +35,7 @@ fn fixed_run(dir: &std::path::Path) -> RunDir {
         max_errors: 10,
         mode: "closed".into(),
         threads: None,
+        connect_s: None,
     });
     let mut w = FakeRun::with_manifest(dir, m);
     let (u, c) = (w.name("update"), w.name("<commit>"));

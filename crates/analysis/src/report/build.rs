@@ -35,8 +35,12 @@ pub fn build(run: &RunDir, opts: &ReportOptions) -> Result<Report, Error> {
     let mut acc = Accumulator::new(opts.include_warmup);
     // Active-session samples are joined to the client events in the same pass.
     let mut join = crate::observe::SampleJoin::load(run);
+    let mut pgbench = crate::pgbench::PgbenchAcc::for_run(m, opts.include_warmup);
     let (_, tail) = readable.for_each_block(|names, events| {
         acc.add_block(names, events);
+        if let Some(p) = pgbench.as_mut() {
+            p.add_block(names, events);
+        }
         if let Some(j) = join.as_mut() {
             j.add_block(names, events);
         }
@@ -113,6 +117,7 @@ pub fn build(run: &RunDir, opts: &ReportOptions) -> Result<Report, Error> {
             problem: tail.problem.clone(),
             missing_files,
         },
+        pgbench: pgbench.map(|p| p.finish(span_s, m)),
         events,
         open_loop,
         counters,

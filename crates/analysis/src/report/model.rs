@@ -34,6 +34,9 @@ pub struct Report {
     pub measured: MeasuredReport,
     /// What was read from the event files.
     pub read: ReadReport,
+    /// pgbench's figures, for a `script` run ([`crate::pgbench`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pgbench: Option<crate::pgbench::PgbenchFigures>,
     /// One entry per event name, in order of first appearance in the event files.
     pub events: Vec<EventReport>,
     /// Operations due, started and waiting per second, when events carry intended starts

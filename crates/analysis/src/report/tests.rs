@@ -122,6 +122,7 @@ fn manifest(outcome: Outcome) -> Manifest {
         max_errors: 0,
         mode: "closed".into(),
         threads: None,
+        connect_s: None,
     });
     m.outcome = outcome;
     if outcome != Outcome::Running {

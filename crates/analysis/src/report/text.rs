@@ -59,6 +59,9 @@ pub fn render_text(r: &Report) -> String {
     items.extend(
         run.params
             .iter()
+            // A script run's scripts (their whole text) are in the manifest; pgbench's block
+            // below names them.
+            .filter(|(k, _)| !(r.pgbench.is_some() && k.as_str() == "scripts"))
             .map(|(k, v)| one_line(&format!("{k}={}", param_value(v)))),
     );
     items.push(format!("seed {}", run.seed));
@@ -140,6 +143,10 @@ pub fn render_text(r: &Report) -> String {
     );
     push_settings(&mut out, &r.settings);
     push_measured(&mut out, &r.measured);
+    if let Some(p) = &r.pgbench {
+        out.push('\n');
+        out.push_str(&p.render());
+    }
 
     if r.events.is_empty() {
         out.push_str("\nno events recorded\n");

@@ -28,6 +28,11 @@ pub enum WorkloadName {
     /// Parallel bulk load then GROUP BY twice (seed 002): --rows, --groups, --into
     /// temp|unlogged|logged, --tablespace-dir; COPY on PostgreSQL; the answer checked exactly.
     Bulkload,
+    /// Your own transactions: pgbench scripts run unchanged (-f FILE[@W], -b tpcb-like|
+    /// simple-update|select-only, -D, -M, --max-tries, --init tpcb --scale N). Every script
+    /// execution is a transaction event named after its script, every command an event named
+    /// after its script and line; `report` prints pgbench's figures beside R's.
+    Script,
 }
 
 #[derive(Debug, Args)]
@@ -44,6 +49,8 @@ pub enum WorkloadName {
   dbscope run events --clients 150 --duration 15s --iterations   # CERN's table, every strategy
   dbscope run lookup --rows 1000000 --ops 200000 --sessions 4 --dist zipf:0.99 --cache cold
   dbscope run bulkload --rows 20000000 --groups 4100 --sessions 4 --into unlogged --target postgres://…
+  dbscope run script -b tpcb-like --init tpcb --scale 10 -c 4 -j 2 --duration 60s --target postgres://…
+  dbscope run script -f my.sql@3 -f other.sql -M prepared --max-tries 10 --rate 500 -c 8
 
 Ctrl-C stops the run and keeps everything recorded (outcome: interrupted).")]
 pub struct RunArgs {
@@ -64,13 +71,19 @@ pub struct RunArgs {
     pub settings: Vec<(String, String)>,
 
     /// Concurrent sessions, each with its own connection.
-    #[arg(long, short = 's', default_value_t = 1, value_name = "N")]
+    #[arg(
+        long,
+        short = 's',
+        short_alias = 'c',
+        default_value_t = 1,
+        value_name = "N"
+    )]
     pub sessions: u32,
 
     /// Client threads the sessions run on (PostgreSQL): sessions share threads, each switching
     /// to another while it waits for the server, as pgbench's -j does. Default: one per CPU, at
     /// most one per session. SQLite and null sessions always get a thread each.
-    #[arg(long, value_name = "N")]
+    #[arg(long, short = 'j', value_name = "N")]
     pub threads: Option<u32>,
 
     /// Operations per session (warm-up ones included); for lookup, the run's total, split over
@@ -149,6 +162,9 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub events: crate::run::events_args::EventsArgs,
+
+    #[command(flatten)]
+    pub script: crate::run::script_args::ScriptArgs,
 }
 
 fn parse_set(s: &str) -> Result<(String, String), dbscope_db::TargetError> {

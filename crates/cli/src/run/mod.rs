@@ -8,6 +8,7 @@ pub mod events;
 pub mod events_args;
 pub mod lab_args;
 pub mod plan;
+pub mod script_args;
 
 use anyhow::Context;
 use dbscope_core::Outcome;
@@ -79,7 +80,7 @@ fn record(plan: &RunPlan, spec: &str, quiet: bool) -> Result<RunResult, Exit> {
 
     let stop = stop_on_ctrl_c();
     let bar = run_progress_bar(quiet);
-    let mut on_progress = |p: &Progress| show_run_progress(&bar, p, p.headline);
+    let mut on_progress = |p: &Progress| show_run_progress(&bar, p, &p.headline);
 
     let command_line = redacted_command_line();
     let result = runner::run(

@@ -120,7 +120,10 @@ pub fn cmd_sweep(a: SweepArgs) -> Result<u8, Exit> {
     first.sessions = a.sessions[0];
     first.out = Some(point_dir(&out, a.sessions[0], 1));
     let base = crate::run::plan::build(&first).map_err(|e| at_point(e, a.sessions[0], 1));
-    let headline = base.as_ref().map_or("", |p| p.workload.headline_event());
+    let headline = base
+        .as_ref()
+        .map_or(String::new(), |p| p.workload.headline_event().to_string());
+    let headline = headline.as_str();
     let mut runner = Points {
         json: a.json,
         headline,
@@ -196,12 +199,12 @@ pub fn cmd_sweep(a: SweepArgs) -> Result<u8, Exit> {
 
 /// `dbscope sweep`'s side of each point: says which runs, runs it silently, reads its headline
 /// event's figures.
-struct Points {
+struct Points<'a> {
     json: bool,
-    headline: &'static str,
+    headline: &'a str,
 }
 
-impl PointRunner for Points {
+impl PointRunner for Points<'_> {
     type Point = Point;
     type Error = Exit;
 

@@ -18,7 +18,9 @@ use std::path::Path;
 pub use null::NullTarget;
 pub use pg::PgTarget;
 pub use sqlite::SqliteTarget;
-pub use target::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
+pub use target::{
+    Dialect, Param, ScriptSend, Session, StmtId, StmtResult, Target, TargetError, TargetResult,
+};
 
 /// Parses a `--target` string: `sqlite:PATH`, `postgres://…` / `postgresql://…` (libpq URI or
 /// key/value string after `postgres:`), or `null`. `settings` are `--set NAME=VALUE` pairs.

@@ -8,7 +8,9 @@ use dbscope_core::TargetInfo;
 use dbscope_pgwire::conninfo::{self, ConnInfo, Defaults};
 use dbscope_pgwire::{ConnectError, WireConn, WireError};
 
-use crate::target::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
+use crate::target::{
+    Dialect, Param, ScriptSend, Session, StmtId, StmtResult, Target, TargetError, TargetResult,
+};
 
 /// Settings always read back and recorded, besides those the user sets.
 const REPORTED: [&str; 6] = [
@@ -143,6 +145,7 @@ impl Target for PgTarget {
         Ok(Box::new(PgSession {
             conn,
             stmts: Vec::new(),
+            pipeline: Pipeline::default(),
         }))
     }
     fn describe(&self) -> TargetResult<TargetInfo> {
@@ -183,9 +186,31 @@ impl Target for PgTarget {
 const BEGIN: &str = "dbscope_begin";
 const COMMIT: &str = "dbscope_commit";
 
+/// The prepared statement's name, or the unnamed statement's SQL, of a script send.
+fn resolve<'a>(
+    stmts: &'a [String],
+    send: ScriptSend<'a>,
+) -> TargetResult<(Option<&'a str>, &'a str)> {
+    match send {
+        ScriptSend::Simple(sql) | ScriptSend::Unnamed(sql) => Ok((None, sql)),
+        ScriptSend::Prepared(id) => stmts
+            .get(id.0)
+            .map(|n| (Some(n.as_str()), ""))
+            .ok_or_else(|| TargetError::config("unknown prepared statement")),
+    }
+}
+
 struct PgSession {
     conn: WireConn,
     stmts: Vec<String>,
+    pipeline: Pipeline,
+}
+
+/// A script's pipeline in flight: statements queued per sync segment, and whose rows are kept.
+#[derive(Default)]
+struct Pipeline {
+    segments: Vec<usize>,
+    keep: Vec<bool>,
 }
 
 impl PgSession {
@@ -275,6 +300,71 @@ impl Session for PgSession {
             return Ok(());
         }
         self.batch("ROLLBACK")
+    }
+    fn script(
+        &mut self,
+        send: ScriptSend<'_>,
+        params: &[&str],
+        keep_rows: bool,
+    ) -> TargetResult<Vec<StmtResult>> {
+        let r = match send {
+            ScriptSend::Simple(sql) => self.conn.script_simple(sql, keep_rows),
+            send => {
+                let (stmt, sql) = resolve(&self.stmts, send)?;
+                self.conn
+                    .script_extended(stmt, sql, params, keep_rows)
+                    .map(|r| vec![r])
+            }
+        };
+        r.map_err(|e| classify(e, &self.conn))
+    }
+    fn can_pipeline(&self) -> bool {
+        true
+    }
+    fn pipeline_queue(
+        &mut self,
+        send: ScriptSend<'_>,
+        params: &[&str],
+        keep_rows: bool,
+    ) -> TargetResult<()> {
+        if matches!(send, ScriptSend::Simple(_)) {
+            return Err(TargetError::config(
+                "a pipeline needs the extended protocol: -M extended or -M prepared (as pgbench)",
+            ));
+        }
+        let (stmt, sql) = resolve(&self.stmts, send)?;
+        if self.pipeline.segments.is_empty() {
+            self.pipeline.segments.push(0);
+        }
+        if let Some(n) = self.pipeline.segments.last_mut() {
+            *n += 1;
+        }
+        self.pipeline.keep.push(keep_rows);
+        self.conn
+            .pipeline_queue(stmt, sql, params, keep_rows)
+            .map_err(|e| classify(e, &self.conn))
+    }
+    fn pipeline_sync(&mut self) -> TargetResult<()> {
+        self.pipeline.segments.push(0);
+        self.conn
+            .pipeline_sync()
+            .map_err(|e| classify(e, &self.conn))
+    }
+    fn pipeline_end(
+        &mut self,
+    ) -> TargetResult<(Vec<Option<StmtResult>>, Option<(usize, TargetError)>)> {
+        let Pipeline { segments, keep } = std::mem::take(&mut self.pipeline);
+        let segments = if segments.is_empty() {
+            vec![0]
+        } else {
+            segments
+        };
+        let r = self
+            .conn
+            .pipeline_end(&segments, &keep)
+            .map_err(|e| classify(e, &self.conn))?;
+        let failed = r.failed.map(|(i, e)| (i, classify(e, &self.conn)));
+        Ok((r.results, failed))
     }
     fn copy_in(
         &mut self,

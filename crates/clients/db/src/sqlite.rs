@@ -8,7 +8,9 @@ use dbscope_core::TargetInfo;
 use rusqlite::types::{ToSqlOutput, Value};
 use rusqlite::{Connection, OpenFlags, ToSql};
 
-use crate::target::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
+use crate::target::{
+    Dialect, Param, ScriptSend, Session, StmtId, StmtResult, Target, TargetError, TargetResult,
+};
 
 /// Settings always read back and recorded, besides those the user sets.
 const REPORTED: [&str; 4] = ["journal_mode", "synchronous", "page_size", "busy_timeout"];
@@ -308,6 +310,34 @@ impl Session for SqliteSession {
         }
         Ok(out)
     }
+    fn script(
+        &mut self,
+        send: ScriptSend<'_>,
+        params: &[&str],
+        keep_rows: bool,
+    ) -> TargetResult<Vec<StmtResult>> {
+        let sql = match send {
+            ScriptSend::Simple(sql) => {
+                // Every statement of a compound command in turn, as PostgreSQL's simple query.
+                let mut out = Vec::new();
+                let mut batch = rusqlite::Batch::new(&self.conn, sql);
+                while let Some(mut st) =
+                    rusqlite::fallible_iterator::FallibleIterator::next(&mut batch)
+                        .map_err(classify)?
+                {
+                    out.push(script_step(&self.conn, &mut st, &[], keep_rows)?);
+                }
+                return Ok(out);
+            }
+            ScriptSend::Unnamed(sql) => sql,
+            ScriptSend::Prepared(id) => self
+                .stmts
+                .get(id.0)
+                .ok_or_else(|| TargetError::config("unknown prepared statement"))?,
+        };
+        let mut st = self.conn.prepare_cached(sql).map_err(classify)?;
+        Ok(vec![script_step(&self.conn, &mut st, params, keep_rows)?])
+    }
     fn begin(&mut self) -> TargetResult<()> {
         // IMMEDIATE takes the write lock up front, so two sessions never deadlock upgrading locks.
         self.conn.execute_batch("BEGIN IMMEDIATE").map_err(classify)
@@ -321,6 +351,68 @@ impl Session for SqliteSession {
         }
         self.conn.execute_batch("ROLLBACK").map_err(classify)
     }
+}
+
+/// A script's parameter as SQLite binds it: an integer when the text is one (pgbench's values
+/// mostly are, and `LIMIT` wants one), else the text (column affinity converts it where needed).
+fn script_param(p: &str) -> ToSqlOutput<'_> {
+    match p.parse::<i64>() {
+        Ok(i) => ToSqlOutput::from(i),
+        Err(_) => ToSqlOutput::from(p),
+    }
+}
+
+/// Runs one statement of a script with its parameters: the rows it returns (kept when asked) or
+/// the rows it changed.
+fn script_step(
+    conn: &Connection,
+    st: &mut rusqlite::Statement<'_>,
+    params: &[&str],
+    keep_rows: bool,
+) -> TargetResult<StmtResult> {
+    use rusqlite::types::ValueRef;
+    if st.parameter_count() != params.len() {
+        return Err(TargetError {
+            class: "sqlite:Bind".into(),
+            sqlstate: None,
+            message: format!(
+                "the statement has {} parameters and the command gives {}",
+                st.parameter_count(),
+                params.len()
+            ),
+            connection_lost: false,
+        });
+    }
+    for (i, p) in params.iter().enumerate() {
+        st.raw_bind_parameter(i + 1, script_param(p))
+            .map_err(classify)?;
+    }
+    let ncols = st.column_count();
+    let mut out = StmtResult::default();
+    if keep_rows {
+        out.columns = st.column_names().into_iter().map(str::to_owned).collect();
+    }
+    let mut rows = st.raw_query();
+    let mut n = 0u64;
+    while let Some(row) = rows.next().map_err(classify)? {
+        n += 1;
+        if keep_rows {
+            let mut cols = Vec::with_capacity(ncols);
+            for i in 0..ncols {
+                cols.push(match row.get_ref(i).map_err(classify)? {
+                    ValueRef::Null => None,
+                    ValueRef::Integer(v) => Some(v.to_string()),
+                    ValueRef::Real(v) => Some(v.to_string()),
+                    ValueRef::Text(t) | ValueRef::Blob(t) => {
+                        Some(String::from_utf8_lossy(t).into_owned())
+                    }
+                });
+            }
+            out.rows.push(cols);
+        }
+    }
+    out.affected = if ncols > 0 { n } else { conn.changes() };
+    Ok(out)
 }
 
 #[cfg(test)]

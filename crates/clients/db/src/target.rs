@@ -5,6 +5,10 @@
 use dbscope_core::TargetInfo;
 use dbscope_pgwire::SqlState;
 
+/// One statement's result ([`Session::script`]): rows affected or returned, and the columns and
+/// rows when asked for.
+pub use dbscope_pgwire::StmtResult;
+
 /// A failure talking to the database.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{message}")]
@@ -56,6 +60,18 @@ pub enum Param {
     Int(i64),
     /// Text.
     Text(String),
+}
+
+/// How a statement of a user's script is sent ([`Session::script`]; pgbench's `-M`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScriptSend<'a> {
+    /// The simple-query protocol: the text as is (variables already substituted); may hold
+    /// several statements.
+    Simple(&'a str),
+    /// The extended protocol's unnamed statement: parsed every time, parameters `$1`… bound.
+    Unnamed(&'a str),
+    /// A statement prepared on this session ([`Session::prepare`]).
+    Prepared(StmtId),
 }
 
 /// Handle of a statement prepared in one [`Session`].
@@ -139,6 +155,51 @@ pub trait Session: Send {
     /// per session).
     fn multiplex(&mut self) -> TargetResult<bool> {
         Ok(false)
+    }
+    /// Runs one command of a user's script, sent as `send` says with `params` (text, as pgbench
+    /// sends them) for its `$n`; returns each statement's result, with columns and rows when
+    /// `keep_rows` (for `\gset`).
+    fn script(
+        &mut self,
+        send: ScriptSend<'_>,
+        params: &[&str],
+        keep_rows: bool,
+    ) -> TargetResult<Vec<StmtResult>> {
+        let _ = (send, params, keep_rows);
+        Err(TargetError::config("this target does not run scripts"))
+    }
+    /// True when the target can pipeline statements ([`Session::pipeline_queue`]); where it
+    /// cannot, a script's pipeline runs its statements one after another.
+    fn can_pipeline(&self) -> bool {
+        false
+    }
+    /// Sends one statement of a pipeline without waiting for its result (extended or prepared
+    /// sends only).
+    fn pipeline_queue(
+        &mut self,
+        send: ScriptSend<'_>,
+        params: &[&str],
+        keep_rows: bool,
+    ) -> TargetResult<()> {
+        let _ = (send, params, keep_rows);
+        Err(TargetError::config(
+            "this target cannot pipeline statements",
+        ))
+    }
+    /// Ends a sync segment of the pipeline (`\syncpipeline`).
+    fn pipeline_sync(&mut self) -> TargetResult<()> {
+        Err(TargetError::config(
+            "this target cannot pipeline statements",
+        ))
+    }
+    /// Ends the pipeline: every queued statement's result (`None`: skipped after a failure) and
+    /// the first failure with the index of its statement.
+    fn pipeline_end(
+        &mut self,
+    ) -> TargetResult<(Vec<Option<StmtResult>>, Option<(usize, TargetError)>)> {
+        Err(TargetError::config(
+            "this target cannot pipeline statements",
+        ))
     }
     /// Bulk-loads with PostgreSQL's `COPY … FROM STDIN` (`sql` is the COPY statement). `fill`
     /// appends the next chunk of data to the buffer and returns `Ok(false)` after the last one; an

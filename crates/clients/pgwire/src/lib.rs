@@ -6,6 +6,7 @@
 //! - [`conn`]: [`WireConn`], connect and authenticate, queries, prepared statements.
 //! - [`copy`]: `COPY … FROM STDIN` / `TO STDOUT` on a connection.
 //! - [`replay`]: calls sent as an application sent them, and the server's [`Answer`].
+//! - [`script`]: a user script's statements, with column names, and pipelines.
 //! - [`stream`]: sockets in libpq's order; the raw socket a proxy takes over.
 //! - [`tag`]: the row count of a command tag.
 //! - [`error`]: [`WireError`] (a statement or the socket failed), [`ConnectError`].
@@ -19,6 +20,7 @@ pub mod copy;
 pub mod error;
 pub mod mux;
 pub mod replay;
+pub mod script;
 mod spec;
 pub mod sqlstate;
 pub mod stream;
@@ -28,6 +30,7 @@ pub use conn::WireConn;
 pub use connect::connect_with;
 pub use error::{ConnectError, WireError};
 pub use replay::{Answer, ReplayCall};
+pub use script::{PipelineResults, StmtResult};
 pub use spec::spec_body;
 pub use sqlstate::SqlState;
 pub use stream::{connect_socket, RawSocket};

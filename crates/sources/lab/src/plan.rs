@@ -18,6 +18,7 @@ use crate::runner::RunConfig;
 use crate::workload::bulkload::{BulkloadConfig, BulkloadWorkload};
 use crate::workload::events::{EventsWorkload, Strategy};
 use crate::workload::lookup::{LookupConfig, LookupWorkload};
+use crate::workload::script::{ScriptConfig, ScriptWorkload};
 use crate::workload::tpch::TpchQ1Workload;
 use crate::workload::{CommitWorkload, Keys, Workload};
 
@@ -46,6 +47,8 @@ pub enum WorkloadPlan {
     /// Parallel bulk load then GROUP BY (seed 002): each session runs its steps once;
     /// [`BulkloadConfig::sessions`] follows the plan's sessions.
     Bulkload(BulkloadConfig),
+    /// The user's own transactions in pgbench's script language.
+    Script(ScriptConfig),
 }
 
 /// The `events` workload's options (the runner's sessions are its connections).
@@ -120,18 +123,20 @@ impl WorkloadPlan {
             WorkloadPlan::Events(_) => EventsWorkload::NAME,
             WorkloadPlan::Lookup(_) => LookupWorkload::NAME,
             WorkloadPlan::Bulkload(_) => BulkloadWorkload::NAME,
+            WorkloadPlan::Script(_) => ScriptWorkload::NAME,
         }
     }
 
     /// The event whose throughput and latency headline the workload's runs
     /// ([`Workload::headline_event`]).
-    pub fn headline_event(&self) -> &'static str {
+    pub fn headline_event(&self) -> &str {
         match self {
             WorkloadPlan::Commit { .. } => CommitWorkload::HEADLINE,
             WorkloadPlan::TpchQ1 { .. } => TpchQ1Workload::HEADLINE,
             WorkloadPlan::Events(_) => EventsWorkload::HEADLINE,
             WorkloadPlan::Lookup(_) => LookupWorkload::HEADLINE,
             WorkloadPlan::Bulkload(_) => BulkloadWorkload::HEADLINE,
+            WorkloadPlan::Script(c) => ScriptWorkload::headline_of(&c.scripts),
         }
     }
 }
@@ -185,8 +190,10 @@ impl RunPlan {
                 c.max_errors = 0;
                 c.threads = Some(c.sessions);
             }
-            WorkloadPlan::Commit { .. } | WorkloadPlan::TpchQ1 { .. } | WorkloadPlan::Events(_) => {
-            }
+            WorkloadPlan::Commit { .. }
+            | WorkloadPlan::TpchQ1 { .. }
+            | WorkloadPlan::Events(_)
+            | WorkloadPlan::Script(_) => {}
         }
         c.validate()?;
         Ok(c)
@@ -213,6 +220,10 @@ impl RunPlan {
                 };
                 Box::new(BulkloadWorkload::new(cfg, dialect)?)
             }
+            WorkloadPlan::Script(cfg) => Box::new(ScriptWorkload::new(ScriptConfig {
+                seed: self.config.seed,
+                ..cfg.clone()
+            })?),
             WorkloadPlan::Events(_) => {
                 return Err(Error::Config(
                     "the events workload runs once per strategy, with its own sessions".into(),

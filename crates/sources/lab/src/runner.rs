@@ -85,7 +85,7 @@ pub struct Progress {
     /// Fraction done (0–1), when the run has a known end.
     pub fraction: Option<f64>,
     /// Name of the headline event.
-    pub headline: &'static str,
+    pub headline: String,
 }
 
 /// Everything needed to make one run.
@@ -159,11 +159,13 @@ pub fn run(
         }
         .into(),
         threads: None,
+        connect_s: None,
     });
 
     // Connect every session before the clock starts, so connection time is not measured.
     // Each named `dbscope/<run id>/<session>`, so the observer finds the run's backends.
     let probe = Arc::new(SessionProbe::new(&observe::run_id(), cfg.sessions));
+    let connecting = Instant::now();
     let mut sessions: Vec<Box<dyn Session>> = Vec::with_capacity(cfg.sessions as usize);
     for i in 0..cfg.sessions {
         let mut s = spec.target.connect().map_err(|e| {
@@ -193,6 +195,7 @@ pub fn run(
     let threads = client_threads(cfg, &mut sessions)?;
     if let Some(r) = manifest.runner.as_mut() {
         r.threads = (threads < cfg.sessions).then_some(threads);
+        r.connect_s = Some(connecting.elapsed().as_secs_f64());
     }
 
     let mut rec = Recording::begin(&spec.out, manifest)?;
@@ -317,7 +320,7 @@ pub fn run(
 /// The progress line's figures: the headline event's rate since the last tick and its p99 over
 /// about the last second.
 struct LiveProgress<'a> {
-    headline: &'static str,
+    headline: &'a str,
     headline_id: NameId,
     clock: &'a RunClock,
     warmup_ns: u64,
@@ -330,12 +333,7 @@ struct LiveProgress<'a> {
 }
 
 impl<'a> LiveProgress<'a> {
-    fn new(
-        headline: &'static str,
-        headline_id: NameId,
-        clock: &'a RunClock,
-        warmup_ns: u64,
-    ) -> Self {
+    fn new(headline: &'a str, headline_id: NameId, clock: &'a RunClock, warmup_ns: u64) -> Self {
         LiveProgress {
             headline,
             headline_id,
@@ -383,7 +381,7 @@ impl<'a> LiveProgress<'a> {
             ops_per_s: rate,
             p99_ns: self.last_p99,
             fraction,
-            headline: self.headline,
+            headline: self.headline.to_string(),
         }
     }
 }
@@ -477,6 +475,10 @@ fn session_loop(mut c: SessionCtx<'_>) {
         c.probe.begin_op(id, done + 1);
         let result = c.work.step(c.sess.as_mut(), &mut c.rec);
         done += 1;
+        if let Some(why) = c.work.abort_reason() {
+            c.stop.fail(format!("session {id}: {why}"));
+            break;
+        }
         if c.rec.last_ns() >= publish_at {
             publish_at = c.rec.last_ns() + observe::PUBLISH_EVERY_NS;
             c.probe.publish(id, c.sess.as_mut());

@@ -310,6 +310,7 @@ fn manifest(
             "closed".into()
         },
         threads: None,
+        connect_s: None,
     });
     manifest
 }

@@ -5,6 +5,7 @@ mod commit;
 pub mod events;
 pub mod lookup;
 pub mod place;
+pub mod script;
 pub mod tpch;
 mod work;
 

@@ -16,7 +16,7 @@ pub trait Workload: Send + Sync {
     /// Parameters as recorded in the manifest.
     fn params(&self) -> BTreeMap<String, serde_json::Value>;
     /// The event whose latency headlines progress output (e.g. `commit`).
-    fn headline_event(&self) -> &'static str;
+    fn headline_event(&self) -> &str;
     /// The tables the workload reads and writes, whose I/O counters the run's snapshots keep.
     fn tables(&self) -> Vec<String> {
         Vec::new()
@@ -43,6 +43,11 @@ pub trait SessionWork: Send {
     /// `events`, whose clients stop at the end of the run); most workloads never finish.
     fn finished(&self) -> bool {
         false
+    }
+    /// Why the run must stop, failed, after the last step (a script's `--on-error stop`); most
+    /// workloads never stop a run themselves.
+    fn abort_reason(&self) -> Option<&str> {
+        None
     }
 }
 

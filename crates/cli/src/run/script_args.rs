@@ -1,0 +1,77 @@
+//! Options of the `script` workload (pgbench's script options), flattened into `dbscope run`.
+//!
+//! `run::plan` reads the scripts and turns these into the run plan's [`ScriptConfig`].
+//!
+//! [`ScriptConfig`]: dbscope_lab::workload::script::ScriptConfig
+
+use clap::Args;
+
+/// `script` options, named as pgbench names them.
+#[derive(Debug, Args)]
+pub struct ScriptArgs {
+    /// script: a pgbench script file, with its weight in the choice between scripts after `@`
+    /// (default 1). Repeatable. The file runs unchanged: SQL, :variables, \set, \sleep, \gset,
+    /// \aset, \if/\elif/\else/\endif, \setshell, \shell, \startpipeline/\endpipeline.
+    #[arg(long = "file", short = 'f', value_name = "FILE[@WEIGHT]")]
+    pub files: Vec<String>,
+
+    /// script: a pgbench built-in script, `tpcb-like`, `simple-update` or `select-only` (a
+    /// unique prefix will do), with an optional `@WEIGHT`. Repeatable.
+    #[arg(long = "builtin", short = 'b', value_name = "NAME[@WEIGHT]")]
+    pub builtins: Vec<String>,
+
+    /// script: a variable for the scripts, as pgbench's -D. Repeatable.
+    #[arg(long = "define", short = 'D', value_name = "NAME=VALUE")]
+    pub defines: Vec<String>,
+
+    /// script: how SQL is sent, as pgbench's -M: `simple` (text, variables substituted),
+    /// `extended` (parameters, parsed each time) or `prepared` (parsed once per connection).
+    #[arg(
+        long = "protocol",
+        short = 'M',
+        default_value = "simple",
+        value_name = "simple|extended|prepared"
+    )]
+    pub protocol: String,
+
+    /// script: tries per transaction: one that fails with a serialization failure or deadlock
+    /// (40001, 40P01; SQLite busy) runs again from its start with the same random values, up to
+    /// N tries in all (pgbench 15's --max-tries). 1: no retry.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub max_tries: u32,
+
+    /// script: pgbench's --latency-limit (milliseconds, or a duration like 50ms): no retry
+    /// after it; with --rate, a transaction already this late when due is skipped (counted).
+    #[arg(long, value_name = "MS")]
+    pub latency_limit: Option<String>,
+
+    /// script: after a failure that is not retried, `continue` (the transaction is recorded as
+    /// failed with its SQLSTATE and the session goes on) or `stop` (the run stops, failed).
+    #[arg(long, default_value = "continue", value_name = "continue|stop")]
+    pub on_error: String,
+
+    /// script: create and fill pgbench's four tables first, as `pgbench -i` does (drops them if
+    /// they exist): `tpcb`. With --scale.
+    #[arg(long, value_name = "tpcb")]
+    pub init: Option<String>,
+
+    /// script: the scale: with --init, the size of pgbench's tables (100,000 accounts each);
+    /// the scripts' :scale (default: read from pgbench_branches when a built-in runs, else 1).
+    #[arg(long, value_name = "N")]
+    pub scale: Option<u32>,
+}
+
+impl ScriptArgs {
+    /// True when any script option was given (they apply to the script workload only).
+    pub fn any(&self) -> bool {
+        !self.files.is_empty()
+            || !self.builtins.is_empty()
+            || !self.defines.is_empty()
+            || self.protocol != "simple"
+            || self.max_tries != 1
+            || self.latency_limit.is_some()
+            || self.on_error != "continue"
+            || self.init.is_some()
+            || self.scale.is_some()
+    }
+}
