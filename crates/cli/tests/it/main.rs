@@ -20,6 +20,7 @@ mod lookup;
 mod observe;
 mod pacing;
 mod postgres;
+mod script;
 mod sqlite;
 mod sweep;
 mod tpch;
