@@ -47,6 +47,7 @@ pub fn run_events(plan: &RunPlan, e: &EventsPlan, spec: &str, quiet: bool) -> Re
             rate,
             arrival,
             elements: e.elements,
+            dist: e.dist,
             payload: e.payload,
             strategy: *strategy,
             batch: e.batch,

@@ -19,8 +19,15 @@ pub struct LabArgs {
     #[arg(long, value_name = "BYTES")]
     pub row_bytes: Option<u32>,
 
-    /// lookup: key distribution, `uniform` or `zipf:S` (e.g. zipf:0.99; key 1 hottest), seeded.
-    #[arg(long, default_value = "uniform", value_name = "uniform|zipf:S")]
+    /// lookup, commit (with --keys shared:N), events (the elements): key distribution, seeded,
+    /// drawn as pgbench's random functions draw: `uniform`, `zipf:S` (0 < S ≤ 1000, key 1
+    /// hottest; e.g. zipf:0.99), `exponential:P` (P > 0, key 1 most likely) or `gaussian:P`
+    /// (P ≥ 2, around the middle key).
+    #[arg(
+        long,
+        default_value = "uniform",
+        value_name = "uniform|zipf:S|exponential:P|gaussian:P"
+    )]
     pub dist: String,
 
     /// lookup, bulkload: put the table on this directory: a PostgreSQL tablespace (CREATE

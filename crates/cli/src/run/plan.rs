@@ -98,6 +98,7 @@ pub fn build(a: &RunArgs) -> Result<RunPlan, Exit> {
         WorkloadName::Commit => WorkloadPlan::Commit {
             table: table.unwrap_or("dbscope_commit").to_string(),
             keys: a.keys.parse().map_err(lab_error)?,
+            dist: a.lab.dist.parse().map_err(lab_error)?,
             fresh: a.fresh,
         },
         WorkloadName::TpchQ1 => WorkloadPlan::TpchQ1 {
@@ -250,6 +251,7 @@ fn events(
             rate,
             arrival,
             elements: e.elements,
+            dist: a.lab.dist.parse().map_err(lab_error)?,
             payload: e.payload,
             strategy,
             batch: e.batch,

@@ -31,6 +31,8 @@ pub enum WorkloadPlan {
         table: String,
         /// Which rows sessions update.
         keys: Keys,
+        /// How shared keys are drawn.
+        dist: crate::workload::keys::KeyDist,
         /// Drop and recreate the table first.
         fresh: bool,
     },
@@ -64,6 +66,8 @@ pub struct EventsPlan {
     pub arrival: Arrival,
     /// Elements per client.
     pub elements: u32,
+    /// How each event's element is drawn.
+    pub dist: crate::workload::keys::KeyDist,
     /// Bytes of each event's payload.
     pub payload: usize,
     /// The strategy; `None`: every strategy in order (CERN's iterations).
@@ -208,9 +212,12 @@ impl RunPlan {
     /// [`EventsPlan`]).
     pub fn workload(&self, dialect: Dialect) -> Result<Box<dyn Workload>, Error> {
         Ok(match &self.workload {
-            WorkloadPlan::Commit { table, keys, fresh } => {
-                Box::new(CommitWorkload::new(table, *keys, *fresh, dialect)?)
-            }
+            WorkloadPlan::Commit {
+                table,
+                keys,
+                dist,
+                fresh,
+            } => Box::new(CommitWorkload::new(table, *keys, *dist, *fresh, dialect)?),
             WorkloadPlan::TpchQ1 { delta } => Box::new(TpchQ1Workload::new(dialect, *delta)),
             WorkloadPlan::Lookup(cfg) => Box::new(LookupWorkload::new(cfg.clone(), dialect)?),
             WorkloadPlan::Bulkload(cfg) => {
@@ -384,6 +391,7 @@ mod tests {
             rate: 1000.0,
             arrival: Arrival::Constant,
             elements: 10,
+            dist: crate::workload::keys::KeyDist::Uniform,
             payload: 16,
             strategy,
             batch: 5000,

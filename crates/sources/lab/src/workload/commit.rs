@@ -6,9 +6,8 @@ use std::collections::BTreeMap;
 use std::str::FromStr;
 
 use dbscope_core::NameId;
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 
+use super::keys::{KeyDist, KeyGen};
 use super::work::{check_identifier, SessionWork, Workload};
 use dbscope_core::Recorder;
 use dbscope_db::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
@@ -54,6 +53,7 @@ impl std::fmt::Display for Keys {
 pub struct CommitWorkload {
     table: String,
     keys: Keys,
+    dist: KeyDist,
     fresh: bool,
     dialect: Dialect,
 }
@@ -64,12 +64,29 @@ impl CommitWorkload {
     /// The headline event ([`Workload::headline_event`]).
     pub const HEADLINE: &'static str = "commit";
 
-    /// A commit workload on `table`; `fresh` drops and recreates the table first.
-    pub fn new(table: &str, keys: Keys, fresh: bool, dialect: Dialect) -> Result<Self, Error> {
+    /// A commit workload on `table`; `fresh` drops and recreates the table first. `dist` draws
+    /// the shared keys (`Keys::Shared`); with `Keys::Own` it must be uniform.
+    pub fn new(
+        table: &str,
+        keys: Keys,
+        dist: KeyDist,
+        fresh: bool,
+        dialect: Dialect,
+    ) -> Result<Self, Error> {
         check_identifier(table)?;
+        if keys == Keys::Own && dist != KeyDist::Uniform {
+            return Err(Error::invalid(
+                "dist",
+                format!(
+                    "{dist}: with {{keys}} own each session updates its own row; a distribution \
+                     needs shared keys ({{keys}} shared:N)"
+                ),
+            ));
+        }
         Ok(CommitWorkload {
             table: table.to_string(),
             keys,
+            dist,
             fresh,
             dialect,
         })
@@ -95,6 +112,7 @@ impl Workload for CommitWorkload {
         BTreeMap::from([
             ("table".to_string(), self.table.clone().into()),
             ("keys".to_string(), self.keys.to_string().into()),
+            ("dist".to_string(), self.dist.to_string().into()),
             ("fresh".to_string(), self.fresh.into()),
         ])
     }
@@ -134,9 +152,11 @@ impl Workload for CommitWorkload {
                 self.dialect.placeholder(1),
                 self.dialect.placeholder(2)
             ),
-            keys: self.keys,
+            keys: match self.keys {
+                Keys::Own => None,
+                Keys::Shared(n) => Some(KeyGen::new(self.dist, n, seed)),
+            },
             own_key: session as i64 + 1,
-            rng: ChaCha8Rng::seed_from_u64(seed),
             update: None,
             names: (0, 0),
         })
@@ -145,9 +165,9 @@ impl Workload for CommitWorkload {
 
 struct CommitSession {
     sql: String,
-    keys: Keys,
+    /// Shared keys' generator; `None`: the session's own row.
+    keys: Option<KeyGen>,
     own_key: i64,
-    rng: ChaCha8Rng,
     update: Option<StmtId>,
     names: (NameId, NameId),
 }
@@ -163,9 +183,9 @@ impl SessionWork for CommitSession {
         let stmt = self
             .update
             .ok_or_else(|| TargetError::config("commit workload used before prepare"))?;
-        let key = match self.keys {
-            Keys::Own => self.own_key,
-            Keys::Shared(n) => self.rng.random_range(1..=n) as i64,
+        let key = match &mut self.keys {
+            None => self.own_key,
+            Some(g) => g.next_key() as i64,
         };
         let (update, commit) = self.names;
         let t0 = rec.now();
@@ -189,6 +209,9 @@ mod tests {
         assert_eq!("shared:10".parse::<Keys>().unwrap(), Keys::Shared(10));
         assert!("shared:0".parse::<Keys>().is_err());
         assert!("other".parse::<Keys>().is_err());
-        assert!(CommitWorkload::new("Bad-Name", Keys::Own, false, Dialect::Sqlite).is_err());
+        let new = |t, k, d| CommitWorkload::new(t, k, d, false, Dialect::Sqlite);
+        assert!(new("Bad-Name", Keys::Own, KeyDist::Uniform).is_err());
+        assert!(new("t", Keys::Own, KeyDist::Zipf(1.5)).is_err());
+        assert!(new("t", Keys::Shared(10), KeyDist::Zipf(1.5)).is_ok());
     }
 }

@@ -9,48 +9,14 @@ use std::sync::{Mutex, PoisonError};
 
 use dbscope_core::counters::{Counter, CounterSection, CounterValue};
 use dbscope_core::{NameId, Recorder};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-use rand_distr::{Distribution, Zipf};
 
+use super::keys::KeyGen;
 use super::place::{self, Found, Placement, Shape};
 use super::work::{check_identifier, SessionWork, Workload};
 use crate::error::Error;
 use dbscope_db::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
 
-/// How keys are drawn.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum KeyDist {
-    /// Every key equally likely.
-    Uniform,
-    /// Zipf with exponent `s` over ranks 1..=rows: key 1 is the hottest.
-    Zipf(f64),
-}
-
-impl FromStr for KeyDist {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self, Error> {
-        if s == "uniform" {
-            return Ok(KeyDist::Uniform);
-        }
-        match s.strip_prefix("zipf:").map(str::parse::<f64>) {
-            Some(Ok(x)) if x.is_finite() && x > 0.0 && x <= 10.0 => Ok(KeyDist::Zipf(x)),
-            _ => Err(Error::invalid(
-                "dist",
-                format!("{s:?}: expected `uniform` or `zipf:S` with 0 < S ≤ 10 (e.g. zipf:0.99)"),
-            )),
-        }
-    }
-}
-
-impl std::fmt::Display for KeyDist {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            KeyDist::Uniform => write!(f, "uniform"),
-            KeyDist::Zipf(s) => write!(f, "zipf:{s}"),
-        }
-    }
-}
+pub use super::keys::KeyDist;
 
 /// Cache state before the lookups start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -477,18 +443,12 @@ impl Workload for LookupWorkload {
     }
 
     fn session(&self, _session: u32, seed: u64) -> Box<dyn SessionWork> {
-        let zipf = match self.cfg.dist {
-            KeyDist::Zipf(s) => Zipf::new(self.cfg.rows as f64, s).ok(),
-            KeyDist::Uniform => None,
-        };
         Box::new(LookupSession {
             table: self.cfg.table.clone(),
             place: self.cfg.place.clone(),
             dialect: self.dialect,
             warm: self.cfg.cache == CacheState::Warm,
-            rows: self.cfg.rows,
-            zipf,
-            rng: ChaCha8Rng::seed_from_u64(seed),
+            keys: KeyGen::new(self.cfg.dist, self.cfg.rows, seed),
             stmt: None,
             name: 0,
         })
@@ -547,9 +507,7 @@ struct LookupSession {
     place: Placement,
     dialect: Dialect,
     warm: bool,
-    rows: u64,
-    zipf: Option<Zipf<f64>>,
-    rng: ChaCha8Rng,
+    keys: KeyGen,
     stmt: Option<StmtId>,
     name: NameId,
 }
@@ -589,10 +547,7 @@ impl SessionWork for LookupSession {
         let stmt = self
             .stmt
             .ok_or_else(|| TargetError::config("lookup workload used before prepare"))?;
-        let key = match &self.zipf {
-            Some(z) => (z.sample(&mut self.rng) as u64).clamp(1, self.rows),
-            None => self.rng.random_range(1..=self.rows),
-        };
+        let key = self.keys.next_key();
         let t0 = rec.now();
         let lookup = || sess.execute(stmt, &[Param::Int(key as i64)]);
         let one_row = |&n: &u64| match n {
@@ -623,7 +578,16 @@ mod tests {
     fn options_parse_and_are_checked() {
         assert_eq!("uniform".parse::<KeyDist>().unwrap(), KeyDist::Uniform);
         assert_eq!("zipf:0.99".parse::<KeyDist>().unwrap(), KeyDist::Zipf(0.99));
-        for bad in ["zipf:0", "zipf:-1", "zipf:x", "zipf", "normal", "zipf:NaN"] {
+        for bad in [
+            "zipf:0",
+            "zipf:-1",
+            "zipf:x",
+            "zipf",
+            "normal",
+            "zipf:NaN",
+            "gaussian:1.5",
+            "exponential:0",
+        ] {
             assert!(bad.parse::<KeyDist>().is_err(), "{bad}");
         }
         assert!("hot".parse::<CacheState>().is_err());
@@ -654,24 +618,6 @@ mod tests {
         .unwrap();
         let e = crate::error::as_flags(&e);
         assert!(e.contains("--row-bytes 8"), "{e}");
-    }
-
-    /// Zipf keys stay in range and favour the low ranks; the same seed draws the same keys.
-    #[test]
-    fn zipf_keys_are_seeded_and_skewed() {
-        let z = Zipf::new(1000.0, 0.99).unwrap();
-        let draw = |seed| {
-            let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            (0..10_000)
-                .map(|_| (z.sample(&mut rng) as u64).clamp(1, 1000))
-                .collect::<Vec<_>>()
-        };
-        let a = draw(7);
-        assert_eq!(a, draw(7));
-        assert!(a.iter().all(|k| (1..=1000).contains(k)));
-        let top10 = a.iter().filter(|&&k| k <= 10).count();
-        // Uniform would put 1% in the top 10 keys; Zipf(0.99) over 1,000 keys puts about 38%.
-        assert!(top10 > 2_500, "{top10}");
     }
 
     #[test]

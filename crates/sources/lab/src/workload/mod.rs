@@ -3,6 +3,7 @@
 pub mod bulkload;
 mod commit;
 pub mod events;
+pub mod keys;
 pub mod lookup;
 pub mod place;
 pub mod script;

@@ -76,6 +76,8 @@ pub struct EventsConfig {
     pub arrival: Arrival,
     /// Elements (monitored values) per client.
     pub elements: u32,
+    /// How each event's element is drawn from the client's elements.
+    pub dist: crate::workload::keys::KeyDist,
     /// Bytes of the payload text of each event.
     pub payload: usize,
     /// How events are written.

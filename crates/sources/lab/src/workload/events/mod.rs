@@ -96,6 +96,7 @@ impl Workload for EventsWorkload {
             ("rate_per_client_per_s".to_string(), c.rate.into()),
             ("arrival".to_string(), c.arrival.as_str().into()),
             ("elements".to_string(), c.elements.into()),
+            ("dist".to_string(), c.dist.to_string().into()),
             ("payload_bytes".to_string(), (c.payload as u64).into()),
             ("strategy".to_string(), c.strategy.as_str().into()),
             ("batch".to_string(), (c.batch as u64).into()),

@@ -33,6 +33,8 @@ struct Client {
     pacer: Pacer,
     first: Pacer,
     rng: ChaCha8Rng,
+    /// The elements' stream (`--dist`), 1..=elements.
+    elements: crate::workload::keys::KeyGen,
     seq: u64,
     acked: u64,
 }
@@ -52,6 +54,11 @@ impl EventsWorkload {
                     first: pacer.clone(),
                     pacer,
                     rng: ChaCha8Rng::seed_from_u64(seed.rotate_left(17)),
+                    elements: crate::workload::keys::KeyGen::new(
+                        c.dist,
+                        c.elements as u64,
+                        seed.rotate_left(29),
+                    ),
                     seq: 0,
                     acked: 0,
                 }
@@ -149,7 +156,7 @@ impl EventsSession {
             // Take this client's due events in order, up to the batch limit.
             while self.pending.len() < max && c.pacer.peek() <= now && c.pacer.peek() < until {
                 let intended = c.pacer.next_start();
-                let element = c.rng.random_range(0..self.cfg.elements);
+                let element = (c.elements.next_key() - 1) as u32;
                 let value = (c.rng.random::<u64>() >> 1) as i64;
                 self.pending.push(Ev {
                     client: c.id,
