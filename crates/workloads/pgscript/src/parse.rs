@@ -817,7 +817,8 @@ impl<'a> Parser<'a> {
 
     /// The rest of a `\set`/`\if`/`\elif` line (continued by `\` + newline) as the text given to
     /// the expression parser; consumes it and its newline. Continuations become two blanks and
-    /// `\r`, `\v`, `\f` one, so offsets in the text are offsets in the source.
+    /// `\r`, `\v`, `\f` one, and the ending newline one, so offsets in the text are offsets in
+    /// the source.
     fn expression_text(&mut self) -> (usize, String) {
         let b = self.b;
         let start = self.pos;
@@ -844,6 +845,11 @@ impl<'a> Parser<'a> {
                 });
                 k += 1;
             }
+        }
+        if i < b.len() {
+            // the newline, as a blank: an error at the end of the expression is shown there,
+            // as pgbench shows it
+            text.push(b' ');
         }
         self.pos = (i + 1).min(b.len());
         (start, String::from_utf8_lossy(&text).into_owned())
@@ -1134,6 +1140,356 @@ impl<'a> Parser<'a> {
                 "end of script reached with pipeline open".to_string(),
             )),
             None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Script {
+        Script::parse("t.sql", "t", text, 1).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn sql(c: &Command) -> &Sql {
+        match &c.kind {
+            CommandKind::Sql(s) => s,
+            other => panic!("not SQL: {other:?}"),
+        }
+    }
+
+    /// The SQL text pgbench would send in simple mode with the variables left in.
+    fn text(c: &Command) -> String {
+        sql(c)
+            .pieces
+            .iter()
+            .map(|p| match p {
+                Piece::Text(t) => t.clone(),
+                Piece::Var(v) => format!(":{v}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn sql_ends_where_psql_ends_it() {
+        let s = parse(concat!(
+            "-- a comment; not a command\n",
+            "\n",
+            "SELECT 'a;b', E'c\\';d', \"e;f\" /* g; /* h; */ i; */\n",
+            "  FROM t -- j;\n",
+            "  WHERE x = $q$k;$q$ AND y = $$l;$$ AND (m; n);\n",
+            "SELECT 1; SELECT 2 \\; SELECT 3;\n",
+            "CREATE FUNCTION f() RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; SELECT 2; END;\n",
+            "SELECT 'a'\n",
+            "  'b';\n",
+            "SELECT 'no end",
+        ));
+        let texts: Vec<String> = s.commands.iter().map(text).collect();
+        assert_eq!(
+            texts,
+            [
+                // -- comments are dropped, as psqlscan drops them
+                "SELECT 'a;b', E'c\\';d', \"e;f\" /* g; /* h; */ i; */\n  FROM t \n  WHERE x = $q$k;$q$ AND y = $$l;$$ AND (m; n);",
+                "SELECT 1;",
+                "SELECT 2 ; SELECT 3;",
+                "CREATE FUNCTION f() RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; SELECT 2; END;",
+                "SELECT 'a'\n  'b';",
+                "SELECT 'no end",
+            ]
+        );
+        let lines: Vec<u32> = s.commands.iter().map(|c| c.line).collect();
+        assert_eq!(lines, [3, 6, 6, 7, 8, 10]);
+        assert_eq!(
+            s.commands[0].text,
+            "SELECT 'a;b', E'c\\';d', \"e;f\" /* g; /* h; */ i; */"
+        );
+    }
+
+    #[test]
+    fn variables_become_parameters_as_pgbench_does() {
+        let s = parse("SELECT :aid, :aid::int, x::text, :名前, ':q', :1, a := :b_2\n");
+        let q = sql(&s.commands[0]);
+        assert_eq!(
+            q.parameterized,
+            "SELECT $1, $2::int, x::text, $3, '$4', :1, a := $5\n"
+        );
+        assert_eq!(q.params, ["aid", "aid", "名前", "q", "b_2"]);
+        assert_eq!(
+            q.pieces[..4],
+            [
+                Piece::Text("SELECT ".into()),
+                Piece::Var("aid".into()),
+                Piece::Text(", ".into()),
+                Piece::Var("aid".into()),
+            ]
+        );
+        assert_eq!(
+            text(&s.commands[0]),
+            "SELECT :aid, :aid::int, x::text, :名前, ':q', :1, a := :b_2\n"
+        );
+    }
+
+    #[test]
+    fn gset_and_aset_join_the_sql_before_them() {
+        let s = parse(
+            "SELECT 1 AS a \\gset p_\nSELECT 2 AS b;\n\\aset\nSELECT 3 \\; SELECT 4 \\gset\n",
+        );
+        let g: Vec<Option<Gset>> = s.commands.iter().map(|c| sql(c).gset.clone()).collect();
+        assert_eq!(
+            g,
+            [
+                Some(Gset {
+                    prefix: "p_".into(),
+                    all: false
+                }),
+                Some(Gset {
+                    prefix: String::new(),
+                    all: true
+                }),
+                Some(Gset {
+                    prefix: String::new(),
+                    all: false
+                }),
+            ]
+        );
+        assert_eq!(text(&s.commands[0]), "SELECT 1 AS a ");
+        assert_eq!(text(&s.commands[2]), "SELECT 3 ; SELECT 4 ");
+    }
+
+    #[test]
+    fn meta_commands_read_their_words() {
+        let s = parse(concat!(
+            "\\sleep 10ms\n",
+            "\\SLEEP 2 S\n",
+            "\\sleep :d us\n",
+            "\\sleep 3\n",
+            "\\setshell v echo :x ::y \\\n  z\n",
+            "\\shell true\n",
+            "\\startpipeline\nSELECT 1;\n\\syncpipeline\n\\endpipeline\n",
+        ));
+        let kinds: Vec<String> = s.commands.iter().map(|c| format!("{:?}", c.kind)).collect();
+        assert_eq!(kinds[0], r#"Sleep { amount: Text("10"), unit_us: 1000 }"#);
+        assert_eq!(kinds[1], r#"Sleep { amount: Text("2"), unit_us: 1000000 }"#);
+        assert_eq!(kinds[2], r#"Sleep { amount: Var("d"), unit_us: 1 }"#);
+        assert_eq!(kinds[3], r#"Sleep { amount: Text("3"), unit_us: 1000000 }"#);
+        assert_eq!(
+            kinds[4],
+            r#"SetShell { var: "v", argv: [Text("echo"), Var("x"), Text(":y"), Text("z")] }"#
+        );
+        assert_eq!(kinds[5], r#"Shell { argv: [Text("true")] }"#);
+        assert_eq!(
+            kinds[6..],
+            [
+                "StartPipeline",
+                kinds[7].as_str(),
+                "SyncPipeline",
+                "EndPipeline"
+            ]
+        );
+        assert_eq!(s.commands[4].text, "\\setshell v echo :x ::y \\");
+        assert_eq!(s.commands[5].line, 7);
+    }
+
+    /// pgbench 15's errors for the scripts of tests/data/errors (made by its make.sh).
+    fn pgbench_errors() -> Vec<(String, String)> {
+        let dir = format!("{}/tests/data/errors", env!("CARGO_MANIFEST_DIR"));
+        let expected = std::fs::read_to_string(format!("{dir}/expected.txt")).unwrap();
+        expected
+            .split("== ")
+            .filter(|c| !c.is_empty())
+            .map(|c| {
+                let (file, out) = c.split_once('\n').unwrap();
+                (file.to_string(), out.to_string())
+            })
+            .collect()
+    }
+
+    /// Our error for a file of tests/data/errors against pgbench's output: the same message and
+    /// line, and, where pgbench draws a caret, the same column.
+    fn check_against_pgbench(file: &str, pgbench: &str) {
+        let dir = format!("{}/tests/data/errors", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(format!("{dir}/{file}")).unwrap();
+        let err = Script::parse(file, file, &text, 1).expect_err(file);
+        let first = pgbench
+            .lines()
+            .next()
+            .unwrap()
+            .trim_start_matches("pgbench: error: ");
+        if let Some(rest) =
+            first.strip_prefix(&format!("condition error in script \"{file}\" command "))
+        {
+            let (_, msg) = rest.split_once(": ").unwrap();
+            assert_eq!(err.message, msg, "{file}");
+        } else if first.starts_with("empty command list") {
+            assert_eq!(err.message, first, "{file}");
+        } else {
+            let rest = first.strip_prefix(&format!("{file}:")).unwrap();
+            let (line, msg) = rest.split_once(": ").unwrap();
+            assert_eq!(
+                (err.line.to_string(), err.message.as_str()),
+                (line.to_string(), msg),
+                "{file}"
+            );
+            if let Some(caret) = pgbench.lines().nth(2) {
+                // the scripts start their meta-commands at column 1, where pgbench's line starts
+                let column = caret.find('^').unwrap() + 1;
+                assert_eq!(err.column as usize, column, "{file}: {err}");
+            }
+        }
+    }
+
+    #[test]
+    fn errors_are_pgbench_s() {
+        let cases = pgbench_errors();
+        assert!(cases.len() >= 20);
+        for (file, out) in &cases {
+            // the expression parser's own cases are in expression_errors_are_pgbench_s
+            if !file.starts_with("expr")
+                && ![
+                    "else_else.sql",
+                    "unbalanced.sql",
+                    "elif_else.sql",
+                    "elif.sql",
+                ]
+                .contains(&file.as_str())
+            {
+                check_against_pgbench(file, out);
+            }
+        }
+    }
+
+    #[test]
+    fn expression_and_conditional_errors_are_pgbench_s() {
+        for (file, out) in &pgbench_errors() {
+            if file.starts_with("expr")
+                || [
+                    "else_else.sql",
+                    "unbalanced.sql",
+                    "elif_else.sql",
+                    "elif.sql",
+                ]
+                .contains(&file.as_str())
+            {
+                check_against_pgbench(file, out);
+            }
+        }
+    }
+
+    #[test]
+    fn errors_show_the_line_and_a_caret() {
+        let err = Script::parse("f.sql", "f", "SELECT 1;\n  \\sleep 5 xs\n", 1).unwrap_err();
+        assert_eq!((err.line, err.column), (2, 12));
+        assert_eq!(err.context, "    \\sleep 5 xs\n             ^");
+        assert_eq!(
+            err.to_string(),
+            "f.sql:2:12: unrecognized time unit, must be us, ms or s (xs) in command \"sleep\"\n    \\sleep 5 xs\n             ^"
+        );
+        let err = Script::parse("f.sql", "f", "\n\n", 1).unwrap_err();
+        assert_eq!(err.message, "empty command list for script \"f.sql\"");
+    }
+
+    #[test]
+    fn pipelines_are_checked_before_the_run() {
+        let err = |t: &str| Script::parse("p", "p", t, 1).unwrap_err().message;
+        assert_eq!(
+            err("\\startpipeline\nSELECT 1;\n"),
+            "end of script reached with pipeline open"
+        );
+        assert_eq!(
+            err("\\endpipeline\n"),
+            "not in pipeline mode in command \"endpipeline\""
+        );
+        assert_eq!(
+            err("\\startpipeline\nSELECT 1 \\gset\n\\endpipeline\n"),
+            "\\gset is not allowed in pipeline mode in command \"gset\""
+        );
+    }
+
+    #[test]
+    fn weights_split_as_pgbench() {
+        assert_eq!(split_weight("a.sql"), Ok(("a.sql", 1)));
+        assert_eq!(split_weight("a@b.sql@7"), Ok(("a@b.sql", 7)));
+        assert_eq!(split_weight("x@ +2"), Ok(("x", 2)));
+        assert_eq!(split_weight("x@0"), Ok(("x", 0)));
+        // pgbench 15's messages, from tests/data/errors/make.sh's neighbour runs
+        assert_eq!(
+            split_weight("x@"),
+            Err("invalid weight specification: @".into())
+        );
+        assert_eq!(
+            split_weight("x@abc"),
+            Err("invalid weight specification: @abc".into())
+        );
+        assert_eq!(
+            split_weight("x@2x"),
+            Err("invalid weight specification: @2x".into())
+        );
+        assert_eq!(
+            split_weight("x@-1"),
+            Err("weight specification out of range (0 .. 2147483647): -1".into())
+        );
+        assert_eq!(
+            split_weight("x@3000000000"),
+            Err("weight specification out of range (0 .. 2147483647): 3000000000".into())
+        );
+    }
+
+    #[test]
+    fn builtins_parse() {
+        for name in crate::builtin::NAMES {
+            let (_, text) = crate::builtin::find(name).unwrap();
+            let s = Script::parse(&format!("builtin:{name}"), name, text, 1).unwrap();
+            assert!(s.commands.len() >= 2, "{name}");
+        }
+    }
+
+    #[test]
+    fn conditionals_are_linked() {
+        let s = parse("\\if 1\nSELECT 1;\n\\elif 2\n\\if 3\n\\endif\n\\else\nSELECT 2;\n\\endif\n");
+        let k: Vec<String> = s
+            .commands
+            .iter()
+            .map(|c| match &c.kind {
+                CommandKind::If { next, .. } => format!("if->{next}"),
+                CommandKind::Elif { next, end, .. } => format!("elif->{next}/{end}"),
+                CommandKind::Else { end } => format!("else/{end}"),
+                CommandKind::Endif => "endif".into(),
+                _ => "sql".into(),
+            })
+            .collect();
+        assert_eq!(
+            k,
+            [
+                "if->2",
+                "sql",
+                "elif->5/7",
+                "if->4",
+                "endif",
+                "else/7",
+                "sql",
+                "endif"
+            ]
+        );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        /// Any text, and any mix of script fragments, is read or refused without a panic.
+        #[test]
+        fn parsing_never_panics(
+            noise in "(?s).{0,200}",
+            parts in proptest::collection::vec(proptest::sample::select(vec![
+                "SELECT 1", ";", "\\;", "'", "\"", "$$", "$a$", "(", ")", "/*", "*/", "--", "\n",
+                "\\", "\\set x 1 + :y", "\\set", "\\if :x", "\\elif", "\\else", "\\endif",
+                "\\sleep", " 5", "ms", ":v", "::", "\\gset", "\\aset p", "\\shell", "\\setshell",
+                "\\startpipeline", "\\endpipeline", "\\syncpipeline", "é", "\r", "\\\n", " ",
+                "BEGIN", "CREATE FUNCTION", "E'\\'", "U&'", "@",
+            ]), 0..40),
+        ) {
+            let _ = Script::parse("p", "p", &noise, 1);
+            let _ = Script::parse("p", "p", &parts.concat(), 1);
+            let _ = split_weight(&noise);
         }
     }
 }
