@@ -1,0 +1,1 @@
+\startpipeline x
