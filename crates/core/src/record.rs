@@ -212,6 +212,16 @@ impl Recorder {
         self.push(name, start, end, None, outcome, 0);
     }
 
+    /// Records an event of its own inside a paced operation: it carries no intended start, so
+    /// the operation's schedule (and its backlog) is counted once, by the operation's other
+    /// events (a script's commands beside its transaction event).
+    #[inline]
+    pub fn push_unpaced(&mut self, name: NameId, start: u64, end: u64, outcome: u16, rows: u64) {
+        let intended = self.op_intended.take();
+        self.push(name, start, end, None, outcome, rows);
+        self.op_intended = intended;
+    }
+
     /// Records an event with every field given (open-loop workloads pass the intended start).
     #[inline]
     pub fn push(

@@ -25,6 +25,8 @@ pub fn flag(field: &'static str) -> String {
         "ops_per_session" => "--ops".into(),
         "place" => "--tablespace-dir".into(),
         "settings" => "--set".into(),
+        "mode" => "-M/--protocol".into(),
+        "scripts" => "-f/-b".into(),
         f => format!("--{}", f.replace('_', "-")),
     }
 }

@@ -306,6 +306,8 @@ INSERT INTO log(what, v) VALUES ('pipe', :three);
                 "script",
                 "-f",
                 &f,
+                "-M",
+                "prepared",
                 "-D",
                 "mult=1",
                 "--ops",
@@ -381,6 +383,24 @@ fn bad_scripts_are_refused_with_file_line_and_column() {
         ],
         2,
         &["@x"],
+    );
+    // A pipeline needs the extended protocol, as in pgbench.
+    let f = write(
+        dir.path(),
+        "pipe.sql",
+        "\\startpipeline\nSELECT 1;\n\\endpipeline\n",
+    );
+    fails(
+        dir.path(),
+        &[
+            "run", "script", "-f", &f, "--ops", "1", "--target", &db, "-q",
+        ],
+        2,
+        &[
+            "-M/--protocol simple",
+            "pipe.sql:1 starts a pipeline",
+            "-M/--protocol extended or prepared",
+        ],
     );
     // Script options on another workload are refused.
     fails(

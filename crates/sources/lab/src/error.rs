@@ -118,6 +118,10 @@ pub const FIELDS: &[&str] = &[
     "batch",
     "batch_wait",
     "preallocate",
+    "scripts",
+    "mode",
+    "max_tries",
+    "on_error",
 ];
 
 fn render_uneven(field: &str, total: u64, over: &str, count: u64) -> String {

@@ -131,11 +131,10 @@ impl ScriptSession {
                                 Some(id) => id,
                                 None => {
                                     let id = sess.prepare(sql).inspect_err(|e| {
-                                        rec.push(
+                                        rec.push_unpaced(
                                             names.cmds[cmd],
                                             t0,
                                             rec.now(),
-                                            Some(t0),
                                             rec.outcome(&e.class),
                                             0,
                                         )
@@ -164,16 +163,9 @@ impl ScriptSession {
                         let r = sess.pipeline_queue(send, params, keep);
                         let t1 = rec.now();
                         match r {
-                            Ok(()) => rec.push(names.cmds[cmd], t0, t1, Some(t0), 0, 0),
+                            Ok(()) => rec.push_unpaced(names.cmds[cmd], t0, t1, 0, 0),
                             Err(e) => {
-                                rec.push(
-                                    names.cmds[cmd],
-                                    t0,
-                                    t1,
-                                    Some(t0),
-                                    rec.outcome(&e.class),
-                                    0,
-                                );
+                                rec.push_unpaced(names.cmds[cmd], t0, t1, rec.outcome(&e.class), 0);
                                 return Err(e);
                             }
                         }
@@ -185,7 +177,7 @@ impl ScriptSession {
                     match r {
                         Ok(results) => {
                             let rows: u64 = results.iter().map(|r| r.affected).sum();
-                            rec.push(names.cmds[cmd], t0, t1, Some(t0), 0, rows);
+                            rec.push_unpaced(names.cmds[cmd], t0, t1, 0, rows);
                             if keep {
                                 client
                                     .store(cmd, &result_sets(results))
@@ -193,7 +185,7 @@ impl ScriptSession {
                             }
                         }
                         Err(e) => {
-                            rec.push(names.cmds[cmd], t0, t1, Some(t0), rec.outcome(&e.class), 0);
+                            rec.push_unpaced(names.cmds[cmd], t0, t1, rec.outcome(&e.class), 0);
                             return Err(e);
                         }
                     }
@@ -201,10 +193,10 @@ impl ScriptSession {
                 Step::Sleep { cmd, us } => {
                     let until = Instant::now() + Duration::from_micros(us);
                     dbscope_db::mux::sleep_until(until);
-                    rec.push(names.cmds[cmd], t0, rec.now(), Some(t0), 0, 0);
+                    rec.push_unpaced(names.cmds[cmd], t0, rec.now(), 0, 0);
                 }
                 Step::Shell { cmd } => {
-                    rec.push(names.cmds[cmd], t0, rec.now(), Some(t0), 0, 0);
+                    rec.push_unpaced(names.cmds[cmd], t0, rec.now(), 0, 0);
                 }
                 Step::StartPipeline { .. } => {
                     in_pipeline = true;
@@ -215,7 +207,7 @@ impl ScriptSession {
                         let r = sess.pipeline_sync();
                         let t1 = rec.now();
                         let outcome = r.as_ref().err().map_or(0, |e| rec.outcome(&e.class));
-                        rec.push(names.cmds[cmd], t0, t1, Some(t0), outcome, 0);
+                        rec.push_unpaced(names.cmds[cmd], t0, t1, outcome, 0);
                         r?;
                     }
                 }
@@ -229,21 +221,14 @@ impl ScriptSession {
                     let (results, failed) = match r {
                         Ok(r) => r,
                         Err(e) => {
-                            rec.push(names.cmds[cmd], t0, t1, Some(t0), rec.outcome(&e.class), 0);
+                            rec.push_unpaced(names.cmds[cmd], t0, t1, rec.outcome(&e.class), 0);
                             return Err(e);
                         }
                     };
                     let rows: u64 = results.iter().flatten().map(|r| r.affected).sum();
                     match failed {
                         Some((i, e)) => {
-                            rec.push(
-                                names.cmds[cmd],
-                                t0,
-                                t1,
-                                Some(t0),
-                                rec.outcome(&e.class),
-                                rows,
-                            );
+                            rec.push_unpaced(names.cmds[cmd], t0, t1, rec.outcome(&e.class), rows);
                             let at = queued.get(i).map_or(String::new(), |&c| {
                                 format!(" (line {} of the pipeline)", commands[c].line)
                             });
@@ -252,7 +237,7 @@ impl ScriptSession {
                                 ..e
                             });
                         }
-                        None => rec.push(names.cmds[cmd], t0, t1, Some(t0), 0, rows),
+                        None => rec.push_unpaced(names.cmds[cmd], t0, t1, 0, rows),
                     }
                     for (&c, r) in queued.iter().zip(results) {
                         let keep =
