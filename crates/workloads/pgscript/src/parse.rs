@@ -516,12 +516,17 @@ impl<'a> Parser<'a> {
                     }
                     self.pos = end;
                 }
-                // `--` comments are never collected (psqlscan's historical behaviour)
+                // a `--` comment is collected as whitespace is, once the command has begun
+                // (psql 15 and later send comments; pgbench 15's --debug log shows them)
                 b'-' if next == Some(b'-') => {
-                    self.pos = p + b[p..]
+                    let end = p + b[p..]
                         .iter()
                         .position(|&c| c == b'\n' || c == b'\r')
                         .unwrap_or(b.len() - p);
+                    if !buf.is_empty() {
+                        self.echo(buf, start, p, end);
+                    }
+                    self.pos = end;
                 }
                 b'/' if next == Some(b'*') => {
                     let end = self.comment_end(p + 2);
@@ -1189,8 +1194,8 @@ mod tests {
         assert_eq!(
             texts,
             [
-                // -- comments are dropped, as psqlscan drops them
-                "SELECT 'a;b', E'c\\';d', \"e;f\" /* g; /* h; */ i; */\n  FROM t \n  WHERE x = $q$k;$q$ AND y = $$l;$$ AND (m; n);",
+                // -- comments inside a command are kept, as psql 15 keeps them
+                "SELECT 'a;b', E'c\\';d', \"e;f\" /* g; /* h; */ i; */\n  FROM t -- j;\n  WHERE x = $q$k;$q$ AND y = $$l;$$ AND (m; n);",
                 "SELECT 1;",
                 "SELECT 2 ; SELECT 3;",
                 "CREATE FUNCTION f() RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; SELECT 2; END;",

@@ -400,3 +400,101 @@ fn scripts_are_chosen_in_proportion_to_their_weights() {
     let mut one = client(vec![script("SELECT 1;\n")], QueryMode::Simple);
     assert!((0..100).all(|_| one.choose() == 0));
 }
+
+/// The SQL pgbench sent, from its --debug log: each `client 0 sending …` record with the lines
+/// that continue it (pgbench's logging drops one trailing newline).
+fn pgbench_sends(log: &str) -> Vec<String> {
+    let mut sends: Vec<String> = Vec::new();
+    let mut in_send = false;
+    for line in log.split('\n') {
+        if let Some(rest) = line.strip_prefix("pgbench: ") {
+            in_send = rest.starts_with("client 0 sending ");
+            if in_send {
+                sends.push(rest["client 0 sending ".len()..].to_string());
+            }
+        } else if in_send {
+            let last = sends.last_mut().unwrap();
+            last.push('\n');
+            last.push_str(line);
+        }
+    }
+    sends
+}
+
+/// tests/data/pgbench-run: pgbench 15 ran ref.sql once with --random-seed=42 in simple and in
+/// extended mode (its make.sh); our client, seeded as pgbench seeds its first client, sends the
+/// same text: the same splitting, substitution, `\gset` storage and random values.
+#[test]
+fn sends_what_pgbench_15_sends() {
+    let dir = format!("{}/tests/data/pgbench-run", env!("CARGO_MANIFEST_DIR"));
+    let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).unwrap();
+    let s = Script::parse("ref.sql", "ref", &read("ref.sql"), 1).unwrap_or_else(|e| panic!("{e}"));
+    // pgbench: base = pg_prng_seed(42); each client's cs_func_rs from base, then default_seed
+    let mut base = dbscope_pgscript::Prng::seed(42);
+    let seed = base.next_u64();
+    let default_seed = base.next_u64() as i64;
+    // what the server answered to the two \gset commands
+    let answers: [(&[&str], &[&[Option<&str>]]); 2] = [
+        (&["two"], &[&[Some("10.5")]]),
+        (
+            &["isnull", "t", "r", "h", "p", "two"],
+            &[&[
+                Some("t"),
+                Some("t"),
+                Some("668251"),
+                Some("8836847535837303587"),
+                Some("5"),
+                Some("10.5"),
+            ]],
+        ),
+    ];
+    for mode in [QueryMode::Simple, QueryMode::Extended] {
+        let log = read(if mode == QueryMode::Simple {
+            "simple.log"
+        } else {
+            "extended.log"
+        });
+        let expected = pgbench_sends(&log);
+        let mut c = Client::new(
+            Arc::from(vec![s.clone()]),
+            ClientConfig {
+                client_id: 0,
+                scale: 1,
+                random_seed: 42,
+                default_seed,
+                defines: vec![],
+                mode,
+                seed,
+            },
+        );
+        c.start(0);
+        let mut sent = Vec::new();
+        let mut answers = answers.iter();
+        loop {
+            let gset = match next(&mut c) {
+                Owned::End => break,
+                Owned::Sql(cmd, sql, _) => {
+                    sent.push(sql.strip_suffix('\n').unwrap_or(&sql).to_string());
+                    let is_gset = matches!(&s.commands[cmd].kind,
+                        dbscope_pgscript::CommandKind::Sql(q) if q.gset.is_some());
+                    is_gset.then_some(cmd)
+                }
+                _ => None,
+            };
+            if let Some(cmd) = gset {
+                let (columns, values) = answers.next().unwrap();
+                // the compound command's first statement answered too
+                let mut results = vec![];
+                if columns == &["two"] {
+                    results.push(rows(&["one"], &[&[Some("5")]]));
+                }
+                results.push(rows(columns, values));
+                c.store(cmd, &results).unwrap();
+            }
+        }
+        // pgbench's extended mode stopped at the compound command (the server refuses several
+        // statements in one extended-protocol query)
+        assert!(expected.len() >= 2, "{mode:?}: {expected:?}");
+        assert_eq!(sent[..expected.len()], expected[..], "{mode:?}");
+    }
+}
