@@ -227,6 +227,8 @@ impl Client {
     /// Runs meta-commands until the next thing for the caller to do.
     ///
     /// Before [`Client::start`], and after the script's end, this is [`Step::End`].
+    // Not an Iterator: each step borrows the client's buffers until the caller is done with it.
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Step<'_>, EvalError> {
         Ok(match self.advance()? {
             Out::Sql(cmd) => {
@@ -505,7 +507,7 @@ impl Client {
                     malformed: Some(message),
                     ..
                 }) => Err(EvalError {
-                    class: "script:malformed-variable",
+                    class: "script:type",
                     message: message.clone(),
                 }),
                 _ => Ok(()),

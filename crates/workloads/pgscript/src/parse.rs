@@ -822,8 +822,8 @@ impl<'a> Parser<'a> {
 
     /// The rest of a `\set`/`\if`/`\elif` line (continued by `\` + newline) as the text given to
     /// the expression parser; consumes it and its newline. Continuations become two blanks and
-    /// `\r`, `\v`, `\f` one, and the ending newline one, so offsets in the text are offsets in
-    /// the source.
+    /// `\r`, `\v`, `\f` one, so offsets in the text are offsets in the source (an error at the
+    /// end of the text, offset = its length, is on the newline, where pgbench shows it).
     fn expression_text(&mut self) -> (usize, String) {
         let b = self.b;
         let start = self.pos;
@@ -850,11 +850,6 @@ impl<'a> Parser<'a> {
                 });
                 k += 1;
             }
-        }
-        if i < b.len() {
-            // the newline, as a blank: an error at the end of the expression is shown there,
-            // as pgbench shows it
-            text.push(b' ');
         }
         self.pos = (i + 1).min(b.len());
         (start, String::from_utf8_lossy(&text).into_owned())

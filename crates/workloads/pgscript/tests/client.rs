@@ -285,7 +285,7 @@ fn run_time_errors_say_what_pgbench_says() {
     assert_eq!(
         err("\\set y :x + 1\n", &[("x", "abc")]),
         (
-            "script:malformed-variable",
+            "script:type",
             "malformed variable \"x\" value: \"abc\"".into()
         )
     );
@@ -401,6 +401,9 @@ fn scripts_are_chosen_in_proportion_to_their_weights() {
     assert!((0..100).all(|_| one.choose() == 0));
 }
 
+/// Rows of a scripted result: columns' text, `None` for NULL.
+type Rows<'a> = &'a [&'a [Option<&'a str>]];
+
 /// The SQL pgbench sent, from its --debug log: each `client 0 sending …` record with the lines
 /// that continue it (pgbench's logging drops one trailing newline).
 fn pgbench_sends(log: &str) -> Vec<String> {
@@ -434,7 +437,7 @@ fn sends_what_pgbench_15_sends() {
     let seed = base.next_u64();
     let default_seed = base.next_u64() as i64;
     // what the server answered to the two \gset commands
-    let answers: [(&[&str], &[&[Option<&str>]]); 2] = [
+    let answers: [(&[&str], Rows); 2] = [
         (&["two"], &[&[Some("10.5")]]),
         (
             &["isnull", "t", "r", "h", "p", "two"],
