@@ -200,14 +200,11 @@ impl Dist {
     }
 }
 
-/// C's `%f`.
+/// `%f` as PostgreSQL's snprintf writes it.
 fn f6(d: f64) -> String {
-    if d.is_nan() {
-        "nan".to_string()
-    } else if d.is_infinite() {
-        if d < 0.0 { "-inf" } else { "inf" }.to_string()
-    } else {
-        format!("{d:.6}")
+    match crate::value::special_double(d) {
+        Some(s) => s.to_string(),
+        None => format!("{d:.6}"),
     }
 }
 

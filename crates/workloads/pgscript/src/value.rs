@@ -223,13 +223,23 @@ fn hex_float(s: &str) -> Option<f64> {
     Some(mant as f64 * 2f64.powi(exp.clamp(-5000, 5000) as i32))
 }
 
-/// C's `printf("%.*g", precision, d)`.
-pub(crate) fn format_g(d: f64, precision: usize) -> String {
+/// `NaN`, `Infinity`, `-Infinity`: how PostgreSQL's own `snprintf` (src/port/snprintf.c,
+/// which pgbench's printf is) writes the special values, for any conversion.
+pub(crate) fn special_double(d: f64) -> Option<&'static str> {
     if d.is_nan() {
-        return if d.is_sign_negative() { "-nan" } else { "nan" }.to_string();
+        Some("NaN")
+    } else if d.is_infinite() {
+        Some(if d < 0.0 { "-Infinity" } else { "Infinity" })
+    } else {
+        None
     }
-    if d.is_infinite() {
-        return if d < 0.0 { "-inf" } else { "inf" }.to_string();
+}
+
+/// `printf("%.*g", precision, d)` as PostgreSQL's snprintf does it: C's `%g`, but `NaN`,
+/// `Infinity`, `-Infinity` for the special values.
+pub(crate) fn format_g(d: f64, precision: usize) -> String {
+    if let Some(s) = special_double(d) {
+        return s.to_string();
     }
     let p = precision.max(1);
     // the exponent %e would print with p significant digits (after rounding)
@@ -270,7 +280,9 @@ mod tests {
         assert_eq!(format_g(0.00001, 15), "1e-05");
         assert_eq!(format_g(-2.5e-300, 15), "-2.5e-300");
         assert_eq!(format_g(-0.0, 15), "-0");
-        assert_eq!(format_g(f64::INFINITY, 15), "inf");
+        assert_eq!(format_g(f64::INFINITY, 15), "Infinity");
+        assert_eq!(format_g(f64::NEG_INFINITY, 15), "-Infinity");
+        assert_eq!(format_g(f64::NAN, 15), "NaN");
         assert_eq!(format_g(9.999999999999999e14, 15), "1e+15");
     }
 
