@@ -3,9 +3,20 @@
 //! literals (integers, doubles, `true`/`false`, `NULL`), `:variables`, and its functions.
 //! Integer overflow and division by zero fail as pgbench fails.
 
+//!
+//! The parser follows pgbench's `exprscan.l` (tokens) and `exprparse.y` (grammar and operator
+//! precedence) of PostgreSQL 17; the evaluator follows `evaluateExpr`, `evalLazyFunc` and
+//! `evalStandardFunc` of its `pgbench.c`, including their error messages.
+
 use crate::error::EvalError;
 use crate::prng::Prng;
 use crate::value::Value;
+
+mod eval;
+mod lex;
+mod parser;
+#[cfg(test)]
+mod tests;
 
 /// A parsed expression.
 #[derive(Clone, Debug, PartialEq)]
@@ -66,6 +77,9 @@ pub enum Func {
     Hash,
     HashFnv1a,
     HashMurmur2,
+    /// pgbench's `!is`: both arguments of the same type and value, for `IS [NOT] TRUE|FALSE`
+    /// (`IS [NOT] NULL`, `ISNULL` and `NOTNULL` parse to [`Func::IsNull`]/[`Func::IsNotNull`]).
+    Is,
 }
 
 /// Where an expression's parse failed: the byte offset in the expression's text and why.
@@ -77,10 +91,23 @@ pub struct ExprError {
     pub message: String,
 }
 
+impl std::fmt::Display for ExprError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} at byte {}", self.message, self.offset)
+    }
+}
+
+impl std::error::Error for ExprError {}
+
 /// Parses the text of an expression (what follows `\set NAME` or `\if`).
+///
+/// As pgbench: `>`/`>=` become `<`/`<=` with their arguments swapped, unary minus `0 - x`, `~x`
+/// `-1 # x`; `hash*` with one argument and `permute` with two get `:default_seed` as their last
+/// argument; argument counts are checked here. Errors carry pgbench's message (with its detail
+/// in parentheses, e.g. `unexpected function name (foo)`) and the byte offset pgbench's caret
+/// points at: the last byte of the offending token.
 pub fn parse(text: &str) -> Result<Expr, ExprError> {
-    let _ = text;
-    todo!("helper: expression parser")
+    parser::Parser::new(text).parse()
 }
 
 /// What an expression can see while it is evaluated.
@@ -90,12 +117,33 @@ pub trait Env {
     fn var(&self, name: &str) -> Option<Value>;
     /// The random generator of random functions (the client's).
     fn rng(&mut self) -> &mut Prng;
-    /// `:default_seed`, the default seed of `hash*` and `permute`.
+    /// `:default_seed`, the default seed of `hash*` and `permute` (used when the variable
+    /// `default_seed` is not defined; pgbench always defines it).
     fn default_seed(&self) -> i64;
+    /// The value of variable `name` or the error evaluating it gives. The default says
+    /// `undefined variable "name"` when [`Env::var`] has nothing; an environment holding text
+    /// values overrides it to report text that is not a value
+    /// ([`Value::from_text`]'s `malformed variable …`, class `script:type`).
+    fn lookup(&self, name: &str) -> Result<Value, EvalError> {
+        self.var(name).ok_or_else(|| undefined_variable(name))
+    }
+    /// `debug(x)` was evaluated to `value`. pgbench prints
+    /// `debug(script=S,command=C): int 5` to stderr; the default prints `debug: int 5`
+    /// ([`Value::describe`]) as it does not know where it is — an interpreter overrides it.
+    fn debug(&mut self, value: &Value) {
+        eprintln!("debug: {}", value.describe());
+    }
+}
+
+/// The error of an undefined variable (class `script:undefined-variable`).
+pub fn undefined_variable(name: &str) -> EvalError {
+    EvalError {
+        class: "script:undefined-variable",
+        message: format!("undefined variable \"{name}\""),
+    }
 }
 
 /// Evaluates an expression.
 pub fn eval(expr: &Expr, env: &mut dyn Env) -> Result<Value, EvalError> {
-    let _ = (expr, env);
-    todo!("helper: evaluator")
+    eval::eval(expr, env)
 }
