@@ -1291,6 +1291,19 @@ mod tests {
         assert_eq!(s.commands[5].line, 7);
     }
 
+    #[test]
+    fn windows_line_ends_are_blanks() {
+        let s = parse("\\set a 1\r\nSELECT :a;\r\n\\sleep 2 ms\r\nSELECT 1 \\gset\r\n");
+        assert_eq!(s.commands.len(), 4);
+        assert_eq!(s.commands[0].text, "\\set a 1");
+        assert_eq!(text(&s.commands[1]), "SELECT :a;");
+        assert_eq!(
+            format!("{:?}", s.commands[2].kind),
+            r#"Sleep { amount: Text("2"), unit_us: 1000 }"#
+        );
+        assert!(sql(&s.commands[3]).gset.is_some());
+    }
+
     /// pgbench 15's errors for the scripts of tests/data/errors (made by its make.sh).
     fn pgbench_errors() -> Vec<(String, String)> {
         let dir = format!("{}/tests/data/errors", env!("CARGO_MANIFEST_DIR"));
