@@ -307,6 +307,24 @@ mod tests {
         assert!(Dist::parse("uniform:3").is_err());
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_dist_text_is_parsed_or_refused_without_panicking(s in "\\PC{0,30}") {
+            let _ = Dist::parse(&s);
+        }
+
+        #[test]
+        fn parsed_dists_draw_inside_the_range(p in 0.0f64..2000.0, lo in -1000i64..1000, span in 0i64..1000) {
+            for text in [format!("zipf:{p}"), format!("exponential:{p}"), format!("gaussian:{p}")] {
+                if let Ok(d) = Dist::parse(&text) {
+                    let mut r = Prng::seed(p.to_bits());
+                    let k = d.draw(&mut r, lo, lo + span);
+                    proptest::prop_assert!((lo..=lo + span).contains(&k), "{} {}", text, k);
+                }
+            }
+        }
+    }
+
     #[test]
     fn draws_stay_in_range() {
         let mut r = Prng::seed(7);
