@@ -227,6 +227,8 @@ impl Client {
     /// Runs meta-commands until the next thing for the caller to do.
     ///
     /// Before [`Client::start`], and after the script's end, this is [`Step::End`].
+    // Not an Iterator: each step borrows the client's buffers until the caller is done with it.
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Step<'_>, EvalError> {
         Ok(match self.advance()? {
             Out::Sql(cmd) => {
@@ -475,9 +477,6 @@ impl Client {
     }
 
     fn eval(&mut self, expr: &Expr) -> Result<Value, EvalError> {
-        if self.vars.malformed > 0 {
-            self.check_malformed(expr)?;
-        }
         let default_seed = match self
             .vars
             .get("default_seed")
@@ -490,28 +489,10 @@ impl Client {
             vars: &self.vars,
             rng: &mut self.rng,
             default_seed,
+            script: self.current.unwrap_or(0),
+            command: self.pc,
         };
         expr::eval(expr, &mut env)
-    }
-
-    /// pgbench reads a text variable as a value when an expression uses it, failing with
-    /// `malformed variable "x" value: "abc"`: say so before evaluating.
-    fn check_malformed(&self, expr: &Expr) -> Result<(), EvalError> {
-        match expr {
-            Expr::Const(_) => Ok(()),
-            Expr::Var(name) => match self.vars.get(name).map(|s| &self.vars.slots[s]) {
-                Some(Slot {
-                    defined: true,
-                    malformed: Some(message),
-                    ..
-                }) => Err(EvalError {
-                    class: "script:malformed-variable",
-                    message: message.clone(),
-                }),
-                _ => Ok(()),
-            },
-            Expr::Func(_, args) => args.iter().try_for_each(|a| self.check_malformed(a)),
-        }
     }
 
     /// The text of a defined variable, computed (and kept) from its value if needed.
@@ -697,14 +678,10 @@ fn truth(v: &Value) -> bool {
     }
 }
 
-/// pgbench's `getVariable` text of a value: NULL is `NULL` there (a `\set x NULL` substituted
-/// into SQL is the keyword), the rest as [`Value::to_text`].
+/// pgbench's `getVariable` text of a value (NULL is `NULL`: a `\set x NULL` substituted into
+/// SQL is the keyword).
 fn value_text(v: &Value) -> String {
-    match v {
-        Value::Null => "NULL".to_string(),
-        Value::Int(i) => i.to_string(),
-        other => other.to_text(),
-    }
+    v.to_text()
 }
 
 /// C's `atoi`: blanks, a sign, digits; anything else ends it (saturating instead of C's
@@ -794,8 +771,6 @@ impl Slot {
 struct Vars {
     index: HashMap<String, usize>,
     slots: Vec<Slot>,
-    /// How many defined variables have a text that is not a value.
-    malformed: usize,
 }
 
 impl Vars {
@@ -814,9 +789,7 @@ impl Vars {
         self.slots.len() - 1
     }
     fn forget_malformed(&mut self, slot: usize) {
-        if self.slots[slot].malformed.take().is_some() {
-            self.malformed -= 1;
-        }
+        self.slots[slot].malformed = None;
     }
     fn set_value(&mut self, slot: usize, value: Value) {
         self.forget_malformed(slot);
@@ -840,7 +813,6 @@ impl Vars {
             Err(message) => {
                 s.value = None;
                 s.malformed = Some(message);
-                self.malformed += 1;
             }
         }
     }
@@ -860,6 +832,9 @@ struct ClientEnv<'c> {
     vars: &'c Vars,
     rng: &'c mut Prng,
     default_seed: i64,
+    /// Where it is evaluated, for `debug()`.
+    script: usize,
+    command: usize,
 }
 
 impl Env for ClientEnv<'_> {
@@ -876,5 +851,33 @@ impl Env for ClientEnv<'_> {
     }
     fn default_seed(&self) -> i64 {
         self.default_seed
+    }
+    /// A text variable that is not a value fails as pgbench's `makeVariableValue` fails.
+    fn lookup(&self, name: &str) -> Result<Value, EvalError> {
+        match self.vars.get(name).map(|s| &self.vars.slots[s]) {
+            Some(Slot {
+                defined: true,
+                malformed: Some(message),
+                ..
+            }) => Err(EvalError {
+                class: "script:type",
+                message: message.clone(),
+            }),
+            Some(Slot {
+                defined: true,
+                value: Some(v),
+                ..
+            }) => Ok(v.clone()),
+            _ => Err(expr::undefined_variable(name)),
+        }
+    }
+    /// pgbench's `debug(script=S,command=C): int 5` on stderr (C counted from 1).
+    fn debug(&mut self, value: &Value) {
+        eprintln!(
+            "debug(script={},command={}): {}",
+            self.script,
+            self.command + 1,
+            value.describe()
+        );
     }
 }

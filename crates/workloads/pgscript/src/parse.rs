@@ -516,12 +516,17 @@ impl<'a> Parser<'a> {
                     }
                     self.pos = end;
                 }
-                // `--` comments are never collected (psqlscan's historical behaviour)
+                // a `--` comment is collected as whitespace is, once the command has begun
+                // (psql 15 and later send comments; pgbench 15's --debug log shows them)
                 b'-' if next == Some(b'-') => {
-                    self.pos = p + b[p..]
+                    let end = p + b[p..]
                         .iter()
                         .position(|&c| c == b'\n' || c == b'\r')
                         .unwrap_or(b.len() - p);
+                    if !buf.is_empty() {
+                        self.echo(buf, start, p, end);
+                    }
+                    self.pos = end;
                 }
                 b'/' if next == Some(b'*') => {
                     let end = self.comment_end(p + 2);
@@ -817,8 +822,8 @@ impl<'a> Parser<'a> {
 
     /// The rest of a `\set`/`\if`/`\elif` line (continued by `\` + newline) as the text given to
     /// the expression parser; consumes it and its newline. Continuations become two blanks and
-    /// `\r`, `\v`, `\f` one, and the ending newline one, so offsets in the text are offsets in
-    /// the source.
+    /// `\r`, `\v`, `\f` one, so offsets in the text are offsets in the source (an error at the
+    /// end of the text, offset = its length, is on the newline, where pgbench shows it).
     fn expression_text(&mut self) -> (usize, String) {
         let b = self.b;
         let start = self.pos;
@@ -845,11 +850,6 @@ impl<'a> Parser<'a> {
                 });
                 k += 1;
             }
-        }
-        if i < b.len() {
-            // the newline, as a blank: an error at the end of the expression is shown there,
-            // as pgbench shows it
-            text.push(b' ');
         }
         self.pos = (i + 1).min(b.len());
         (start, String::from_utf8_lossy(&text).into_owned())
@@ -1189,8 +1189,8 @@ mod tests {
         assert_eq!(
             texts,
             [
-                // -- comments are dropped, as psqlscan drops them
-                "SELECT 'a;b', E'c\\';d', \"e;f\" /* g; /* h; */ i; */\n  FROM t \n  WHERE x = $q$k;$q$ AND y = $$l;$$ AND (m; n);",
+                // -- comments inside a command are kept, as psql 15 keeps them
+                "SELECT 'a;b', E'c\\';d', \"e;f\" /* g; /* h; */ i; */\n  FROM t -- j;\n  WHERE x = $q$k;$q$ AND y = $$l;$$ AND (m; n);",
                 "SELECT 1;",
                 "SELECT 2 ; SELECT 3;",
                 "CREATE FUNCTION f() RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; SELECT 2; END;",
@@ -1289,6 +1289,19 @@ mod tests {
         );
         assert_eq!(s.commands[4].text, "\\setshell v echo :x ::y \\");
         assert_eq!(s.commands[5].line, 7);
+    }
+
+    #[test]
+    fn windows_line_ends_are_blanks() {
+        let s = parse("\\set a 1\r\nSELECT :a;\r\n\\sleep 2 ms\r\nSELECT 1 \\gset\r\n");
+        assert_eq!(s.commands.len(), 4);
+        assert_eq!(s.commands[0].text, "\\set a 1");
+        assert_eq!(text(&s.commands[1]), "SELECT :a;");
+        assert_eq!(
+            format!("{:?}", s.commands[2].kind),
+            r#"Sleep { amount: Text("2"), unit_us: 1000 }"#
+        );
+        assert!(sql(&s.commands[3]).gset.is_some());
     }
 
     /// pgbench 15's errors for the scripts of tests/data/errors (made by its make.sh).

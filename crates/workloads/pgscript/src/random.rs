@@ -200,14 +200,11 @@ impl Dist {
     }
 }
 
-/// C's `%f`.
+/// `%f` as PostgreSQL's snprintf writes it.
 fn f6(d: f64) -> String {
-    if d.is_nan() {
-        "nan".to_string()
-    } else if d.is_infinite() {
-        if d < 0.0 { "-inf" } else { "inf" }.to_string()
-    } else {
-        format!("{d:.6}")
+    match crate::value::special_double(d) {
+        Some(s) => s.to_string(),
+        None => format!("{d:.6}"),
     }
 }
 
@@ -308,6 +305,24 @@ mod tests {
         assert!(Dist::parse("zipf:x").is_err());
         assert!(Dist::parse("normal:2").is_err());
         assert!(Dist::parse("uniform:3").is_err());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_dist_text_is_parsed_or_refused_without_panicking(s in "\\PC{0,30}") {
+            let _ = Dist::parse(&s);
+        }
+
+        #[test]
+        fn parsed_dists_draw_inside_the_range(p in 0.0f64..2000.0, lo in -1000i64..1000, span in 0i64..1000) {
+            for text in [format!("zipf:{p}"), format!("exponential:{p}"), format!("gaussian:{p}")] {
+                if let Ok(d) = Dist::parse(&text) {
+                    let mut r = Prng::seed(p.to_bits());
+                    let k = d.draw(&mut r, lo, lo + span);
+                    proptest::prop_assert!((lo..=lo + span).contains(&k), "{} {}", text, k);
+                }
+            }
+        }
     }
 
     #[test]

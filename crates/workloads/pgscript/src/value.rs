@@ -128,12 +128,17 @@ pub(crate) fn c_strtod(s: &str) -> Option<f64> {
         Some(hex) => hex_float(hex)?,
         None => decimal_float(&lower)?,
     };
-    let nonzero_digits = body.bytes().any(|b| (b'1'..=b'9').contains(&b))
-        || (lower.starts_with("0x")
-            && lower[2..]
-                .bytes()
-                .take_while(|b| *b != b'p')
-                .any(|b| b.is_ascii_hexdigit() && b != b'0'));
+    // the mantissa's digits (before the exponent's letter) say whether a 0 is an underflow
+    let nonzero_digits = match lower.strip_prefix("0x") {
+        Some(hex) => hex
+            .bytes()
+            .take_while(|b| *b != b'p')
+            .any(|b| b.is_ascii_hexdigit() && b != b'0'),
+        None => lower
+            .bytes()
+            .take_while(|b| *b != b'e')
+            .any(|b| (b'1'..=b'9').contains(&b)),
+    };
     if value.is_infinite() || (nonzero_digits && (value == 0.0 || value.is_subnormal())) {
         return None;
     }
@@ -220,16 +225,31 @@ fn hex_float(s: &str) -> Option<f64> {
     if i != b.len() {
         return None;
     }
-    Some(mant as f64 * 2f64.powi(exp.clamp(-5000, 5000) as i32))
+    if mant == 0 {
+        return Some(0.0);
+    }
+    // in two halves, so that neither factor over- or underflows on its own
+    let e = exp.clamp(-5000, 5000) as i32;
+    Some(mant as f64 * 2f64.powi(e / 2) * 2f64.powi(e - e / 2))
 }
 
-/// C's `printf("%.*g", precision, d)`.
-pub(crate) fn format_g(d: f64, precision: usize) -> String {
+/// `NaN`, `Infinity`, `-Infinity`: how PostgreSQL's own `snprintf` (src/port/snprintf.c,
+/// which pgbench's printf is) writes the special values, for any conversion.
+pub(crate) fn special_double(d: f64) -> Option<&'static str> {
     if d.is_nan() {
-        return if d.is_sign_negative() { "-nan" } else { "nan" }.to_string();
+        Some("NaN")
+    } else if d.is_infinite() {
+        Some(if d < 0.0 { "-Infinity" } else { "Infinity" })
+    } else {
+        None
     }
-    if d.is_infinite() {
-        return if d < 0.0 { "-inf" } else { "inf" }.to_string();
+}
+
+/// `printf("%.*g", precision, d)` as PostgreSQL's snprintf does it: C's `%g`, but `NaN`,
+/// `Infinity`, `-Infinity` for the special values.
+pub(crate) fn format_g(d: f64, precision: usize) -> String {
+    if let Some(s) = special_double(d) {
+        return s.to_string();
     }
     let p = precision.max(1);
     // the exponent %e would print with p significant digits (after rounding)
@@ -270,7 +290,9 @@ mod tests {
         assert_eq!(format_g(0.00001, 15), "1e-05");
         assert_eq!(format_g(-2.5e-300, 15), "-2.5e-300");
         assert_eq!(format_g(-0.0, 15), "-0");
-        assert_eq!(format_g(f64::INFINITY, 15), "inf");
+        assert_eq!(format_g(f64::INFINITY, 15), "Infinity");
+        assert_eq!(format_g(f64::NEG_INFINITY, 15), "-Infinity");
+        assert_eq!(format_g(f64::NAN, 15), "NaN");
         assert_eq!(format_g(9.999999999999999e14, 15), "1e+15");
     }
 
@@ -306,6 +328,40 @@ mod tests {
             Value::from_text("x", "9223372036854775808"),
             Err("value \"9223372036854775808\" is out of range for type bigint".to_string())
         );
+    }
+
+    #[test]
+    fn hex_floats_at_the_edges() {
+        assert_eq!(c_strtod("0x0p5000"), Some(0.0));
+        assert_eq!(c_strtod("0e5"), Some(0.0));
+        assert_eq!(c_strtod("-0.000e-999"), Some(-0.0));
+        assert_eq!(c_strtod("0x1p-1000"), Some(2f64.powi(-1000)));
+        assert_eq!(c_strtod("0x1.8p1"), Some(3.0));
+        assert_eq!(c_strtod("0x1p5000"), None);
+        assert_eq!(c_strtod("0x"), None);
+        assert_eq!(c_strtod("0x1p"), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_is_read_without_panicking(s in "\\PC{0,40}") {
+            let _ = Value::from_text("v", &s);
+        }
+
+        #[test]
+        fn number_like_text_is_read_without_panicking(s in "[-+ 0-9.eExXpPa-fA-F]{0,30}") {
+            let _ = Value::from_text("v", &s);
+        }
+
+        #[test]
+        fn doubles_print_and_read_back_to_15_digits(d in proptest::num::f64::NORMAL) {
+            let t = Value::Double(d).to_text();
+            match Value::from_text("v", &t) {
+                Ok(Value::Double(back)) => proptest::prop_assert!(((back - d) / d).abs() < 1e-14, "{} {}", d, t),
+                Ok(Value::Int(back)) => proptest::prop_assert!(((back as f64 - d) / d).abs() < 1e-14, "{} {}", d, t),
+                other => proptest::prop_assert!(false, "{} {} {:?}", d, t, other),
+            }
+        }
     }
 
     #[test]

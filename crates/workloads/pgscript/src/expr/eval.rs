@@ -2,7 +2,7 @@
 
 use super::{Env, EvalError, Expr, Func};
 use crate::random;
-use crate::value::Value;
+use crate::value::{special_double, Value};
 
 /// pgbench's MAX_FARGS: a function evaluates at most this many arguments.
 const MAX_FARGS: usize = 16;
@@ -61,14 +61,11 @@ fn truth(v: &Value) -> bool {
     }
 }
 
-/// C's `%f`.
+/// `%f` as PostgreSQL's snprintf writes it.
 fn format_f(d: f64) -> String {
-    if d.is_nan() {
-        "nan".to_string()
-    } else if d.is_infinite() {
-        if d < 0.0 { "-inf" } else { "inf" }.to_string()
-    } else {
-        format!("{d:.6}")
+    match special_double(d) {
+        Some(s) => s.to_string(),
+        None => format!("{d:.6}"),
     }
 }
 

@@ -144,9 +144,9 @@ impl<'a> Parser<'a> {
     }
 
     fn syntax_error(&self, t: &Token) -> ExprError {
-        // at the end of the text pgbench's caret is on its last character
+        // at the end of the text pgbench's caret is just after it
         let offset = if t.tok == Tok::Eof {
-            self.text_len.saturating_sub(1)
+            self.text_len
         } else {
             t.err_offset()
         };

@@ -273,7 +273,7 @@ fn integer_arithmetic_fails_as_pgbench() {
         fails("1e30 % 7").1,
         "double to int overflow for 1000000000000000019884624838656.000000"
     );
-    assert_eq!(fails("int(sqrt(-1))").1, "double to int overflow for nan");
+    assert_eq!(fails("int(sqrt(-1))").1, "double to int overflow for NaN");
 }
 
 #[test]
@@ -403,7 +403,7 @@ fn lexical_errors() {
     );
     assert_eq!(perr("1 == 1").message, "syntax error");
     assert_eq!(perr(": 1").message, "unexpected character (:)");
-    assert_eq!(perr("1 +").offset, 2);
+    assert_eq!(perr("1 +").offset, 3);
     assert_eq!(perr("").message, "syntax error");
     assert_eq!(perr("(1").message, "syntax error");
     assert_eq!(perr("1 2").offset, 2);
