@@ -9,6 +9,7 @@ pub mod events_args;
 pub mod lab_args;
 pub mod plan;
 pub mod script_args;
+pub mod script_plan;
 
 use anyhow::Context;
 use dbscope_core::Outcome;

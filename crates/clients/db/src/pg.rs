@@ -350,9 +350,7 @@ impl Session for PgSession {
             .pipeline_sync()
             .map_err(|e| classify(e, &self.conn))
     }
-    fn pipeline_end(
-        &mut self,
-    ) -> TargetResult<(Vec<Option<StmtResult>>, Option<(usize, TargetError)>)> {
+    fn pipeline_end(&mut self) -> TargetResult<crate::target::PipelineEnd> {
         let Pipeline { segments, keep } = std::mem::take(&mut self.pipeline);
         let segments = if segments.is_empty() {
             vec![0]

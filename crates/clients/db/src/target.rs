@@ -74,6 +74,10 @@ pub enum ScriptSend<'a> {
     Prepared(StmtId),
 }
 
+/// What a pipeline gave back at its end ([`Session::pipeline_end`]): every queued statement's
+/// result (`None`: skipped after a failure) and the first failure with its statement's index.
+pub type PipelineEnd = (Vec<Option<StmtResult>>, Option<(usize, TargetError)>);
+
 /// Handle of a statement prepared in one [`Session`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StmtId(pub usize);
@@ -194,9 +198,7 @@ pub trait Session: Send {
     }
     /// Ends the pipeline: every queued statement's result (`None`: skipped after a failure) and
     /// the first failure with the index of its statement.
-    fn pipeline_end(
-        &mut self,
-    ) -> TargetResult<(Vec<Option<StmtResult>>, Option<(usize, TargetError)>)> {
+    fn pipeline_end(&mut self) -> TargetResult<PipelineEnd> {
         Err(TargetError::config(
             "this target cannot pipeline statements",
         ))
