@@ -57,6 +57,9 @@ pub struct PgbenchFigures {
     pub tps: Option<f64>,
     /// The same with the connection time added to the span.
     pub tps_with_connect: Option<f64>,
+    /// Every transaction that ended (processed and failed) per second of the measured span:
+    /// throughput, where `tps` is the goodput.
+    pub throughput: Option<f64>,
 }
 
 /// Accumulates a script run's transaction events.
@@ -184,6 +187,7 @@ impl PgbenchAcc {
     /// The figures, given the measured span in seconds and the manifest.
     pub fn finish(self, span_s: Option<f64>, m: &Manifest) -> PgbenchFigures {
         let n = self.processed as f64;
+        let failed: u64 = self.failed_names.values().sum();
         let avg = (self.processed > 0).then(|| self.sum_ms / n);
         // Sample standard deviation from the sums (pgbench prints its own the same way).
         let sd = (self.processed > 1).then(|| {
@@ -216,6 +220,7 @@ impl PgbenchAcc {
             tps_with_connect: span_s
                 .filter(|&s| s > 0.0)
                 .map(|s| n / (s + connect_s.unwrap_or(0.0))),
+            throughput: span_s.filter(|&s| s > 0.0).map(|s| (n + failed as f64) / s),
         }
     }
 }
@@ -308,6 +313,12 @@ impl PgbenchFigures {
         }
         if let (Some(t), Some(_)) = (self.tps_with_connect, self.connect_s) {
             let _ = writeln!(o, "  tps = {t:.6} (including initial connection time)");
+        }
+        if let (Some(t), true) = (self.throughput, failed > 0) {
+            let _ = writeln!(
+                o,
+                "  throughput = {t:.6} transactions/s, failed ones included (tps above is the goodput)"
+            );
         }
         o
     }

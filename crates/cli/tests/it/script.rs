@@ -217,13 +217,7 @@ fn serialization_failures_are_retried_or_counted_by_sqlstate() {
     }
 }
 
-/// A script with every kind of meta-command on SQLite: variables, \gset/\aset, \if, \sleep,
-/// \setshell/\shell, a pipeline (run one statement after another there), and -D.
-#[test]
-fn meta_commands_and_variables_on_sqlite() {
-    let dir = tempdir();
-    let db = format!("sqlite:{}", s(&dir.path().join("s.db")));
-    let script = "\\set k random(1, 10) * :mult
+const META: &str = "\\set k random(1, 10) * :mult
 \\set half :k / 2
 SELECT :k AS k, :half AS h \\gset got_
 \\if :got_k = :k AND :got_h = :half
@@ -241,6 +235,14 @@ SELECT count(*) AS n FROM log \\aset
 INSERT INTO log(what, v) VALUES ('pipe', :three);
 \\endpipeline
 ";
+
+/// A script with every kind of meta-command on SQLite: variables, \gset/\aset, \if, \sleep,
+/// \setshell/\shell, a pipeline (run one statement after another there), and -D.
+#[test]
+fn meta_commands_and_variables_on_sqlite() {
+    let dir = tempdir();
+    let db = format!("sqlite:{}", s(&dir.path().join("s.db")));
+    let script = META;
     let f = write(dir.path(), "meta.sql", script);
     // The table first (a script of its own, once).
     let setup = write(
@@ -336,6 +338,87 @@ INSERT INTO log(what, v) VALUES ('pipe', :three);
     );
     assert_eq!(a, b, "same seed, same values");
     assert_ne!(a, other, "another seed, other values");
+}
+
+/// The same script on a real PostgreSQL: pipelines really pipelined (extended and prepared),
+/// \gset/\aset from the server's answers, and the same rows as on SQLite.
+#[test]
+fn meta_commands_and_variables_on_postgres() {
+    let pg = PgCluster::shared();
+    let dir = tempdir();
+    let db = pg.create_db("script_meta");
+    pg.query(&db, "CREATE TABLE log(what text, v int)");
+    let f = write(dir.path(), "meta.sql", META);
+    for (mode, out) in [("extended", "e"), ("prepared", "p")] {
+        ok(
+            dir.path(),
+            &[
+                "run",
+                "script",
+                "-f",
+                &f,
+                "-M",
+                mode,
+                "-D",
+                "mult=3",
+                "-c",
+                "2",
+                "--ops",
+                "25",
+                "--target",
+                &pg.uri(&db),
+                "--out",
+                out,
+                "-q",
+            ],
+        );
+        let r = report_json(dir.path(), &dir.path().join(out));
+        assert_eq!(n(&figures(&r)["processed"]), 50, "{mode}");
+    }
+    assert_eq!(
+        pg.query(&db, "SELECT count(*) FROM log WHERE what = 'ok'"),
+        "100"
+    );
+    assert_eq!(
+        pg.query(
+            &db,
+            "SELECT count(*) FROM log WHERE what NOT IN ('ok', 'pipe')"
+        ),
+        "0"
+    );
+    assert_eq!(
+        pg.query(
+            &db,
+            "SELECT count(*) FROM log WHERE what = 'pipe' AND v = 3"
+        ),
+        "100"
+    );
+    // The pipeline's end is an event of its own; its statements were queued.
+    let r = report_json(dir.path(), &dir.path().join("p"));
+    let end = r["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"].as_str().unwrap().contains("\\endpipeline"))
+        .unwrap_or_else(|| panic!("an \\endpipeline event: {r}"));
+    assert_eq!(end["count"], 50);
+    // Simple mode refuses the pipeline, as pgbench does.
+    fails(
+        dir.path(),
+        &[
+            "run",
+            "script",
+            "-f",
+            &f,
+            "--ops",
+            "1",
+            "--target",
+            &pg.uri(&db),
+            "-q",
+        ],
+        2,
+        &["starts a pipeline"],
+    );
 }
 
 /// Bad scripts: pgbench-quality errors with file, line and column, exit 3 (bad input); a bad
