@@ -551,7 +551,13 @@ mod tests {
             ("SQL*Net message from client", 15_005, 100_000),
             ("FETCH", 115_005, 20),
         ];
-        // The run ends at the last timestamp: its span is the profile's R.
+        let want: Vec<(String, u64, u64)> = want
+            .iter()
+            .map(|(n, s, d)| (n.to_string(), *s, *d))
+            .collect();
+        assert_eq!(got, want);
+        // The run ends at the last timestamp: its span from the origin, 115,025 µs, is the
+        // profile's R.
         assert_eq!(
             run.manifest.ended_utc.map(|t| t.timestamp_micros()),
             Some(1_714_557_600_000_000 + 112_025)
