@@ -5,6 +5,7 @@ mod commit;
 pub mod events;
 pub mod lookup;
 pub mod place;
+pub mod restart;
 pub mod tpch;
 mod work;
 
