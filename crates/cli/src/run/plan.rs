@@ -113,6 +113,18 @@ fn workload_options(a: &RunArgs) -> Vec<(&'static str, bool, &'static [WorkloadN
     use WorkloadName::*;
     let (l, e) = (&a.lab, &a.events);
     vec![
+        // bulkload runs its steps once per session: no schedule to pace, nothing to warm up
+        // (every step would start in the warm-up and be left out of the statistics).
+        (
+            "--rate",
+            a.rate.is_some(),
+            &[Commit, TpchQ1, Lookup, Events],
+        ),
+        (
+            "--warmup",
+            !a.warmup.is_zero(),
+            &[Commit, TpchQ1, Lookup, Events],
+        ),
         ("--keys", a.keys.is_some(), &[Commit]),
         ("--table", a.table.is_some(), &[Commit, Lookup, Bulkload]),
         // bulkload always loads a new table; tpch-q1 reads what `tpch load` made.

@@ -179,7 +179,7 @@ fn run_refuses_to_overwrite_a_run() {
 fn issue_34_options_that_do_not_apply_to_the_workload_are_refused() {
     let dir = tempdir();
     let d = dir.path();
-    let cases: [(Argv, &str); 9] = [
+    let cases: [(Argv, &str); 10] = [
         (
             Argv::run("tpch-q1").opt("--cache", "cold"),
             "--cache applies to the lookup workload only, not tpch-q1",
@@ -211,6 +211,10 @@ fn issue_34_options_that_do_not_apply_to_the_workload_are_refused() {
         (
             Argv::run("events").opt("--into", "logged"),
             "--into applies to the bulkload workload only, not events",
+        ),
+        (
+            Argv::run("bulkload").opt("--warmup", "1s"),
+            "--warmup applies to the commit, tpch-q1, lookup and events workloads, not bulkload",
         ),
         (
             Argv::run("lookup").opt("--restart-timeout", "5s"),
