@@ -635,4 +635,7 @@ fn issue_34_restart_cmd_is_waited_for_by_its_exit_within_its_limit() {
             .any(|l| l.contains("stopped by the user") && l.contains("process group was ended")),
         "{n:?}"
     );
+    // The run stopped before any session is an ordinary run: report reads it.
+    let text = ok(d, &["report", s(&run)]);
+    assert!(text.contains("interrupted"), "{text}");
 }
