@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 
 use crate::parse::parse_duration;
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum WorkloadName {
     /// Each session: UPDATE one row, COMMIT; as fast as it can. `update` and `commit` are timed
     /// separately, so commit latency (Oracle's "log file sync", PostgreSQL's WAL flush) shows alone.
@@ -124,10 +124,10 @@ pub struct RunArgs {
     #[arg(long, short = 'o', value_name = "DIR")]
     pub out: Option<PathBuf>,
 
-    /// Which rows sessions update: `own` (one row per session, no contention) or `shared:N`
-    /// (seeded uniform picks from N rows, so sessions contend).
-    #[arg(long, default_value = "own", value_name = "own|shared:N")]
-    pub keys: String,
+    /// commit: which rows sessions update: `own` (the default: one row per session, no
+    /// contention) or `shared:N` (seeded uniform picks from N rows, so sessions contend).
+    #[arg(long, value_name = "own|shared:N")]
+    pub keys: Option<String>,
 
     /// Table the workload uses (created and filled if missing). Default: dbscope_commit,
     /// dbscope_lookup, dbscope_bulkload.

@@ -6,7 +6,8 @@ use clap::Args;
 
 use crate::parse::parse_duration;
 
-/// The `events` workload's own options (ignored by the other workloads, which refuse them).
+/// The `events` workload's own options (the other workloads refuse them). Those with a default
+/// are `Option`s, defaulted in `run::plan`, so that a value given to another workload is seen.
 #[derive(Debug, Args)]
 pub struct EventsArgs {
     /// events: event producers; each offers --rate events per second (default 1000), open loop.
@@ -19,58 +20,35 @@ pub struct EventsArgs {
     #[arg(long, value_name = "N", help_heading = "events workload")]
     pub connections: Option<u32>,
 
-    /// events: elements (monitored values) per client; each event sets one (seeded choice).
-    #[arg(
-        long,
-        default_value_t = 10,
-        value_name = "N",
-        help_heading = "events workload"
-    )]
-    pub elements: u32,
+    /// events: elements (monitored values) per client; each event sets one (seeded choice;
+    /// default 10).
+    #[arg(long, value_name = "N", help_heading = "events workload")]
+    pub elements: Option<u32>,
 
-    /// events: bytes of each event's payload text.
-    #[arg(
-        long,
-        default_value_t = 16,
-        value_name = "BYTES",
-        help_heading = "events workload"
-    )]
-    pub payload: usize,
+    /// events: bytes of each event's payload text (default 16).
+    #[arg(long, value_name = "BYTES", help_heading = "events workload")]
+    pub payload: Option<usize>,
 
-    /// events: how events are written (CERN's iterations): row-trigger, row, batch, staged,
-    /// partitioned. See docs/workloads.md.
-    #[arg(
-        long,
-        default_value = "batch",
-        value_name = "NAME",
-        help_heading = "events workload"
-    )]
-    pub strategy: String,
+    /// events: how events are written (CERN's iterations): row-trigger, row, batch (the
+    /// default), staged, partitioned. See docs/workloads.md.
+    #[arg(long, value_name = "NAME", help_heading = "events workload")]
+    pub strategy: Option<String>,
 
-    /// events: most events per transaction (batch, staged, partitioned).
-    #[arg(
-        long,
-        default_value_t = 5000,
-        value_name = "N",
-        help_heading = "events workload"
-    )]
-    pub batch: usize,
+    /// events: most events per transaction (batch, staged, partitioned; default 5000).
+    #[arg(long, value_name = "N", help_heading = "events workload")]
+    pub batch: Option<usize>,
 
-    /// events: a batch that is not full is written once its oldest event has waited this long.
-    #[arg(long, default_value = "10ms", value_name = "DURATION", value_parser = parse_duration,
+    /// events: a batch that is not full is written once its oldest event has waited this long
+    /// (default 10ms).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration,
           help_heading = "events workload")]
-    pub batch_wait: Duration,
+    pub batch_wait: Option<Duration>,
 
     /// events: `partitioned` on PostgreSQL: before the run, allocate space for N events in each
     /// client's partition (rows inserted, deleted and vacuumed without truncation, so the run
-    /// fills existing pages instead of extending files). 0: none. Refused elsewhere.
-    #[arg(
-        long,
-        default_value_t = 0,
-        value_name = "EVENTS",
-        help_heading = "events workload"
-    )]
-    pub preallocate: u64,
+    /// fills existing pages instead of extending files). 0 (the default): none. Refused elsewhere.
+    #[arg(long, value_name = "EVENTS", help_heading = "events workload")]
+    pub preallocate: Option<u64>,
 
     /// events: run every strategy in order at the same offered load (each into DIR/N-STRATEGY,
     /// tables rebuilt) and print CERN's table: offered and achieved ev/s, backlog, latencies.

@@ -3,8 +3,11 @@
 //! `run::plan` turns them into the run plan's workload options.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Args;
+
+use crate::parse::parse_duration;
 
 /// `lookup` / `bulkload` options.
 #[derive(Debug, Args)]
@@ -20,15 +23,11 @@ pub struct LabArgs {
     pub row_bytes: Option<u32>,
 
     /// lookup, commit (with --keys shared:N), events (the elements): key distribution, seeded,
-    /// drawn as pgbench's random functions draw: `uniform`, `zipf:S` (0 < S ≤ 1000, key 1
-    /// hottest; e.g. zipf:0.99), `exponential:P` (P > 0, key 1 most likely) or `gaussian:P`
-    /// (P ≥ 2, around the middle key).
-    #[arg(
-        long,
-        default_value = "uniform",
-        value_name = "uniform|zipf:S|exponential:P|gaussian:P"
-    )]
-    pub dist: String,
+    /// drawn as pgbench's random functions draw: `uniform` (the default), `zipf:S` (0 < S ≤
+    /// 1000, key 1 hottest; e.g. zipf:0.99), `exponential:P` (P > 0, key 1 most likely) or
+    /// `gaussian:P` (P ≥ 2, around the middle key).
+    #[arg(long, value_name = "uniform|zipf:S|exponential:P|gaussian:P")]
+    pub dist: Option<String>,
 
     /// lookup, bulkload: put the table on this directory: a PostgreSQL tablespace (CREATE
     /// TABLESPACE: the server on this machine, the directory owned by the server's user, a
@@ -36,26 +35,34 @@ pub struct LabArgs {
     #[arg(long, value_name = "DIR")]
     pub tablespace_dir: Option<PathBuf>,
 
-    /// lookup: cache state before the lookups: `warm` reads everything once first; `cold` empties
-    /// what dbscope can (new connections, SQLite's page cache, the OS page cache of the table's
-    /// files) and records what it could not (PostgreSQL's shared_buffers, unless
+    /// lookup: cache state before the lookups: `warm` (the default) reads everything once first;
+    /// `cold` empties what dbscope can (new connections, SQLite's page cache, the OS page cache
+    /// of the table's files) and records what it could not (PostgreSQL's shared_buffers, unless
     /// --restart-cmd).
-    #[arg(long, default_value = "warm", value_name = "cold|warm")]
-    pub cache: String,
+    #[arg(long, value_name = "cold|warm")]
+    pub cache: Option<String>,
 
     /// lookup --cache cold on PostgreSQL: a shell command that restarts the server, which is
     /// what empties shared_buffers (e.g. 'pg_ctl -D /var/lib/postgresql/15/main restart -m fast
-    /// -w' or 'systemctl restart postgresql'); dbscope runs it after setup, waits until the
-    /// server accepts connections again, and records it.
+    /// -w' or 'systemctl restart postgresql'); dbscope runs it after setup, waits for it to exit
+    /// (not for its output to close) and until the server accepts connections again, within
+    /// --restart-timeout, and records it.
     #[arg(long, value_name = "CMD")]
     pub restart_cmd: Option<String>,
 
-    /// bulkload: distinct values of the grouped column (row id has col = (id - 1) % N).
-    #[arg(long, default_value_t = 4100, value_name = "N")]
-    pub groups: u64,
+    /// lookup --restart-cmd: how long the restart may take, until the server accepts
+    /// connections again (default 60s); at the limit the command's process group is ended and
+    /// the run fails.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub restart_timeout: Option<Duration>,
 
-    /// bulkload: table kind: `temp` (one session: a temporary table belongs to its connection),
-    /// `unlogged` (PostgreSQL UNLOGGED; SQLite journal_mode=OFF), `logged`.
-    #[arg(long, default_value = "temp", value_name = "temp|unlogged|logged")]
-    pub into: String,
+    /// bulkload: distinct values of the grouped column (row id has col = (id - 1) % N; default
+    /// 4100).
+    #[arg(long, value_name = "N")]
+    pub groups: Option<u64>,
+
+    /// bulkload: table kind: `temp` (the default; one session: a temporary table belongs to its
+    /// connection), `unlogged` (PostgreSQL UNLOGGED; SQLite journal_mode=OFF), `logged`.
+    #[arg(long, value_name = "temp|unlogged|logged")]
+    pub into: Option<String>,
 }

@@ -10,7 +10,7 @@ use dbscope_lab::pace::{parse_rate, Arrival, Pacing};
 use dbscope_lab::plan::{EventsPlan, RunPlan, TargetPlan, WorkloadPlan};
 use dbscope_lab::runner::RunConfig;
 use dbscope_lab::workload::bulkload::BulkloadConfig;
-use dbscope_lab::workload::lookup::LookupConfig;
+use dbscope_lab::workload::lookup::{LookupConfig, DEFAULT_RESTART_TIMEOUT};
 use dbscope_lab::workload::place::Placement;
 
 use crate::common::default_run_dir;
@@ -43,9 +43,7 @@ pub fn lab_error(e: dbscope_lab::Error) -> anyhow::Error {
 /// The plan `a` asks for: the workload's options parsed, the run directory and target chosen,
 /// everything checked that does not need the database.
 pub fn build(a: &RunArgs) -> Result<RunPlan, Exit> {
-    if a.delta.is_some() && !matches!(a.workload, WorkloadName::TpchQ1) {
-        return Err(anyhow!("--delta applies to the tpch-q1 workload only").into());
-    }
+    refuse_what_does_not_apply(a)?;
     let out = match &a.out {
         Some(p) => p.clone(),
         None => default_run_dir(workload_name(a.workload))?,
@@ -61,22 +59,6 @@ pub fn build(a: &RunArgs) -> Result<RunPlan, Exit> {
     };
     if let WorkloadName::Events = a.workload {
         return events(a, target, observe, out);
-    }
-    if a.script.any() && !matches!(a.workload, WorkloadName::Script) {
-        return Err(Exit(
-            crate::exit::EXIT_USAGE,
-            anyhow!(
-                "-f/--file, -b/--builtin, -D/--define, -M/--protocol, --max-tries, --latency-limit, \
-                 --on-error, --init and --scale apply to the script workload only"
-            ),
-        ));
-    }
-    let e = &a.events;
-    if e.clients.is_some() || e.connections.is_some() || e.iterations {
-        return Err(anyhow!(
-            "--clients, --connections and --iterations apply to the events workload only"
-        )
-        .into());
     }
     let duration = match (a.ops, a.duration) {
         (None, None) => Some(Duration::from_secs(10)),
@@ -98,8 +80,13 @@ pub fn build(a: &RunArgs) -> Result<RunPlan, Exit> {
     let workload = match a.workload {
         WorkloadName::Commit => WorkloadPlan::Commit {
             table: table.unwrap_or("dbscope_commit").to_string(),
-            keys: a.keys.parse().map_err(lab_error)?,
-            dist: a.lab.dist.parse().map_err(lab_error)?,
+            keys: a
+                .keys
+                .as_deref()
+                .unwrap_or("own")
+                .parse()
+                .map_err(lab_error)?,
+            dist: dist(a)?,
             fresh: a.fresh,
         },
         WorkloadName::TpchQ1 => WorkloadPlan::TpchQ1 {
@@ -123,6 +110,97 @@ pub fn build(a: &RunArgs) -> Result<RunPlan, Exit> {
     };
     plan.validate().map_err(lab_error)?;
     Ok(plan)
+}
+
+/// The workload-specific options: each flag, whether `a` gives it, and the workloads it applies to.
+fn workload_options(a: &RunArgs) -> Vec<(&'static str, bool, &'static [WorkloadName])> {
+    use WorkloadName::*;
+    let (l, e, sc) = (&a.lab, &a.events, &a.script);
+    vec![
+        // bulkload runs its steps once per session: no schedule to pace, nothing to warm up
+        // (every step would start in the warm-up and be left out of the statistics).
+        (
+            "--rate",
+            a.rate.is_some(),
+            &[Commit, TpchQ1, Lookup, Events, Script],
+        ),
+        (
+            "--warmup",
+            !a.warmup.is_zero(),
+            &[Commit, TpchQ1, Lookup, Events, Script],
+        ),
+        ("--keys", a.keys.is_some(), &[Commit]),
+        ("--table", a.table.is_some(), &[Commit, Lookup, Bulkload]),
+        // bulkload always loads a new table; tpch-q1 reads what `tpch load` made.
+        ("--fresh", a.fresh, &[Commit, Lookup, Events]),
+        ("--delta", a.delta.is_some(), &[TpchQ1]),
+        ("--rows", l.rows.is_some(), &[Lookup, Bulkload]),
+        ("--row-bytes", l.row_bytes.is_some(), &[Lookup, Bulkload]),
+        (
+            "--tablespace-dir",
+            l.tablespace_dir.is_some(),
+            &[Lookup, Bulkload],
+        ),
+        ("--dist", l.dist.is_some(), &[Commit, Lookup, Events]),
+        ("--cache", l.cache.is_some(), &[Lookup]),
+        ("--restart-cmd", l.restart_cmd.is_some(), &[Lookup]),
+        ("--restart-timeout", l.restart_timeout.is_some(), &[Lookup]),
+        ("--groups", l.groups.is_some(), &[Bulkload]),
+        ("--into", l.into.is_some(), &[Bulkload]),
+        ("--clients", e.clients.is_some(), &[Events]),
+        ("--connections", e.connections.is_some(), &[Events]),
+        ("--elements", e.elements.is_some(), &[Events]),
+        ("--payload", e.payload.is_some(), &[Events]),
+        ("--strategy", e.strategy.is_some(), &[Events]),
+        ("--batch", e.batch.is_some(), &[Events]),
+        ("--batch-wait", e.batch_wait.is_some(), &[Events]),
+        ("--preallocate", e.preallocate.is_some(), &[Events]),
+        ("--iterations", e.iterations, &[Events]),
+        ("-f/--file", !sc.files.is_empty(), &[Script]),
+        ("-b/--builtin", !sc.builtins.is_empty(), &[Script]),
+        ("-D/--define", !sc.defines.is_empty(), &[Script]),
+        ("-M/--protocol", sc.protocol.is_some(), &[Script]),
+        ("--max-tries", sc.max_tries.is_some(), &[Script]),
+        ("--latency-limit", sc.latency_limit.is_some(), &[Script]),
+        ("--on-error", sc.on_error.is_some(), &[Script]),
+        ("--init", sc.init.is_some(), &[Script]),
+        ("--scale", sc.scale.is_some(), &[Script]),
+    ]
+}
+
+/// Refuses a workload's option given to a workload it does not apply to (it was silently
+/// ignored: `run tpch-q1 --cache cold`, `run commit --rows N`; issue 34 item 13), naming the
+/// workloads it applies to.
+fn refuse_what_does_not_apply(a: &RunArgs) -> Result<(), Exit> {
+    for (flag, given, applies) in workload_options(a) {
+        if given && !applies.contains(&a.workload) {
+            let names: Vec<&str> = applies.iter().map(|w| workload_name(*w)).collect();
+            let to = match names.as_slice() {
+                [one] => format!("the {one} workload only"),
+                [init @ .., last] => format!("the {} and {last} workloads", init.join(", ")),
+                [] => unreachable!("every option applies to some workload"),
+            };
+            return Err(
+                anyhow!("{flag} applies to {to}, not {}", workload_name(a.workload)).into(),
+            );
+        }
+    }
+    if a.lab.restart_timeout.is_some() && a.lab.restart_cmd.is_none() {
+        return Err(
+            anyhow!("--restart-timeout is the time --restart-cmd may take: give both").into(),
+        );
+    }
+    Ok(())
+}
+
+/// `--dist`, uniform when not given (commit's shared keys, events' elements).
+fn dist(a: &RunArgs) -> Result<dbscope_lab::workload::keys::KeyDist, Exit> {
+    Ok(a.lab
+        .dist
+        .as_deref()
+        .unwrap_or("uniform")
+        .parse()
+        .map_err(lab_error)?)
 }
 
 /// `lookup`'s table size without --rows.
@@ -152,10 +230,21 @@ fn lookup(
         table: table.unwrap_or("dbscope_lookup").to_string(),
         rows: a.rows.unwrap_or(DEFAULT_LOOKUP_ROWS),
         row_bytes: a.row_bytes.unwrap_or(100),
-        dist: a.dist.parse().map_err(lab_error)?,
+        dist: a
+            .dist
+            .as_deref()
+            .unwrap_or("uniform")
+            .parse()
+            .map_err(lab_error)?,
         place: Placement::from_option(a.tablespace_dir.as_deref()).map_err(lab_error)?,
-        cache: a.cache.parse().map_err(lab_error)?,
+        cache: a
+            .cache
+            .as_deref()
+            .unwrap_or("warm")
+            .parse()
+            .map_err(lab_error)?,
         restart_cmd: a.restart_cmd.clone(),
+        restart_timeout: a.restart_timeout.unwrap_or(DEFAULT_RESTART_TIMEOUT),
         fresh,
     })
 }
@@ -177,9 +266,14 @@ fn bulkload(
     Ok(BulkloadConfig {
         table: table.unwrap_or("dbscope_bulkload").to_string(),
         rows: a.rows.unwrap_or(1_000_000),
-        groups: a.groups,
+        groups: a.groups.unwrap_or(4100),
         row_bytes: a.row_bytes.unwrap_or(16),
-        into: a.into.parse().map_err(lab_error)?,
+        into: a
+            .into
+            .as_deref()
+            .unwrap_or("temp")
+            .parse()
+            .map_err(lab_error)?,
         place: Placement::from_option(a.tablespace_dir.as_deref()).map_err(lab_error)?,
         sessions,
     })
@@ -232,7 +326,13 @@ fn events(
     let arrival: Arrival = a.arrival.parse().map_err(lab_error)?;
     let strategy = match e.iterations {
         true => None,
-        false => Some(e.strategy.parse().map_err(lab_error)?),
+        false => Some(
+            e.strategy
+                .as_deref()
+                .unwrap_or("batch")
+                .parse()
+                .map_err(lab_error)?,
+        ),
     };
     let config = RunConfig {
         sessions: a.sessions,
@@ -251,13 +351,13 @@ fn events(
             connections: e.connections,
             rate,
             arrival,
-            elements: e.elements,
-            dist: a.lab.dist.parse().map_err(lab_error)?,
-            payload: e.payload,
+            elements: e.elements.unwrap_or(10),
+            dist: dist(a)?,
+            payload: e.payload.unwrap_or(16),
             strategy,
-            batch: e.batch,
-            batch_wait: e.batch_wait,
-            preallocate: e.preallocate,
+            batch: e.batch.unwrap_or(5000),
+            batch_wait: e.batch_wait.unwrap_or(Duration::from_millis(10)),
+            preallocate: e.preallocate.unwrap_or(0),
             fresh: a.fresh,
         }),
         target,

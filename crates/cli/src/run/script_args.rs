@@ -26,19 +26,19 @@ pub struct ScriptArgs {
 
     /// script: how SQL is sent, as pgbench's -M: `simple` (text, variables substituted),
     /// `extended` (parameters, parsed each time) or `prepared` (parsed once per connection).
+    /// Default: simple.
     #[arg(
         long = "protocol",
         short = 'M',
-        default_value = "simple",
         value_name = "simple|extended|prepared"
     )]
-    pub protocol: String,
+    pub protocol: Option<String>,
 
     /// script: tries per transaction: one that fails with a serialization failure or deadlock
     /// (40001, 40P01; SQLite busy) runs again from its start with the same random values, up to
-    /// N tries in all (pgbench 15's --max-tries). 1: no retry.
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    pub max_tries: u32,
+    /// N tries in all (pgbench 15's --max-tries). Default 1: no retry.
+    #[arg(long, value_name = "N")]
+    pub max_tries: Option<u32>,
 
     /// script: pgbench's --latency-limit (milliseconds, or a duration like 50ms): no retry
     /// after it; with --rate, a transaction already this late when due is skipped (counted).
@@ -46,9 +46,10 @@ pub struct ScriptArgs {
     pub latency_limit: Option<String>,
 
     /// script: after a failure that is not retried, `continue` (the transaction is recorded as
-    /// failed with its SQLSTATE and the session goes on) or `stop` (the run stops, failed).
-    #[arg(long, default_value = "continue", value_name = "continue|stop")]
-    pub on_error: String,
+    /// failed with its SQLSTATE and the session goes on; the default) or `stop` (the run
+    /// stops, failed).
+    #[arg(long, value_name = "continue|stop")]
+    pub on_error: Option<String>,
 
     /// script: create and fill pgbench's four tables first, as `pgbench -i` does (drops them if
     /// they exist): `tpcb`. With --scale.
@@ -59,19 +60,4 @@ pub struct ScriptArgs {
     /// the scripts' :scale (default: read from pgbench_branches when a built-in runs, else 1).
     #[arg(long, value_name = "N")]
     pub scale: Option<u32>,
-}
-
-impl ScriptArgs {
-    /// True when any script option was given (they apply to the script workload only).
-    pub fn any(&self) -> bool {
-        !self.files.is_empty()
-            || !self.builtins.is_empty()
-            || !self.defines.is_empty()
-            || self.protocol != "simple"
-            || self.max_tries != 1
-            || self.latency_limit.is_some()
-            || self.on_error != "continue"
-            || self.init.is_some()
-            || self.scale.is_some()
-    }
 }

@@ -91,12 +91,18 @@ pub fn script(a: &crate::run::script_args::ScriptArgs) -> Result<ScriptConfig, E
     Ok(ScriptConfig {
         scripts,
         sources,
-        mode: dbscope_lab::workload::script::parse_mode(&a.protocol).map_err(lab_error)?,
+        mode: dbscope_lab::workload::script::parse_mode(a.protocol.as_deref().unwrap_or("simple"))
+            .map_err(lab_error)?,
         defines,
         scale: a.scale.map(i64::from),
-        max_tries: a.max_tries,
+        max_tries: a.max_tries.unwrap_or(1),
         latency_limit,
-        on_error: a.on_error.parse().map_err(lab_error)?,
+        on_error: a
+            .on_error
+            .as_deref()
+            .unwrap_or("continue")
+            .parse()
+            .map_err(lab_error)?,
         init_scale,
         seed: 0,
     })

@@ -171,3 +171,71 @@ fn run_refuses_to_overwrite_a_run() {
         &["already holds a run"],
     );
 }
+
+/// Issue 34 item 13: an option of another workload is refused, naming the workloads it applies
+/// to, before anything is set up (it was silently ignored: `run tpch-q1 --cache cold`, `run
+/// commit --rows N`); usage errors exit 2.
+#[test]
+fn issue_34_options_that_do_not_apply_to_the_workload_are_refused() {
+    let dir = tempdir();
+    let d = dir.path();
+    let cases: [(Argv, &str); 10] = [
+        (
+            Argv::run("tpch-q1").opt("--cache", "cold"),
+            "--cache applies to the lookup workload only, not tpch-q1",
+        ),
+        (
+            Argv::run("commit").rows(5),
+            "--rows applies to the lookup and bulkload workloads, not commit",
+        ),
+        (
+            Argv::run("commit").opt("--restart-cmd", "true"),
+            "--restart-cmd applies to the lookup workload only, not commit",
+        ),
+        (
+            Argv::run("lookup").opt("--keys", "shared:10"),
+            "--keys applies to the commit workload only, not lookup",
+        ),
+        (
+            Argv::run("bulkload").fresh(),
+            "--fresh applies to the commit, lookup and events workloads, not bulkload",
+        ),
+        (
+            Argv::run("tpch-q1").opt("--table", "t"),
+            "--table applies to the commit, lookup and bulkload workloads, not tpch-q1",
+        ),
+        (
+            Argv::run("lookup").strategy("row"),
+            "--strategy applies to the events workload only, not lookup",
+        ),
+        (
+            Argv::run("events").opt("--into", "logged"),
+            "--into applies to the bulkload workload only, not events",
+        ),
+        (
+            Argv::run("bulkload").opt("--warmup", "1s"),
+            "--warmup applies to the commit, tpch-q1, lookup and events workloads, not bulkload",
+        ),
+        (
+            Argv::run("lookup").opt("--restart-timeout", "5s"),
+            "--restart-timeout is the time --restart-cmd may take: give both",
+        ),
+    ];
+    for (argv, msg) in cases {
+        let out = join(d, "never");
+        fails(d, &argv.target("null").out(out.display()).args(), 2, &[msg]);
+        assert!(!out.exists(), "{msg}: no run directory");
+    }
+    // Given to the workload they belong to, the same options pass the check (to the target's).
+    fails(
+        d,
+        &Argv::run("lookup")
+            .rows(10)
+            .opt("--cache", "cold")
+            .opt("--restart-cmd", "true")
+            .target("null")
+            .args(),
+        2,
+        &["--restart-cmd", "needs a PostgreSQL target"],
+    );
+}

@@ -564,3 +564,199 @@ fn bad_event_options_are_refused() {
         &["events workload only"],
     );
 }
+
+/// A TCP proxy to a cluster's Unix socket that loses the answer of some COMMITs: on a
+/// connection's `nth` execution of dbscope's prepared COMMIT (a Bind of `dbscope_commit`), it
+/// forwards the COMMIT, waits for the server's answer, drops it and closes the connection — the
+/// transaction committed, the client never hears so. At most `most` answers are lost in all.
+struct LosingProxy {
+    port: u16,
+    lost: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl LosingProxy {
+    fn start(pg: &PgCluster, nth: u64, most: u64) -> LosingProxy {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        use std::sync::Arc;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let sock = pg.socket_dir().join(format!(".s.PGSQL.{}", pg.port()));
+        let lost = Arc::new(AtomicU64::new(0));
+        let lost2 = lost.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { return };
+                let Ok(server) = std::os::unix::net::UnixStream::connect(&sock) else {
+                    continue;
+                };
+                let lost = lost2.clone();
+                std::thread::spawn(move || {
+                    let _ = proxy_connection(client, server, nth, &|| {
+                        lost.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                            (n < most).then_some(n + 1)
+                        })
+                        .is_ok()
+                    });
+                });
+            }
+        });
+        LosingProxy { port, lost }
+    }
+
+    fn lost(&self) -> u64 {
+        self.lost.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// One proxied connection (see [`LosingProxy`]); `may_lose` says whether this answer may be lost.
+fn proxy_connection(
+    client: std::net::TcpStream,
+    server: std::os::unix::net::UnixStream,
+    nth: u64,
+    may_lose: &dyn Fn() -> bool,
+) -> std::io::Result<()> {
+    use std::io::{Read, Write};
+    use std::net::Shutdown;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let mute = Arc::new(AtomicBool::new(false));
+    let (heard, answered) = std::sync::mpsc::channel::<()>();
+    {
+        // Server to client: forwarded, unless muted (then only noted).
+        let (mut from, mut to, mute) = (server.try_clone()?, client.try_clone()?, mute.clone());
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                match from.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) if mute.load(Ordering::SeqCst) => {
+                        let _ = n;
+                        let _ = heard.send(());
+                    }
+                    Ok(n) => {
+                        if to.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+            let _ = to.shutdown(Shutdown::Both);
+        });
+    }
+    let mut from = std::io::BufReader::new(client.try_clone()?);
+    let mut to = server.try_clone()?;
+    // The startup packet (again after an SSL or GSS request, which the server answers 'N').
+    loop {
+        let mut len = [0u8; 4];
+        from.read_exact(&mut len)?;
+        let mut body = vec![0u8; (u32::from_be_bytes(len) as usize).saturating_sub(4)];
+        from.read_exact(&mut body)?;
+        to.write_all(&len)?;
+        to.write_all(&body)?;
+        let code = body
+            .get(..4)
+            .map(|c| u32::from_be_bytes(c.try_into().unwrap()));
+        if !matches!(code, Some(80_877_103 | 80_877_104)) {
+            break;
+        }
+    }
+    let mut commits = 0u64;
+    let mut losing = false;
+    loop {
+        let mut head = [0u8; 5];
+        from.read_exact(&mut head)?;
+        let len = u32::from_be_bytes(head[1..5].try_into().unwrap()) as usize;
+        let mut body = vec![0u8; len.saturating_sub(4)];
+        from.read_exact(&mut body)?;
+        if head[0] == b'B' {
+            // Bind: portal name, then statement name.
+            let stmt = body.split(|&b| b == 0).nth(1).unwrap_or_default();
+            if stmt == b"dbscope_commit" {
+                commits += 1;
+                if commits == nth && may_lose() {
+                    losing = true;
+                    mute.store(true, Ordering::SeqCst);
+                }
+            }
+        }
+        to.write_all(&head)?;
+        to.write_all(&body)?;
+        if losing && head[0] == b'S' {
+            // The COMMIT went through: wait for its answer (the transaction is committed), drop
+            // it, and cut the connection.
+            let _ = answered.recv_timeout(std::time::Duration::from_secs(10));
+            let _ = client.shutdown(Shutdown::Both);
+            let _ = server.shutdown(Shutdown::Both);
+            return Ok(());
+        }
+    }
+}
+
+/// Issue 34 item 4: a COMMIT whose answer is lost (the connection cut after the server
+/// committed) is found committed after the reconnect and not resent; its events count once, in
+/// every total: written = committed = the sum of the per-second columns = the sum over clients =
+/// the rows in events_history; no transaction counts as failed (nothing was resent). Before,
+/// those events were in the per-client counts only.
+#[test]
+fn events_whose_commit_answer_was_lost_count_once_everywhere() {
+    let pg = PgCluster::shared();
+    let db = pg.create_db("events_lost_answer");
+    let proxy = LosingProxy::start(pg, 20, 3);
+    let uri = format!(
+        "postgres://{}:{}@127.0.0.1:{}/{db}",
+        pg.user(),
+        pg.password(),
+        proxy.port
+    );
+    let dir = tempdir();
+    let run = join(dir.path(), "r");
+    ok(
+        dir.path(),
+        &Argv::run("events")
+            .target(&uri)
+            .clients(6)
+            .rate(200)
+            .connections(2)
+            .duration("4s")
+            .strategy("staged")
+            .fresh()
+            .opt("--sample-hz", 0)
+            .out("r")
+            .quiet()
+            .args(),
+    );
+    let lost = proxy.lost();
+    assert!(lost >= 2, "the proxy lost {lost} answers");
+    let r = report_json(dir.path(), &run);
+    let a = &r["archive"];
+    let n = |k: &str| a[k].as_u64().unwrap_or_else(|| panic!("no {k} in {a}"));
+    let acked = acknowledged(dir.path(), &run);
+    check(&acked, &pg.query(&db, PER_CLIENT), &pg.query(&db, STALE), 6);
+    let over_clients: u64 = acked.values().map(|(ack, _)| ack).sum();
+    let rows: u64 = pg
+        .query(&db, "SELECT count(*) FROM events_history")
+        .trim()
+        .parse()
+        .unwrap();
+    let column = |c: &str| -> u64 {
+        a["per_second"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|row| row[c].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(n("committed"), over_clients, "{a}");
+    assert_eq!(n("committed"), rows, "{a}");
+    assert_eq!(n("written"), rows, "{a}");
+    assert_eq!(column("committed"), rows, "{a}");
+    assert_eq!(column("written"), rows, "{a}");
+    assert_eq!(n("backlog_at_end"), n("offered") - rows, "{a}");
+    let achieved = a["achieved_per_s"].as_f64().unwrap();
+    assert!(
+        (achieved - rows as f64 / 4.0).abs() < 1e-6,
+        "achieved {achieved} = {rows} / 4 s"
+    );
+    assert_eq!(n("failed_batches"), 0, "nothing was resent: {a}");
+    assert_eq!(n("found_committed"), lost, "{a}");
+}

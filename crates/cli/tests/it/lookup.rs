@@ -440,3 +440,202 @@ fn lookup_on_postgres_in_a_tablespace_and_a_directory_it_cannot_use() {
     pg.query(&db, "DROP TABLE dbscope_lookup");
     pg.query(&db, &format!("DROP TABLESPACE {ts}"));
 }
+
+/// `dbscope ARGS` in `dir`, stdout and stderr to files, stopped and failed if it has not ended
+/// within `limit`; `during` is called with the child once it started. Returns its exit code,
+/// stderr and how long it took.
+fn run_within(
+    dir: &Path,
+    args: &[&str],
+    limit: std::time::Duration,
+    during: impl FnOnce(&std::process::Child),
+) -> (Option<i32>, String, std::time::Duration) {
+    let err_path = dir.join(format!("stderr-{}", std::process::id()));
+    let started = std::time::Instant::now();
+    let mut child = dbscope(dir)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::fs::File::create(dir.join("stdout")).unwrap())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
+        .expect("dbscope starts");
+    during(&child);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "dbscope {args:?} still running after {limit:?} (hung): {}",
+                std::fs::read_to_string(&err_path).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    (status.code(), stderr, started.elapsed())
+}
+
+/// The pid a restart command wrote into `path` (waits for it a while).
+fn pid_in(path: &Path) -> u32 {
+    for _ in 0..200 {
+        if let Some(p) = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            return p;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("no pid in {}", path.display());
+}
+
+/// True while process `pid` runs (a zombie does not).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+    })
+}
+
+/// Waits up to 5 s for `pid` to be gone.
+fn gone(pid: u32) -> bool {
+    for _ in 0..100 {
+        if !running(pid) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    false
+}
+
+/// Issue 34 item 13: `--restart-cmd` is done when the command exits, not when its output closes
+/// (the docs' own `pg_ctl restart -m fast -w` without `-l` leaves the server holding it: the run
+/// hung for over 10 minutes); a command that does not finish is ended at `--restart-timeout`
+/// with a clear error; Ctrl-C while it runs stops the run, kept as interrupted.
+#[test]
+fn issue_34_restart_cmd_is_waited_for_by_its_exit_within_its_limit() {
+    let cluster = PgCluster::throwaway(&[]);
+    let pg = &cluster;
+    let db = pg.create_db("lookup_restart_cmd");
+    let uri = pg.uri(&db);
+    let dir = tempdir();
+    let d = dir.path();
+    let secs = std::time::Duration::from_secs;
+    let args = |out: &str, cmd: &str, more: &[&str]| -> Vec<String> {
+        let mut a = Argv::run("lookup")
+            .target(&uri)
+            .rows(2000)
+            .ops(200)
+            .opt("--cache", "cold")
+            .opt("--restart-cmd", cmd)
+            .out(join(d, out).display())
+            .quiet()
+            .args()
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>();
+        a.extend(more.iter().map(|s| s.to_string()));
+        a
+    };
+
+    // The real thing: pg_ctl restart without -l.
+    let a = args("pgctl", &pg.restart_shell_command_with(false), &[]);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let (code, stderr, _) = run_within(d, &a, secs(120), |_| {});
+    assert_eq!(code, Some(0), "{stderr}");
+    let n = notes(&join(d, "pgctl"));
+    assert!(
+        n.iter()
+            .any(|l| l.starts_with("cold: server restarted by --restart-cmd")),
+        "{n:?}"
+    );
+    assert_eq!(manifest(&join(d, "pgctl"))["outcome"], "complete");
+
+    // The brief's form: a background process holds the command's output open.
+    let bg = join(d, "bg.pid");
+    let cmd = format!("sleep 300 & echo $! > '{}'; echo restarted", bg.display());
+    let a = args("held", &cmd, &[]);
+    let (code, stderr, took) = run_within(
+        d,
+        &a.iter().map(String::as_str).collect::<Vec<_>>(),
+        secs(60),
+        |_| {},
+    );
+    let sleeper = pid_in(&bg);
+    assert!(running(sleeper), "what the command started is left running");
+    std::process::Command::new("kill")
+        .args(["-9", &sleeper.to_string()])
+        .status()
+        .unwrap();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(took < secs(45), "took {took:?}");
+    let n = notes(&join(d, "held"));
+    assert!(
+        n.iter().any(|l| l.contains("left processes running")),
+        "{n:?}"
+    );
+
+    // Never done: ended at the limit, quickly, with its process group.
+    let bg = join(d, "bg2.pid");
+    let cmd = format!("sleep 300 & echo $! > '{}'; wait", bg.display());
+    let a = args("limit", &cmd, &["--restart-timeout", "2s"]);
+    let (code, stderr, took) = run_within(
+        d,
+        &a.iter().map(String::as_str).collect::<Vec<_>>(),
+        secs(60),
+        |_| {},
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("did not finish within 2 s (--restart-timeout)")
+            && stderr.contains("process group was ended"),
+        "{stderr}"
+    );
+    assert!(took < secs(30), "took {took:?}");
+    assert!(
+        gone(pid_in(&bg)),
+        "the command's background sleep was ended"
+    );
+
+    // Ctrl-C while it runs: the run stops, interrupted, its directory kept.
+    let bg = join(d, "bg3.pid");
+    let cmd = format!("sleep 300 & echo $! > '{}'; wait", bg.display());
+    let a = args("ctrlc", &cmd, &[]);
+    let (code, stderr, took) = run_within(
+        d,
+        &a.iter().map(String::as_str).collect::<Vec<_>>(),
+        secs(60),
+        |child| {
+            pid_in(&bg);
+            crate::crash::sigint(child);
+        },
+    );
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(took < secs(30), "took {took:?}");
+    assert!(
+        gone(pid_in(&bg)),
+        "the command's background sleep was ended"
+    );
+    let run = join(d, "ctrlc");
+    let m = manifest(&run);
+    assert_eq!(m["outcome"], "interrupted", "{m}");
+    assert!(
+        m["outcome_detail"]
+            .as_str()
+            .is_some_and(|s| s.contains("during setup")),
+        "{m}"
+    );
+    let n = notes(&run);
+    assert!(
+        n.iter()
+            .any(|l| l.contains("stopped by the user") && l.contains("process group was ended")),
+        "{n:?}"
+    );
+    // The run stopped before any session is an ordinary run: report reads it.
+    let text = ok(d, &["report", s(&run)]);
+    assert!(text.contains("interrupted"), "{text}");
+}

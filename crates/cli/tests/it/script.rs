@@ -500,6 +500,6 @@ fn bad_scripts_are_refused_with_file_line_and_column() {
             "-q",
         ],
         2,
-        &["script workload only"],
+        &["-b/--builtin applies to the script workload only, not commit"],
     );
 }

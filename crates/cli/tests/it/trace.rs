@@ -228,34 +228,98 @@ fn malformed_lines_warn_and_strict_fails() {
 
 #[test]
 fn issue_13_a_trace_started_mid_call_is_clipped_to_its_window() {
-    // Tracing began 2 s into a FETCH (e=2012000 ending at the first tim=10000000 + 12000).
+    // Tracing began 2 s into a FETCH (e=2012000 ending at the first tim=10000000 + 12000); the
+    // first line, a wait of 3 ms, opens the window where it began (issue 34 item 3).
     let d = tempdir();
     let f = fixture("handmade/trace_started_mid_call.trc");
     let text = ok(d.path(), &["trace", "profile", s(&f)]);
     assert!(
         text.contains(
-            "R = 0.112025 s  (wall span 0.112025 s; unaccounted-for between calls 0.000000 s"
+            "R = 0.115025 s  (wall span 0.115025 s; unaccounted-for between calls 0.000000 s"
         ),
         "{text}"
     );
     assert!(
-        text.contains("clipped: 2.000000 s of calls and waits that began before the trace's first timestamp (1 call, 0 waits)"),
+        text.contains("clipped: 1.997000 s of calls and waits that began before the trace's first timestamp (1 call, 0 waits)"),
         "{text}"
     );
     let p = profile_json(d.path(), &[s(&f)]);
-    assert_eq!(p["r_us"], 112025);
-    assert_eq!(p["wall_span_us"], 112025);
+    assert_eq!(p["r_us"], 115025);
+    assert_eq!(p["wall_span_us"], 115025);
     assert_eq!(p["unaccounted_between_calls_us"], 0);
-    assert_eq!(p["clipped_us"], 2_000_000);
+    assert_eq!(p["clipped_us"], 1_997_000);
     assert_eq!(p["clipped_calls"], 1);
     assert_eq!(p["clipped_waits"], 0);
-    // The run made from it starts at the first timestamp, and its FETCH lasts what of it lies
+    // The run made from it starts where the first wait began, and its FETCH lasts what of it lies
     // inside the trace.
     let run = d.path().join("mid");
     ok(d.path(), &["trace", "import", s(&f), "--out", s(&run)]);
-    assert_eq!(manifest(&run)["started_utc"], "2024-05-01T10:00:00Z");
+    assert_eq!(manifest(&run)["started_utc"], "2024-05-01T09:59:59.997Z");
     let r = report_json(d.path(), &run);
-    assert_eq!(event(&r, "FETCH")["summary_us"]["max"], 12000.0);
+    assert_eq!(event(&r, "FETCH")["summary_us"]["max"], 15000.0);
+}
+
+/// Issue 34 item 3: `trace import` recorded each session's first wait as 0 µs (`report` showed
+/// `Min. 0.0` and `--top` left out the 1,043 µs wait that `trace profile` lists). Each session of
+/// this trace begins with a `log file sync` of known `ela` (1,043 and 877 µs).
+#[test]
+fn issue_34_a_sessions_first_wait_is_imported_whole() {
+    let d = tempdir();
+    let f = fixture("handmade/first_wait_per_session.trc");
+    let r: Value =
+        serde_json::from_str(&ok(d.path(), &["report", s(&f), "--json", "--top", "100"]))
+            .expect("report --json is JSON");
+    let lfs = event(&r, "log file sync");
+    assert_eq!(lfs["count"], 4);
+    // The shortest is the second session's first wait, not a 0.
+    assert_eq!(lfs["summary_us"]["min"], 877.0);
+    let top = r["top"]["events"].as_array().unwrap();
+    assert_eq!(r["top"]["of"], top.len(), "--top 100 lists every event");
+    let first = top
+        .iter()
+        .find(|e| {
+            e["source"]
+                .as_str()
+                .is_some_and(|s| s.ends_with("first_wait_per_session.trc:9"))
+        })
+        .expect("the first session's first wait is in --top");
+    assert_eq!(
+        (&first["name"], &first["duration_us"]),
+        (&Value::from("log file sync"), &Value::from(1043.0))
+    );
+    let text = ok(d.path(), &["report", s(&f), "--top", "4"]);
+    assert!(
+        text.lines()
+            .any(|l| l.contains("log file sync") && l.contains("1043.000")),
+        "{text}"
+    );
+    // trace profile and report agree on the count and the sum per wait name.
+    let p = profile_json(d.path(), &[s(&f)]);
+    let mut from_report = std::collections::BTreeMap::<String, (u64, f64)>::new();
+    for e in top {
+        let x = from_report
+            .entry(e["name"].as_str().unwrap().to_string())
+            .or_default();
+        x.0 += 1;
+        x.1 += e["duration_us"].as_f64().unwrap();
+    }
+    let waits: Vec<&Value> = p["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "wait")
+        .collect();
+    assert_eq!(waits.len(), 3, "{p}");
+    for w in waits {
+        let name = w["name"].as_str().unwrap();
+        let (n, sum) = from_report[name];
+        assert_eq!(w["calls"].as_u64(), Some(n), "{name}");
+        assert_eq!(w["total_us"].as_f64(), Some(sum), "{name}");
+    }
+    assert_eq!(
+        row(&p, "log file sync")["total_us"],
+        1043 + 2210 + 877 + 1500
+    );
 }
 
 #[test]

@@ -108,6 +108,7 @@ pub const FIELDS: &[&str] = &[
     "place",
     "cache",
     "restart_cmd",
+    "restart_timeout",
     "groups",
     "into",
     "clients",

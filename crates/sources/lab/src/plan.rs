@@ -353,6 +353,7 @@ mod tests {
             place: crate::workload::place::Placement::Default,
             cache: crate::workload::lookup::CacheState::Warm,
             restart_cmd: None,
+            restart_timeout: crate::workload::lookup::DEFAULT_RESTART_TIMEOUT,
             fresh: false,
         })
     }

@@ -131,7 +131,7 @@ pub fn run(
     let cfg = &spec.config;
     cfg.validate()?;
     let target_info = spec.target.describe()?;
-    spec.workload.setup(spec.target, cfg.sessions)?;
+    spec.workload.setup(spec.target, cfg.sessions, stop)?;
 
     let mut manifest = Manifest::new(
         "workload",
@@ -161,6 +161,24 @@ pub fn run(
         threads: None,
         connect_s: None,
     });
+
+    if stop.is_set() {
+        // Stopped during setup (Ctrl-C while lookup's --restart-cmd ran): the run is kept, as
+        // stopped, with what setup did in its parameters and no session started.
+        let rec = Recording::begin(&spec.out, manifest)?;
+        let (outcome, detail) = stop.outcome();
+        let detail = detail.map(|d| format!("{d} during setup, before any session started"));
+        let run = rec.finish(outcome, detail)?;
+        return Ok(RunResult {
+            dir: spec.out,
+            outcome: run.manifest.outcome,
+            detail: run.manifest.outcome_detail,
+            events: 0,
+            ops: 0,
+            errors: 0,
+            elapsed: Duration::ZERO,
+        });
+    }
 
     // Connect every session before the clock starts, so connection time is not measured.
     // Each named `dbscope/<run id>/<session>`, so the observer finds the run's backends.

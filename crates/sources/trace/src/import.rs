@@ -13,7 +13,8 @@
 //! As in the profile, a call or wait that began before its session's first timestamp (the call that
 //! switched tracing on, a trace started mid-call) is clipped to it: its event starts at that
 //! timestamp and lasts what of it lies after, so the run's clock origin is the trace's first
-//! timestamp, not a time before tracing began. The part left out is `clipped_us` in its attributes.
+//! timestamp (where the first wait began, when a session's first line is a WAIT: it counts whole),
+//! not a time before tracing began. The part left out is `clipped_us` in its attributes.
 //!
 //! A wait's `obj#` and its three parameters (values, and their names when the trace gives them:
 //! `file#=4 block#=123 blocks=1`, not `p1=`) are the event's [`EventParams`], which `export` writes
@@ -512,7 +513,9 @@ mod tests {
     }
 
     /// Issue 13: the run of a trace that starts mid-call begins at the trace's first timestamp;
-    /// the calls and waits that began before it are clipped to it, as in the profile.
+    /// the calls and waits that began before it are clipped to it, as in the profile. Issue 34
+    /// item 3: the session's first line is a WAIT, which opens the window where it began (it
+    /// counted 0 when the window opened at its end).
     #[test]
     fn a_trace_started_mid_call_is_clipped_to_its_first_timestamp() {
         let trc = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -521,8 +524,11 @@ mod tests {
         let out = dir.path().join("run");
         import_files(&[trc.as_path()], &out, vec![], false).unwrap();
         let run = RunDir::open(&out).unwrap();
-        // *** 2024-05-01T10:00:00Z is tim=10000000, the first timestamp.
-        assert_eq!(run.manifest.clock_origin_unix_ns, 1_714_557_600_000_000_000);
+        // *** 2024-05-01T10:00:00Z is tim=10000000, the end of the first wait (ela 3000).
+        assert_eq!(
+            run.manifest.clock_origin_unix_ns,
+            1_714_557_600_000_000_000 - 3_000_000
+        );
         let mut events = Vec::new();
         let (names, _) = run
             .for_each_block(|_, b| events.extend_from_slice(b))
@@ -533,24 +539,25 @@ mod tests {
             .collect();
         // In the order they are accounted for: a call's waits, then its children, then itself.
         let want = [
-            // Inside the EXEC: began 3 ms before the trace, ended at its first timestamp.
-            ("db file sequential read", 0, 0),
-            ("db file scattered read", 0, 2_000),
-            ("direct path read", 9_000, 1_000),
-            // 1.505 s before 10_005_000 on the tim clock: 5 ms inside the window.
-            ("EXEC", 0, 5_000),
-            // e = 2.012 s: 12 ms inside the window.
-            ("FETCH", 0, 12_000),
-            ("SQL*Net message to client", 12_000, 5),
-            ("SQL*Net message from client", 12_005, 100_000),
-            ("FETCH", 112_005, 20),
+            // Inside the EXEC: the first line of the trace, whole.
+            ("db file sequential read", 0, 3_000),
+            ("db file scattered read", 3_000, 2_000),
+            ("direct path read", 12_000, 1_000),
+            // 1.505 s before 10_005_000 on the tim clock: 8 ms inside the window.
+            ("EXEC", 0, 8_000),
+            // e = 2.012 s: 15 ms inside the window.
+            ("FETCH", 0, 15_000),
+            ("SQL*Net message to client", 15_000, 5),
+            ("SQL*Net message from client", 15_005, 100_000),
+            ("FETCH", 115_005, 20),
         ];
         let want: Vec<(String, u64, u64)> = want
             .iter()
             .map(|(n, s, d)| (n.to_string(), *s, *d))
             .collect();
         assert_eq!(got, want);
-        // The run ends at the last timestamp: its span is the profile's R.
+        // The run ends at the last timestamp: its span from the origin, 115,025 µs, is the
+        // profile's R.
         assert_eq!(
             run.manifest.ended_utc.map(|t| t.timestamp_micros()),
             Some(1_714_557_600_000_000 + 112_025)
@@ -564,6 +571,6 @@ mod tests {
             .iter()
             .map(|a| a["clipped_us"].as_u64().unwrap())
             .collect();
-        assert_eq!(clipped, [3_000, 0, 0, 1_500_000, 2_000_000, 0, 0, 0]);
+        assert_eq!(clipped, [0, 0, 0, 1_497_000, 1_997_000, 0, 0, 0]);
     }
 }

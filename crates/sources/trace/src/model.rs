@@ -80,7 +80,8 @@ pub struct SessionInfo {
     pub action: String,
     /// Last `SERVICE NAME`.
     pub service: String,
-    /// The first `tim` read in the session (µs on its `tim` clock): where the trace's window starts.
+    /// The first `tim` read in the session (µs on its `tim` clock), less the wait's `ela` when that
+    /// line is a WAIT (the wait counts whole): where the trace's window starts.
     /// Calls and waits that began before it are clipped to it (see [`AccountedCall::clipped`]).
     pub first_tim: Option<u64>,
 }

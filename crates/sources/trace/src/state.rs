@@ -14,7 +14,8 @@
 //!   whose parent is not in the file (trace started or ended mid-call);
 //! - per call, *unaccounted-for* = self `e` − self `c` − Σ own waits (self = minus the children's), and
 //!   may be negative (CPU accounting granularity); for the file, wall span − R;
-//! - a session's window starts at its first `tim`: the part of a call or wait that began before it
+//! - a session's window starts at its first `tim` (where the wait began when that line is a WAIT:
+//!   the wait is the trace's own record, issue 34 item 3): the part of a call or wait that began before it
 //!   (the call that switched tracing on, a trace started mid-call) is *clipped* (`clipped` in the
 //!   model), so that R fits the window as in Method R; each call also sums its children's and own
 //!   waits' clipped parts, so that every row of the profile can be taken within the window.
@@ -376,7 +377,7 @@ impl<'a, S: Sink> Accounting<'a, S> {
             Kind::Error { cursor, err, tim } => self.db_error(cursor, err, tim, false, no),
             Kind::XctEnd { tim } => {
                 let tim = tim.map(|t| self.us(t));
-                self.wall(tim);
+                self.wall(tim, 0);
             }
             Kind::EndOfStmt => self.warn(no, "END OF STMT without PARSING IN CURSOR".into())?,
             Kind::Binds => self.mode = Mode::Binds,
@@ -437,7 +438,7 @@ impl<'a, S: Sink> Accounting<'a, S> {
     ) {
         self.header_done = true;
         let tim = tim.map(|t| self.us(t));
-        self.wall(tim);
+        self.wall(tim, 0);
         let sqlid = String::from_utf8_lossy(sqlid);
         let known = self.tables.known_statement(&sqlid, hv);
         self.mode = Mode::SqlText {
@@ -461,7 +462,7 @@ impl<'a, S: Sink> Accounting<'a, S> {
     /// `PARSE ERROR` (`parse`) or `ERROR`.
     fn db_error(&mut self, cursor: u64, err: u64, tim: Option<u64>, parse: bool, no: u64) {
         let tim = tim.map(|t| self.us(t));
-        let wall_us = self.wall(tim);
+        let wall_us = self.wall(tim, 0);
         self.cur();
         let sess = &mut self.sessions[self.cur_i];
         let stmt = if parse {
@@ -604,7 +605,14 @@ impl<'a, S: Sink> Accounting<'a, S> {
     /// Wall clock of a `tim` (already in µs), anchoring on the last `***` timestamp if needed. Each
     /// session (process) has its own `tim` epoch: the offset is kept per session, and a session
     /// without an anchor of its own borrows the file's last one.
-    fn wall(&mut self, tim_us: Option<u64>) -> Option<i64> {
+    ///
+    /// The session's first `tim` opens its window ([`SessionInfo::first_tim`]) at `tim − opens`:
+    /// `opens` is a wait's `ela` (µs) and 0 for any other line. A WAIT line is the trace's record of
+    /// that wait: when it is the session's first timed line, the window opens where it began, so it
+    /// counts whole (issue 34 item 3: it counted 0, its whole `ela` lying before its own end). A
+    /// call's `e` may reach back before tracing began (the call that switched it on): it opens the
+    /// window at its end, as before.
+    fn wall(&mut self, tim_us: Option<u64>, opens: u64) -> Option<i64> {
         let t = tim_us? as i64;
         let anchor = self.anchor_wall_us.take();
         let file_offset = self.offset_us;
@@ -612,7 +620,7 @@ impl<'a, S: Sink> Accounting<'a, S> {
         let index = s.index as usize;
         self.tables.sessions[index]
             .first_tim
-            .get_or_insert(t as u64);
+            .get_or_insert((t as u64).saturating_sub(opens));
         let s = &mut self.sessions[self.cur_i];
         if let Some(a) = anchor {
             s.offset_us = Some(a.saturating_sub(t));
@@ -627,7 +635,7 @@ impl<'a, S: Sink> Accounting<'a, S> {
     /// A db call line (times still in the trace's unit): accounted, or kept pending for its parent.
     fn push_call(&mut self, kind: CallKind, lob: Option<u32>, c: &Call<'_>, no: u64) {
         let tim = c.tim.map(|t| self.us(t));
-        let wall_end_us = self.wall(tim);
+        let wall_end_us = self.wall(tim, 0);
         let e = self.dur(c.e);
         self.cur();
         let sess = &mut self.sessions[self.cur_i];
@@ -673,8 +681,8 @@ impl<'a, S: Sink> Accounting<'a, S> {
         no: u64,
     ) {
         let tim = tim.map(|t| self.us(t));
-        let wall_end_us = self.wall(tim);
         let ela = self.dur(ela);
+        let wall_end_us = self.wall(tim, ela);
         self.cur();
         let sess = &mut self.sessions[self.cur_i];
         let stmt = sess.cursors.get(&cursor).copied();

@@ -246,19 +246,20 @@ fn oracle8i_centiseconds_are_converted() {
 }
 
 /// Issue 13: a trace that starts in the middle of a FETCH (its `e` reaches back 2 s before the
-/// first timestamp), with a recursive EXEC and a wait that also began before it. R is the wall
-/// span from the first to the last timestamp, and the profile says what was clipped. Worked by
-/// hand in `handmade/README.md`; R and the wait totals agree with totals.awk.
+/// first timestamp), with a recursive EXEC that also began before it. R is the wall span of the
+/// session's window, and the profile says what was clipped. Issue 34 item 3: the session's first
+/// line is a WAIT, so the window opens where that wait began and the wait counts whole (it
+/// counted 0). Worked by hand in `handmade/README.md`; R and the wait totals agree with totals.awk.
 #[test]
 fn trace_started_mid_call_is_clipped_to_its_window() {
     let p = check_handmade("trace_started_mid_call");
-    // First timestamp tim=10000000, last tim=10112025.
-    assert_eq!(p.wall_span_us, 112_025);
-    assert_eq!(p.r_us, 112_025);
+    // The window: from the first wait's start, tim=10000000 − 3000, to the last tim=10112025.
+    assert_eq!(p.wall_span_us, 115_025);
+    assert_eq!(p.r_us, 115_025);
     assert_eq!(p.unaccounted_between_calls_us, 0);
-    // The FETCH's 2 s before the window (its recursive EXEC's 1.5 s and the wait's 3 ms are
-    // inside those 2 s, not on top of them).
-    assert_eq!(p.clipped_us, 2_000_000);
+    // The FETCH's 1.997 s before the window (its recursive EXEC's 1.497 s are inside those,
+    // not on top of them).
+    assert_eq!(p.clipped_us, 1_997_000);
     assert_eq!((p.clipped_calls, p.clipped_waits), (1, 0));
     let row = |name: &str| {
         let r = p.events.iter().find(|e| e.name == name).unwrap();
@@ -274,18 +275,34 @@ fn trace_started_mid_call_is_clipped_to_its_window() {
         (3, 1_000 + 3_628 + 20)
     );
     assert_eq!(p.unaccounted_in_calls_us, 4_648);
-    assert_eq!(row("db file sequential read"), (1, 0));
+    assert_eq!(row("db file sequential read"), (1, 3_000));
     assert_eq!(row("db file scattered read"), (1, 2_000));
     // Statements keep e as the trace wrote it.
     assert_eq!(p.statements[0].e_us, 1_505_000 + 2_012_000 + 20);
     let text = dbscope_trace::profile::render_text(&p, 20);
     assert!(
         text.contains(
-            "clipped: 2.000000 s of calls and waits that began before the trace's first \
+            "clipped: 1.997000 s of calls and waits that began before the trace's first \
              timestamp (1 call, 0 waits), left out of R"
         ),
         "{text}"
     );
+}
+
+/// Issue 34 item 3: each session's first line is a `log file sync` of known `ela`; each counts
+/// whole in its row (it counted 0: the window opened at its end), and each session's window opens
+/// where it began. The totals agree with totals.awk (`first_wait_per_session.tsv`).
+#[test]
+fn issue_34_a_sessions_first_wait_counts_whole() {
+    let p = check_handmade("first_wait_per_session");
+    assert_eq!(p.sessions, 2);
+    let lfs = p.events.iter().find(|e| e.name == "log file sync").unwrap();
+    assert_eq!((lfs.calls, lfs.total_us), (4, 1_043 + 2_210 + 877 + 1_500));
+    // Session 1 from 5793959274831 − 1043 to 5793959277820, session 2 from 81234000 − 877 to
+    // 81241100.
+    assert_eq!(p.wall_span_us, (2_989 + 1_043) + (7_100 + 877));
+    assert_eq!(p.r_us + p.unaccounted_between_calls_us, p.wall_span_us);
+    assert_eq!((p.clipped_us, p.clipped_calls, p.clipped_waits), (0, 0, 0));
 }
 
 /// Issue 27 item 12: input with no recognised 10046 line — blank lines, random bytes, a binary —

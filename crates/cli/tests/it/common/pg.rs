@@ -166,12 +166,20 @@ impl PgCluster {
     /// [`PgCluster::restart_fast`] as one shell command line (for a program that takes a restart
     /// command, as `run lookup --restart-cmd` does).
     pub fn restart_shell_command(&self) -> String {
+        self.restart_shell_command_with(true)
+    }
+
+    /// [`PgCluster::restart_shell_command`]; without `log`, as the docs' own `pg_ctl restart -m
+    /// fast -w` without `-l`: the restarted server writes its log to pg_ctl's output, which it
+    /// keeps open after pg_ctl has exited.
+    pub fn restart_shell_command_with(&self, log: bool) -> String {
         let pg_ctl = self.bin_dir.join("pg_ctl");
         let mut cmd = self.run_as.command(&pg_ctl);
         cmd.args(["restart", "-m", "fast", "-w", "-t", "60", "-D"])
-            .arg(&self.data_dir)
-            .arg("-l")
-            .arg(&self.log_file);
+            .arg(&self.data_dir);
+        if log {
+            cmd.arg("-l").arg(&self.log_file);
+        }
         let quote =
             |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', "'\\''"));
         let mut line = format!(

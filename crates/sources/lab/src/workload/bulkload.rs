@@ -195,7 +195,12 @@ impl Workload for BulkloadWorkload {
         Self::HEADLINE
     }
 
-    fn setup(&self, target: &dyn Target, _sessions: u32) -> TargetResult<()> {
+    fn setup(
+        &self,
+        target: &dyn Target,
+        _sessions: u32,
+        _stop: &dbscope_core::StopSignal,
+    ) -> TargetResult<()> {
         let mut s = target.connect()?;
         let t = &self.cfg.table;
         match self.dialect {

@@ -121,7 +121,12 @@ impl Workload for CommitWorkload {
         Self::HEADLINE
     }
 
-    fn setup(&self, target: &dyn Target, sessions: u32) -> TargetResult<()> {
+    fn setup(
+        &self,
+        target: &dyn Target,
+        sessions: u32,
+        _stop: &dbscope_core::StopSignal,
+    ) -> TargetResult<()> {
         let mut s = target.connect()?;
         let t = &self.table;
         if self.fresh {

@@ -6,12 +6,14 @@
 use std::collections::BTreeMap;
 use std::str::FromStr;
 use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 
 use dbscope_core::counters::{Counter, CounterSection, CounterValue};
-use dbscope_core::{NameId, Recorder};
+use dbscope_core::{NameId, Recorder, StopSignal};
 
 use super::keys::KeyGen;
 use super::place::{self, Found, Placement, Shape};
+use super::restart;
 use super::work::{check_identifier, SessionWork, Workload};
 use crate::error::Error;
 use dbscope_db::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
@@ -59,9 +61,15 @@ pub struct LookupConfig {
     /// `--cache cold` on PostgreSQL: a shell command that restarts the server (empties
     /// shared_buffers).
     pub restart_cmd: Option<String>,
+    /// How long `restart_cmd` may take, until the server accepts connections again; at the limit
+    /// its process group is ended and the run fails ([`DEFAULT_RESTART_TIMEOUT`] by default).
+    pub restart_timeout: Duration,
     /// Drop and refill the table first.
     pub fresh: bool,
 }
+
+/// How long a `--restart-cmd` may take by default, until the server accepts connections again.
+pub const DEFAULT_RESTART_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The lookup workload.
 pub struct LookupWorkload {
@@ -97,6 +105,12 @@ impl LookupWorkload {
                 "restart_cmd",
                 "empties PostgreSQL's shared_buffers for {cache} cold: it needs a PostgreSQL \
                  target and {cache} cold",
+            ));
+        }
+        if cfg.restart_timeout.is_zero() {
+            return Err(Error::invalid(
+                "restart_timeout",
+                "must be more than 0 (the time the restart may take)",
             ));
         }
         if !(9..=1_000_000).contains(&cfg.row_bytes) {
@@ -258,42 +272,69 @@ impl LookupWorkload {
     }
 
     /// `--restart-cmd`: restarts the server (the setup session is gone with it), waits until it
-    /// accepts connections again, then empties the OS page cache of the table's files.
-    fn restart_pg(&self, target: &dyn Target, cmd: &str) -> TargetResult<()> {
+    /// accepts connections again, then empties the OS page cache of the table's files. The command
+    /// is done when it exits (not when its output closes: a server it started may hold it); the
+    /// whole restart has `restart_timeout`, at which the command's process group is ended; a stop
+    /// (Ctrl-C) ends it too and returns, noted, for the runner to record the stopped run.
+    fn restart_pg(&self, target: &dyn Target, cmd: &str, stop: &StopSignal) -> TargetResult<()> {
+        let limit = self.cfg.restart_timeout;
+        let secs = limit.as_secs_f64();
         let started = std::time::Instant::now();
-        let out = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(cmd)
-            .stdin(std::process::Stdio::null())
-            .output()
+        let r = restart::run(cmd, limit, stop)
             .map_err(|e| TargetError::config(format!("--restart-cmd: cannot run sh: {e}")))?;
-        if !out.status.success() {
-            let text = String::from_utf8_lossy(&out.stderr);
-            let text = text.trim();
-            let tail: Vec<&str> = text.lines().rev().take(5).collect();
-            return Err(TargetError::config(format!(
-                "--restart-cmd {cmd:?} failed ({}){}",
-                out.status,
-                if tail.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        ": {}",
-                        tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
-                    )
+        let said = |tail: &[String]| match tail.is_empty() {
+            true => String::new(),
+            false => format!(": {}", tail.join(" / ")),
+        };
+        match r.ended {
+            restart::Ended::Exited { status, .. } if !status.success() => {
+                return Err(TargetError::config(format!(
+                    "--restart-cmd {cmd:?} failed ({status}){}",
+                    said(&r.tail)
+                )));
+            }
+            restart::Ended::Exited { left_running, .. } => {
+                if left_running {
+                    self.note(format!(
+                        "cold: --restart-cmd {cmd:?} left processes running (the server it \
+                         started?): their output goes to a discarded file (pg_ctl -l FILE keeps \
+                         the server's log)"
+                    ));
                 }
-            )));
+            }
+            restart::Ended::TimedOut => {
+                return Err(TargetError::config(format!(
+                    "--restart-cmd {cmd:?} did not finish within {secs} s (--restart-timeout): \
+                     its process group was ended (SIGTERM, then SIGKILL){}",
+                    said(&r.tail)
+                )));
+            }
+            restart::Ended::Stopped => {
+                self.note(format!(
+                    "cold: --restart-cmd {cmd:?} stopped by the user after {:.1} s: its process \
+                     group was ended (SIGTERM, then SIGKILL); the server may be down",
+                    r.elapsed.as_secs_f64()
+                ));
+                return Ok(());
+            }
         }
         let mut s = loop {
             match target.connect() {
                 Ok(s) => break s,
-                Err(_) if started.elapsed() < std::time::Duration::from_secs(60) => {
-                    std::thread::sleep(std::time::Duration::from_millis(100));
+                Err(_) if stop.is_set() => {
+                    self.note(format!(
+                        "cold: stopped by the user while waiting for the server after \
+                         --restart-cmd {cmd:?}"
+                    ));
+                    return Ok(());
+                }
+                Err(_) if started.elapsed() < limit => {
+                    std::thread::sleep(Duration::from_millis(100));
                 }
                 Err(e) => {
                     return Err(TargetError::config(format!(
                         "--restart-cmd {cmd:?} ran, but the server does not accept connections \
-                         60 s later: {}",
+                         {secs} s after it started (--restart-timeout): {}",
                         e.message
                     )))
                 }
@@ -416,6 +457,13 @@ impl Workload for LookupWorkload {
                     .clone()
                     .map_or(serde_json::Value::Null, Into::into),
             ),
+            (
+                "restart_timeout_s".to_string(),
+                match self.cfg.restart_cmd {
+                    Some(_) => self.cfg.restart_timeout.as_secs_f64().into(),
+                    None => serde_json::Value::Null,
+                },
+            ),
             ("setup".to_string(), self.notes().into()),
         ])
     }
@@ -424,7 +472,7 @@ impl Workload for LookupWorkload {
         Self::HEADLINE
     }
 
-    fn setup(&self, target: &dyn Target, _sessions: u32) -> TargetResult<()> {
+    fn setup(&self, target: &dyn Target, _sessions: u32, stop: &StopSignal) -> TargetResult<()> {
         let mut s = target.connect()?;
         match self.dialect {
             Dialect::Postgres => {
@@ -432,7 +480,7 @@ impl Workload for LookupWorkload {
                 match (&self.cfg.restart_cmd, self.cfg.cache) {
                     (Some(cmd), CacheState::Cold) => {
                         drop(s);
-                        self.restart_pg(target, cmd)
+                        self.restart_pg(target, cmd, stop)
                     }
                     _ => Ok(()),
                 }
@@ -599,6 +647,7 @@ mod tests {
             place: Placement::Default,
             cache: CacheState::Warm,
             restart_cmd: None,
+            restart_timeout: DEFAULT_RESTART_TIMEOUT,
             fresh: false,
         };
         let e = LookupWorkload::new(cfg.clone(), Dialect::Sqlite)
@@ -632,10 +681,11 @@ mod tests {
             place: Placement::Default,
             cache: CacheState::Cold,
             restart_cmd: None,
+            restart_timeout: DEFAULT_RESTART_TIMEOUT,
             fresh: false,
         };
         let w = LookupWorkload::new(cfg.clone(), Dialect::Sqlite).unwrap();
-        w.setup(&target, 1).unwrap();
+        w.setup(&target, 1, &StopSignal::new()).unwrap();
         let mut s = target.connect().unwrap();
         assert_eq!(
             s.query_i64("SELECT count(*) FROM lk WHERE length(pad) = 32")
@@ -649,7 +699,7 @@ mod tests {
             w.notes()
         );
         let w = LookupWorkload::new(cfg.clone(), Dialect::Sqlite).unwrap();
-        w.setup(&target, 1).unwrap();
+        w.setup(&target, 1, &StopSignal::new()).unwrap();
         assert!(w.notes()[0].contains("reused"), "{:?}", w.notes());
         let other = LookupConfig {
             rows: 600,
@@ -657,7 +707,7 @@ mod tests {
         };
         let e = LookupWorkload::new(other.clone(), Dialect::Sqlite)
             .unwrap()
-            .setup(&target, 1)
+            .setup(&target, 1, &StopSignal::new())
             .unwrap_err();
         assert!(e.message.contains("add --fresh"), "{e}");
         let w = LookupWorkload::new(
@@ -668,7 +718,7 @@ mod tests {
             Dialect::Sqlite,
         )
         .unwrap();
-        w.setup(&target, 1).unwrap();
+        w.setup(&target, 1, &StopSignal::new()).unwrap();
         assert_eq!(s.query_i64("SELECT count(*) FROM lk").unwrap(), vec![600]);
     }
 }

@@ -6,6 +6,7 @@ pub mod events;
 pub mod keys;
 pub mod lookup;
 pub mod place;
+pub mod restart;
 pub mod script;
 pub mod tpch;
 mod work;

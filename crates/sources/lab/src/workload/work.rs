@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use dbscope_core::Recorder;
+use dbscope_core::{Recorder, StopSignal};
 use dbscope_db::{Session, Target, TargetError, TargetResult};
 
 use crate::error::Error;
@@ -21,8 +21,10 @@ pub trait Workload: Send + Sync {
     fn tables(&self) -> Vec<String> {
         Vec::new()
     }
-    /// Creates and fills what the workload needs (idempotent), through one connection.
-    fn setup(&self, target: &dyn Target, sessions: u32) -> TargetResult<()>;
+    /// Creates and fills what the workload needs (idempotent), through one connection. A step
+    /// that may take long outside the database (lookup's `--restart-cmd`) ends when `stop` is set
+    /// (Ctrl-C); setup then returns and the runner records the run as stopped.
+    fn setup(&self, target: &dyn Target, sessions: u32, stop: &StopSignal) -> TargetResult<()>;
     /// The operation stream of one session; `seed` is already specific to the session.
     fn session(&self, session: u32, seed: u64) -> Box<dyn SessionWork>;
     /// Run-level counters the workload kept itself (e.g. `events`' per-event latencies), written

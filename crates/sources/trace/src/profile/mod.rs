@@ -8,7 +8,8 @@
 //! unaccounted-for time inside calls. R itself is computed independently as
 //! `Σ e(root calls) + Σ ela(between-call waits)` and both are reported.
 //!
-//! Everything is taken within each session's window, from its first `tim` on: a call or wait that
+//! Everything is taken within each session's window, from its first `tim` on (from where the wait
+//! began when that line is a WAIT): a call or wait that
 //! began before it (the call that switched tracing on, a trace started mid-call) counts only from
 //! there, and the profile says how much was clipped (as Method R does), so R fits the wall span.
 //! The statement rows and the call tree show `e` as the trace wrote it.

@@ -19,7 +19,10 @@ pub(super) struct Aggregate {
     /// Per client: events acknowledged (committed), events due by the end.
     pub(super) clients: BTreeMap<u32, (u64, u64)>,
     pub(super) batches: u64,
+    /// Failed transactions whose events were resent.
     pub(super) failed_batches: u64,
+    /// Transactions whose commit's answer was lost, found committed (not resent).
+    pub(super) found_committed: u64,
 }
 
 /// The run-level counter section (`events`) of a run with options `cfg` from what its sessions
@@ -84,6 +87,12 @@ pub(super) fn section(agg: &Mutex<Aggregate>, cfg: &EventsConfig) -> CounterSect
             "failed_batches",
             "failed transactions (events resent)",
             CounterValue::count(a.failed_batches),
+            "",
+        ),
+        Counter::new(
+            "found_committed",
+            "commits whose answer was lost, found committed (not resent)",
+            CounterValue::count(a.found_committed),
             "",
         ),
     ];

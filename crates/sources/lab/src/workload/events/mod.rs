@@ -113,7 +113,12 @@ impl Workload for EventsWorkload {
         Self::HEADLINE
     }
 
-    fn setup(&self, target: &dyn Target, _sessions: u32) -> TargetResult<()> {
+    fn setup(
+        &self,
+        target: &dyn Target,
+        _sessions: u32,
+        _stop: &dbscope_core::StopSignal,
+    ) -> TargetResult<()> {
         let mut s = target.connect()?;
         if self.cfg.fresh {
             self.drop_all(s.as_mut())?;

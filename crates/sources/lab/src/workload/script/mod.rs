@@ -268,7 +268,12 @@ impl Workload for ScriptWorkload {
         }
     }
 
-    fn setup(&self, target: &dyn Target, _sessions: u32) -> TargetResult<()> {
+    fn setup(
+        &self,
+        target: &dyn Target,
+        _sessions: u32,
+        _stop: &dbscope_core::StopSignal,
+    ) -> TargetResult<()> {
         if let Some(scale) = self.cfg.init_scale {
             let report = init_tpcb(target, scale)?;
             if let Ok(mut g) = self.init.lock() {

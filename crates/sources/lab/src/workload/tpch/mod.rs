@@ -294,7 +294,12 @@ impl Workload for TpchQ1Workload {
 
     /// Checks the data is loaded and Q1's rows match the reference (and the official answer at SF 1),
     /// before anything is timed: a mismatch stops here with both answers.
-    fn setup(&self, target: &dyn Target, _sessions: u32) -> TargetResult<()> {
+    fn setup(
+        &self,
+        target: &dyn Target,
+        _sessions: u32,
+        _stop: &dbscope_core::StopSignal,
+    ) -> TargetResult<()> {
         if self.dialect == Dialect::Null {
             return Err(TargetError::config(
                 "tpch-q1 needs the TPC-H tables: load them with `dbscope tpch load DIR --target sqlite:PATH|postgres://…` and run against that target",
