@@ -8,7 +8,8 @@ use serde::Serialize;
 use dbscope_core::{Column, CounterSection, CounterTable, CounterValue};
 
 use crate::text::{
-    one_line, push_wrapped, push_wrapped_words, thousands_fixed, thousands_i, truncate_middle,
+    change_text, one_line, push_wrapped, push_wrapped_words, thousands_fixed, thousands_i,
+    truncate_middle,
 };
 
 /// Top-level fields of the report's JSON that a section must not replace (`top` is added by
@@ -213,6 +214,19 @@ pub struct CounterChange {
     pub pct: Option<f64>,
 }
 
+impl CounterChange {
+    /// The change as printed: `+25.0%`, `−100.0%`, `0 → 0` or `new` (from a value printed as
+    /// zero), `-`.
+    pub fn change_text(&self) -> String {
+        change_text(
+            &value_text(&self.a, self.decimals),
+            &value_text(&self.b, self.decimals),
+            self.pct,
+            |p| pct_text(Some(p)),
+        )
+    }
+}
+
 fn number(v: &CounterValue) -> Option<f64> {
     match v {
         CounterValue::Int(i) => Some(*i as f64),
@@ -330,7 +344,7 @@ pub fn push_comparison_text(out: &mut String, c: &SectionComparison) {
             value_text(&k.a, k.decimals),
             value_text(&k.b, k.decimals),
             signed_text(&k.diff, k.decimals),
-            pct_text(k.pct),
+            k.change_text(),
         ]);
     }
     let w: Vec<usize> = (0..5)
@@ -495,5 +509,30 @@ redo log writer   B against A
         assert_eq!(value_text(&CounterValue::Int(-1234), None), "-1,234");
         assert_eq!(value_text(&CounterValue::Bool(true), None), "yes");
         assert_eq!(pct_text(Some(-12.34)), "−12.3%");
+    }
+
+    #[test]
+    fn issue_34_a_change_from_zero_is_not_a_percentage() {
+        let counter = |v: CounterValue| {
+            let mut s = section(1, 1.0, true);
+            s.counters = vec![Counter::new("temp", "temp bytes", v, "")];
+            s
+        };
+        let text = |a: CounterValue, b: CounterValue| {
+            let c = compare_sections(&[counter(a)], &[counter(b)]);
+            let mut out = String::new();
+            push_comparison_text(&mut out, &c[0]);
+            out.lines().nth(3).unwrap().to_string()
+        };
+        // 0.004 prints as 0.00: from 0 to 0, not −100.0%.
+        let line = text(CounterValue::Float(0.004), CounterValue::Float(0.0));
+        assert!(line.ends_with("   0 → 0"), "{line}");
+        assert!(!line.contains('%'), "{line}");
+        let line = text(CounterValue::Int(0), CounterValue::Int(0));
+        assert!(line.ends_with("   0 → 0"), "{line}");
+        let line = text(CounterValue::Int(0), CounterValue::Int(4096));
+        assert!(line.ends_with("   new"), "{line}");
+        let line = text(CounterValue::Int(10), CounterValue::Int(0));
+        assert!(line.ends_with("−100.0%"), "{line}");
     }
 }

@@ -256,7 +256,7 @@ pub(super) fn counters_comparison(c: &SectionComparison) -> String {
             escape(&counters::value_text(&k.a, k.decimals)),
             escape(&counters::value_text(&k.b, k.decimals)),
             escape(&counters::signed_text(&k.diff, k.decimals)),
-            escape(&counters::pct_text(k.pct))
+            escape(&k.change_text())
         );
     }
     s.push_str("</tbody></table>");

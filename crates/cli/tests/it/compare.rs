@@ -258,23 +258,20 @@ fn bad_input_is_one_clear_line() {
     import(dir.path(), &two, "commit", "a");
     import(dir.path(), &two, "wait", "w");
     import(dir.path(), &one, "commit", "single");
-    fails(
-        dir.path(),
-        &["compare", "a", "w"],
-        2,
-        &["no event name in common (A has \"commit\"; B has \"wait\")"],
-    );
-    fails(
-        dir.path(),
-        &["compare", "a", "single"],
-        2,
-        &["\"commit\": A has 2 and B has 1 successful events; at least 2 in each are needed"],
+    // Issue 34 item 6: different names and a single sample are shown side by side, not refused.
+    let text = ok(dir.path(), &["compare", "a", "w"]);
+    assert!(text.contains("commit   n  A 2   B —   only in A: no test"), "{text}");
+    assert!(text.contains("wait   n  A —   B 2   only in B: no test"), "{text}");
+    let text = ok(dir.path(), &["compare", "a", "single"]);
+    assert!(
+        text.contains("commit   n  A 2   B 1   2 in A and 1 in B (a test needs two in each): no test"),
+        "{text}"
     );
     fails(
         dir.path(),
         &["compare", "a", "a", "--event", "nope"],
         2,
-        &["event \"nope\" is not in both runs"],
+        &["nothing to compare: event \"nope\" is in neither run"],
     );
     fails(dir.path(), &["compare", "a", "missing"], 3, &["missing"]);
     fails(
