@@ -48,9 +48,10 @@ pub struct ExportArgs {
     /// Output format.
     #[arg(long, short = 'f', value_enum, default_value = "csv")]
     pub format: Format,
-    /// Output file. Default: events.csv / events.parquet inside the run directory.
-    #[arg(long, short = 'o', value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    /// Output file. Default: events.csv / events.parquet inside the run directory. (`--output`
+    /// is accepted too.)
+    #[arg(long, short = 'o', alias = "output", value_name = "FILE")]
+    pub out: Option<PathBuf>,
     /// Exit 0 on a run known to lack events (killed, cut, fewer events than it recorded). Without
     /// it such an export is still written, marked `dbscope.incomplete` (Parquet), and exits 1.
     #[arg(long)]

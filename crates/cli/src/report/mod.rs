@@ -72,7 +72,7 @@ pub fn cmd_export(a: ExportArgs) -> Result<u8, Exit> {
         Format::Parquet => ExportFormat::Parquet,
     };
     let out = a
-        .output
+        .out
         .unwrap_or_else(|| a.run.join(format!("events.{}", format.extension())));
     let summary = export_run(&run, format, &out)?;
     println!("wrote {} rows to {}", summary.rows, summary.path.display());

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
+use crate::parse::parse_delimiter;
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum TransferFormat {
     /// PostgreSQL's text format, `|` between columns (TPC-H's .tbl without the trailing `|`).
@@ -61,9 +63,10 @@ pub struct TransferArgs {
     /// physical block ranges (ctid, the default with more than one mapper on PostgreSQL 14+).
     #[arg(long, value_name = "COLUMN")]
     pub key: Option<String>,
-    /// Column delimiter (one ASCII character). Default: `|` (tbl), `,` (csv).
-    #[arg(long, value_name = "C")]
-    pub delimiter: Option<char>,
+    /// Column delimiter: one ASCII character or a C escape ('\t', '\x1f'). Default: `|` (tbl),
+    /// `,` (csv).
+    #[arg(long, value_name = "C", value_parser = parse_delimiter)]
+    pub delimiter: Option<u8>,
     /// csv: a header line with the column names.
     #[arg(long)]
     pub header: bool,

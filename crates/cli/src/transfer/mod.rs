@@ -50,7 +50,7 @@ pub fn cmd_transfer(a: TransferArgs) -> Result<u8, Exit> {
                 TransferFormat::Csv => Format::Csv,
                 TransferFormat::Parquet => Format::Parquet,
             },
-            delimiter: a.delimiter,
+            delimiter: a.delimiter.map(char::from),
             header: a.header,
             null: a.null.clone(),
             compress: match a.compress {

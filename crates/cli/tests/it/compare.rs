@@ -365,3 +365,40 @@ fn bad_input_is_one_clear_line() {
         &["already holds a run"],
     );
 }
+
+/// Issue 34: `--delimiter` takes C escapes (`\t`, `\x3b`) as `cut` and `awk` users write them.
+#[test]
+fn issue_34_import_delimiter_takes_c_escapes() {
+    let dir = tempdir();
+    for (arg, sep, out) in [("\\t", "\t", "tab"), ("\\x3b", ";", "semi")] {
+        let csv = join(dir.path(), &format!("{out}.csv"));
+        std::fs::write(&csv, format!("sid{sep}wait\n1{sep}5\n2{sep}7\n")).unwrap();
+        let text = ok(
+            dir.path(),
+            &[
+                "import",
+                "csv",
+                s(&csv),
+                "--event",
+                "w",
+                "--column",
+                "wait",
+                "--delimiter",
+                arg,
+                "--out",
+                out,
+            ],
+        );
+        assert!(text.contains("imported 2 events"), "{arg}: {text}");
+    }
+    let out = run(
+        dir.path(),
+        &["import", "csv", "x.csv", "--event", "w", "--delimiter", "\\q", "--out", "q"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("is not a one-character delimiter; give one ASCII character or a C escape"),
+        "{err}"
+    );
+}

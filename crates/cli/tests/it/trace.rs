@@ -452,11 +452,9 @@ fn exported_params(d: &Path, trace: &str) -> Value {
         &["trace", "import", s(&fixture(trace)), "--out", s(&run)],
     );
     let (csv, parquet) = (d.join("e.csv"), d.join("e.parquet"));
-    for (format, out) in [("csv", &csv), ("parquet", &parquet)] {
-        ok(
-            d,
-            &["export", s(&run), "--format", format, "--output", s(out)],
-        );
+    // `--out` as every other command takes it, and `--output` (issue 34).
+    for (format, out, flag) in [("csv", &csv, "--out"), ("parquet", &parquet, "--output")] {
+        ok(d, &["export", s(&run), "--format", format, flag, s(out)]);
     }
     let out = std::process::Command::new("python3")
         .args(["-c", PARAMS_SCRIPT])
