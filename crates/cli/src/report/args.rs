@@ -23,6 +23,9 @@ pub struct ReportArgs {
     /// Also list the N slowest events with their session and start time (e.g. --top 10000).
     #[arg(long, value_name = "N")]
     pub top: Option<usize>,
+    /// With --top: the slowest events of this name only (e.g. --event 'log file sync').
+    #[arg(long, value_name = "NAME", requires = "top")]
+    pub event: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
