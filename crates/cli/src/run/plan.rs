@@ -84,6 +84,12 @@ pub fn build(a: &RunArgs) -> Result<RunPlan, Exit> {
     };
     config.validate().map_err(lab_error)?;
     let table = a.table.as_deref();
+    if a.lab.repeat.is_some() && !matches!(a.workload, WorkloadName::Bulkload) {
+        return Err(anyhow!(
+            "--repeat applies to bulkload only (other workloads repeat with --ops or --duration)"
+        )
+        .into());
+    }
     let workload = match a.workload {
         WorkloadName::Commit => WorkloadPlan::Commit {
             table: table.unwrap_or("dbscope_commit").to_string(),
@@ -147,8 +153,8 @@ fn lookup(
     })
 }
 
-/// The `bulkload` workload's options: each session runs its steps once (one operation), so
-/// `--ops` and `--duration` do not apply.
+/// The `bulkload` workload's options: each session runs its steps once, or `--repeat` times (one
+/// operation each), so `--ops` and `--duration` do not apply.
 fn bulkload(
     a: &LabArgs,
     table: Option<&str>,
@@ -157,11 +163,13 @@ fn bulkload(
 ) -> Result<BulkloadConfig, Exit> {
     if ops_or_duration_given {
         return Err(anyhow::anyhow!(
-            "bulkload runs its steps once: --ops and --duration do not apply (use --rows)"
+            "bulkload runs its steps once, or --repeat N times: --ops and --duration do not \
+             apply (use --rows and --repeat)"
         )
         .into());
     }
     Ok(BulkloadConfig {
+        repeat: a.repeat.unwrap_or(1),
         table: table.unwrap_or("dbscope_bulkload").to_string(),
         rows: a.rows.unwrap_or(1_000_000),
         groups: a.groups,
