@@ -87,6 +87,12 @@ pub struct TransferArgs {
     /// then ends as failed, saying it loaded part of a table.
     #[arg(long)]
     pub allow_incomplete: bool,
+    /// Do the transfer N times in this run (out: the files rewritten from the same snapshot;
+    /// in: the table emptied first), each repetition's mappers and whole job (`transfer`) an
+    /// event, so `compare` has samples to test.
+    #[arg(long, default_value_t = 1, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub repeat: u32,
     /// Run directory for the mappers' events. Default: runs/<UTC timestamp>-transfer.
     #[arg(long, value_name = "DIR")]
     pub run: Option<PathBuf>,
