@@ -358,8 +358,18 @@ fn row_name(row: &[CounterValue], i: usize) -> String {
 /// Two tables of the same key, cell by cell (rows matched by [`row_name`], columns by key);
 /// `None` when no cell is numeric.
 fn compare_table(ta: &CounterTable, tb: &CounterTable) -> Option<TableComparison> {
-    let names_a: Vec<String> = ta.rows.iter().enumerate().map(|(i, r)| row_name(r, i)).collect();
-    let names_b: Vec<String> = tb.rows.iter().enumerate().map(|(i, r)| row_name(r, i)).collect();
+    let names_a: Vec<String> = ta
+        .rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| row_name(r, i))
+        .collect();
+    let names_b: Vec<String> = tb
+        .rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| row_name(r, i))
+        .collect();
     let mut names: Vec<&String> = names_a.iter().collect();
     names.extend(names_b.iter().filter(|n| !names_a.contains(n)));
     let cell = |t: &CounterTable, names: &[String], row: &str, col: &str| -> CounterValue {
@@ -387,7 +397,10 @@ fn compare_table(ta: &CounterTable, tb: &CounterTable) -> Option<TableComparison
     (!cells.is_empty()).then(|| TableComparison {
         key: ta.key.clone(),
         title: ta.title.clone(),
-        rows: ta.columns.first().map_or_else(String::new, |c| c.label.clone()),
+        rows: ta
+            .columns
+            .first()
+            .map_or_else(String::new, |c| c.label.clone()),
         cells,
     })
 }

@@ -114,7 +114,8 @@ pub fn top_events(
         if let Some(None) = wanted {
             seq += events.len() as u64;
             if !found {
-                let ids: std::collections::BTreeSet<NameId> = events.iter().map(|e| e.name).collect();
+                let ids: std::collections::BTreeSet<NameId> =
+                    events.iter().map(|e| e.name).collect();
                 seen.extend(ids.into_iter().map(|id| table.name(id)));
             }
             return;
@@ -210,11 +211,7 @@ pub fn render_text(t: &TopEvents) -> String {
         Some(name) => format!("successful {:?} events", one_line(name)),
         None => "successful events".into(),
     };
-    let mut out = format!(
-        "top {} of {} {what}, slowest first\n",
-        t.events.len(),
-        t.of
-    );
+    let mut out = format!("top {} of {} {what}, slowest first\n", t.events.len(), t.of);
     let w = t
         .events
         .iter()
@@ -328,7 +325,9 @@ mod tests {
             .collect();
         assert_eq!(got, [("commit", 600.0), ("commit", 500.0)]);
         assert_eq!(t.events[1].source.as_deref(), Some("x.trc:101"));
-        assert!(render_text(&t).starts_with("top 2 of 3 successful \"commit\" events, slowest first\n"));
+        assert!(
+            render_text(&t).starts_with("top 2 of 3 successful \"commit\" events, slowest first\n")
+        );
         let e = top_events(&run, 2, false, Some("log file sync")).unwrap_err();
         assert!(
             e.to_string()

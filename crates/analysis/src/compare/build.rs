@@ -12,8 +12,8 @@ use super::model::{
     CompareError, CompareOptions, Comparison, EventComparison, RunSide, SideBySide, SideFacts,
 };
 use super::stats::compare_event;
-use crate::summary::SummaryUs;
 use crate::counters::compare_sections;
+use crate::summary::SummaryUs;
 
 /// Compares run B against run A.
 ///
@@ -194,10 +194,7 @@ fn no_test_reason(a: Option<&SideFacts>, b: Option<&SideFacts>) -> String {
             _ => "only failures in B".to_string(),
         },
         (Some(a), Some(b)) if a.n == 1 && b.n == 1 => "one sample".to_string(),
-        (Some(a), Some(b)) => format!(
-            "{} in A and {} in B (a test needs two in each)",
-            a.n, b.n
-        ),
+        (Some(a), Some(b)) => format!("{} in A and {} in B (a test needs two in each)", a.n, b.n),
     };
     format!("{why}: no test")
 }

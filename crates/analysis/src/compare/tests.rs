@@ -223,14 +223,29 @@ fn tail_only_change_is_seen() {
 fn issue_34_item_6_names_without_a_test_are_shown_side_by_side() {
     let dir = tempfile::tempdir().unwrap();
     // Two traces with different wait names: every name, `—` where a side lacks it.
-    let ra = write_run(&dir.path().join("a"), "x", &[("commit", 5_000), ("commit", 6_000)]);
-    let rb = write_run(&dir.path().join("b"), "x", &[("wait", 5_000), ("wait", 6_000)]);
+    let ra = write_run(
+        &dir.path().join("a"),
+        "x",
+        &[("commit", 5_000), ("commit", 6_000)],
+    );
+    let rb = write_run(
+        &dir.path().join("b"),
+        "x",
+        &[("wait", 5_000), ("wait", 6_000)],
+    );
     let c = compare(&ra, &rb, &CompareOptions::default()).unwrap();
     assert!(c.events.is_empty());
     let names: Vec<(&str, bool, bool, &str)> = c
         .untested
         .iter()
-        .map(|u| (u.name.as_str(), u.a.is_some(), u.b.is_some(), u.reason.as_str()))
+        .map(|u| {
+            (
+                u.name.as_str(),
+                u.a.is_some(),
+                u.b.is_some(),
+                u.reason.as_str(),
+            )
+        })
         .collect();
     assert_eq!(
         names,
@@ -240,8 +255,14 @@ fn issue_34_item_6_names_without_a_test_are_shown_side_by_side() {
         ]
     );
     let text = render_text(&c);
-    assert!(text.contains("commit   n  A 2   B —   only in A: no test"), "{text}");
-    assert!(text.contains("wait   n  A —   B 2   only in B: no test"), "{text}");
+    assert!(
+        text.contains("commit   n  A 2   B —   only in A: no test"),
+        "{text}"
+    );
+    assert!(
+        text.contains("wait   n  A —   B 2   only in B: no test"),
+        "{text}"
+    );
     assert!(text.contains("  median   A 5.50 µs   B —\n"), "{text}");
     // Too few on one side.
     let rc = write_run(&dir.path().join("c"), "x", &[("commit", 5)]);
@@ -285,8 +306,16 @@ fn steps_run(dir: &Path, load_s: f64, failed: bool) -> RunDir {
         ..FakeRun::event(load, 0, 0, ns)
     }];
     let g = FakeRun::event(group, 0, ns, 2_000_000_000);
-    evs.push(if failed { Event { outcome: dup, ..g } } else { g });
-    evs.push(if failed { Event { outcome: dup, ..g } } else { g });
+    evs.push(if failed {
+        Event { outcome: dup, ..g }
+    } else {
+        g
+    });
+    evs.push(if failed {
+        Event { outcome: dup, ..g }
+    } else {
+        g
+    });
     f.block(&evs);
     f.finish()
 }
@@ -338,13 +367,22 @@ fn issue_34_item_6_too_few_samples_to_decide() {
     }
     let dir = tempfile::tempdir().unwrap();
     // n = 2: p50 up by 289% and still too few to decide.
-    let ra = write_run(&dir.path().join("a"), "x", &[("q", 100_000), ("q", 101_000)]);
-    let rb = write_run(&dir.path().join("b"), "x", &[("q", 389_000), ("q", 394_000)]);
+    let ra = write_run(
+        &dir.path().join("a"),
+        "x",
+        &[("q", 100_000), ("q", 101_000)],
+    );
+    let rb = write_run(
+        &dir.path().join("b"),
+        "x",
+        &[("q", 389_000), ("q", 394_000)],
+    );
     let c = compare(&ra, &rb, &CompareOptions::default()).unwrap();
     let v = &c.events[0].verdict;
     assert_eq!(v.call, "too_few", "{}", v.text);
     assert!(
-        v.text.starts_with("too few samples to decide: with 2 and 2 events"),
+        v.text
+            .starts_with("too few samples to decide: with 2 and 2 events"),
         "{}",
         v.text
     );
@@ -360,7 +398,11 @@ fn issue_34_item_6_too_few_samples_to_decide() {
     let ra = write_run(&dir.path().join("a4"), "x", &a4);
     let rb = write_run(&dir.path().join("b4"), "x", &b4);
     let c = compare(&ra, &rb, &CompareOptions::default()).unwrap();
-    assert_eq!(c.events[0].verdict.call, "slower", "{}", c.events[0].verdict.text);
+    assert_eq!(
+        c.events[0].verdict.call, "slower",
+        "{}",
+        c.events[0].verdict.text
+    );
 }
 
 #[test]

@@ -275,7 +275,10 @@ fn push_side_by_side(out: &mut String, s: &SideBySide) {
         s.reason
     ));
     // One figure of each side and, when both have it, B/A.
-    let line = |out: &mut String, label: &str, get: &dyn Fn(&SideFacts) -> Option<f64>, fmt: &dyn Fn(f64) -> String| {
+    let line = |out: &mut String,
+                label: &str,
+                get: &dyn Fn(&SideFacts) -> Option<f64>,
+                fmt: &dyn Fn(f64) -> String| {
         let (va, vb) = (a.and_then(get), b.and_then(get));
         if va.is_none() && vb.is_none() {
             return;

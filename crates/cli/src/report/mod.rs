@@ -39,7 +39,14 @@ pub fn cmd_report(a: ReportArgs) -> Result<u8, Exit> {
     } else {
         report::render_text(&r)
     };
-    let text = with_top(text, &run, a.top, a.event.as_deref(), a.include_warmup, a.json)?;
+    let text = with_top(
+        text,
+        &run,
+        a.top,
+        a.event.as_deref(),
+        a.include_warmup,
+        a.json,
+    )?;
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(text.as_bytes())?;
     if !text.ends_with('\n') {

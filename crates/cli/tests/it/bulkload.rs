@@ -303,8 +303,21 @@ fn issue_34_bulkload_repeat_gives_compare_samples_on_sqlite() {
     let db = format!("sqlite:{}", s(&d.join("b.db")));
     let run_ = |out: &str, sessions: &str, extra: &[&str]| {
         let mut a = vec![
-            "run", "bulkload", "--target", &db, "--rows", "3001", "--groups", "7", "--into",
-            "logged", "--sessions", sessions, "--out", out, "-q",
+            "run",
+            "bulkload",
+            "--target",
+            &db,
+            "--rows",
+            "3001",
+            "--groups",
+            "7",
+            "--into",
+            "logged",
+            "--sessions",
+            sessions,
+            "--out",
+            out,
+            "-q",
         ];
         a.extend_from_slice(extra);
         ok(d, &a);
@@ -337,11 +350,15 @@ fn issue_34_bulkload_repeat_gives_compare_samples_on_sqlite() {
         "{text}"
     );
     assert!(text.contains("\n  rows/s   A "), "{text}");
-    assert!(text.contains("load   n  A 1   B 2   1 in A and 2 in B"), "{text}");
+    assert!(
+        text.contains("load   n  A 1   B 2   1 in A and 2 in B"),
+        "{text}"
+    );
     // Four repetitions each: tested.
     run_("four-a", "1", &["--repeat", "4"]);
     run_("four-b", "1", &["--repeat", "4"]);
-    let c: Value = serde_json::from_str(&ok(d, &["compare", "four-a", "four-b", "--json"])).unwrap();
+    let c: Value =
+        serde_json::from_str(&ok(d, &["compare", "four-a", "four-b", "--json"])).unwrap();
     let names: Vec<&str> = c["events"]
         .as_array()
         .unwrap()
@@ -373,8 +390,23 @@ fn issue_34_bulkload_repeat_on_postgres() {
         ok(
             dir.path(),
             &[
-                "run", "bulkload", "--target", &uri, "--rows", "4001", "--groups", "13",
-                "--into", into, "--sessions", sessions, "--repeat", "2", "--out", &out, "-q",
+                "run",
+                "bulkload",
+                "--target",
+                &uri,
+                "--rows",
+                "4001",
+                "--groups",
+                "13",
+                "--into",
+                into,
+                "--sessions",
+                sessions,
+                "--repeat",
+                "2",
+                "--out",
+                &out,
+                "-q",
             ],
         );
         let r = report_json(dir.path(), &join(dir.path(), &out));

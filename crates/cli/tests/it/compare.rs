@@ -260,11 +260,19 @@ fn bad_input_is_one_clear_line() {
     import(dir.path(), &one, "commit", "single");
     // Issue 34 item 6: different names and a single sample are shown side by side, not refused.
     let text = ok(dir.path(), &["compare", "a", "w"]);
-    assert!(text.contains("commit   n  A 2   B —   only in A: no test"), "{text}");
-    assert!(text.contains("wait   n  A —   B 2   only in B: no test"), "{text}");
+    assert!(
+        text.contains("commit   n  A 2   B —   only in A: no test"),
+        "{text}"
+    );
+    assert!(
+        text.contains("wait   n  A —   B 2   only in B: no test"),
+        "{text}"
+    );
     let text = ok(dir.path(), &["compare", "a", "single"]);
     assert!(
-        text.contains("commit   n  A 2   B 1   2 in A and 1 in B (a test needs two in each): no test"),
+        text.contains(
+            "commit   n  A 2   B 1   2 in A and 1 in B (a test needs two in each): no test"
+        ),
         "{text}"
     );
     fails(
@@ -393,7 +401,17 @@ fn issue_34_import_delimiter_takes_c_escapes() {
     }
     let out = run(
         dir.path(),
-        &["import", "csv", "x.csv", "--event", "w", "--delimiter", "\\q", "--out", "q"],
+        &[
+            "import",
+            "csv",
+            "x.csv",
+            "--event",
+            "w",
+            "--delimiter",
+            "\\q",
+            "--out",
+            "q",
+        ],
     );
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);

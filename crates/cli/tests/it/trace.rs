@@ -560,13 +560,20 @@ fn issue_34_report_top_of_one_event() {
     let d = d.path();
     let f = fixture(MULTI);
     let all = ok(d, &["report", s(&f), "--top", "100"]);
-    let text = ok(d, &["report", s(&f), "--top", "100", "--event", "log file sync"]);
+    let text = ok(
+        d,
+        &["report", s(&f), "--top", "100", "--event", "log file sync"],
+    );
     assert!(
         text.contains("top 2 of 2 successful \"log file sync\" events, slowest first"),
         "{text}"
     );
     let top = &text[text.find("slowest first").unwrap()..];
-    let rows: Vec<&str> = top.lines().skip(2).filter(|l| !l.trim().is_empty()).collect();
+    let rows: Vec<&str> = top
+        .lines()
+        .skip(2)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
     assert_eq!(rows.len(), 2, "{top}");
     assert!(rows.iter().all(|l| l.contains("log file sync")), "{top}");
     assert!(
@@ -575,12 +582,23 @@ fn issue_34_report_top_of_one_event() {
     );
     let j: Value = serde_json::from_str(&ok(
         d,
-        &["report", s(&f), "--top", "1", "--event", "log file sync", "--json"],
+        &[
+            "report",
+            s(&f),
+            "--top",
+            "1",
+            "--event",
+            "log file sync",
+            "--json",
+        ],
     ))
     .unwrap();
     assert_eq!(j["top"]["event"], "log file sync");
     assert_eq!(j["top"]["events"][0]["name"], "log file sync");
-    let o = run(d, &["report", s(&f), "--top", "5", "--event", "no such wait"]);
+    let o = run(
+        d,
+        &["report", s(&f), "--top", "5", "--event", "no such wait"],
+    );
     let err = String::from_utf8_lossy(&o.stderr);
     assert_ne!(o.status.code(), Some(0));
     assert!(

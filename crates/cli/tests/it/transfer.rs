@@ -1193,13 +1193,18 @@ fn issue_34_transfer_repeat_and_compare_of_mappers() {
         "tab-delimited: {}",
         &part[..80]
     );
-    let text = ok(d, &["compare", s(&join(d, "run-m1")), s(&join(d, "run-m4"))]);
+    let text = ok(
+        d,
+        &["compare", s(&join(d, "run-m1")), s(&join(d, "run-m4"))],
+    );
     assert!(
         text.contains("transfer   n  A 1   B 1   one sample: no test\n  elapsed  A "),
         "{text}"
     );
     assert!(
-        text.contains("copy-out   n  A 1   B 4   1 in A and 4 in B (a test needs two in each): no test"),
+        text.contains(
+            "copy-out   n  A 1   B 4   1 in A and 4 in B (a test needs two in each): no test"
+        ),
         "{text}"
     );
     assert!(text.contains("\n  rows/s   A "), "{text}");
@@ -1235,8 +1240,20 @@ fn issue_34_transfer_repeat_and_compare_of_mappers() {
     ok(
         d,
         &[
-            "transfer", "--from", s(&join(d, "data-r2")), "--to", &to, "--format", "csv",
-            "--repeat", "2", "--mappers", "2", "--run", s(&run_in), "-q",
+            "transfer",
+            "--from",
+            s(&join(d, "data-r2")),
+            "--to",
+            &to,
+            "--format",
+            "csv",
+            "--repeat",
+            "2",
+            "--mappers",
+            "2",
+            "--run",
+            s(&run_in),
+            "-q",
         ],
     );
     let r = report_json(d, &run_in);

@@ -233,54 +233,54 @@ fn verify(
     files: &[(String, Option<FileEntry>)],
     (table, parquet): (&str, bool),
 ) -> Option<String> {
-        let counted = match (&m.checksum, cfg.checksum) {
-            (Some(want), true) if want.starts_with(ROW_SUM_PREFIX) => {
-                // Parquet files name their columns: read them back in that order.
-                let cols = match parquet {
-                    true => PqRows::open(&cfg.dir.join(&files[0].0))
-                        .map(|r| r.column_list())
-                        .map(|l| l[1..l.len() - 1].to_string())
-                        .map_err(|e| WireError::Protocol(e.to_string())),
-                    false => Ok("*".to_string()),
-                };
-                cols.and_then(|cols| table_row_sum(coord, table, &cols, &m.options))
-                    .map(|(rows, sum)| (rows, Some(format!("{ROW_SUM_PREFIX}{sum:016x}"))))
-            }
-            (sum, verify) => {
-                let sql = match (sum, verify) {
-                    (Some(_), true) => checksum_sql(table),
-                    _ => format!("SELECT count(*), NULL FROM {table}"),
-                };
-                one(coord, &sql).map(|r| {
-                    let rows = r
-                        .first()
-                        .cloned()
-                        .flatten()
-                        .and_then(|v| v.parse().ok())
-                        .unwrap_or(0);
-                    (rows, r.get(1).cloned().flatten())
-                })
-            }
-        };
-        match counted {
-            Err(e) => Some(db("table checksum", &e)),
-            Ok((rows, sum)) => {
-                if rows != m.rows {
-                    Some(format!(
-                        "{table} holds {rows} rows after the load; {} were transferred out",
-                        m.rows
-                    ))
-                } else if let (Some(sum), Some(want)) = (&sum, &m.checksum) {
-                    (sum != want).then(|| {
+    let counted = match (&m.checksum, cfg.checksum) {
+        (Some(want), true) if want.starts_with(ROW_SUM_PREFIX) => {
+            // Parquet files name their columns: read them back in that order.
+            let cols = match parquet {
+                true => PqRows::open(&cfg.dir.join(&files[0].0))
+                    .map(|r| r.column_list())
+                    .map(|l| l[1..l.len() - 1].to_string())
+                    .map_err(|e| WireError::Protocol(e.to_string())),
+                false => Ok("*".to_string()),
+            };
+            cols.and_then(|cols| table_row_sum(coord, table, &cols, &m.options))
+                .map(|(rows, sum)| (rows, Some(format!("{ROW_SUM_PREFIX}{sum:016x}"))))
+        }
+        (sum, verify) => {
+            let sql = match (sum, verify) {
+                (Some(_), true) => checksum_sql(table),
+                _ => format!("SELECT count(*), NULL FROM {table}"),
+            };
+            one(coord, &sql).map(|r| {
+                let rows = r
+                    .first()
+                    .cloned()
+                    .flatten()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                (rows, r.get(1).cloned().flatten())
+            })
+        }
+    };
+    match counted {
+        Err(e) => Some(db("table checksum", &e)),
+        Ok((rows, sum)) => {
+            if rows != m.rows {
+                Some(format!(
+                    "{table} holds {rows} rows after the load; {} were transferred out",
+                    m.rows
+                ))
+            } else if let (Some(sum), Some(want)) = (&sum, &m.checksum) {
+                (sum != want).then(|| {
                         format!(
                             "{table}'s checksum {sum} differs from the source's {want} (same row count {rows})"
                         )
                     })
-                } else {
-                    None
-                }
+            } else {
+                None
             }
         }
+    }
 }
 
 fn mapper_in(

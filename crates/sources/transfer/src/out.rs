@@ -78,7 +78,15 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
     // Each repetition copies the same snapshot again into the same files; a failed one ends it.
     let mut reps: Vec<Vec<MapperWork>> = Vec::new();
     for _ in 0..cfg.repeat.max(1) {
-        let works = copy_out_once(cfg, &plan, columns.as_deref(), &snapshot, &clock, &opts, ext);
+        let works = copy_out_once(
+            cfg,
+            &plan,
+            columns.as_deref(),
+            &snapshot,
+            &clock,
+            &opts,
+            ext,
+        );
         let failed = works.iter().any(|w| w.error.is_some());
         reps.push(works);
         if failed {

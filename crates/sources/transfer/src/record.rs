@@ -106,11 +106,7 @@ pub(crate) fn finish(
     let bytes: u64 = works.iter().map(|w| w.bytes).sum();
     let span = |ws: &[MapperWork]| {
         let first = ws.iter().map(|w| w.start_ns).min().unwrap_or(0);
-        let last = ws
-            .iter()
-            .map(|w| w.end_ns)
-            .max()
-            .unwrap_or(clock.now_ns());
+        let last = ws.iter().map(|w| w.end_ns).max().unwrap_or(clock.now_ns());
         last.saturating_sub(first) as f64 / 1e9
     };
     let seconds = if reps.is_empty() {
@@ -212,18 +208,18 @@ pub(crate) fn finish(
                 .then(|| Column::new("repetition", "repetition", ""))
                 .into_iter()
                 .chain([
-                Column::new("mapper", "mapper", ""),
-                Column::new("rows", "rows", ""),
-                Column::new("bytes", "bytes", ""),
-                Column::new("seconds", "time", "s").decimals(3),
-                Column::new("rows_per_s", "rows/s", "/s").decimals(0),
-                Column::new("mb_per_s", "MB/s", "MB/s").decimals(1),
-                Column::new("sync_seconds", "of which fsync", "s").decimals(3),
-                Column::new("files", "files", ""),
-                Column::new("error", "error", ""),
-            ])
-            .chain(split.map(|_| Column::new("range", "rows where", "")))
-            .collect(),
+                    Column::new("mapper", "mapper", ""),
+                    Column::new("rows", "rows", ""),
+                    Column::new("bytes", "bytes", ""),
+                    Column::new("seconds", "time", "s").decimals(3),
+                    Column::new("rows_per_s", "rows/s", "/s").decimals(0),
+                    Column::new("mb_per_s", "MB/s", "MB/s").decimals(1),
+                    Column::new("sync_seconds", "of which fsync", "s").decimals(3),
+                    Column::new("files", "files", ""),
+                    Column::new("error", "error", ""),
+                ])
+                .chain(split.map(|_| Column::new("range", "rows where", "")))
+                .collect(),
             rows: table_rows,
         }],
         notes: split

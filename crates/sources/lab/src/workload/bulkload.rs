@@ -513,7 +513,11 @@ impl Drop for BulkSession {
         let (m, cv) = &*self.shared;
         let mut sh = m.lock().unwrap_or_else(PoisonError::into_inner);
         // Its current repetition is missed unless it already arrived in it.
-        let missed = if self.arrived { self.rep } else { self.rep.saturating_sub(1) };
+        let missed = if self.arrived {
+            self.rep
+        } else {
+            self.rep.saturating_sub(1)
+        };
         sh.gone_from.push(missed);
         if self.session == 0 {
             sh.stopped = true;
