@@ -8,7 +8,8 @@ use serde::Serialize;
 use dbscope_core::{Column, CounterSection, CounterTable, CounterValue};
 
 use crate::text::{
-    one_line, push_wrapped, push_wrapped_words, thousands_fixed, thousands_i, truncate_middle,
+    change_text, one_line, push_wrapped, push_wrapped_words, thousands_fixed, thousands_i,
+    truncate_middle,
 };
 
 /// Top-level fields of the report's JSON that a section must not replace (`top` is added by
@@ -185,10 +186,31 @@ pub struct SectionComparison {
     pub key: String,
     /// Its title (A's).
     pub title: String,
+    /// B's title when it differs from A's (it can carry a setting, e.g. the block size).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title_b: Option<String>,
     /// Whether A's and B's counters are final (false: a snapshot taken while the run was going).
     pub final_counts: [bool; 2],
     /// One entry per numeric counter, in A's order, then B's.
     pub counters: Vec<CounterChange>,
+    /// The tables both runs have (same key): each row's numeric cells side by side.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tables: Vec<TableComparison>,
+}
+
+/// A table both compared runs have: per row (matched by its first cell, e.g. a destination's
+/// name) and numeric column, A, B and the change.
+#[derive(Clone, Debug, Serialize)]
+pub struct TableComparison {
+    /// The table's key.
+    pub key: String,
+    /// Its title (A's).
+    pub title: String,
+    /// What its rows are (the first column's label, e.g. `destination`).
+    pub rows: String,
+    /// One entry per row and numeric column: key `row.column`, label `row column`; rows in A's
+    /// order, then B's own.
+    pub cells: Vec<CounterChange>,
 }
 
 /// One counter in A and in B.
@@ -211,6 +233,19 @@ pub struct CounterChange {
     pub diff: CounterValue,
     /// 100 · (B − A) / |A|, when both are numbers and A is not 0.
     pub pct: Option<f64>,
+}
+
+impl CounterChange {
+    /// The change as printed: `+25.0%`, `−100.0%`, `0 → 0` or `new` (from a value printed as
+    /// zero), `-`.
+    pub fn change_text(&self) -> String {
+        change_text(
+            &value_text(&self.a, self.decimals),
+            &value_text(&self.b, self.decimals),
+            self.pct,
+            |p| pct_text(Some(p)),
+        )
+    }
 }
 
 fn number(v: &CounterValue) -> Option<f64> {
@@ -240,48 +275,134 @@ pub fn compare_sections(a: &[CounterSection], b: &[CounterSection]) -> Vec<Secti
             let cb = sb.counters.iter().find(|c| c.key == key);
             let value =
                 |c: Option<&dbscope_core::Counter>| c.map(|c| c.value.clone()).unwrap_or_default();
-            let (va, vb) = (value(ca), value(cb));
-            let (na, nb) = (number(&va), number(&vb));
-            if na.is_none() && nb.is_none() {
-                continue;
-            }
-            let diff = match (&va, &vb) {
-                (CounterValue::Int(x), CounterValue::Int(y)) => y
-                    .checked_sub(*x)
-                    .map_or(CounterValue::None, CounterValue::Int),
-                _ => CounterValue::float(na.zip(nb).map(|(x, y)| y - x)),
-            };
-            let pct = na
-                .zip(nb)
-                .filter(|(x, _)| *x != 0.0)
-                .map(|(x, y)| 100.0 * (y - x) / x.abs());
             let Some(first) = ca.or(cb) else { continue };
-            counters.push(CounterChange {
-                key: key.to_string(),
-                label: first.label.clone(),
-                unit: first.unit.clone(),
-                decimals: first.decimals,
-                a: va,
-                b: vb,
-                diff,
-                pct,
-            });
+            counters.extend(change(
+                key,
+                &first.label,
+                &first.unit,
+                first.decimals,
+                value(ca),
+                value(cb),
+            ));
         }
-        if counters.is_empty() {
+        let tables: Vec<TableComparison> = sa
+            .tables
+            .iter()
+            .filter_map(|ta| compare_table(ta, sb.tables.iter().find(|t| t.key == ta.key)?))
+            .collect();
+        if counters.is_empty() && tables.is_empty() {
             continue;
         }
+        let title = |s: &CounterSection| {
+            if s.title.is_empty() {
+                s.key.clone()
+            } else {
+                s.title.clone()
+            }
+        };
         out.push(SectionComparison {
             key: sa.key.clone(),
-            title: if sa.title.is_empty() {
-                sa.key.clone()
-            } else {
-                sa.title.clone()
-            },
+            title: title(sa),
+            title_b: (title(sb) != title(sa)).then(|| title(sb)),
             final_counts: [sa.final_counts, sb.final_counts],
             counters,
+            tables,
         });
     }
     out
+}
+
+/// One numeric value in A and B with its difference and change; `None` when neither is a number.
+fn change(
+    key: &str,
+    label: &str,
+    unit: &str,
+    decimals: Option<u8>,
+    va: CounterValue,
+    vb: CounterValue,
+) -> Option<CounterChange> {
+    let (na, nb) = (number(&va), number(&vb));
+    if na.is_none() && nb.is_none() {
+        return None;
+    }
+    let diff = match (&va, &vb) {
+        (CounterValue::Int(x), CounterValue::Int(y)) => y
+            .checked_sub(*x)
+            .map_or(CounterValue::None, CounterValue::Int),
+        _ => CounterValue::float(na.zip(nb).map(|(x, y)| y - x)),
+    };
+    let pct = na
+        .zip(nb)
+        .filter(|(x, _)| *x != 0.0)
+        .map(|(x, y)| 100.0 * (y - x) / x.abs());
+    Some(CounterChange {
+        key: key.to_string(),
+        label: label.to_string(),
+        unit: unit.to_string(),
+        decimals,
+        a: va,
+        b: vb,
+        diff,
+        pct,
+    })
+}
+
+/// A row's name: its first cell when that is text, else its position from 1.
+fn row_name(row: &[CounterValue], i: usize) -> String {
+    match row.first() {
+        Some(CounterValue::Text(t)) => t.clone(),
+        _ => format!("#{}", i + 1),
+    }
+}
+
+/// Two tables of the same key, cell by cell (rows matched by [`row_name`], columns by key);
+/// `None` when no cell is numeric.
+fn compare_table(ta: &CounterTable, tb: &CounterTable) -> Option<TableComparison> {
+    let names_a: Vec<String> = ta
+        .rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| row_name(r, i))
+        .collect();
+    let names_b: Vec<String> = tb
+        .rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| row_name(r, i))
+        .collect();
+    let mut names: Vec<&String> = names_a.iter().collect();
+    names.extend(names_b.iter().filter(|n| !names_a.contains(n)));
+    let cell = |t: &CounterTable, names: &[String], row: &str, col: &str| -> CounterValue {
+        let (Some(r), Some(c)) = (
+            names.iter().position(|n| n == row),
+            t.columns.iter().position(|c| c.key == col),
+        ) else {
+            return CounterValue::None;
+        };
+        t.rows[r].get(c).cloned().unwrap_or_default()
+    };
+    let mut cells = Vec::new();
+    for row in names {
+        for col in &ta.columns {
+            cells.extend(change(
+                &format!("{row}.{}", col.key),
+                &format!("{row} {}", col.label),
+                &col.unit,
+                col.decimals,
+                cell(ta, &names_a, row, &col.key),
+                cell(tb, &names_b, row, &col.key),
+            ));
+        }
+    }
+    (!cells.is_empty()).then(|| TableComparison {
+        key: ta.key.clone(),
+        title: ta.title.clone(),
+        rows: ta
+            .columns
+            .first()
+            .map_or_else(String::new, |c| c.label.clone()),
+        cells,
+    })
 }
 
 /// B − A with an explicit sign (`+3.00`, `−1,200`), or `-` when not known.
@@ -316,21 +437,46 @@ pub fn pct_text(pct: Option<f64>) -> String {
 /// counter with A, B, B − A and the change in percent.
 pub fn push_comparison_text(out: &mut String, c: &SectionComparison) {
     out.push('\n');
-    out.push_str(&format!("{}   B against A\n", one_line(&c.title)));
+    match &c.title_b {
+        None => out.push_str(&format!("{}   B against A\n", one_line(&c.title))),
+        Some(b) => out.push_str(&format!(
+            "A: {}\nB: {}   B against A\n",
+            one_line(&c.title),
+            one_line(b)
+        )),
+    }
+    push_change_rows(out, "counter", &c.counters);
+    for t in &c.tables {
+        out.push_str(&format!("   {}\n", one_line(&t.title)));
+        push_change_rows(out, &t.rows, &t.cells);
+    }
+    match c.final_counts {
+        [true, true] => {}
+        [false, true] => out.push_str(&format!("   A's {SNAPSHOT_NOTE}\n")),
+        [true, false] => out.push_str(&format!("   B's {SNAPSHOT_NOTE}\n")),
+        [false, false] => out.push_str(&format!("   both runs' {SNAPSHOT_NOTE}\n")),
+    }
+}
+
+/// Aligned lines of changes under a heading line (`first` heads the label column).
+fn push_change_rows(out: &mut String, first: &str, changes: &[CounterChange]) {
+    if changes.is_empty() {
+        return;
+    }
     let mut rows: Vec<[String; 5]> = vec![[
-        "counter".into(),
+        first.into(),
         "A".into(),
         "B".into(),
         "B − A".into(),
         "change".into(),
     ]];
-    for k in &c.counters {
+    for k in changes {
         rows.push([
             truncate_middle(&heading(&k.label, &k.unit), MAX_CELL),
             value_text(&k.a, k.decimals),
             value_text(&k.b, k.decimals),
             signed_text(&k.diff, k.decimals),
-            pct_text(k.pct),
+            k.change_text(),
         ]);
     }
     let w: Vec<usize> = (0..5)
@@ -350,12 +496,6 @@ pub fn push_comparison_text(out: &mut String, c: &SectionComparison) {
             w3 = w[3],
             w4 = w[4]
         ));
-    }
-    match c.final_counts {
-        [true, true] => {}
-        [false, true] => out.push_str(&format!("   A's {SNAPSHOT_NOTE}\n")),
-        [true, false] => out.push_str(&format!("   B's {SNAPSHOT_NOTE}\n")),
-        [false, false] => out.push_str(&format!("   both runs' {SNAPSHOT_NOTE}\n")),
     }
 }
 
@@ -447,6 +587,11 @@ redo log writer
         let mut b = section(1500, 4.5, true);
         b.counters
             .push(Counter::new("races", "races", CounterValue::Int(9), ""));
+        // Issue 34: B's own title (its block size), and the table side by side.
+        b.title = "redo log writer: 4096-byte blocks".into();
+        b.tables[0].rows[0][1] = CounterValue::Int(300);
+        b.tables[0].rows.swap(0, 1);
+        b.tables[0].rows[0][2] = CounterValue::Float(80.0);
         let mut other = section(1, 1.0, true);
         other.key = "os".into();
         let c = compare_sections(&[a.clone(), other], &[b]);
@@ -471,12 +616,19 @@ redo log writer
         let mut out = String::new();
         push_comparison_text(&mut out, &c[0]);
         let want = "
-redo log writer   B against A
+A: redo log writer
+B: redo log writer: 4096-byte blocks   B against A
    counter                   A         B   B − A   change
    commits               1,200     1,500    +300   +25.0%
    commits per write      3.00      4.50   +1.50   +50.0%
    rate (MB/s)         1,234.5   1,234.5    +0.0    +0.0%
    races                     -         9       -        -
+   per destination
+   name                     A      B   B − A   change
+   fast writes          1,200    300    −900   −75.0%
+   fast p99 (µs)         45.2   45.2    +0.0    +0.0%
+   slow-disk writes         7      7      +0    +0.0%
+   slow-disk p99 (µs)       -   80.0       -        -
 ";
         assert_eq!(out, want);
         let j = serde_json::to_value(&c[0]).unwrap();
@@ -495,5 +647,30 @@ redo log writer   B against A
         assert_eq!(value_text(&CounterValue::Int(-1234), None), "-1,234");
         assert_eq!(value_text(&CounterValue::Bool(true), None), "yes");
         assert_eq!(pct_text(Some(-12.34)), "−12.3%");
+    }
+
+    #[test]
+    fn issue_34_a_change_from_zero_is_not_a_percentage() {
+        let counter = |v: CounterValue| {
+            let mut s = section(1, 1.0, true);
+            s.counters = vec![Counter::new("temp", "temp bytes", v, "")];
+            s
+        };
+        let text = |a: CounterValue, b: CounterValue| {
+            let c = compare_sections(&[counter(a)], &[counter(b)]);
+            let mut out = String::new();
+            push_comparison_text(&mut out, &c[0]);
+            out.lines().nth(3).unwrap().to_string()
+        };
+        // 0.004 prints as 0.00: from 0 to 0, not −100.0%.
+        let line = text(CounterValue::Float(0.004), CounterValue::Float(0.0));
+        assert!(line.ends_with("   0 → 0"), "{line}");
+        assert!(!line.contains('%'), "{line}");
+        let line = text(CounterValue::Int(0), CounterValue::Int(0));
+        assert!(line.ends_with("   0 → 0"), "{line}");
+        let line = text(CounterValue::Int(0), CounterValue::Int(4096));
+        assert!(line.ends_with("   new"), "{line}");
+        let line = text(CounterValue::Int(10), CounterValue::Int(0));
+        assert!(line.ends_with("−100.0%"), "{line}");
     }
 }

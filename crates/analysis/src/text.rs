@@ -102,6 +102,34 @@ pub fn format_num(v: f64) -> String {
     }
 }
 
+/// True when a number as printed is zero (`0`, `0.00`, `-0.0`, `0 µs`).
+pub fn shows_zero(shown: &str) -> bool {
+    let digits: Vec<char> = shown.chars().filter(char::is_ascii_digit).collect();
+    !digits.is_empty() && digits.iter().all(|c| *c == '0')
+}
+
+/// The change column of a side-by-side table: from a value printed as zero, `0 → 0` when B is
+/// printed as zero too and `new` otherwise (a percentage of zero means nothing); else `pct`
+/// formatted by `fmt`, or `-` without one.
+pub fn change_text(
+    a_shown: &str,
+    b_shown: &str,
+    pct: Option<f64>,
+    fmt: impl Fn(f64) -> String,
+) -> String {
+    if shows_zero(a_shown) {
+        if shows_zero(b_shown) {
+            "0 → 0".into()
+        } else if b_shown.trim() == "-" || b_shown.trim().is_empty() {
+            "-".into()
+        } else {
+            "new".into()
+        }
+    } else {
+        pct.map_or_else(|| "-".into(), fmt)
+    }
+}
+
 /// A duration given in µs with a unit (plot ticks): `1 µs`, `250 µs`, `10 ms`, `1.5 s`.
 pub fn format_us(us: f64) -> String {
     let (v, unit) = if us >= 1e6 {

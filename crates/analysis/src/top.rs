@@ -72,6 +72,8 @@ fn trace_sources(run: &RunDir, wanted: &HashMap<u64, usize>) -> HashMap<u64, Str
 pub struct TopEvents {
     /// How many were asked for.
     pub n: usize,
+    /// The one event name considered (`--event`), or `None` for all.
+    pub event: Option<String>,
     /// Successful measured events considered.
     pub of: u64,
     /// Slowest first; equal durations in file order.
@@ -81,8 +83,15 @@ pub struct TopEvents {
 /// A heap entry: duration, reversed sequence number, session, start, name slot.
 type Candidate = (u64, Reverse<u64>, u32, u64, usize);
 
-/// Finds the `n` slowest successful events of `run`.
-pub fn top_events(run: &RunDir, n: usize, include_warmup: bool) -> Result<TopEvents, Error> {
+/// Finds the `n` slowest successful events of `run`, of the name `event` only when given.
+///
+/// Errors: the run cannot be read; `event` names no event of the run (the error lists its names).
+pub fn top_events(
+    run: &RunDir,
+    n: usize,
+    include_warmup: bool,
+    event: Option<&str>,
+) -> Result<TopEvents, Error> {
     let mut readable = run.clone();
     readable
         .manifest
@@ -95,10 +104,30 @@ pub fn top_events(run: &RunDir, n: usize, include_warmup: bool) -> Result<TopEve
     let mut block_ids: HashMap<NameId, usize> = HashMap::new();
     let mut seq = 0u64;
     let mut of = 0u64;
+    // With `event`: whether the run has it at all, and otherwise the names it has.
+    let mut found = false;
+    let mut seen: std::collections::BTreeSet<String> = Default::default();
     readable.for_each_block(|table: &NameTable, events: &[Event]| {
         block_ids.clear();
+        // Ids are per event file: look the wanted name up in this block's table.
+        let wanted = event.map(|name| table.lookup(name));
+        if let Some(None) = wanted {
+            seq += events.len() as u64;
+            if !found {
+                let ids: std::collections::BTreeSet<NameId> =
+                    events.iter().map(|e| e.name).collect();
+                seen.extend(ids.into_iter().map(|id| table.name(id)));
+            }
+            return;
+        }
         for e in events {
             seq += 1;
+            if let Some(Some(id)) = wanted {
+                if e.name != id {
+                    continue;
+                }
+                found = true;
+            }
             if e.is_error() || (e.is_warmup() && !include_warmup) {
                 continue;
             }
@@ -131,6 +160,17 @@ pub fn top_events(run: &RunDir, n: usize, include_warmup: bool) -> Result<TopEve
             )));
         }
     })?;
+    if let (Some(name), false) = (event, found) {
+        let names: Vec<String> = seen.iter().map(|n| format!("{n:?}")).collect();
+        return Err(Error::InvalidInput(format!(
+            "--event {name:?}: the run has no such event (it has {})",
+            if names.is_empty() {
+                "no events".to_string()
+            } else {
+                names.join(", ")
+            }
+        )));
+    }
     let mut list: Vec<_> = heap.into_iter().map(|Reverse(t)| t).collect();
     list.sort_unstable_by_key(|t| Reverse((t.0, t.1)));
     let origin = run.manifest.clock_origin_unix_ns;
@@ -157,16 +197,21 @@ pub fn top_events(run: &RunDir, n: usize, include_warmup: bool) -> Result<TopEve
                 .map(DateTime::from_timestamp_nanos),
         })
         .collect();
-    Ok(TopEvents { n, of, events })
+    Ok(TopEvents {
+        n,
+        event: event.map(str::to_string),
+        of,
+        events,
+    })
 }
 
 /// The list as text: one line per event, slowest first.
 pub fn render_text(t: &TopEvents) -> String {
-    let mut out = format!(
-        "top {} of {} successful events, slowest first\n",
-        t.events.len(),
-        t.of
-    );
+    let what = match &t.event {
+        Some(name) => format!("successful {:?} events", one_line(name)),
+        None => "successful events".into(),
+    };
+    let mut out = format!("top {} of {} {what}, slowest first\n", t.events.len(), t.of);
     let w = t
         .events
         .iter()
@@ -246,7 +291,7 @@ mod tests {
             .map(|i| format!("{{\"i\":{i},\"file\":\"x.trc\",\"line\":{}}}\n", 100 + i))
             .collect();
         std::fs::write(dir.path().join(TRACE_ATTRS_FILE), attrs).unwrap();
-        let t = top_events(&run, 3, false).unwrap();
+        let t = top_events(&run, 3, false, None).unwrap();
         assert_eq!(t.of, 4);
         assert_eq!(t.events[0].source.as_deref(), Some("x.trc:102"));
         assert_eq!(t.events[1].source.as_deref(), Some("x.trc:105"));
@@ -267,8 +312,27 @@ mod tests {
         let text = render_text(&t);
         assert!(text.contains("2023-11-14 22:13:21.500000"), "{text}");
         assert_eq!(
-            top_events(&run, 10, true).unwrap().events[0].duration_us,
+            top_events(&run, 10, true, None).unwrap().events[0].duration_us,
             99_000.0
+        );
+        // Issue 34: one event name alone.
+        let t = top_events(&run, 2, false, Some("commit")).unwrap();
+        assert_eq!(t.of, 3);
+        let got: Vec<(&str, f64)> = t
+            .events
+            .iter()
+            .map(|e| (e.name.as_str(), e.duration_us))
+            .collect();
+        assert_eq!(got, [("commit", 600.0), ("commit", 500.0)]);
+        assert_eq!(t.events[1].source.as_deref(), Some("x.trc:101"));
+        assert!(
+            render_text(&t).starts_with("top 2 of 3 successful \"commit\" events, slowest first\n")
+        );
+        let e = top_events(&run, 2, false, Some("log file sync")).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("--event \"log file sync\": the run has no such event (it has \"commit\", \"update\")"),
+            "{e}"
         );
     }
 }

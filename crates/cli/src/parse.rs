@@ -33,9 +33,60 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// Parses a one-byte delimiter: one ASCII character, `tab`, or a C escape (`\t`, `\n`, `\r`,
+/// `\\`, `\xHH` below 0x80), so `--delimiter '\t'` means a tab as it does to `cut` and `awk`.
+pub fn parse_delimiter(s: &str) -> Result<u8, String> {
+    let bad = || {
+        format!(
+            "{s:?} is not a one-character delimiter; give one ASCII character or a C escape \
+             (\\t, \\n, \\r, \\\\, \\xHH)"
+        )
+    };
+    let b = s.as_bytes();
+    match b {
+        [c] if c.is_ascii() => Ok(*c),
+        _ if s == "tab" => Ok(b'\t'),
+        [b'\\', b't'] => Ok(b'\t'),
+        [b'\\', b'n'] => Ok(b'\n'),
+        [b'\\', b'r'] => Ok(b'\r'),
+        [b'\\', b'\\'] => Ok(b'\\'),
+        [b'\\', b'x' | b'X', h @ ..] if (1..=2).contains(&h.len()) => {
+            let hex = std::str::from_utf8(h).map_err(|_| bad())?;
+            match u8::from_str_radix(hex, 16) {
+                Ok(v) if v.is_ascii() => Ok(v),
+                _ => Err(bad()),
+            }
+        }
+        _ => Err(bad()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn issue_34_delimiters_take_c_escapes() {
+        for (arg, want) in [
+            (";", b';'),
+            ("|", b'|'),
+            ("\\t", b'\t'),
+            ("\t", b'\t'),
+            ("tab", b'\t'),
+            ("\\n", b'\n'),
+            ("\\r", b'\r'),
+            ("\\\\", b'\\'),
+            ("\\x1f", 0x1f),
+            ("\\x7C", b'|'),
+            ("\\x9", b'\t'),
+        ] {
+            assert_eq!(parse_delimiter(arg), Ok(want), "{arg:?}");
+        }
+        for bad in ["", ";;", "\\q", "\\x", "\\xzz", "\\x80", "\\x123", "é"] {
+            let e = parse_delimiter(bad).unwrap_err();
+            assert!(e.contains("C escape"), "{bad:?}: {e}");
+        }
+    }
 
     #[test]
     fn durations() {

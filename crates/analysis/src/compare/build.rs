@@ -4,17 +4,24 @@
 
 use dbscope_core::RunDir;
 
-use super::load::{compare_from_intended, load, Loaded};
+use dbscope_core::stats::Sample;
+
+use super::load::{compare_from_intended, load, Loaded, NameFacts};
 use super::manifest::manifest_diff;
-use super::model::{CompareError, CompareOptions, Comparison, EventComparison, RunSide, Skipped};
+use super::model::{
+    CompareError, CompareOptions, Comparison, EventComparison, RunSide, SideBySide, SideFacts,
+};
 use super::stats::compare_event;
 use crate::counters::compare_sections;
+use crate::summary::SummaryUs;
 
 /// Compares run B against run A.
 ///
-/// Errors: a run that cannot be read; an incomplete run without `allow_incomplete`; no event name
-/// in both runs (or `event` missing from one); no event name with at least two successful events
-/// in each run; invalid options.
+/// Names in both runs with at least two successful events in each are tested; the others are
+/// shown side by side ([`SideBySide`]).
+///
+/// Errors: a run that cannot be read; an incomplete run without `allow_incomplete`; no measured
+/// event in either run (or `event` in neither); invalid options.
 pub fn compare(a: &RunDir, b: &RunDir, opts: &CompareOptions) -> Result<Comparison, CompareError> {
     if !(opts.noise.is_finite() && (0.0..1.0).contains(&opts.noise)) {
         return Err(CompareError::Options(format!(
@@ -61,67 +68,54 @@ pub fn compare(a: &RunDir, b: &RunDir, opts: &CompareOptions) -> Result<Comparis
         }
     }
 
-    let list = |l: &Loaded| {
-        if l.names.is_empty() {
-            "no successful events".to_string()
-        } else {
-            l.names
-                .iter()
-                .map(|n| format!("{n:?}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        }
-    };
-    let mut pairs: Vec<(String, &Vec<u64>, &Vec<u64>)> = Vec::new();
-    for (i, name) in la.names.iter().enumerate() {
-        if opts.event.as_ref().is_some_and(|e| e != name) {
-            continue;
-        }
-        if let Some(j) = lb.names.iter().position(|n| n == name) {
-            pairs.push((name.clone(), &la.durations[i], &lb.durations[j]));
-        }
-    }
-    if pairs.is_empty() {
-        let msg = match &opts.event {
-            Some(e) => format!(
-                "event {e:?} is not in both runs with successful events (A has {}; B has {})",
-                list(&la),
-                list(&lb)
-            ),
-            None => format!(
-                "the runs have no event name in common (A has {}; B has {})",
-                list(&la),
-                list(&lb)
-            ),
+    // Every name either run has, A's order first; each one is tested or shown side by side.
+    let mut names: Vec<&String> = la.names.iter().collect();
+    names.extend(lb.names.iter().filter(|n| !la.names.contains(n)));
+    names.retain(|n| opts.event.as_ref().is_none_or(|e| e == *n));
+    if names.is_empty() {
+        let list = |l: &Loaded| {
+            if l.names.is_empty() {
+                "no measured events".to_string()
+            } else {
+                l.names
+                    .iter()
+                    .map(|n| format!("{n:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
         };
-        return Err(CompareError::Nothing(msg));
-    }
-
-    let mut events = Vec::new();
-    let mut skipped = Vec::new();
-    for (name, da, db) in pairs {
-        if da.len() < 2 || db.len() < 2 {
-            skipped.push(Skipped {
-                reason: format!(
-                    "A has {} and B has {} successful events; at least 2 in each are needed",
-                    da.len(),
-                    db.len()
-                ),
-                name,
-            });
-            continue;
-        }
-        events.push(compare_event(name, da, db, opts)?);
-    }
-    if events.is_empty() {
-        let why: Vec<String> = skipped
-            .iter()
-            .map(|s| format!("{:?}: {}", s.name, s.reason))
-            .collect();
+        let what = match &opts.event {
+            Some(e) => format!("event {e:?} is in neither run"),
+            None => "neither run has measured events".into(),
+        };
         return Err(CompareError::Nothing(format!(
-            "nothing to compare: {}",
-            why.join("; ")
+            "nothing to compare: {what} (A has {}; B has {})",
+            list(&la),
+            list(&lb)
         )));
+    }
+    let mut events = Vec::new();
+    let mut untested = Vec::new();
+    for name in names {
+        let ia = la.names.iter().position(|n| n == name);
+        let ib = lb.names.iter().position(|n| n == name);
+        if let (Some(i), Some(j)) = (ia, ib) {
+            let (da, db) = (&la.durations[i], &lb.durations[j]);
+            if da.len() >= 2 && db.len() >= 2 {
+                let mut e = compare_event(name.clone(), da, db, opts)?;
+                e.errors = [la.facts[i].errors.clone(), lb.facts[j].errors.clone()];
+                events.push(e);
+                continue;
+            }
+        }
+        let fa = ia.map(|i| side_facts(&la.durations[i], &la.facts[i]));
+        let fb = ib.map(|j| side_facts(&lb.durations[j], &lb.facts[j]));
+        untested.push(SideBySide {
+            name: name.clone(),
+            reason: no_test_reason(fa.as_ref(), fb.as_ref()),
+            a: fa,
+            b: fb,
+        });
     }
     let side = |run: &RunDir, l: &Loaded| RunSide {
         path: run.path.display().to_string(),
@@ -160,9 +154,47 @@ pub fn compare(a: &RunDir, b: &RunDir, opts: &CompareOptions) -> Result<Comparis
         options: opts.clone(),
         manifest_diff: manifest_diff(a, b),
         events,
-        skipped,
+        untested,
         counters,
         observe,
         from_intended,
     })
+}
+
+/// One run's facts of a name that is not tested (durations in ns).
+fn side_facts(durations: &[u64], f: &NameFacts) -> SideFacts {
+    let summary = match durations {
+        [] => None,
+        [one] => Some(SummaryUs::from_six([*one as f64 / 1000.0; 6])),
+        many => Sample::from_u64(many, 1000.0)
+            .ok()
+            .map(|s| SummaryUs::from_six(s.summary().six(1.0))),
+    };
+    let elapsed_s = f.span_ns.map(|(first, last)| (last - first) as f64 / 1e9);
+    SideFacts {
+        n: durations.len() as u64,
+        errors: f.errors.clone(),
+        summary,
+        elapsed_s,
+        rows: f.rows,
+        rows_per_s: elapsed_s
+            .filter(|t| *t > 0.0 && f.rows > 0)
+            .map(|t| f.rows as f64 / t),
+    }
+}
+
+/// Why a name is shown without a test: a side lacks it, has only failures, or too few events.
+fn no_test_reason(a: Option<&SideFacts>, b: Option<&SideFacts>) -> String {
+    let why = match (a, b) {
+        (None, _) => "only in B".to_string(),
+        (_, None) => "only in A".to_string(),
+        (Some(a), Some(b)) if a.n == 0 || b.n == 0 => match (a.n, b.n) {
+            (0, 0) => "only failures in A and B".to_string(),
+            (0, _) => "only failures in A".to_string(),
+            _ => "only failures in B".to_string(),
+        },
+        (Some(a), Some(b)) if a.n == 1 && b.n == 1 => "one sample".to_string(),
+        (Some(a), Some(b)) => format!("{} in A and {} in B (a test needs two in each)", a.n, b.n),
+    };
+    format!("{why}: no test")
 }

@@ -1,9 +1,10 @@
 //! Reading a run for a comparison, in one pass over its event files.
 //!
-//! The successful measured durations per event name, the latencies from the intended start when
-//! the runs were paced open-loop, and why the run may be incomplete.
+//! The successful measured durations per event name, its failures by class, its rows and span, the
+//! latencies from the intended start when the runs were paced open-loop, and why the run may be
+//! incomplete.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use dbscope_core::{Error, Event, NameId, NameTable, Outcome, RunDir};
 
@@ -12,8 +13,12 @@ use crate::summary::FromIntended;
 
 /// Successful measured durations per event name of one run.
 pub(super) struct Loaded {
+    /// Every name with a measured event (successful or failed), in order of first appearance.
     pub(super) names: Vec<String>,
+    /// Per name: the successful measured durations (ns).
     pub(super) durations: Vec<Vec<u64>>,
+    /// Per name: the other facts of its measured events.
+    pub(super) facts: Vec<NameFacts>,
     pub(super) events_read: u64,
     pub(super) incomplete: Option<String>,
     /// First start and last end of the measured events (ns since the run's origin).
@@ -22,6 +27,17 @@ pub(super) struct Loaded {
     /// of its events (as `report` lists them), the latencies from the intended start of its
     /// successful measured events that carry one, and how many of those started late.
     pub(super) from_intended: Vec<IntendedAcc>,
+}
+
+/// What a run says about one event name besides its durations.
+#[derive(Default)]
+pub(super) struct NameFacts {
+    /// Failed measured events by error class.
+    pub(super) errors: BTreeMap<String, u64>,
+    /// Rows of its successful measured events.
+    pub(super) rows: u64,
+    /// First start and last end of its successful measured events (ns since the run's origin).
+    pub(super) span_ns: Option<(u64, u64)>,
 }
 
 /// One event name's latencies from the intended start, while a run is read.
@@ -45,6 +61,7 @@ pub(super) fn load(run: &RunDir, include_warmup: bool, open_loop: bool) -> Resul
     });
     let mut names: Vec<String> = Vec::new();
     let mut durations: Vec<Vec<u64>> = Vec::new();
+    let mut facts: Vec<NameFacts> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut block_ids: HashMap<NameId, usize> = HashMap::new();
     let mut span_ns: Option<(u64, u64)> = None;
@@ -69,7 +86,23 @@ pub(super) fn load(run: &RunDir, include_warmup: bool, open_loop: bool) -> Resul
                     })
                 })
             });
-            if e.is_error() || (e.is_warmup() && !include_warmup) {
+            if e.is_warmup() && !include_warmup {
+                continue;
+            }
+            let slot = *block_ids.entry(e.name).or_insert_with(|| {
+                let name = table.name(e.name);
+                *index.entry(name.clone()).or_insert_with(|| {
+                    names.push(name);
+                    durations.push(Vec::new());
+                    facts.push(NameFacts::default());
+                    names.len() - 1
+                })
+            });
+            if e.is_error() {
+                *facts[slot]
+                    .errors
+                    .entry(table.name(NameId::from(e.outcome)))
+                    .or_default() += 1;
                 continue;
             }
             if let (Some(slot), Some(intended)) = (intended_slot, e.intended_start_ns) {
@@ -78,18 +111,16 @@ pub(super) fn load(run: &RunDir, include_warmup: bool, open_loop: bool) -> Resul
                 acc.late += u64::from(e.start_ns > intended);
             }
             let end = e.start_ns.saturating_add(e.duration_ns);
-            span_ns = Some(match span_ns {
-                Some((first, last)) => (first.min(e.start_ns), last.max(end)),
-                None => (e.start_ns, end),
-            });
-            let slot = *block_ids.entry(e.name).or_insert_with(|| {
-                let name = table.name(e.name);
-                *index.entry(name.clone()).or_insert_with(|| {
-                    names.push(name);
-                    durations.push(Vec::new());
-                    names.len() - 1
+            let widen = |span: Option<(u64, u64)>| {
+                Some(match span {
+                    Some((first, last)) => (first.min(e.start_ns), last.max(end)),
+                    None => (e.start_ns, end),
                 })
-            });
+            };
+            span_ns = widen(span_ns);
+            let f = &mut facts[slot];
+            f.span_ns = widen(f.span_ns);
+            f.rows += u64::from(e.rows);
             durations[slot].push(e.duration_ns);
         }
     })?;
@@ -117,6 +148,7 @@ pub(super) fn load(run: &RunDir, include_warmup: bool, open_loop: bool) -> Resul
     Ok(Loaded {
         names,
         durations,
+        facts,
         events_read: tail.events,
         incomplete: (!why.is_empty()).then(|| why.join("; ")),
         span_ns,

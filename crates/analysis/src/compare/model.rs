@@ -1,5 +1,7 @@
 //! What a comparison holds ([`Comparison`] and its parts), its options and its errors.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use dbscope_core::stats::{BootstrapOptions, OverThreshold, QuantileDiff, RankSumTest, WelchTest};
@@ -82,8 +84,10 @@ pub struct Comparison {
     /// One entry per event name in both runs with at least two successful events in each, in order
     /// of first appearance in A.
     pub events: Vec<EventComparison>,
-    /// Event names left out, and why.
-    pub skipped: Vec<Skipped>,
+    /// The other event names, side by side without a test: one run lacks the name, or has fewer
+    /// than two successful events of it (a bulk load's steps, a single job), or only failures. In
+    /// order of first appearance in A, then B's own.
+    pub untested: Vec<SideBySide>,
     /// Run-level counter sections both runs have (same key): their numeric counters side by side
     /// (left out of the JSON when there are none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -130,13 +134,35 @@ pub struct ManifestDiff {
     pub b: Option<String>,
 }
 
-/// An event name left out of the comparison.
+/// An event name shown side by side without a test.
 #[derive(Clone, Debug, Serialize)]
-pub struct Skipped {
+pub struct SideBySide {
     /// Event name.
     pub name: String,
-    /// Why.
+    /// Run A's events of the name; `None` when A has none (printed `—`).
+    pub a: Option<SideFacts>,
+    /// Run B's events of the name; `None` when B has none.
+    pub b: Option<SideFacts>,
+    /// Why there is no test, e.g. `one sample: no test`.
     pub reason: String,
+}
+
+/// One run's events of a name that is not tested.
+#[derive(Clone, Debug, Serialize)]
+pub struct SideFacts {
+    /// Successful measured events.
+    pub n: u64,
+    /// Failed measured events by error class.
+    pub errors: BTreeMap<String, u64>,
+    /// R's `summary()` of the successful durations (µs); `None` without one.
+    pub summary: Option<SummaryUs>,
+    /// From the first successful event's start to the last one's end, s (a single event's
+    /// duration); `None` without one.
+    pub elapsed_s: Option<f64>,
+    /// Rows of the successful events.
+    pub rows: u64,
+    /// Rows per second of `elapsed_s`, when there are rows and time.
+    pub rows_per_s: Option<f64>,
 }
 
 /// R's `summary()` of one side, in µs, with n and sd (JSON: `n`, `min` … `max`, `sd` side by side).
@@ -174,6 +200,8 @@ pub struct EventComparison {
     pub outliers: Option<[OverThreshold; 2]>,
     /// Successful measured events per second of each run's elapsed time, A and B.
     pub throughput_per_s: [Option<f64>; 2],
+    /// Failed measured events by error class, A and B.
+    pub errors: [BTreeMap<String, u64>; 2],
     /// The verdict.
     pub verdict: Verdict,
 }
@@ -193,7 +221,8 @@ pub enum Direction {
 /// The verdict for one event name.
 #[derive(Clone, Debug, Serialize)]
 pub struct Verdict {
-    /// Overall: `slower`, `faster`, `mixed` (some statistics each way) or `none`.
+    /// Overall: `slower`, `faster`, `mixed` (some statistics each way), `none`, or `too_few` (the
+    /// samples are too small for any test to decide, whatever the intervals say).
     pub call: String,
     /// The mean's direction.
     pub mean: Direction,

@@ -50,7 +50,7 @@ pub(super) fn compare_event(
             over_threshold(sb.sorted().iter().copied(), t),
         ]
     });
-    let verdict = verdict(&sa, welch.as_ref(), &quantiles, opts.noise);
+    let verdict = verdict(&sa, &sb, welch.as_ref(), &quantiles, opts.noise);
     Ok(EventComparison {
         name,
         a: side_summary(&sa),
@@ -62,6 +62,7 @@ pub(super) fn compare_event(
         quantiles,
         outliers,
         throughput_per_s: [None, None],
+        errors: Default::default(),
         verdict,
     })
 }

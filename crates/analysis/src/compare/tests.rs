@@ -220,23 +220,65 @@ fn tail_only_change_is_seen() {
 }
 
 #[test]
-fn bad_input_says_what_is_missing() {
+fn issue_34_item_6_names_without_a_test_are_shown_side_by_side() {
     let dir = tempfile::tempdir().unwrap();
-    let ra = write_run(&dir.path().join("a"), "x", &[("commit", 5), ("commit", 6)]);
-    let rb = write_run(&dir.path().join("b"), "x", &[("wait", 5), ("wait", 6)]);
-    let e = compare(&ra, &rb, &CompareOptions::default())
-        .unwrap_err()
-        .to_string();
-    assert!(
-        e.contains("no event name in common (A has \"commit\"; B has \"wait\")"),
-        "{e}"
+    // Two traces with different wait names: every name, `—` where a side lacks it.
+    let ra = write_run(
+        &dir.path().join("a"),
+        "x",
+        &[("commit", 5_000), ("commit", 6_000)],
     );
-    let rc = write_run(&dir.path().join("c"), "x", &[("commit", 5)]);
-    let e = compare(&ra, &rc, &CompareOptions::default())
-        .unwrap_err()
-        .to_string();
+    let rb = write_run(
+        &dir.path().join("b"),
+        "x",
+        &[("wait", 5_000), ("wait", 6_000)],
+    );
+    let c = compare(&ra, &rb, &CompareOptions::default()).unwrap();
+    assert!(c.events.is_empty());
+    let names: Vec<(&str, bool, bool, &str)> = c
+        .untested
+        .iter()
+        .map(|u| {
+            (
+                u.name.as_str(),
+                u.a.is_some(),
+                u.b.is_some(),
+                u.reason.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("commit", true, false, "only in A: no test"),
+            ("wait", false, true, "only in B: no test")
+        ]
+    );
+    let text = render_text(&c);
     assert!(
-        e.contains("A has 2 and B has 1 successful events; at least 2"),
+        text.contains("commit   n  A 2   B —   only in A: no test"),
+        "{text}"
+    );
+    assert!(
+        text.contains("wait   n  A —   B 2   only in B: no test"),
+        "{text}"
+    );
+    assert!(text.contains("  median   A 5.50 µs   B —\n"), "{text}");
+    // Too few on one side.
+    let rc = write_run(&dir.path().join("c"), "x", &[("commit", 5)]);
+    let c = compare(&ra, &rc, &CompareOptions::default()).unwrap();
+    assert_eq!(
+        c.untested[0].reason,
+        "2 in A and 1 in B (a test needs two in each): no test"
+    );
+    // A name in neither run is still refused.
+    let opts = CompareOptions {
+        event: Some("nope".into()),
+        ..CompareOptions::default()
+    };
+    let e = compare(&ra, &rb, &opts).unwrap_err().to_string();
+    assert!(
+        e.contains("nothing to compare: event \"nope\" is in neither run (A has \"commit\"; B has \"wait\")"),
         "{e}"
     );
     let mut running = rc.clone();
@@ -247,6 +289,119 @@ fn bad_input_says_what_is_missing() {
     assert!(
         e.contains("B (") && e.contains("did not record an end"),
         "{e}"
+    );
+}
+
+/// A bulk load's steps: one event each, with rows, and a step that only failed.
+fn steps_run(dir: &Path, load_s: f64, failed: bool) -> RunDir {
+    let mut m = Manifest::new("bulkload", WorkloadInfo::default(), 1);
+    m.outcome = Outcome::Complete;
+    m.events_written = Some(3);
+    let mut f = FakeRun::with_manifest(dir, m);
+    let (load, group) = (f.name("load"), f.name("group by 1"));
+    let dup = f.outcome("pg:23505");
+    let ns = (load_s * 1e9) as u64;
+    let mut evs = vec![Event {
+        rows: 1_000_000,
+        ..FakeRun::event(load, 0, 0, ns)
+    }];
+    let g = FakeRun::event(group, 0, ns, 2_000_000_000);
+    evs.push(if failed {
+        Event { outcome: dup, ..g }
+    } else {
+        g
+    });
+    evs.push(if failed {
+        Event { outcome: dup, ..g }
+    } else {
+        g
+    });
+    f.block(&evs);
+    f.finish()
+}
+
+#[test]
+fn issue_34_item_6_single_steps_and_failures_side_by_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let ra = steps_run(&dir.path().join("a"), 10.0, true);
+    let rb = steps_run(&dir.path().join("b"), 3.0, false);
+    let c = compare(&ra, &rb, &CompareOptions::default()).unwrap();
+    let load = &c.untested[0];
+    assert_eq!(load.reason, "one sample: no test");
+    let (a, b) = (load.a.as_ref().unwrap(), load.b.as_ref().unwrap());
+    assert_eq!((a.elapsed_s, b.elapsed_s), (Some(10.0), Some(3.0)));
+    assert_eq!(a.rows_per_s, Some(100_000.0));
+    let group = &c.untested[1];
+    assert_eq!(group.reason, "only failures in A: no test");
+    assert_eq!(group.a.as_ref().unwrap().errors["pg:23505"], 2);
+    assert!(group.b.as_ref().unwrap().errors.is_empty());
+    let text = render_text(&c);
+    for want in [
+        "load   n  A 1   B 1   one sample: no test\n",
+        "  elapsed  A 10.000 s   B 3.000 s   B/A 0.300 (−70.0%)\n",
+        "  rows/s   A 100,000.0   B 333,333.3   B/A 3.333 (+233.3%)\n",
+        "group by 1   n  A 0   B 2   only failures in A: no test\n",
+        "  errors   A pg:23505 2   B none\n",
+    ] {
+        assert!(text.contains(want), "{want:?} in:\n{text}");
+    }
+}
+
+#[test]
+fn issue_34_item_6_too_few_samples_to_decide() {
+    // The rule: the smallest two-sided p of the exact rank-sum test, 2 / C(n + m, n), below 5%.
+    for (n, m, few) in [
+        (1, 1, true),
+        (2, 2, true),
+        (3, 3, true),
+        (3, 4, true),
+        (2, 7, true),
+        (1, 39, true),
+        (4, 4, false),
+        (5, 3, false),
+        (2, 8, false),
+        (40, 1, false),
+        (1_000_000, 1_000_000, false),
+    ] {
+        assert_eq!(too_few_to_decide(n, m), few, "{n} and {m}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // n = 2: p50 up by 289% and still too few to decide.
+    let ra = write_run(
+        &dir.path().join("a"),
+        "x",
+        &[("q", 100_000), ("q", 101_000)],
+    );
+    let rb = write_run(
+        &dir.path().join("b"),
+        "x",
+        &[("q", 389_000), ("q", 394_000)],
+    );
+    let c = compare(&ra, &rb, &CompareOptions::default()).unwrap();
+    let v = &c.events[0].verdict;
+    assert_eq!(v.call, "too_few", "{}", v.text);
+    assert!(
+        v.text
+            .starts_with("too few samples to decide: with 2 and 2 events"),
+        "{}",
+        v.text
+    );
+    // Four in each with the same gap: called.
+    let a4: Vec<(&str, u64)> = [100_000, 101_000, 100_500, 100_800]
+        .into_iter()
+        .map(|d| ("q", d))
+        .collect();
+    let b4: Vec<(&str, u64)> = [389_000, 394_000, 391_000, 390_000]
+        .into_iter()
+        .map(|d| ("q", d))
+        .collect();
+    let ra = write_run(&dir.path().join("a4"), "x", &a4);
+    let rb = write_run(&dir.path().join("b4"), "x", &b4);
+    let c = compare(&ra, &rb, &CompareOptions::default()).unwrap();
+    assert_eq!(
+        c.events[0].verdict.call, "slower",
+        "{}",
+        c.events[0].verdict.text
     );
 }
 
@@ -270,7 +425,7 @@ fn counter_sections_in_both_runs_are_compared() {
     assert_eq!(c.counters.len(), 1);
     let text = render_text(&c);
     assert!(
-            text.ends_with("   commits per write      3.00      4.50   +1.50   +50.0%\n   rate (MB/s)         1,234.5   1,234.5    +0.0    +0.0%\n"),
+            text.contains("   commits per write      3.00      4.50   +1.50   +50.0%\n   rate (MB/s)         1,234.5   1,234.5    +0.0    +0.0%\n   per destination\n"),
             "{text}"
         );
     assert!(

@@ -2,7 +2,11 @@
 
 use dbscope_core::stats::{format_r, zapsmall};
 
-use super::model::{Comparison, EventComparison, FromIntendedComparison, SideSummary};
+use std::collections::BTreeMap;
+
+use super::model::{
+    Comparison, EventComparison, FromIntendedComparison, SideBySide, SideFacts, SideSummary,
+};
 use super::verdict::{p_text, quantile_label, signed3};
 use crate::counters::push_comparison_text;
 use crate::text::{
@@ -72,8 +76,9 @@ pub fn render_text(c: &Comparison) -> String {
         out.push('\n');
         push_event(&mut out, e, c);
     }
-    for s in &c.skipped {
-        out.push_str(&format!("\n{}: skipped: {}\n", one_line(&s.name), s.reason));
+    for s in &c.untested {
+        out.push('\n');
+        push_side_by_side(&mut out, s);
     }
     push_from_intended_text(&mut out, &c.from_intended);
     for s in &c.counters {
@@ -235,5 +240,76 @@ fn push_event(out: &mut String, e: &EventComparison, c: &Comparison) {
             format_r(&[ob.rate * 100.0], 3).join("").trim()
         ));
     }
+    if e.errors.iter().any(|m| !m.is_empty()) {
+        out.push_str(&format!(
+            "  errors   A {}   B {}\n",
+            errors_text(&e.errors[0]),
+            errors_text(&e.errors[1])
+        ));
+    }
     push_wrapped_words(out, "  verdict ", &e.verdict.text);
+}
+
+/// `pg:40001 3, connection 1`, or `none`.
+fn errors_text(m: &BTreeMap<String, u64>) -> String {
+    if m.is_empty() {
+        return "none".into();
+    }
+    m.iter()
+        .map(|(class, n)| format!("{} {}", one_line(class), thousands(*n)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A name without a test, side by side: n, elapsed, median, rows and errors of each run, `—`
+/// where a run lacks the name.
+fn push_side_by_side(out: &mut String, s: &SideBySide) {
+    const LACKS: &str = "—";
+    let (a, b) = (s.a.as_ref(), s.b.as_ref());
+    let n = |f: Option<&SideFacts>| f.map_or(LACKS.into(), |f| thousands(f.n));
+    out.push_str(&format!(
+        "{}   n  A {}   B {}   {}\n",
+        one_line(&s.name),
+        n(a),
+        n(b),
+        s.reason
+    ));
+    // One figure of each side and, when both have it, B/A.
+    let line = |out: &mut String,
+                label: &str,
+                get: &dyn Fn(&SideFacts) -> Option<f64>,
+                fmt: &dyn Fn(f64) -> String| {
+        let (va, vb) = (a.and_then(get), b.and_then(get));
+        if va.is_none() && vb.is_none() {
+            return;
+        }
+        let show = |v: Option<f64>| v.map_or(LACKS.into(), fmt);
+        let ratio = match (va, vb) {
+            (Some(x), Some(y)) if x > 0.0 => {
+                format!("   B/A {:.3} ({})", y / x, signed_percent(y / x - 1.0))
+            }
+            _ => String::new(),
+        };
+        out.push_str(&format!(
+            "  {label:<9}A {}   B {}{ratio}\n",
+            show(va),
+            show(vb)
+        ));
+    };
+    line(out, "elapsed", &|f| f.elapsed_s, &span);
+    if [a, b].iter().flatten().any(|f| f.n > 1) {
+        line(out, "median", &|f| f.summary.map(|m| m.median), &|us| {
+            format!("{} µs", sig3(us))
+        });
+    }
+    if [a, b].iter().flatten().any(|f| f.rows > 0) {
+        line(out, "rows", &|f| (f.n > 0).then_some(f.rows as f64), &|r| {
+            thousands(r as u64)
+        });
+        line(out, "rows/s", &|f| f.rows_per_s, &thousands_f1);
+    }
+    if [a, b].iter().flatten().any(|f| !f.errors.is_empty()) {
+        let e = |f: Option<&SideFacts>| f.map_or(LACKS.into(), |f| errors_text(&f.errors));
+        out.push_str(&format!("  errors   A {}   B {}\n", e(a), e(b)));
+    }
 }

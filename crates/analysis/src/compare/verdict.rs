@@ -18,8 +18,30 @@ fn direction(low: f64, high: f64, noise: f64) -> Direction {
     }
 }
 
+/// Significance level of the too-few-samples rule.
+const ALPHA: f64 = 0.05;
+
+/// True when samples of sizes `n` and `m` are too few for any test to decide: the smallest
+/// two-sided p-value the exact Wilcoxon rank-sum test can reach with them, 2 / C(n + m, n) (all of
+/// one sample below all of the other), is not below 5%. Distribution-free, so it holds whatever
+/// the data: 2 and 2 (p ≥ 1/3), 3 and 3 (p ≥ 0.1), 3 and 4, 2 and 7, 1 and 39 are too few; 4 and
+/// 4 (p ≥ 0.029), 3 and 5, 2 and 8, 1 and 40 are not.
+pub fn too_few_to_decide(n: u64, m: u64) -> bool {
+    let (small, large) = (n.min(m), n.max(m));
+    // C(small + large, small), built up factor by factor; it only has to pass 2 / ALPHA.
+    let mut c = 1.0_f64;
+    for i in 1..=small {
+        c = c * (large + i) as f64 / i as f64;
+        if 2.0 / c < ALPHA {
+            return false;
+        }
+    }
+    2.0 / c >= ALPHA
+}
+
 pub(super) fn verdict(
     a: &Sample,
+    b: &Sample,
     welch: Option<&WelchTest>,
     q: &[QuantileDiff],
     noise: f64,
@@ -78,7 +100,14 @@ pub(super) fn verdict(
             ));
         }
     }
+    let (na, nb) = (a.len() as u64, b.len() as u64);
+    let too_few = too_few_to_decide(na, nb);
+    let call = if too_few { "too_few" } else { call };
     let text = match call {
+        "too_few" => format!(
+            "too few samples to decide: with {na} and {nb} events no test can reach p < 0.05 \
+             whatever the data (4 and 4, 3 and 5, 2 and 8 are the fewest that can)"
+        ),
         "none" => format!("no difference detected beyond {band}"),
         c => {
             let head = match c {

@@ -61,12 +61,18 @@ pub fn render_compare(
             escape(&e.verdict.text)
         );
     }
-    for sk in &cmp.skipped {
+    for u in &cmp.untested {
+        let n = |f: &Option<crate::compare::SideFacts>| {
+            f.as_ref()
+                .map_or("—".to_string(), |f| crate::text::thousands(f.n))
+        };
         let _ = write!(
             body,
-            "<tr><td>{}</td><td>skipped</td><td>{}</td></tr>",
-            escape(&sk.name),
-            escape(&sk.reason)
+            "<tr><td>{}</td><td>no test</td><td>{} (n A {}, B {})</td></tr>",
+            escape(&u.name),
+            escape(&u.reason),
+            n(&u.a),
+            n(&u.b)
         );
     }
     body.push_str("</tbody></table></section>");

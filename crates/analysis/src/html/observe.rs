@@ -191,11 +191,14 @@ pub fn comparison(c: &ObserveComparison) -> String {
         c.figures
             .iter()
             .map(|f| {
+                let (a, b) = (format_num(f.a), format_num(f.b));
+                let change =
+                    crate::text::change_text(&a, &b, f.change_pct, |p| format!("{p:+.1}%"));
                 vec![
                     format!("{} {}", f.label, f.unit).trim_end().to_string(),
-                    format_num(f.a),
-                    format_num(f.b),
-                    f.change_pct.map_or("-".into(), |p| format!("{p:+.1}%")),
+                    a,
+                    b,
+                    change,
                 ]
             })
             .collect(),

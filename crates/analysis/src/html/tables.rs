@@ -256,10 +256,33 @@ pub(super) fn counters_comparison(c: &SectionComparison) -> String {
             escape(&counters::value_text(&k.a, k.decimals)),
             escape(&counters::value_text(&k.b, k.decimals)),
             escape(&counters::signed_text(&k.diff, k.decimals)),
-            escape(&counters::pct_text(k.pct))
+            escape(&k.change_text())
         );
     }
     s.push_str("</tbody></table>");
+    if let Some(b) = &c.title_b {
+        let _ = write!(s, "<p>B: {}</p>", escape(b));
+    }
+    for t in &c.tables {
+        let _ = write!(
+            s,
+            "<h3>{}</h3><table class=\"num\"><thead><tr><th></th><th>A</th><th>B</th>\
+             <th>B − A</th><th>change</th></tr></thead><tbody>",
+            escape(&t.title)
+        );
+        for k in &t.cells {
+            let _ = write!(
+                s,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                escape(&counters::heading(&k.label, &k.unit)),
+                escape(&counters::value_text(&k.a, k.decimals)),
+                escape(&counters::value_text(&k.b, k.decimals)),
+                escape(&counters::signed_text(&k.diff, k.decimals)),
+                escape(&k.change_text())
+            );
+        }
+        s.push_str("</tbody></table>");
+    }
     for (side, fin) in ["A", "B"].iter().zip(c.final_counts) {
         if !fin {
             let _ = write!(s, "<p>{side}: {}.</p>", escape(counters::SNAPSHOT_NOTE));

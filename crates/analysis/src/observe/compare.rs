@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::build::build_with;
 use super::model::{Figure, ObserveReport};
-use crate::text::format_num;
+use crate::text::{change_text, format_num};
 
 /// The same sections for two runs side by side, with the change.
 #[derive(Clone, Debug, Serialize)]
@@ -137,14 +137,12 @@ pub fn push_compare_text(out: &mut String, c: &ObserveComparison) {
             "figure", "A", "B", "change"
         );
         for f in &c.figures {
+            let (a, b) = (format_num(f.a), format_num(f.b));
+            let change = change_text(&a, &b, f.change_pct, |p| format!("{p:+.1}%"));
             let _ = writeln!(
                 out,
                 "  {:<40} {:>14} {:>14} {:>9}  {}",
-                f.label,
-                format_num(f.a),
-                format_num(f.b),
-                f.change_pct.map_or("-".into(), |p| format!("{p:+.1}%")),
-                f.unit
+                f.label, a, b, change, f.unit
             );
         }
     }

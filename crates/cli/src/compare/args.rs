@@ -14,10 +14,13 @@ use crate::parse::parse_duration;
   dbscope compare a.trc b.trc --event 'log file sync'      # 10046 traces become runs
   dbscope compare runs/a runs/b --json > cmp.json
 
-Per event name in both runs: n, R's summary() of A and B, the mean difference B − A with Welch's
-95% CI and p-value (R's t.test), the Hodges–Lehmann shift with the Wilcoxon rank-sum p-value (R's
-wilcox.test, exact = FALSE, correct = TRUE), p50/p90/p99/p99.9 differences with seeded bootstrap
-CIs, and a verdict that calls a change only when a CI lies wholly outside the noise band.")]
+Per event name with at least two successful events in each run: n, R's summary() of A and B, the
+mean difference B − A with Welch's 95% CI and p-value (R's t.test), the Hodges–Lehmann shift with
+the Wilcoxon rank-sum p-value (R's wilcox.test, exact = FALSE, correct = TRUE), p50/p90/p99/p99.9
+differences with seeded bootstrap CIs, failures by class, and a verdict that calls a change only
+when a CI lies wholly outside the noise band, or says \"too few samples to decide\" when no test
+could decide with so few events. Every other name (one run lacks it, one event each, only
+failures) is shown side by side without a test. See docs/compare.md.")]
 pub struct CompareArgs {
     /// Run A, the baseline (a run directory, or an Oracle 10046 .trc file).
     pub a: PathBuf,

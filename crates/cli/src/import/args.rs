@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
 
+use crate::parse::parse_delimiter;
+
 #[derive(Debug, Args)]
 pub struct ImportArgs {
     #[command(subcommand)]
@@ -57,7 +59,7 @@ pub struct ImportCsvArgs {
     /// Column with start offsets, in --unit, from any origin.
     #[arg(long, value_name = "C")]
     pub start_column: Option<String>,
-    /// Field delimiter: one character, e.g. ';' or '\t' (write tab as \t).
+    /// Field delimiter: one ASCII character, e.g. ';', or a C escape: '\t', '\x1f'.
     #[arg(long, default_value = ",", value_name = "CHAR", value_parser = parse_delimiter)]
     pub delimiter: u8,
     /// Skip bad rows and count them instead of stopping at the first.
@@ -66,23 +68,4 @@ pub struct ImportCsvArgs {
     /// Run directory to create.
     #[arg(long, short = 'o', value_name = "DIR")]
     pub out: PathBuf,
-}
-
-fn parse_delimiter(s: &str) -> Result<u8, String> {
-    match s {
-        "\\t" | "\t" | "tab" => Ok(b'\t'),
-        _ if s.len() == 1 && s.is_ascii() => Ok(s.as_bytes()[0]),
-        _ => Err(format!("{s:?} is not a one-character delimiter")),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn delimiters() {
-        assert_eq!(parse_delimiter("\\t").unwrap(), b'\t');
-        assert!(parse_delimiter(";;").is_err());
-    }
 }

@@ -23,6 +23,9 @@ pub struct ReportArgs {
     /// Also list the N slowest events with their session and start time (e.g. --top 10000).
     #[arg(long, value_name = "N")]
     pub top: Option<usize>,
+    /// With --top: the slowest events of this name only (e.g. --event 'log file sync').
+    #[arg(long, value_name = "NAME", requires = "top")]
+    pub event: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -48,9 +51,10 @@ pub struct ExportArgs {
     /// Output format.
     #[arg(long, short = 'f', value_enum, default_value = "csv")]
     pub format: Format,
-    /// Output file. Default: events.csv / events.parquet inside the run directory.
-    #[arg(long, short = 'o', value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    /// Output file. Default: events.csv / events.parquet inside the run directory. (`--output`
+    /// is accepted too.)
+    #[arg(long, short = 'o', alias = "output", value_name = "FILE")]
+    pub out: Option<PathBuf>,
     /// Exit 0 on a run known to lack events (killed, cut, fewer events than it recorded). Without
     /// it such an export is still written, marked `dbscope.incomplete` (Parquet), and exits 1.
     #[arg(long)]

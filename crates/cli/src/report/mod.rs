@@ -39,7 +39,14 @@ pub fn cmd_report(a: ReportArgs) -> Result<u8, Exit> {
     } else {
         report::render_text(&r)
     };
-    let text = with_top(text, &run, a.top, a.include_warmup, a.json)?;
+    let text = with_top(
+        text,
+        &run,
+        a.top,
+        a.event.as_deref(),
+        a.include_warmup,
+        a.json,
+    )?;
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(text.as_bytes())?;
     if !text.ends_with('\n') {
@@ -72,7 +79,7 @@ pub fn cmd_export(a: ExportArgs) -> Result<u8, Exit> {
         Format::Parquet => ExportFormat::Parquet,
     };
     let out = a
-        .output
+        .out
         .unwrap_or_else(|| a.run.join(format!("events.{}", format.extension())));
     let summary = export_run(&run, format, &out)?;
     println!("wrote {} rows to {}", summary.rows, summary.path.display());
@@ -98,13 +105,14 @@ fn with_top(
     text: String,
     run: &RunDir,
     top: Option<usize>,
+    event: Option<&str>,
     include_warmup: bool,
     json: bool,
 ) -> Result<String, Exit> {
     let Some(n) = top else {
         return Ok(text);
     };
-    let t = dbscope_analysis::top::top_events(run, n, include_warmup)?;
+    let t = dbscope_analysis::top::top_events(run, n, include_warmup, event)?;
     if json {
         let mut v: serde_json::Value = serde_json::from_str(&text)?;
         if let Some(obj) = v.as_object_mut() {

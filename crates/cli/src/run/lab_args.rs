@@ -61,6 +61,11 @@ pub struct LabArgs {
     #[arg(long, value_name = "N")]
     pub groups: Option<u64>,
 
+    /// bulkload: run the steps (load, GROUP BY twice) N times in this run, the table emptied in
+    /// between: each step is an event per repetition, so `compare` has samples to test.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub repeat: Option<u64>,
+
     /// bulkload: table kind: `temp` (the default; one session: a temporary table belongs to its
     /// connection), `unlogged` (PostgreSQL UNLOGGED; SQLite journal_mode=OFF), `logged`.
     #[arg(long, value_name = "temp|unlogged|logged")]

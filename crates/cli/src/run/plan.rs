@@ -147,6 +147,8 @@ fn workload_options(a: &RunArgs) -> Vec<(&'static str, bool, &'static [WorkloadN
         ("--restart-timeout", l.restart_timeout.is_some(), &[Lookup]),
         ("--groups", l.groups.is_some(), &[Bulkload]),
         ("--into", l.into.is_some(), &[Bulkload]),
+        // Other workloads repeat with --ops or --duration.
+        ("--repeat", l.repeat.is_some(), &[Bulkload]),
         ("--clients", e.clients.is_some(), &[Events]),
         ("--connections", e.connections.is_some(), &[Events]),
         ("--elements", e.elements.is_some(), &[Events]),
@@ -249,8 +251,8 @@ fn lookup(
     })
 }
 
-/// The `bulkload` workload's options: each session runs its steps once (one operation), so
-/// `--ops` and `--duration` do not apply.
+/// The `bulkload` workload's options: each session runs its steps once, or `--repeat` times (one
+/// operation each), so `--ops` and `--duration` do not apply.
 fn bulkload(
     a: &LabArgs,
     table: Option<&str>,
@@ -259,11 +261,13 @@ fn bulkload(
 ) -> Result<BulkloadConfig, Exit> {
     if ops_or_duration_given {
         return Err(anyhow::anyhow!(
-            "bulkload runs its steps once: --ops and --duration do not apply (use --rows)"
+            "bulkload runs its steps once, or --repeat N times: --ops and --duration do not \
+             apply (use --rows and --repeat)"
         )
         .into());
     }
     Ok(BulkloadConfig {
+        repeat: a.repeat.unwrap_or(1),
         table: table.unwrap_or("dbscope_bulkload").to_string(),
         rows: a.rows.unwrap_or(1_000_000),
         groups: a.groups.unwrap_or(4100),

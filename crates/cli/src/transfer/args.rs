@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
+use crate::parse::parse_delimiter;
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum TransferFormat {
     /// PostgreSQL's text format, `|` between columns (TPC-H's .tbl without the trailing `|`).
@@ -61,9 +63,10 @@ pub struct TransferArgs {
     /// physical block ranges (ctid, the default with more than one mapper on PostgreSQL 14+).
     #[arg(long, value_name = "COLUMN")]
     pub key: Option<String>,
-    /// Column delimiter (one ASCII character). Default: `|` (tbl), `,` (csv).
-    #[arg(long, value_name = "C")]
-    pub delimiter: Option<char>,
+    /// Column delimiter: one ASCII character or a C escape ('\t', '\x1f'). Default: `|` (tbl),
+    /// `,` (csv).
+    #[arg(long, value_name = "C", value_parser = parse_delimiter)]
+    pub delimiter: Option<u8>,
     /// csv: a header line with the column names.
     #[arg(long)]
     pub header: bool,
@@ -84,6 +87,12 @@ pub struct TransferArgs {
     /// then ends as failed, saying it loaded part of a table.
     #[arg(long)]
     pub allow_incomplete: bool,
+    /// Do the transfer N times in this run (out: the files rewritten from the same snapshot;
+    /// in: the table emptied first), each repetition's mappers and whole job (`transfer`) an
+    /// event, so `compare` has samples to test.
+    #[arg(long, default_value_t = 1, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub repeat: u32,
     /// Run directory for the mappers' events. Default: runs/<UTC timestamp>-transfer.
     #[arg(long, value_name = "DIR")]
     pub run: Option<PathBuf>,

@@ -50,7 +50,7 @@ pub fn cmd_transfer(a: TransferArgs) -> Result<u8, Exit> {
                 TransferFormat::Csv => Format::Csv,
                 TransferFormat::Parquet => Format::Parquet,
             },
-            delimiter: a.delimiter,
+            delimiter: a.delimiter.map(char::from),
             header: a.header,
             null: a.null.clone(),
             compress: match a.compress {
@@ -64,6 +64,7 @@ pub fn cmd_transfer(a: TransferArgs) -> Result<u8, Exit> {
         run,
         command_line: redacted_command_line(),
         allow_incomplete: a.allow_incomplete,
+        repeat: a.repeat,
     };
     let r = if out {
         transfer_out(&cfg)?
@@ -75,10 +76,15 @@ pub fn cmd_transfer(a: TransferArgs) -> Result<u8, Exit> {
             eprintln!("dbscope: transfer: {split}");
         }
         eprintln!(
-            "dbscope: transfer: {} rows, {:.1} MB in {:.3} s ({:.0} rows/s) with {} mapper(s)",
+            "dbscope: transfer: {} rows, {:.1} MB in {:.3} s{} ({:.0} rows/s) with {} mapper(s)",
             r.rows,
             r.bytes as f64 / 1e6,
             r.seconds,
+            if a.repeat > 1 {
+                format!(" (mean of {} repetitions)", a.repeat)
+            } else {
+                String::new()
+            },
             if r.seconds > 0.0 {
                 r.rows as f64 / r.seconds
             } else {

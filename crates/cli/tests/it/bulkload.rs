@@ -292,3 +292,131 @@ fn bulkload_on_postgres_fails_loudly_on_a_wrong_group_by() {
         r["bulkload"]
     );
 }
+
+/// Issue 34 item 6: `--repeat N` runs the steps N times in one run (the table emptied in
+/// between), each step an event per repetition, so `compare` tests them; single runs are shown
+/// side by side ("one sample: no test") instead of being refused.
+#[test]
+fn issue_34_bulkload_repeat_gives_compare_samples_on_sqlite() {
+    let dir = tempdir();
+    let d = dir.path();
+    let db = format!("sqlite:{}", s(&d.join("b.db")));
+    let run_ = |out: &str, sessions: &str, extra: &[&str]| {
+        let mut a = vec![
+            "run",
+            "bulkload",
+            "--target",
+            &db,
+            "--rows",
+            "3001",
+            "--groups",
+            "7",
+            "--into",
+            "logged",
+            "--sessions",
+            sessions,
+            "--out",
+            out,
+            "-q",
+        ];
+        a.extend_from_slice(extra);
+        ok(d, &a);
+        report_json(d, &join(d, out))
+    };
+    let r = run_("rep", "2", &["--repeat", "3"]);
+    assert_eq!(event(&r, "load")["count"], 6, "2 sessions × 3 repetitions");
+    assert_eq!(event(&r, "groupby1")["count"], 3);
+    assert_eq!(event(&r, "groupby2")["count"], 3);
+    let b = &r["bulkload"];
+    assert_eq!(b["check"], "ok: 7 groups, counts sum to 3001", "{b}");
+    let steps = b["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 9, "{b}");
+    assert_eq!(steps[0]["step"], "load, repetition 1", "{b}");
+    assert_eq!(steps[8]["step"], "group by #2, repetition 3", "{b}");
+    assert!(steps.iter().all(|st| st["rows"] == 3001), "{b}");
+    assert_eq!(manifest(&join(d, "rep"))["workload"]["params"]["repeat"], 3);
+    let conn = rusqlite::Connection::open(d.join("b.db")).unwrap();
+    let n: i64 = conn
+        .query_row("SELECT count(*) FROM dbscope_bulkload", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 3001, "emptied between repetitions, not appended to");
+
+    // One sample each: side by side, no test.
+    run_("one-a", "1", &[]);
+    run_("one-b", "2", &[]);
+    let text = ok(d, &["compare", "one-a", "one-b"]);
+    assert!(
+        text.contains("groupby1   n  A 1   B 1   one sample: no test\n  elapsed  A "),
+        "{text}"
+    );
+    assert!(text.contains("\n  rows/s   A "), "{text}");
+    assert!(
+        text.contains("load   n  A 1   B 2   1 in A and 2 in B"),
+        "{text}"
+    );
+    // Four repetitions each: tested.
+    run_("four-a", "1", &["--repeat", "4"]);
+    run_("four-b", "1", &["--repeat", "4"]);
+    let c: Value =
+        serde_json::from_str(&ok(d, &["compare", "four-a", "four-b", "--json"])).unwrap();
+    let names: Vec<&str> = c["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["load", "groupby1", "groupby2"], "{c}");
+    assert!(c["untested"].as_array().unwrap().is_empty(), "{c}");
+    assert!(c["events"][1]["verdict"]["call"] != "too_few", "{c}");
+
+    fails(
+        d,
+        &Argv::run("commit").ops(3).opt("--repeat", 2).args(),
+        2,
+        &["--repeat applies to the bulkload workload only, not commit"],
+    );
+}
+
+/// Issue 34 item 6: `--repeat` on PostgreSQL, a temporary table (one session) and an unlogged
+/// one loaded in parallel, each emptied between repetitions.
+#[test]
+fn issue_34_bulkload_repeat_on_postgres() {
+    let pg = PgCluster::shared();
+    let db = pg.create_db("bulkload_repeat");
+    let uri = pg.uri(&db);
+    let dir = tempdir();
+    for (into, sessions) in [("temp", "1"), ("unlogged", "3")] {
+        let out = format!("r-{into}");
+        ok(
+            dir.path(),
+            &[
+                "run",
+                "bulkload",
+                "--target",
+                &uri,
+                "--rows",
+                "4001",
+                "--groups",
+                "13",
+                "--into",
+                into,
+                "--sessions",
+                sessions,
+                "--repeat",
+                "2",
+                "--out",
+                &out,
+                "-q",
+            ],
+        );
+        let r = report_json(dir.path(), &join(dir.path(), &out));
+        let n: u64 = sessions.parse().unwrap();
+        assert_eq!(event(&r, "load")["count"], 2 * n, "{into}");
+        assert_eq!(event(&r, "groupby2")["count"], 2, "{into}");
+        assert_eq!(r["bulkload"]["check"], "ok: 13 groups, counts sum to 4001");
+    }
+    assert_eq!(
+        pg.query(&db, "SELECT count(*), max(id) FROM dbscope_bulkload"),
+        "4001|4001"
+    );
+}

@@ -258,23 +258,28 @@ fn bad_input_is_one_clear_line() {
     import(dir.path(), &two, "commit", "a");
     import(dir.path(), &two, "wait", "w");
     import(dir.path(), &one, "commit", "single");
-    fails(
-        dir.path(),
-        &["compare", "a", "w"],
-        2,
-        &["no event name in common (A has \"commit\"; B has \"wait\")"],
+    // Issue 34 item 6: different names and a single sample are shown side by side, not refused.
+    let text = ok(dir.path(), &["compare", "a", "w"]);
+    assert!(
+        text.contains("commit   n  A 2   B —   only in A: no test"),
+        "{text}"
     );
-    fails(
-        dir.path(),
-        &["compare", "a", "single"],
-        2,
-        &["\"commit\": A has 2 and B has 1 successful events; at least 2 in each are needed"],
+    assert!(
+        text.contains("wait   n  A —   B 2   only in B: no test"),
+        "{text}"
+    );
+    let text = ok(dir.path(), &["compare", "a", "single"]);
+    assert!(
+        text.contains(
+            "commit   n  A 2   B 1   2 in A and 1 in B (a test needs two in each): no test"
+        ),
+        "{text}"
     );
     fails(
         dir.path(),
         &["compare", "a", "a", "--event", "nope"],
         2,
-        &["event \"nope\" is not in both runs"],
+        &["nothing to compare: event \"nope\" is in neither run"],
     );
     fails(dir.path(), &["compare", "a", "missing"], 3, &["missing"]);
     fails(
@@ -366,5 +371,52 @@ fn bad_input_is_one_clear_line() {
         ],
         2,
         &["already holds a run"],
+    );
+}
+
+/// Issue 34: `--delimiter` takes C escapes (`\t`, `\x3b`) as `cut` and `awk` users write them.
+#[test]
+fn issue_34_import_delimiter_takes_c_escapes() {
+    let dir = tempdir();
+    for (arg, sep, out) in [("\\t", "\t", "tab"), ("\\x3b", ";", "semi")] {
+        let csv = join(dir.path(), &format!("{out}.csv"));
+        std::fs::write(&csv, format!("sid{sep}wait\n1{sep}5\n2{sep}7\n")).unwrap();
+        let text = ok(
+            dir.path(),
+            &[
+                "import",
+                "csv",
+                s(&csv),
+                "--event",
+                "w",
+                "--column",
+                "wait",
+                "--delimiter",
+                arg,
+                "--out",
+                out,
+            ],
+        );
+        assert!(text.contains("imported 2 events"), "{arg}: {text}");
+    }
+    let out = run(
+        dir.path(),
+        &[
+            "import",
+            "csv",
+            "x.csv",
+            "--event",
+            "w",
+            "--delimiter",
+            "\\q",
+            "--out",
+            "q",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("is not a one-character delimiter; give one ASCII character or a C escape"),
+        "{err}"
     );
 }

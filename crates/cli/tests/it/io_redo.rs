@@ -1150,6 +1150,16 @@ fn compare_reads_redo_runs_unchanged() {
     for needle in ["log file sync", "log file parallel write", "block_size"] {
         assert!(text.contains(needle), "{needle:?} in: {text}");
     }
+    // Issue 34: both sides' block sizes, and the per-destination table side by side.
+    for needle in [
+        "\nA: redo log writer: 512-byte blocks",
+        "\nB: redo log writer: 4096-byte blocks",
+        "   per destination (log file parallel write)\n",
+        " blocks/write ",
+        " MB/s ",
+    ] {
+        assert!(text.contains(needle), "{needle:?} in: {text}");
+    }
 }
 
 /// A loop device with 4096-byte sectors over a file, detached when dropped.

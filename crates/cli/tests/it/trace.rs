@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::cli::{event, fails, manifest, ok, report_json, s, tempdir};
+use crate::cli::{event, fails, manifest, ok, report_json, run, s, tempdir};
 
 fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -516,11 +516,9 @@ fn exported_params(d: &Path, trace: &str) -> Value {
         &["trace", "import", s(&fixture(trace)), "--out", s(&run)],
     );
     let (csv, parquet) = (d.join("e.csv"), d.join("e.parquet"));
-    for (format, out) in [("csv", &csv), ("parquet", &parquet)] {
-        ok(
-            d,
-            &["export", s(&run), "--format", format, "--output", s(out)],
-        );
+    // `--out` as every other command takes it, and `--output` (issue 34).
+    for (format, out, flag) in [("csv", &csv, "--out"), ("parquet", &parquet, "--output")] {
+        ok(d, &["export", s(&run), "--format", format, flag, s(out)]);
     }
     let out = std::process::Command::new("python3")
         .args(["-c", PARAMS_SCRIPT])
@@ -615,5 +613,61 @@ fn issue_13_export_of_an_imported_trace_has_obj_and_p1_to_p3() {
             [Some(4), Some(1234), Some(1)],
             [None; 3]
         )
+    );
+}
+
+/// Issue 34: `report --top N --event NAME` lists the slowest events of that name alone (the
+/// seed's top 10,000 of `log file sync`); a name the run lacks is refused with the names it has.
+#[test]
+fn issue_34_report_top_of_one_event() {
+    let d = tempdir();
+    let d = d.path();
+    let f = fixture(MULTI);
+    let all = ok(d, &["report", s(&f), "--top", "100"]);
+    let text = ok(
+        d,
+        &["report", s(&f), "--top", "100", "--event", "log file sync"],
+    );
+    assert!(
+        text.contains("top 2 of 2 successful \"log file sync\" events, slowest first"),
+        "{text}"
+    );
+    let top = &text[text.find("slowest first").unwrap()..];
+    let rows: Vec<&str> = top
+        .lines()
+        .skip(2)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    assert_eq!(rows.len(), 2, "{top}");
+    assert!(rows.iter().all(|l| l.contains("log file sync")), "{top}");
+    assert!(
+        all.contains("db file sequential read"),
+        "without --event every name is listed: {all}"
+    );
+    let j: Value = serde_json::from_str(&ok(
+        d,
+        &[
+            "report",
+            s(&f),
+            "--top",
+            "1",
+            "--event",
+            "log file sync",
+            "--json",
+        ],
+    ))
+    .unwrap();
+    assert_eq!(j["top"]["event"], "log file sync");
+    assert_eq!(j["top"]["events"][0]["name"], "log file sync");
+    let o = run(
+        d,
+        &["report", s(&f), "--top", "5", "--event", "no such wait"],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        err.contains("--event \"no such wait\": the run has no such event (it has ")
+            && err.contains("\"log file sync\""),
+        "{err}"
     );
 }

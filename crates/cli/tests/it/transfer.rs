@@ -1168,3 +1168,96 @@ fn compressed_files_round_trip_by_manifest_and_by_extension_issue_15() {
         &["snappy is a Parquet codec"],
     );
 }
+
+/// Issue 34 item 6: a 1-mapper and a 4-mapper transfer side by side (one job each: "one sample:
+/// no test"), `--repeat N` giving a job event per repetition that `compare` tests, a load
+/// repeated into the emptied table, and `--delimiter '\t'` written as a C escape.
+#[test]
+fn issue_34_transfer_repeat_and_compare_of_mappers() {
+    let pg = PgCluster::shared();
+    let src = pg.create_db("transfer_rep_src");
+    let dst = pg.create_db("transfer_rep_dst");
+    fill(pg, &src, 20_000);
+    pg.query(&dst, SCHEMA);
+    let dir = tempdir();
+    let d = dir.path();
+    let tab = ["--format", "csv", "--delimiter", "\\t"];
+    let (_, r1) = out(pg, &src, "t", d, "m1", "1", &tab);
+    let (_, r4) = out(pg, &src, "t", d, "m4", "4", &tab);
+    assert_eq!(event(&r1, "transfer")["count"], 1);
+    assert_eq!(event(&r4, "copy-out")["count"], 4);
+    assert_eq!(event(&r4, "transfer")["count"], 1);
+    let part = std::fs::read_to_string(join(d, "data-m1").join("part-00000.csv")).unwrap();
+    assert!(
+        part.lines().next().unwrap().split('\t').count() == 5,
+        "tab-delimited: {}",
+        &part[..80]
+    );
+    let text = ok(
+        d,
+        &["compare", s(&join(d, "run-m1")), s(&join(d, "run-m4"))],
+    );
+    assert!(
+        text.contains("transfer   n  A 1   B 1   one sample: no test\n  elapsed  A "),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "copy-out   n  A 1   B 4   1 in A and 4 in B (a test needs two in each): no test"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("\n  rows/s   A "), "{text}");
+    assert!(text.contains("workload.params.mappers"), "{text}");
+
+    let rep = ["--format", "csv", "--delimiter", "\\t", "--repeat", "4"];
+    let (j1, r1) = out(pg, &src, "t", d, "r1", "1", &rep);
+    let (_, r2) = out(pg, &src, "t", d, "r2", "2", &rep);
+    assert_eq!(j1["rows"], 20_000);
+    assert_eq!(event(&r1, "transfer")["count"], 4);
+    assert_eq!(event(&r2, "copy-out")["count"], 8);
+    assert_eq!(r2["transfer"]["rows"], 20_000, "one repetition's rows");
+    assert_eq!(r2["transfer"]["repetitions"], 4);
+    let c: serde_json::Value = serde_json::from_str(&ok(
+        d,
+        &[
+            "compare",
+            s(&join(d, "run-r1")),
+            s(&join(d, "run-r2")),
+            "--event",
+            "transfer",
+            "--json",
+        ],
+    ))
+    .unwrap();
+    assert_eq!(c["events"][0]["name"], "transfer", "{c}");
+    assert_eq!(c["events"][0]["a"]["n"], 4, "{c}");
+    assert_ne!(c["events"][0]["verdict"]["call"], "too_few", "{c}");
+
+    // In, twice: the table emptied before the second load, verified each time.
+    let run_in = join(d, "in");
+    let to = table_uri(pg, &dst, "t");
+    ok(
+        d,
+        &[
+            "transfer",
+            "--from",
+            s(&join(d, "data-r2")),
+            "--to",
+            &to,
+            "--format",
+            "csv",
+            "--repeat",
+            "2",
+            "--mappers",
+            "2",
+            "--run",
+            s(&run_in),
+            "-q",
+        ],
+    );
+    let r = report_json(d, &run_in);
+    assert_eq!(event(&r, "copy-in")["count"], 4);
+    assert_eq!(event(&r, "transfer")["count"], 2);
+    assert_eq!(digest(pg, &dst), digest(pg, &src));
+}

@@ -187,9 +187,10 @@ impl RunPlan {
                     c.ops_per_session = Some(ops / s.max(1));
                 }
             }
-            WorkloadPlan::Bulkload(_) => {
-                // A wrong GROUP BY answer must not pass as a measurement: any error fails.
-                c.ops_per_session = Some(1);
+            WorkloadPlan::Bulkload(b) => {
+                // A wrong GROUP BY answer must not pass as a measurement: any error fails. One
+                // operation per repetition.
+                c.ops_per_session = Some(b.repeat.max(1));
                 c.duration = None;
                 c.max_errors = 0;
                 c.threads = Some(c.sessions);

@@ -247,6 +247,9 @@ pub struct TransferConfig {
     /// `.partial` file there) instead of refusing them; the run then says it loaded part of a
     /// table and ends as failed.
     pub allow_incomplete: bool,
+    /// Times the transfer is done in this run (≥ 1): out rewrites the files from the same
+    /// snapshot, in empties the table first; each repetition's mappers and job are events.
+    pub repeat: u32,
 }
 
 /// One mapper's work.

@@ -143,82 +143,28 @@ pub fn transfer_in(cfg: &TransferConfig) -> Result<TransferResult, Error> {
     let clock = rec.start_clock()?;
     let n = (cfg.mappers as usize).min(files.len()).max(1);
     let parquet = cfg.file.format == Format::Parquet;
-    let works: Vec<MapperWork> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..n)
-            .map(|i| {
-                let mine: Vec<&(String, Option<FileEntry>)> =
-                    files.iter().skip(i).step_by(n).collect();
-                let (clock, opts) = (&clock, &opts);
-                s.spawn(move || {
-                    let mut w = MapperWork {
-                        mapper: i as u32,
-                        ..Default::default()
-                    };
-                    if let Err(e) =
-                        mapper_in(spec, &cfg.dir, &mine, (table, opts, parquet), clock, &mut w)
-                    {
-                        w.error = Some(format!("mapper {i}: {e}"));
-                    }
-                    w
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("mapper thread"))
-            .collect()
-    });
-    let mut detail = works.iter().find_map(|w| w.error.clone());
-    if let (None, Some(m)) = (&detail, &manifest) {
-        let counted = match (&m.checksum, cfg.checksum) {
-            (Some(want), true) if want.starts_with(ROW_SUM_PREFIX) => {
-                // Parquet files name their columns: read them back in that order.
-                let cols = match parquet {
-                    true => PqRows::open(&cfg.dir.join(&files[0].0))
-                        .map(|r| r.column_list())
-                        .map(|l| l[1..l.len() - 1].to_string())
-                        .map_err(|e| WireError::Protocol(e.to_string())),
-                    false => Ok("*".to_string()),
-                };
-                cols.and_then(|cols| table_row_sum(&mut coord, table, &cols, &m.options))
-                    .map(|(rows, sum)| (rows, Some(format!("{ROW_SUM_PREFIX}{sum:016x}"))))
+    // Each repetition loads the files again into the table emptied first (not timed), and is
+    // verified; a failed one ends the run.
+    let mut reps: Vec<Vec<MapperWork>> = Vec::new();
+    let mut detail = None;
+    for rep in 0..cfg.repeat.max(1) {
+        if rep > 0 {
+            if let Err(e) = one(&mut coord, &format!("TRUNCATE {table}")) {
+                detail = Some(db("TRUNCATE before the next repetition", &e));
+                break;
             }
-            (sum, verify) => {
-                let sql = match (sum, verify) {
-                    (Some(_), true) => checksum_sql(table),
-                    _ => format!("SELECT count(*), NULL FROM {table}"),
-                };
-                one(&mut coord, &sql).map(|r| {
-                    let rows = r
-                        .first()
-                        .cloned()
-                        .flatten()
-                        .and_then(|v| v.parse().ok())
-                        .unwrap_or(0);
-                    (rows, r.get(1).cloned().flatten())
-                })
-            }
-        };
-        detail = match counted {
-            Err(e) => Some(db("table checksum", &e)),
-            Ok((rows, sum)) => {
-                if rows != m.rows {
-                    Some(format!(
-                        "{table} holds {rows} rows after the load; {} were transferred out",
-                        m.rows
-                    ))
-                } else if let (Some(sum), Some(want)) = (&sum, &m.checksum) {
-                    (sum != want).then(|| {
-                        format!(
-                            "{table}'s checksum {sum} differs from the source's {want} (same row count {rows})"
-                        )
-                    })
-                } else {
-                    None
-                }
-            }
-        };
+        }
+        let works = load_once(cfg, &files, n, (table, &opts, parquet), &clock);
+        detail = works.iter().find_map(|w| w.error.clone());
+        if let (None, Some(m)) = (&detail, &manifest) {
+            detail = verify(&mut coord, cfg, m, &files, (table, parquet));
+        }
+        reps.push(works);
+        if detail.is_some() {
+            break;
+        }
     }
+    let works = reps.last().map_or(&[][..], |w| &w[..]);
     // A mapper failed: each file's COPY commits on its own, so what the others loaded stays
     // (issue 27 item 13: the run did not say the table now held part of the load).
     if let (Some(why), true) = (&detail, works.iter().any(|w| w.error.is_some())) {
@@ -240,7 +186,101 @@ pub fn transfer_in(cfg: &TransferConfig) -> Result<TransferResult, Error> {
              part of the table, not verified"
         ));
     }
-    finish(rec, &clock, "copy-in", &works, detail, None)
+    finish(rec, &clock, "copy-in", &reps, detail, None)
+}
+
+/// One load of the files: a mapper per share of them.
+fn load_once(
+    cfg: &TransferConfig,
+    files: &[(String, Option<FileEntry>)],
+    n: usize,
+    (table, opts, parquet): (&str, &str, bool),
+    clock: &RunClock,
+) -> Vec<MapperWork> {
+    let spec = cfg.table.conn.as_str();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..n)
+            .map(|i| {
+                let mine: Vec<&(String, Option<FileEntry>)> =
+                    files.iter().skip(i).step_by(n).collect();
+                s.spawn(move || {
+                    let mut w = MapperWork {
+                        mapper: i as u32,
+                        ..Default::default()
+                    };
+                    if let Err(e) =
+                        mapper_in(spec, &cfg.dir, &mine, (table, opts, parquet), clock, &mut w)
+                    {
+                        w.error = Some(format!("mapper {i}: {e}"));
+                    }
+                    w
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("mapper thread"))
+            .collect()
+    })
+}
+
+/// The loaded table against `transfer.json`: its row count, and its checksum when asked;
+/// `Some(why)` when it does not match.
+fn verify(
+    coord: &mut WireConn,
+    cfg: &TransferConfig,
+    m: &TransferManifest,
+    files: &[(String, Option<FileEntry>)],
+    (table, parquet): (&str, bool),
+) -> Option<String> {
+    let counted = match (&m.checksum, cfg.checksum) {
+        (Some(want), true) if want.starts_with(ROW_SUM_PREFIX) => {
+            // Parquet files name their columns: read them back in that order.
+            let cols = match parquet {
+                true => PqRows::open(&cfg.dir.join(&files[0].0))
+                    .map(|r| r.column_list())
+                    .map(|l| l[1..l.len() - 1].to_string())
+                    .map_err(|e| WireError::Protocol(e.to_string())),
+                false => Ok("*".to_string()),
+            };
+            cols.and_then(|cols| table_row_sum(coord, table, &cols, &m.options))
+                .map(|(rows, sum)| (rows, Some(format!("{ROW_SUM_PREFIX}{sum:016x}"))))
+        }
+        (sum, verify) => {
+            let sql = match (sum, verify) {
+                (Some(_), true) => checksum_sql(table),
+                _ => format!("SELECT count(*), NULL FROM {table}"),
+            };
+            one(coord, &sql).map(|r| {
+                let rows = r
+                    .first()
+                    .cloned()
+                    .flatten()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                (rows, r.get(1).cloned().flatten())
+            })
+        }
+    };
+    match counted {
+        Err(e) => Some(db("table checksum", &e)),
+        Ok((rows, sum)) => {
+            if rows != m.rows {
+                Some(format!(
+                    "{table} holds {rows} rows after the load; {} were transferred out",
+                    m.rows
+                ))
+            } else if let (Some(sum), Some(want)) = (&sum, &m.checksum) {
+                (sum != want).then(|| {
+                        format!(
+                            "{table}'s checksum {sum} differs from the source's {want} (same row count {rows})"
+                        )
+                    })
+            } else {
+                None
+            }
+        }
+    }
 }
 
 fn mapper_in(

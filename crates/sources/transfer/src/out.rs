@@ -75,50 +75,27 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
     let clock = rec.start_clock()?;
     let opts = cfg.file.copy_options();
     let ext = cfg.file.format.ext();
-    let (works, checksum) = std::thread::scope(|s| {
-        let handles: Vec<_> = plan
-            .parts
-            .iter()
-            .enumerate()
-            .map(|(i, part)| {
-                let (clock, snapshot, opts) = (&clock, &snapshot, &opts);
-                let columns = columns.as_deref();
-                let name = format!("part-{i:05}.{ext}{}", cfg.file.file_suffix());
-                let path = cfg.dir.join(&name);
-                s.spawn(move || {
-                    let where_ = part
-                        .filter
-                        .as_ref()
-                        .map_or(String::new(), |f| format!(" WHERE {f}"));
-                    let sql = format!("COPY (SELECT * FROM {table}{where_}) TO STDOUT {opts}");
-                    let mut w = MapperWork {
-                        mapper: i as u32,
-                        files: vec![name],
-                        ..Default::default()
-                    };
-                    if let Err(e) = mapper_out(
-                        spec,
-                        &path,
-                        &sql,
-                        snapshot,
-                        (columns, cfg.file.compress, cfg.file.header),
-                        clock,
-                        &mut w,
-                    ) {
-                        w.error = Some(format!("mapper {i} ({}): {e}", part.describe()));
-                    }
-                    w
-                })
-            })
-            .collect();
-        // The checksum comes from the mappers' rows (`row_sum`): no second pass here.
-        let checksum: Result<Option<String>, WireError> = Ok(None);
-        let works: Vec<MapperWork> = handles
-            .into_iter()
-            .map(|h| h.join().expect("mapper thread"))
-            .collect();
-        (works, checksum)
-    });
+    // Each repetition copies the same snapshot again into the same files; a failed one ends it.
+    let mut reps: Vec<Vec<MapperWork>> = Vec::new();
+    for _ in 0..cfg.repeat.max(1) {
+        let works = copy_out_once(
+            cfg,
+            &plan,
+            columns.as_deref(),
+            &snapshot,
+            &clock,
+            &opts,
+            ext,
+        );
+        let failed = works.iter().any(|w| w.error.is_some());
+        reps.push(works);
+        if failed {
+            break;
+        }
+    }
+    let works = reps.last().expect("at least one repetition");
+    // The checksum comes from the mappers' rows (`row_sum`): no second pass here.
+    let checksum: Result<Option<String>, WireError> = Ok(None);
     let _ = one(&mut coord, "COMMIT");
     let copied: u64 = works.iter().map(|w| w.rows).sum();
     let mut detail = works.iter().find_map(|w| w.error.clone());
@@ -176,7 +153,60 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
             Err(e) => detail = Some(e),
         }
     }
-    finish(rec, &clock, "copy-out", &works, detail, Some(&plan))
+    finish(rec, &clock, "copy-out", &reps, detail, Some(&plan))
+}
+
+/// One copy of the table: a mapper per part, each writing its file.
+fn copy_out_once(
+    cfg: &TransferConfig,
+    plan: &split::Plan,
+    columns: Option<&[PqColumn]>,
+    snapshot: &str,
+    clock: &RunClock,
+    opts: &str,
+    ext: &str,
+) -> Vec<MapperWork> {
+    let spec = cfg.table.conn.as_str();
+    let table = cfg.table.table.as_str();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = plan
+            .parts
+            .iter()
+            .enumerate()
+            .map(|(i, part)| {
+                let name = format!("part-{i:05}.{ext}{}", cfg.file.file_suffix());
+                let path = cfg.dir.join(&name);
+                s.spawn(move || {
+                    let where_ = part
+                        .filter
+                        .as_ref()
+                        .map_or(String::new(), |f| format!(" WHERE {f}"));
+                    let sql = format!("COPY (SELECT * FROM {table}{where_}) TO STDOUT {opts}");
+                    let mut w = MapperWork {
+                        mapper: i as u32,
+                        files: vec![name],
+                        ..Default::default()
+                    };
+                    if let Err(e) = mapper_out(
+                        spec,
+                        &path,
+                        &sql,
+                        snapshot,
+                        (columns, cfg.file.compress, cfg.file.header),
+                        clock,
+                        &mut w,
+                    ) {
+                        w.error = Some(format!("mapper {i} ({}): {e}", part.describe()));
+                    }
+                    w
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("mapper thread"))
+            .collect()
+    })
 }
 
 /// One per mapper's file, so the size of its largest variant does not matter.

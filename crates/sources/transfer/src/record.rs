@@ -1,5 +1,5 @@
-//! A transfer recorded as a run: the manifest at the start, one event per mapper and the
-//! `transfer` counters at the end.
+//! A transfer recorded as a run: the manifest at the start, one event per mapper and one for the
+//! whole job ([`JOB_EVENT`]) per repetition, and the `transfer` counters at the end.
 
 use std::collections::BTreeMap;
 
@@ -24,6 +24,7 @@ pub(crate) fn begin(
         ("dir".to_string(), cfg.dir.display().to_string().into()),
         ("mappers".to_string(), cfg.mappers.into()),
         ("format".to_string(), cfg.file.format.ext().into()),
+        ("repeat".to_string(), cfg.repeat.into()),
     ]);
     if let Some(k) = split {
         params.insert("split".to_string(), k.name().into());
@@ -45,20 +46,28 @@ pub(crate) fn begin(
     Ok(Recording::begin(&cfg.run, m)?)
 }
 
-/// Writes one event per mapper and the `transfer` counters, and ends the run.
+/// The event of a whole transfer (one per repetition): from the first mapper's start to the last
+/// one's end, rows all mappers moved, failed when one did. What two transfers with different
+/// mappers have in common for `compare`.
+pub const JOB_EVENT: &str = "transfer";
+
+/// Writes per repetition one event per mapper (`event`) and one for the job ([`JOB_EVENT`]),
+/// and the `transfer` counters, and ends the run.
 pub(crate) fn finish(
     mut rec: Recording,
     clock: &RunClock,
     event: &str,
-    works: &[MapperWork],
+    reps: &[Vec<MapperWork>],
     detail: Option<String>,
     split: Option<&split::Plan>,
 ) -> Result<TransferResult, Error> {
     let name = rec.names().intern(event);
+    let job = rec.names().intern(JOB_EVENT);
     let failed = rec.names().intern_outcome("mapper-failed");
-    let mut events: Vec<Event> = works
-        .iter()
-        .map(|w| Event {
+    let rows_u32 = |n: u64| n.min(u32::MAX as u64) as u32;
+    let mut events: Vec<Event> = Vec::new();
+    for works in reps {
+        events.extend(works.iter().map(|w| Event {
             session: w.mapper,
             name,
             start_ns: w.start_ns,
@@ -66,26 +75,58 @@ pub(crate) fn finish(
             intended_start_ns: None,
             outcome: if w.error.is_some() { failed } else { 0 },
             flags: 0,
-            rows: w.rows.min(u32::MAX as u64) as u32,
-        })
-        .collect();
+            rows: rows_u32(w.rows),
+        }));
+        if let (Some(first), Some(last)) = (
+            works.iter().map(|w| w.start_ns).min(),
+            works.iter().map(|w| w.end_ns).max(),
+        ) {
+            events.push(Event {
+                session: 0,
+                name: job,
+                start_ns: first,
+                duration_ns: last.saturating_sub(first).max(1),
+                intended_start_ns: None,
+                outcome: if works.iter().any(|w| w.error.is_some()) {
+                    failed
+                } else {
+                    0
+                },
+                flags: 0,
+                rows: rows_u32(works.iter().map(|w| w.rows).sum()),
+            });
+        }
+    }
     events.sort_by_key(|e| e.start_ns);
     rec.write_block(&events)?;
+    // The figures of one repetition: the last (all move the same rows); the time, their mean.
+    let empty = Vec::new();
+    let works = reps.last().unwrap_or(&empty);
     let rows: u64 = works.iter().map(|w| w.rows).sum();
     let bytes: u64 = works.iter().map(|w| w.bytes).sum();
-    let first = works.iter().map(|w| w.start_ns).min().unwrap_or(0);
-    let last = works
-        .iter()
-        .map(|w| w.end_ns)
-        .max()
-        .unwrap_or(clock.now_ns());
-    let seconds = last.saturating_sub(first) as f64 / 1e9;
+    let span = |ws: &[MapperWork]| {
+        let first = ws.iter().map(|w| w.start_ns).min().unwrap_or(0);
+        let last = ws.iter().map(|w| w.end_ns).max().unwrap_or(clock.now_ns());
+        last.saturating_sub(first) as f64 / 1e9
+    };
+    let seconds = if reps.is_empty() {
+        span(&[])
+    } else {
+        reps.iter().map(|ws| span(ws)).sum::<f64>() / reps.len() as f64
+    };
     let rate = |v: u64, s: f64| (s > 0.0).then(|| v as f64 / s);
-    let table_rows = works
+    let repeated = reps.len() > 1;
+    let table_rows = reps
         .iter()
-        .map(|w| {
+        .enumerate()
+        .flat_map(|(rep, works)| works.iter().map(move |w| (rep, w)))
+        .map(|(rep, w)| {
             let s = w.end_ns.saturating_sub(w.start_ns) as f64 / 1e9;
-            let mut row = vec![
+            let mut row: Vec<CounterValue> = repeated
+                .then(|| CounterValue::count(rep as u64 + 1))
+                .into_iter()
+                .collect();
+            row.extend([
                 CounterValue::count(w.mapper as u64),
                 CounterValue::count(w.rows),
                 CounterValue::count(w.bytes),
@@ -95,7 +136,7 @@ pub(crate) fn finish(
                 CounterValue::Float(w.sync_ns as f64 / 1e9),
                 CounterValue::Text(w.files.join(" ")),
                 CounterValue::Text(w.error.clone().unwrap_or_default()),
-            ];
+            ]);
             if let Some(sp) = split {
                 let r = sp.parts.get(w.mapper as usize).map(split::Part::describe);
                 row.push(CounterValue::Text(r.unwrap_or_default().to_string()));
@@ -110,7 +151,17 @@ pub(crate) fn finish(
         counters: vec![
             Counter::new("rows", "rows", CounterValue::count(rows), ""),
             Counter::new("bytes", "bytes", CounterValue::count(bytes), ""),
-            Counter::new("seconds", "elapsed", CounterValue::Float(seconds), "s").decimals(3),
+            Counter::new(
+                "seconds",
+                &if repeated {
+                    format!("elapsed (mean of {})", reps.len())
+                } else {
+                    "elapsed".to_string()
+                },
+                CounterValue::Float(seconds),
+                "s",
+            )
+            .decimals(3),
             Counter::new(
                 "rows_per_s",
                 "rows/s",
@@ -133,6 +184,14 @@ pub(crate) fn finish(
             ),
         ]
         .into_iter()
+        .chain(repeated.then(|| {
+            Counter::new(
+                "repetitions",
+                "repetitions",
+                CounterValue::count(reps.len() as u64),
+                "",
+            )
+        }))
         .chain(split.map(|sp| {
             Counter::new(
                 "split",
@@ -145,20 +204,22 @@ pub(crate) fn finish(
         tables: vec![CounterTable {
             key: "mappers".into(),
             title: "per mapper".into(),
-            columns: [
-                Column::new("mapper", "mapper", ""),
-                Column::new("rows", "rows", ""),
-                Column::new("bytes", "bytes", ""),
-                Column::new("seconds", "time", "s").decimals(3),
-                Column::new("rows_per_s", "rows/s", "/s").decimals(0),
-                Column::new("mb_per_s", "MB/s", "MB/s").decimals(1),
-                Column::new("sync_seconds", "of which fsync", "s").decimals(3),
-                Column::new("files", "files", ""),
-                Column::new("error", "error", ""),
-            ]
-            .into_iter()
-            .chain(split.map(|_| Column::new("range", "rows where", "")))
-            .collect(),
+            columns: repeated
+                .then(|| Column::new("repetition", "repetition", ""))
+                .into_iter()
+                .chain([
+                    Column::new("mapper", "mapper", ""),
+                    Column::new("rows", "rows", ""),
+                    Column::new("bytes", "bytes", ""),
+                    Column::new("seconds", "time", "s").decimals(3),
+                    Column::new("rows_per_s", "rows/s", "/s").decimals(0),
+                    Column::new("mb_per_s", "MB/s", "MB/s").decimals(1),
+                    Column::new("sync_seconds", "of which fsync", "s").decimals(3),
+                    Column::new("files", "files", ""),
+                    Column::new("error", "error", ""),
+                ])
+                .chain(split.map(|_| Column::new("range", "rows where", "")))
+                .collect(),
             rows: table_rows,
         }],
         notes: split

@@ -3,6 +3,8 @@
 //! (COPY on PostgreSQL, one transaction of prepared inserts on SQLite) into a table of kind
 //! `--into temp|unlogged|logged`; then session 0 runs the GROUP BY twice and checks its answer
 //! exactly (every group, every count). Each step is one event; rows/s and MB/s go to counters.
+//! With `repeat` N the whole is done N times in one run, the table emptied in between, so each
+//! step is an event per repetition and `compare` has samples.
 //!
 //! A global temporary table (Oracle's) has one definition shared by all sessions and data private
 //! to each. PostgreSQL and SQLite temporary tables are private to one connection, so no second
@@ -75,6 +77,8 @@ pub struct BulkloadConfig {
     pub place: Placement,
     /// Sessions loading in parallel.
     pub sessions: u32,
+    /// Times the steps are run (load, GROUP BY twice), the table emptied in between (≥ 1).
+    pub repeat: u64,
 }
 
 /// One timed step's figures.
@@ -87,12 +91,26 @@ struct StepResult {
 
 #[derive(Default)]
 struct Shared {
-    /// Sessions done with their load (or gone).
+    /// Sessions done with this repetition's load.
     arrived: u32,
-    /// Rows the sessions loaded.
+    /// Rows the sessions loaded in this repetition.
     loaded: u64,
+    /// Per session gone for good (dropped before its last repetition): the first repetition it
+    /// misses.
+    gone_from: Vec<u64>,
+    /// Repetitions whose table is ready to load: session 0 empties it after each one's GROUP BYs.
+    ready: u64,
+    /// Set when a repetition failed or session 0 left: the others stop instead of waiting.
+    stopped: bool,
     steps: Vec<StepResult>,
     checked: Option<String>,
+}
+
+impl Shared {
+    /// Sessions accounted for in repetition `rep`: arrived, or gone before it.
+    fn accounted(&self, rep: u64) -> u32 {
+        self.arrived + self.gone_from.iter().filter(|&&k| k <= rep).count() as u32
+    }
 }
 
 /// The bulkload workload.
@@ -131,6 +149,12 @@ impl BulkloadWorkload {
                     "{}: expected 12 to 1000000 (8 bytes of id, 4 of col, the rest pad)",
                     cfg.row_bytes
                 ),
+            ));
+        }
+        if !(1..=1_000_000).contains(&cfg.repeat) {
+            return Err(Error::invalid(
+                "repeat",
+                format!("{}: expected 1 to 1000000", cfg.repeat),
             ));
         }
         if cfg.into == LoadInto::Temp && cfg.sessions > 1 {
@@ -188,6 +212,7 @@ impl Workload for BulkloadWorkload {
             ("row_bytes".to_string(), self.cfg.row_bytes.into()),
             ("into".to_string(), self.cfg.into.to_string().into()),
             ("placement".to_string(), self.cfg.place.describe().into()),
+            ("repeat".to_string(), self.cfg.repeat.into()),
         ])
     }
 
@@ -258,7 +283,8 @@ impl Workload for BulkloadWorkload {
             shared: self.shared.clone(),
             prefix: String::new(),
             arrived: false,
-            done: false,
+            rep: 0,
+            finished: false,
             names: (0, 0, 0),
         })
     }
@@ -334,13 +360,17 @@ struct BulkSession {
     tablespace: Option<String>,
     shared: Arc<(Mutex<Shared>, Condvar)>,
     prefix: String,
+    /// Arrived in the current repetition.
     arrived: bool,
-    done: bool,
+    /// Repetitions started.
+    rep: u64,
+    /// Nothing more to do: every repetition done, or the run stopped.
+    finished: bool,
     names: (NameId, NameId, NameId),
 }
 
 impl BulkSession {
-    /// Says this session's load is over (done, failed, or never started), once.
+    /// Says this session's load of the current repetition is over (done or failed), once.
     fn arrive(&mut self, rows: u64) {
         if self.arrived {
             return;
@@ -351,6 +381,32 @@ impl BulkSession {
         sh.arrived += 1;
         sh.loaded += rows;
         cv.notify_all();
+    }
+
+    /// Stops the other sessions (a failed repetition): none waits for a table that will not be
+    /// ready.
+    fn stop_all(&self) {
+        let (m, cv) = &*self.shared;
+        m.lock().unwrap_or_else(PoisonError::into_inner).stopped = true;
+        cv.notify_all();
+    }
+
+    /// Session 0, after a repetition's GROUP BYs: empties the table for the next one and lets
+    /// the sessions load it.
+    fn next_repetition(&mut self, sess: &mut dyn Session) -> TargetResult<()> {
+        let t = format!("{}{}", self.prefix, self.cfg.table);
+        match self.dialect {
+            Dialect::Postgres => sess.batch(&format!("TRUNCATE {t}"))?,
+            Dialect::Sqlite => sess.batch(&format!("DELETE FROM {t}"))?,
+            Dialect::Null => {}
+        }
+        let (m, cv) = &*self.shared;
+        let mut sh = m.lock().unwrap_or_else(PoisonError::into_inner);
+        sh.arrived = 0;
+        sh.loaded = 0;
+        sh.ready = self.rep;
+        cv.notify_all();
+        Ok(())
     }
 
     fn load(&mut self, sess: &mut dyn Session) -> TargetResult<u64> {
@@ -454,8 +510,24 @@ fn check_error(message: String) -> TargetError {
 
 impl Drop for BulkSession {
     fn drop(&mut self) {
-        // A session that never loaded (prepare failed) must not keep session 0 waiting.
-        self.arrive(0);
+        // A session that leaves before its last repetition (prepare failed, the run stopped)
+        // must not keep session 0 waiting for its loads, nor session 0 the others for a table.
+        if self.finished && self.rep >= self.cfg.repeat {
+            return;
+        }
+        let (m, cv) = &*self.shared;
+        let mut sh = m.lock().unwrap_or_else(PoisonError::into_inner);
+        // Its current repetition is missed unless it already arrived in it.
+        let missed = if self.arrived {
+            self.rep
+        } else {
+            self.rep.saturating_sub(1)
+        };
+        sh.gone_from.push(missed);
+        if self.session == 0 {
+            sh.stopped = true;
+        }
+        cv.notify_all();
     }
 }
 
@@ -497,11 +569,30 @@ impl SessionWork for BulkSession {
         Ok(())
     }
 
+    fn finished(&self) -> bool {
+        self.finished
+    }
+
     fn step(&mut self, sess: &mut dyn Session, rec: &mut Recorder) -> Result<(), TargetError> {
-        if self.done {
+        if self.finished {
             return Ok(());
         }
-        self.done = true;
+        // Wait until the table is ready for this repetition (session 0 empties it between).
+        let rep = self.rep;
+        {
+            let (m, cv) = &*self.shared;
+            let mut sh = m.lock().unwrap_or_else(PoisonError::into_inner);
+            while sh.ready < rep && !sh.stopped {
+                sh = cv.wait(sh).unwrap_or_else(PoisonError::into_inner);
+            }
+            if sh.ready < rep {
+                self.finished = true;
+                return Ok(());
+            }
+        }
+        self.rep += 1;
+        self.arrived = false;
+        self.finished = self.rep >= self.cfg.repeat;
         let (load, g1, g2) = self.names;
         let t0 = rec.now();
         let loaded = match super::work::timed(rec, load, t0, || self.load(sess), |&n| Ok(n)).0 {
@@ -518,13 +609,22 @@ impl SessionWork for BulkSession {
         // Session 0 waits for every load, records the parallel load's span, then aggregates.
         let (m, cv) = &*self.shared;
         let mut sh = m.lock().unwrap_or_else(PoisonError::into_inner);
-        while sh.arrived < self.cfg.sessions {
+        while sh.accounted(rep) < self.cfg.sessions {
             sh = cv.wait(sh).unwrap_or_else(PoisonError::into_inner);
         }
         let all_loaded = sh.loaded;
         let load_end = rec.now();
+        let label = |step: String| {
+            if self.cfg.repeat > 1 {
+                format!("{step}, repetition {}", rep + 1)
+            } else {
+                step
+            }
+        };
         sh.steps.push(StepResult {
-            step: format!("load ({} sessions)", self.cfg.sessions),
+            // The same name whatever the sessions, so two runs' steps line up in `compare`
+            // (the sessions are in the manifest).
+            step: label("load".to_string()),
             rows: all_loaded,
             seconds: (load_end - t0) as f64 / 1e9,
         });
@@ -535,6 +635,7 @@ impl SessionWork for BulkSession {
                 self.cfg.rows
             ));
             rec.error(g1, load_end, load_end, &e.class);
+            self.stop_all();
             return Err(e);
         }
         for (i, name) in [g1, g2].into_iter().enumerate() {
@@ -545,7 +646,7 @@ impl SessionWork for BulkSession {
                 Ok(groups) => {
                     let mut sh = m.lock().unwrap_or_else(PoisonError::into_inner);
                     sh.steps.push(StepResult {
-                        step: format!("group by #{}", i + 1),
+                        step: label(format!("group by #{}", i + 1)),
                         rows: all_loaded,
                         seconds: (b - a) as f64 / 1e9,
                     });
@@ -554,8 +655,15 @@ impl SessionWork for BulkSession {
                 Err(e) => {
                     m.lock().unwrap_or_else(PoisonError::into_inner).checked =
                         Some(e.message.clone());
+                    self.stop_all();
                     return Err(e);
                 }
+            }
+        }
+        if !self.finished {
+            if let Err(e) = self.next_repetition(sess) {
+                self.stop_all();
+                return Err(e);
             }
         }
         Ok(())
@@ -575,6 +683,7 @@ mod tests {
             into: LoadInto::Logged,
             place: Placement::Default,
             sessions: 2,
+            repeat: 1,
         }
     }
 
@@ -597,5 +706,6 @@ mod tests {
         })
         .contains("--into unlogged"));
         assert!("global".parse::<LoadInto>().is_err());
+        assert!(e(BulkloadConfig { repeat: 0, ..cfg() }).contains("--repeat 0"));
     }
 }
