@@ -63,8 +63,10 @@ pub(super) fn run_table(rep: &Report) -> String {
             &mut s,
             "runner",
             &format!(
-                "{} sessions, {} loop, {limit}, warm-up {} s",
-                rn.sessions, rn.mode, rn.warmup_s
+                "{}, {} loop, {limit}, warm-up {} s",
+                crate::text::plural(rn.sessions as u64, "session"),
+                rn.mode,
+                rn.warmup_s
             ),
         );
     }

@@ -6,8 +6,8 @@ use dbscope_core::Outcome;
 use super::model::{MeasuredReport, Report, SettingRow};
 use crate::summary::{EventReport, SessionSpread};
 use crate::text::{
-    one_line, plural, push_prose, push_wrapped, sig3, span, thousands, thousands_f1, trim_num,
-    truncate_middle,
+    break_item, one_line, plural, push_prose, push_wrapped, push_wrapped_whole, sig3, span, thousands,
+    thousands_f1, trim_num, truncate_middle, MAX_LINE,
 };
 
 /// Width of the label column of the header lines (`run`, `workload`, ...).
@@ -76,7 +76,7 @@ pub fn render_text(r: &Report) -> String {
         push_items(&mut out, "target", &items);
     }
     if let Some(rn) = &run.runner {
-        let mut items = vec![format!("{} sessions", rn.sessions)];
+        let mut items = vec![plural(rn.sessions as u64, "session")];
         items.push(match rn.mode.as_str() {
             "closed" | "open" => format!("{} loop", rn.mode),
             m => format!("mode {}", one_line(m)),
@@ -152,6 +152,14 @@ pub fn render_text(r: &Report) -> String {
         crate::openloop::push_backlog_text(&mut out, b);
     }
     for section in &r.counters {
+        // The open-loop table above already has the pacing's operations due per second: the
+        // section prints its totals only (issue 34: the table was printed twice).
+        if section.key == "pacing" && r.open_loop.is_some() {
+            let mut s = section.clone();
+            s.tables.retain(|t| t.key != "per_second");
+            crate::counters::push_text(&mut out, &s);
+            continue;
+        }
         crate::counters::push_text(&mut out, section);
     }
     if let Some(o) = &r.observe {
@@ -177,8 +185,8 @@ fn push_settings(out: &mut String, rows: &[SettingRow]) {
             .chain(rows.iter().map(|r| {
                 [
                     truncate_middle(&one_line(&r.name), 30),
-                    truncate_middle(&one_line(r.requested.as_deref().unwrap_or("(default)")), 28),
-                    truncate_middle(&one_line(r.effective.as_deref().unwrap_or("-")), 36),
+                    one_line(r.requested.as_deref().unwrap_or("(default)")),
+                    one_line(r.effective.as_deref().unwrap_or("-")),
                 ]
             }))
             .collect();
@@ -187,17 +195,51 @@ fn push_settings(out: &mut String, rows: &[SettingRow]) {
         .map(|c| c[0].chars().count())
         .max()
         .unwrap_or(0);
+    // Values are wrapped at their words in their column, never shortened (issue 34: `dbscope:
+    // retry ev…SQLite's back-off)`); the requested column is at most 28 wide.
     let w1 = cells
         .iter()
         .map(|c| c[1].chars().count())
         .max()
-        .unwrap_or(0);
+        .unwrap_or(0)
+        .min(28);
+    let room = MAX_LINE.saturating_sub(LABEL + w0 + 2 + w1 + 2).max(20);
     for (i, [name, req, eff]) in cells.iter().enumerate() {
-        let label = if i == 0 { "settings" } else { "" };
-        let line = format!("{label:<LABEL$}{name:<w0$}  {req:<w1$}  {eff}");
-        out.push_str(line.trim_end());
-        out.push('\n');
+        let req = wrap_words(req, w1);
+        let eff = wrap_words(eff, room);
+        for k in 0..req.len().max(eff.len()) {
+            let label = if i == 0 && k == 0 { "settings" } else { "" };
+            let name = if k == 0 { name.as_str() } else { "" };
+            let r = req.get(k).map_or("", String::as_str);
+            let e = eff.get(k).map_or("", String::as_str);
+            let line = format!("{label:<LABEL$}{name:<w0$}  {r:<w1$}  {e}");
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
     }
+}
+
+/// `text` in lines of at most `width` characters, broken between words; a word longer than a
+/// line is broken at `width` ([`break_item`]).
+fn wrap_words(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        for piece in break_item(word, width) {
+            let n = line.chars().count();
+            if n > 0 && n + 1 + piece.chars().count() > width {
+                lines.push(std::mem::take(&mut line));
+            }
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(&piece);
+        }
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
 }
 
 fn push_measured(out: &mut String, m: &MeasuredReport) {
@@ -312,7 +354,9 @@ fn push_event(out: &mut String, e: &EventReport) {
 /// A header line: the label in its column, then the items separated by two spaces, wrapped under
 /// the items' column when they do not fit.
 fn push_items(out: &mut String, label: &str, items: &[String]) {
-    push_wrapped(out, &format!("{label:<LABEL$}"), items, "  ");
+    // Never shortened: a long parameter (io redo's destinations and their sector sizes) is
+    // wrapped over lines (issue 34).
+    push_wrapped_whole(out, &format!("{label:<LABEL$}"), items, "  ");
 }
 
 /// A workload parameter as the user would type it: strings without quotes.

@@ -1,0 +1,79 @@
+//! Issue 34's smaller defects, each on a real run (SQLite files): how `events` runs say their
+//! mode and label their throughput, the open-loop section printed once, the report's wording.
+
+use crate::cli::*;
+use crate::common::argv::Argv;
+
+/// `events` paces its clients itself: the run is open loop (manifest and report), its single
+/// connection is "1 session", and the throughput plot of `commit` says it plots commits.
+#[test]
+fn issue_34_an_events_run_is_open_loop_and_its_plot_says_what_it_counts() {
+    let dir = tempdir();
+    let target = format!("sqlite:{}", s(&join(dir.path(), "ev.db")));
+    ok(
+        dir.path(),
+        &Argv::run("events")
+            .target(&target)
+            .clients(3)
+            .rate(50)
+            .duration("1s")
+            .strategy("batch")
+            .out("r")
+            .quiet()
+            .args(),
+    );
+    let run = join(dir.path(), "r");
+    let m = manifest(&run);
+    assert_eq!(m["runner"]["mode"], "open", "{m}");
+    let text = ok(dir.path(), &["report", "r"]);
+    let runner = text.lines().find(|l| l.starts_with("runner")).unwrap();
+    assert!(runner.contains("1 session  open loop"), "{runner}");
+    let html = join(dir.path(), "r.html");
+    ok(
+        dir.path(),
+        &["report", "r", "--html", s(&html), "--svg", "plots"],
+    );
+    let svg = std::fs::read_to_string(join(dir.path(), "plots/commit-throughput.svg"))
+        .unwrap_or_else(|e| panic!("{e}: {:?}", std::fs::read_dir(join(dir.path(), "plots"))));
+    assert!(svg.contains("commit operations per second"), "{svg}");
+    assert!(!svg.contains("events per second"), "{svg}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("1 session, open loop"), "runner row");
+}
+
+/// A paced run's report prints the per-second due/started/backlog table once (the pacing
+/// section had its own copy of the due column), and settings values are wrapped, never cut.
+#[test]
+fn issue_34_the_backlog_table_is_printed_once_and_settings_are_never_cut() {
+    let dir = tempdir();
+    let target = format!("sqlite:{}", s(&join(dir.path(), "c.db")));
+    ok(
+        dir.path(),
+        &Argv::run("commit")
+            .target(&target)
+            .rate(100)
+            .duration("2s")
+            .out("r")
+            .quiet()
+            .args(),
+    );
+    let text = ok(dir.path(), &["report", "r"]);
+    assert_eq!(text.matches("   second ").count(), 1, "{text}");
+    assert!(!text.contains("operations due per second"), "{text}");
+    assert!(text.contains("open-loop pacing: constant arrivals, 1 session\n"), "{text}");
+    // The busy handler's effective value, every word of it, wrapped in its column.
+    let settings: String = text
+        .lines()
+        .skip_while(|l| !l.starts_with("settings"))
+        .take_while(|l| l.starts_with("settings") || l.starts_with("     "))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ") + " ")
+        .collect();
+    assert!(!settings.contains('…'), "{settings}");
+    assert!(
+        settings.contains("restores SQLite's back-off)"),
+        "{settings}"
+    );
+    for l in text.lines().skip_while(|l| !l.starts_with("settings")).take(8) {
+        assert!(l.chars().count() <= 108, "{l}");
+    }
+}
