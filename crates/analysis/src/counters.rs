@@ -138,9 +138,8 @@ fn push_table(out: &mut String, t: &CounterTable) {
     }
     // A JSON value (replay's divergence examples) is shortened inside its strings and stays
     // JSON (issue 34: it was cut mid-syntax); anything else in the middle.
-    let cell = |s: String| {
-        shorten_json(&s, MAX_CELL).unwrap_or_else(|| truncate_middle(&s, MAX_CELL))
-    };
+    let cell =
+        |s: String| shorten_json(&s, MAX_CELL).unwrap_or_else(|| truncate_middle(&s, MAX_CELL));
     let lines: Vec<Vec<String>> = std::iter::once(
         t.columns
             .iter()
@@ -445,13 +444,9 @@ redo log writer
             key: "transfer".into(),
             title: "transfer".into(),
             final_counts: true,
-            counters: vec![Counter::new(
-                "rows_per_s",
-                "rows/s",
-                CounterValue::Float(1234.0),
-                "/s",
-            )
-            .decimals(0)],
+            counters: vec![
+                Counter::new("rows_per_s", "rows/s", CounterValue::Float(1234.0), "/s").decimals(0),
+            ],
             tables: vec![CounterTable {
                 key: "t".into(),
                 title: String::new(),

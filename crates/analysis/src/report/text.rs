@@ -6,8 +6,8 @@ use dbscope_core::Outcome;
 use super::model::{MeasuredReport, Report, SettingRow};
 use crate::summary::{EventReport, SessionSpread};
 use crate::text::{
-    break_item, one_line, plural, push_prose, push_wrapped, push_wrapped_whole, sig3, span, thousands,
-    thousands_f1, trim_num, truncate_middle, MAX_LINE,
+    break_item, one_line, plural, push_prose, push_wrapped, push_wrapped_whole, sig3, span,
+    thousands, thousands_f1, trim_num, truncate_middle, MAX_LINE,
 };
 
 /// Width of the label column of the header lines (`run`, `workload`, ...).
@@ -273,6 +273,9 @@ fn push_sessions(out: &mut String, sp: &SessionSpread) {
         thousands(sp.max),
         sp.fairness
     ));
+    if let Some(note) = &sp.note {
+        crate::text::push_wrapped_words(out, "   ", note);
+    }
     if !sp.starved.is_empty() {
         let who: Vec<String> = sp
             .starved

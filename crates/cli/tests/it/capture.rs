@@ -969,7 +969,15 @@ SELECT count(*) FROM trunc34_hist;
     let run = d.path().join("replay");
     let out = run_dbscope(
         d.path(),
-        &["replay", s(&cap), "--target", &pg.uri(&db), "--out", s(&run), "-q"],
+        &[
+            "replay",
+            s(&cap),
+            "--target",
+            &pg.uri(&db),
+            "--out",
+            s(&run),
+            "-q",
+        ],
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.code().is_some_and(|c| c <= 1), "{stderr}");
@@ -998,7 +1006,10 @@ SELECT count(*) FROM trunc34_hist;
             if cell.starts_with('{') {
                 cells += 1;
                 let v: Result<Value, _> = serde_json::from_str(cell);
-                assert!(v.is_ok(), "a divergence example cut mid-JSON: {cell}\n{text}");
+                assert!(
+                    v.is_ok(),
+                    "a divergence example cut mid-JSON: {cell}\n{text}"
+                );
             }
         }
     }

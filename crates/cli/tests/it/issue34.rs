@@ -60,7 +60,10 @@ fn issue_34_the_backlog_table_is_printed_once_and_settings_are_never_cut() {
     let text = ok(dir.path(), &["report", "r"]);
     assert_eq!(text.matches("   second ").count(), 1, "{text}");
     assert!(!text.contains("operations due per second"), "{text}");
-    assert!(text.contains("open-loop pacing: constant arrivals, 1 session\n"), "{text}");
+    assert!(
+        text.contains("open-loop pacing: constant arrivals, 1 session\n"),
+        "{text}"
+    );
     // The busy handler's effective value, every word of it, wrapped in its column.
     let settings: String = text
         .lines()
@@ -73,7 +76,11 @@ fn issue_34_the_backlog_table_is_printed_once_and_settings_are_never_cut() {
         settings.contains("restores SQLite's back-off)"),
         "{settings}"
     );
-    for l in text.lines().skip_while(|l| !l.starts_with("settings")).take(8) {
+    for l in text
+        .lines()
+        .skip_while(|l| !l.starts_with("settings"))
+        .take(8)
+    {
         assert!(l.chars().count() <= 108, "{l}");
     }
 }
