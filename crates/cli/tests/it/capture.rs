@@ -402,6 +402,62 @@ fn issue_27_a_capture_is_private_and_keeps_no_password() {
 /// ways at once: a 4 MB COPY in and 4 MB results out, from two sessions, through the one event
 /// loop. The data arrives whole, every call is recorded, the socket file is gone after the stop,
 /// and a second proxy on a path that exists is refused with the reason.
+/// Issue 34: the proxy's Unix socket is 0777 as PostgreSQL's is (the umask made it 0755: every
+/// other local user was refused), or what `--socket-mode` says; the option is refused for TCP.
+#[test]
+fn issue_34_the_unix_socket_takes_postgres_permissions_or_socket_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let pg = PgCluster::shared();
+    let d = tempdir();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let a = d.path().join(".s.PGSQL.6601");
+    let proxy = spawn_proxy(d.path(), pg, s(&a), &[]);
+    assert_eq!(mode(&a), 0o777, "default");
+    proxy.stop();
+    let b = d.path().join(".s.PGSQL.6602");
+    let sub = d.path().join("b");
+    std::fs::create_dir(&sub).unwrap();
+    let proxy = spawn_proxy(&sub, pg, s(&b), &["--socket-mode", "0770"]);
+    assert_eq!(mode(&b), 0o770, "--socket-mode 0770");
+    proxy.stop();
+    let up = upstream(pg);
+    let out = s(&d.path().join("cap3")).to_string();
+    fails(
+        d.path(),
+        &[
+            "capture",
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            &up,
+            "--out",
+            &out,
+            "--socket-mode",
+            "0770",
+        ],
+        2,
+        &["--socket-mode applies to a Unix socket only"],
+    );
+    let bad = run_dbscope(
+        d.path(),
+        &[
+            "capture",
+            "proxy",
+            "--listen",
+            s(&a),
+            "--upstream",
+            &up,
+            "--out",
+            &out,
+            "--socket-mode",
+            "999",
+        ],
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("in octal, 0 to 0777"));
+}
+
 #[test]
 fn unix_socket_proxy_carries_big_messages_both_ways() {
     let pg = PgCluster::shared();
