@@ -71,7 +71,10 @@ pub fn build(run: &RunDir, opts: &ReportOptions) -> Result<Report, Error> {
         span_s,
     };
     let open_loop = acc.backlog.finish().map(|b| b.with_pacing(&counters));
-    let mut events: Vec<EventReport> = acc.names.into_iter().map(|n| n.finish(span_ns)).collect();
+    // An import without start times laid its events end to end on a made-up clock: no
+    // throughput comes from that (issue 34).
+    let rate_span = if timeless_import(&m) { None } else { span_ns };
+    let mut events: Vec<EventReport> = acc.names.into_iter().map(|n| n.finish(rate_span)).collect();
     if let Some(r) = &m.runner {
         race_notes(&mut events, &counters, r.sessions);
     }
@@ -176,6 +179,12 @@ fn settings_rows(run: &RunDir) -> Vec<SettingRow> {
 }
 
 /// Per-name accumulation while streaming blocks.
+/// True for `import csv` without `--start-column`: the events' times are made up (each session's
+/// latencies end to end), so no rate or span of them means anything.
+pub(crate) fn timeless_import(m: &dbscope_core::Manifest) -> bool {
+    m.source == "import" && !m.workload.params.contains_key("start_column")
+}
+
 /// io redo's race (two destinations): the destination writers are not peers sharing work but
 /// racers writing the same batches, so the slower one, writing less often, is not "starved". Its
 /// `log file parallel write` spread says instead what was measured: each destination's races won

@@ -139,7 +139,11 @@ pub fn render_text(r: &Report) -> String {
         )],
     );
     push_settings(&mut out, &r.settings);
-    push_measured(&mut out, &r.measured);
+    if run.source == "import" && !run.params.contains_key("start_column") {
+        push_imported(&mut out, r);
+    } else {
+        push_measured(&mut out, &r.measured);
+    }
 
     if r.events.is_empty() {
         out.push_str("\nno events recorded\n");
@@ -289,6 +293,27 @@ fn push_sessions(out: &mut String, sp: &SessionSpread) {
     }
 }
 
+/// What an import without start times did, in place of the measured span: its rows, the
+/// file's bytes and the time the import took; no rate (the file has latencies, not times).
+fn push_imported(out: &mut String, r: &Report) {
+    let p = &r.run.params;
+    let int = |k: &str| p.get(k).and_then(|v| v.as_u64());
+    let mut items = vec![plural(int("rows").unwrap_or(r.measured.events), "row")];
+    if let Some(n) = int("skipped_rows").filter(|&n| n > 0) {
+        items.push(format!("{} skipped", plural(n, "bad row")));
+    }
+    let file = p.get("file").map(param_value).unwrap_or_default();
+    match int("bytes") {
+        Some(b) => items.push(format!("from {} of {}", plural(b, "byte"), one_line(&file))),
+        None => items.push(format!("from {}", one_line(&file))),
+    }
+    if let Some(e) = r.run.elapsed_s {
+        items.push(format!("in {}", span(e)));
+    }
+    items.push("(latencies without start times: no throughput)".into());
+    push_items(out, "imported", &items);
+}
+
 fn push_event(out: &mut String, e: &EventReport) {
     // A long name (a captured statement) gets a line of its own.
     let name = if e.name.is_empty() {
@@ -299,11 +324,11 @@ fn push_event(out: &mut String, e: &EventReport) {
         one_line(&e.name)
     };
     let rate = match e.throughput_per_s {
-        Some(t) => format!("{} /s", thousands_f1(t)),
-        None => "- /s".into(),
+        Some(t) => format!("   {} /s", thousands_f1(t)),
+        None => String::new(),
     };
     out.push_str(&format!(
-        "{name}   n = {}   errors {}   {rate}\n",
+        "{name}   n = {}   errors {}{rate}\n",
         thousands(e.count),
         thousands(e.errors)
     ));

@@ -84,3 +84,50 @@ fn issue_34_the_backlog_table_is_printed_once_and_settings_are_never_cut() {
         assert!(l.chars().count() <= 108, "{l}");
     }
 }
+
+/// An `import csv` run without start times says what the import did (rows, the file's bytes,
+/// how long it took) and prints no rate: its times are made up (latencies end to end).
+#[test]
+fn issue_34_an_import_says_what_it_did_and_no_throughput() {
+    let dir = tempdir();
+    let csv = join(dir.path(), "lat.csv");
+    let body: String = (1..=500).map(|i| format!("{}\n", i * 3)).collect();
+    std::fs::write(&csv, &body).unwrap();
+    ok(
+        dir.path(),
+        &[
+            "import",
+            "csv",
+            s(&csv),
+            "--event",
+            "log file sync",
+            "--out",
+            "r",
+        ],
+    );
+    let text = ok(dir.path(), &["report", "r"]);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("log file sync"))
+        .unwrap();
+    assert!(!line.contains("/s"), "{line}");
+    let imported: String = text
+        .lines()
+        .skip_while(|l| !l.starts_with("imported"))
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(imported.contains("500 rows"), "{text}");
+    assert!(
+        imported.contains(&format!(
+            "from {},{:03} bytes of",
+            body.len() / 1000,
+            body.len() % 1000
+        )),
+        "{text}"
+    );
+    assert!(imported.contains("no throughput"), "{text}");
+    assert!(!text.contains("first start to last end"), "{text}");
+    let r = report_json(dir.path(), &join(dir.path(), "r"));
+    assert!(r["events"][0]["throughput_per_s"].is_null(), "{r}");
+}
