@@ -158,6 +158,9 @@ pub fn render_text(r: &Report) -> String {
     for section in &r.counters {
         // The open-loop table above already has the pacing's operations due per second: the
         // section prints its totals only (issue 34: the table was printed twice).
+        if section.key == "answer" {
+            continue; // After everything else, as psql prints it (below).
+        }
         if section.key == "pacing" && r.open_loop.is_some() {
             let mut s = section.clone();
             s.tables.retain(|t| t.key != "per_second");
@@ -169,7 +172,86 @@ pub fn render_text(r: &Report) -> String {
     if let Some(o) = &r.observe {
         crate::observe::push_text(&mut out, o);
     }
+    // A query's answer (tpch-q1) last, its rows as psql prints them (issue 34).
+    for section in r.counters.iter().filter(|s| s.key == "answer") {
+        out.push('\n');
+        out.push_str(&one_line(&section.title));
+        out.push('\n');
+        for t in &section.tables {
+            push_psql_table(&mut out, t);
+        }
+    }
     out
+}
+
+/// A table as psql's aligned format prints it: headings centred, numbers right-aligned, text
+/// left-aligned, columns separated by ` | `, a `-+-` rule under the headings, and `(N rows)`.
+fn push_psql_table(out: &mut String, t: &dbscope_core::CounterTable) {
+    use dbscope_core::CounterValue;
+    let cells: Vec<Vec<String>> = t
+        .rows
+        .iter()
+        .map(|r| {
+            (0..t.columns.len())
+                .map(|i| match r.get(i) {
+                    Some(CounterValue::None) | None => String::new(),
+                    Some(v) => crate::counters::value_text(v, None),
+                })
+                .collect()
+        })
+        .collect();
+    let number = |s: &str| !s.is_empty() && s.parse::<f64>().is_ok();
+    let right: Vec<bool> = (0..t.columns.len())
+        .map(|i| cells.iter().all(|r| r[i].is_empty() || number(&r[i])))
+        .collect();
+    let widths: Vec<usize> = t
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            cells
+                .iter()
+                .map(|r| r[i].chars().count())
+                .chain([c.label.chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let head: Vec<String> = t
+        .columns
+        .iter()
+        .zip(&widths)
+        .map(|(c, &w)| {
+            let n = c.label.chars().count();
+            let left = (w - n) / 2;
+            format!(
+                "{}{}{}",
+                " ".repeat(left),
+                c.label,
+                " ".repeat(w - n - left)
+            )
+        })
+        .collect();
+    out.push_str(&format!(" {}\n", head.join(" | ")).trim_end().to_string());
+    out.push('\n');
+    let rule: Vec<String> = widths.iter().map(|&w| "-".repeat(w + 2)).collect();
+    out.push_str(&rule.join("+"));
+    out.push('\n');
+    for r in &cells {
+        let line: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .zip(&right)
+            .map(|((c, &w), &right)| match right {
+                true => format!("{c:>w$}"),
+                false => format!("{c:<w$}"),
+            })
+            .collect();
+        out.push_str(format!(" {}", line.join(" | ")).trim_end());
+        out.push('\n');
+    }
+    let n = cells.len();
+    out.push_str(&format!("({n} row{})\n", if n == 1 { "" } else { "s" }));
 }
 
 fn detail_suffix(detail: &Option<String>) -> String {
