@@ -126,6 +126,13 @@ pub fn render_text(r: &Report) -> String {
     if !cpu.is_empty() {
         items.push(cpu);
     }
+    let memory = h.memory_summary();
+    if !memory.is_empty() {
+        items.push(memory);
+    }
+    if !h.cpu_flags.is_empty() {
+        items.push(format!("CPU flags {}", h.cpu_flags.join(" ")));
+    }
     if !items.is_empty() {
         push_items(&mut out, "host", &items);
     }

@@ -131,3 +131,112 @@ fn issue_34_an_import_says_what_it_did_and_no_throughput() {
     let r = report_json(dir.path(), &join(dir.path(), "r"));
     assert!(r["events"][0]["throughput_per_s"].is_null(), "{r}");
 }
+
+/// Host facts: memory per NUMA node, huge pages, THP and the CPU flags that matter go into the
+/// manifest, as this machine's /sys and /proc say (read here independently), and into `report`.
+#[test]
+fn issue_34_host_facts_have_numa_memory_huge_pages_thp_and_cpu_flags() {
+    let dir = tempdir();
+    let target = format!("sqlite:{}", s(&join(dir.path(), "c.db")));
+    ok(
+        dir.path(),
+        &Argv::run("commit")
+            .target(&target)
+            .ops(5)
+            .out("r")
+            .quiet()
+            .args(),
+    );
+    let h = &manifest(&join(dir.path(), "r"))["host"];
+    let read = |p: &str| std::fs::read_to_string(p).ok();
+    // THP: the bracketed word.
+    if let Some(t) = read("/sys/kernel/mm/transparent_hugepage/enabled") {
+        let chosen = t.split('[').nth(1).and_then(|r| r.split(']').next());
+        assert_eq!(h["thp"].as_str(), chosen, "{h}");
+    }
+    // Huge pages from /proc/meminfo.
+    let meminfo = read("/proc/meminfo").unwrap_or_default();
+    let field = |k: &str| {
+        meminfo
+            .lines()
+            .find(|l| l.starts_with(&format!("{k}:")))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<u64>().ok())
+    };
+    assert_eq!(
+        h["hugepages_total"].as_u64(),
+        field("HugePages_Total"),
+        "{h}"
+    );
+    assert_eq!(h["hugepages_free"].as_u64(), field("HugePages_Free"), "{h}");
+    assert_eq!(
+        h["hugepage_bytes"].as_u64(),
+        field("Hugepagesize").map(|kb| kb * 1024),
+        "{h}"
+    );
+    // Memory of every NUMA node.
+    let mut nodes = 0;
+    for e in std::fs::read_dir("/sys/devices/system/node")
+        .into_iter()
+        .flatten()
+    {
+        let name = e.unwrap().file_name().to_string_lossy().to_string();
+        let Some(n) = name
+            .strip_prefix("node")
+            .filter(|n| n.parse::<u32>().is_ok())
+        else {
+            continue;
+        };
+        nodes += 1;
+        let kb: u64 = read(&format!("/sys/devices/system/node/node{n}/meminfo"))
+            .unwrap()
+            .lines()
+            .find(|l| l.contains("MemTotal:"))
+            .and_then(|l| l.split_whitespace().nth(3))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(h["numa_memory_bytes"][n].as_u64(), Some(kb * 1024), "{h}");
+    }
+    // The flags that matter, each recorded exactly when the CPU has it.
+    let cpuinfo = read("/proc/cpuinfo").unwrap_or_default();
+    let flags: Vec<&str> = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("flags") || l.starts_with("Features"))
+        .map(|l| l.split(':').nth(1).unwrap().split_whitespace().collect())
+        .unwrap_or_default();
+    let recorded: Vec<&str> = h["cpu_flags"]
+        .as_array()
+        .map(|a| a.iter().map(|v| v.as_str().unwrap()).collect())
+        .unwrap_or_default();
+    for f in [
+        "aes",
+        "avx2",
+        "avx512f",
+        "sha_ni",
+        "pclmulqdq",
+        "sse4_2",
+        "asimd",
+    ] {
+        assert_eq!(recorded.contains(&f), flags.contains(&f), "{f}: {h}");
+    }
+    let text = ok(dir.path(), &["report", "r"]);
+    let host: String = text
+        .lines()
+        .skip_while(|l| !l.starts_with("host"))
+        .take_while(|l| l.starts_with("host") || l.starts_with("   "))
+        .collect::<Vec<_>>()
+        .join(" ");
+    if nodes > 0 {
+        assert!(host.contains("NUMA memory node0"), "{host}");
+    }
+    if let Some(t) = h["thp"].as_str() {
+        assert!(host.contains(&format!("THP {t}")), "{host}");
+    }
+    if !recorded.is_empty() {
+        assert!(
+            host.contains(&format!("CPU flags {}", recorded[0])),
+            "{host}"
+        );
+    }
+}
