@@ -40,9 +40,9 @@ fn cmd_log(a: crate::capture::args::CaptureLogArgs) -> Result<u8, Exit> {
     };
     let s = capture_log(&a.files, &a.out, &opts, redacted_command_line())?;
     println!(
-        "captured {} calls from {} sessions ({} log records{}) into {}; see: dbscope capture info {}",
+        "captured {} calls from {} ({} log records{}) into {}; see: dbscope capture info {}",
         s.calls,
-        s.sessions,
+        dbscope_analysis::text::plural(s.sessions as u64, "session"),
         s.records,
         match s.bad {
             0 => String::new(),
@@ -110,10 +110,10 @@ fn cmd_proxy(a: CaptureProxyArgs) -> Result<u8, Exit> {
     match result {
         Ok(s) => {
             println!(
-                "captured {} calls ({} errors) from {} sessions in {:.1} s into {}; see: dbscope capture info {}",
+                "captured {} calls ({} errors) from {} in {:.1} s into {}; see: dbscope capture info {}",
                 s.calls,
                 s.errors,
-                s.sessions,
+                dbscope_analysis::text::plural(s.sessions as u64, "session"),
                 s.seconds,
                 s.dir.display(),
                 s.dir.display()

@@ -240,3 +240,22 @@ fn issue_34_host_facts_have_numa_memory_huge_pages_thp_and_cpu_flags() {
         );
     }
 }
+
+/// "1 session", not "1 sessions", where a command says how many it imported.
+#[test]
+fn issue_34_one_session_is_singular() {
+    let dir = tempdir();
+    let trc = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../sources/trace/tests/fixtures/oracle-10046/priitp2__trctools__error.trc");
+    let out = ok(dir.path(), &["trace", "import", s(&trc), "--out", "t"]);
+    let r = report_json(dir.path(), &join(dir.path(), "t"));
+    let sessions: std::collections::BTreeSet<u64> = r["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["sessions"]["per_session"].as_object())
+        .flat_map(|m| m.keys().map(|k| k.parse::<u64>().unwrap()))
+        .collect();
+    assert!(sessions.len() <= 1, "{sessions:?}");
+    assert!(out.contains(" from 1 session into "), "{out}");
+}
