@@ -73,7 +73,7 @@ pub fn build(run: &RunDir, opts: &ReportOptions) -> Result<Report, Error> {
     let open_loop = acc.backlog.finish().map(|b| b.with_pacing(&counters));
     // An import without start times laid its events end to end on a made-up clock: no
     // throughput comes from that (issue 34).
-    let rate_span = if timeless_import(&m) { None } else { span_ns };
+    let rate_span = if timeless_import(m) { None } else { span_ns };
     let mut events: Vec<EventReport> = acc.names.into_iter().map(|n| n.finish(rate_span)).collect();
     if let Some(r) = &m.runner {
         race_notes(&mut events, &counters, r.sessions);

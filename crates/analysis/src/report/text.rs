@@ -239,7 +239,7 @@ fn push_psql_table(out: &mut String, t: &dbscope_core::CounterTable) {
             )
         })
         .collect();
-    out.push_str(&format!(" {}\n", head.join(" | ")).trim_end().to_string());
+    out.push_str(format!(" {}", head.join(" | ")).trim_end());
     out.push('\n');
     let rule: Vec<String> = widths.iter().map(|&w| "-".repeat(w + 2)).collect();
     out.push_str(&rule.join("+"));
