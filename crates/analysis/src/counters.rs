@@ -8,8 +8,8 @@ use serde::Serialize;
 use dbscope_core::{Column, CounterSection, CounterTable, CounterValue};
 
 use crate::text::{
-    change_text, one_line, push_wrapped, push_wrapped_words, thousands_fixed, thousands_i,
-    truncate_middle,
+    change_text, one_line, push_wrapped, push_wrapped_words, shorten_json, thousands_fixed,
+    thousands_i, truncate_middle,
 };
 
 /// Top-level fields of the report's JSON that a section must not replace (`top` is added by
@@ -66,9 +66,15 @@ pub fn value_text(v: &CounterValue, decimals: Option<u8>) -> String {
     }
 }
 
-/// `label (unit)`, or the label alone for plain counts.
+/// True when the label already says the unit (`rows/s` with unit `/s`): it is not repeated.
+fn says_unit(label: &str, unit: &str) -> bool {
+    unit.is_empty() || label.trim_end().ends_with(unit.trim())
+}
+
+/// `label (unit)`, or the label alone for plain counts and labels that say their unit (issue 34:
+/// `rows/s (/s)`).
 pub fn heading(label: &str, unit: &str) -> String {
-    if unit.is_empty() {
+    if says_unit(label, unit) {
         one_line(label)
     } else {
         format!("{} ({})", one_line(label), one_line(unit))
@@ -91,7 +97,7 @@ pub fn push_text(out: &mut String, s: &CounterSection) {
         .iter()
         .map(|c| {
             let v = value_text(&c.value, c.decimals);
-            if c.unit.is_empty() || c.value == CounterValue::None {
+            if says_unit(&c.label, &c.unit) || c.value == CounterValue::None {
                 format!("{} {v}", one_line(&c.label))
             } else {
                 format!("{} {v} {}", one_line(&c.label), one_line(&c.unit))
@@ -130,7 +136,10 @@ fn push_table(out: &mut String, t: &CounterTable) {
     if !t.title.is_empty() {
         out.push_str(&format!("   {}\n", one_line(&t.title)));
     }
-    let cell = |s: String| truncate_middle(&s, MAX_CELL);
+    // A JSON value (replay's divergence examples) is shortened inside its strings and stays
+    // JSON (issue 34: it was cut mid-syntax); anything else in the middle.
+    let cell =
+        |s: String| shorten_json(&s, MAX_CELL).unwrap_or_else(|| truncate_middle(&s, MAX_CELL));
     let lines: Vec<Vec<String>> = std::iter::once(
         t.columns
             .iter()
@@ -565,6 +574,34 @@ redo log writer
         let mut fin = String::new();
         push_text(&mut fin, &section(1, 1.0, true));
         assert!(!fin.contains("snapshot"), "{fin}");
+    }
+
+    #[test]
+    fn issue_34_a_label_that_says_its_unit_does_not_repeat_it() {
+        // As transfer and `tpch load` record their rate.
+        let s = CounterSection {
+            key: "transfer".into(),
+            title: "transfer".into(),
+            final_counts: true,
+            counters: vec![
+                Counter::new("rows_per_s", "rows/s", CounterValue::Float(1234.0), "/s").decimals(0),
+            ],
+            tables: vec![CounterTable {
+                key: "t".into(),
+                title: String::new(),
+                columns: vec![
+                    Column::new("rows_per_s", "rows/s", "/s").decimals(0),
+                    Column::new("p99", "p99", "µs"),
+                ],
+                rows: vec![vec![CounterValue::Float(10.0), CounterValue::Float(1.0)]],
+            }],
+            notes: Vec::new(),
+        };
+        let mut out = String::new();
+        push_text(&mut out, &s);
+        assert!(out.contains("rows/s 1,234\n"), "{out}");
+        assert!(out.contains("rows/s   p99 (µs)"), "{out}");
+        assert!(!out.contains("(/s)") && !out.contains(" /s"), "{out}");
     }
 
     #[test]

@@ -107,6 +107,11 @@ pub struct SessionSpread {
     /// Sessions with fewer than a tenth of the mean (starved; the mean, not the median, so that a
     /// majority of starved sessions is still seen).
     pub starved: Vec<u32>,
+    /// What the spread means when the sessions are not peers competing for work (io redo's
+    /// destination writers race the same writes: the slower one writes less often, each write
+    /// carrying more), said instead of `starved`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl SessionSpread {
@@ -138,6 +143,7 @@ impl SessionSpread {
             max: counts[counts.len() - 1],
             fairness,
             starved,
+            note: None,
         })
     }
 }

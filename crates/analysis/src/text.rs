@@ -213,10 +213,97 @@ pub fn truncate_middle(s: &str, max: usize) -> String {
     format!("{start}…{end}")
 }
 
+/// Shortens a JSON object or array (`s`, as `serde_json` writes it) towards `max` characters by
+/// cutting its longest string values at a character boundary (marked `…` inside the string), never
+/// its syntax: the result is still valid JSON, longer than `max` only when its keys and short
+/// values (12 characters or fewer, kept whole) alone are. `None` when `s` is not a JSON object or array.
+pub fn shorten_json(s: &str, max: usize) -> Option<String> {
+    let t = s.trim_start();
+    if !(t.starts_with('{') || t.starts_with('[')) {
+        return None;
+    }
+    let mut v: serde_json::Value = serde_json::from_str(s).ok()?;
+    loop {
+        let text = v.to_string();
+        let n = text.chars().count();
+        if n <= max {
+            return Some(text);
+        }
+        let longest = longest_string(&v);
+        // Short values (an SQLSTATE, a command tag) are kept whole.
+        if longest <= 12 {
+            return Some(text);
+        }
+        // Keep enough of it that the whole fits, the `…` included; at least 11 characters.
+        let keep = longest.saturating_sub(n - max + 1).max(11);
+        let mut done = false;
+        visit_strings(&mut v, &mut |st: &mut String| {
+            if done || st.chars().count() != longest {
+                return;
+            }
+            *st = format!("{}…", st.chars().take(keep).collect::<String>());
+            done = true;
+        });
+    }
+}
+
+/// The length in characters of the longest string value in `v`.
+fn longest_string(v: &serde_json::Value) -> usize {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => s.chars().count(),
+        Value::Array(a) => a.iter().map(longest_string).max().unwrap_or(0),
+        Value::Object(o) => o.values().map(longest_string).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// Calls `f` on every string value of `v` (not the keys), in order.
+fn visit_strings(v: &mut serde_json::Value, f: &mut dyn FnMut(&mut String)) {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => f(s),
+        Value::Array(a) => a.iter_mut().for_each(|x| visit_strings(x, f)),
+        Value::Object(o) => o.values_mut().for_each(|x| visit_strings(x, f)),
+        _ => {}
+    }
+}
+
+/// Splits `item` into pieces of at most `room` characters, after a `,` or a space where there is
+/// one in the second half of the piece, else at `room`: a long value wrapped, never shortened.
+pub fn break_item(item: &str, room: usize) -> Vec<String> {
+    let room = room.max(1);
+    let mut rest: Vec<char> = item.chars().collect();
+    let mut pieces = Vec::new();
+    while rest.len() > room {
+        let at = (room / 2..room)
+            .rev()
+            .find(|&i| matches!(rest[i], ',' | ' '))
+            .map_or(room, |i| i + 1);
+        let piece: String = rest.drain(..at).collect();
+        pieces.push(piece.trim_end().to_string());
+        while rest.first() == Some(&' ') {
+            rest.remove(0);
+        }
+    }
+    if !rest.is_empty() || pieces.is_empty() {
+        pieces.push(rest.into_iter().collect());
+    }
+    pieces
+}
+
 /// `first` then the items joined by `sep`, wrapped to [`MAX_LINE`] with continuation lines indented
 /// as wide as `first`; an item too long for a line is shortened in the middle.
 pub fn push_wrapped(out: &mut String, first: &str, items: &[String], sep: &str) {
     wrap(out, first, items.iter().map(String::as_str), sep, true);
+}
+
+/// [`push_wrapped`], but an item too long for a line is broken over lines ([`break_item`]), never
+/// shortened: every character is printed.
+pub fn push_wrapped_whole(out: &mut String, first: &str, items: &[String], sep: &str) {
+    let room = MAX_LINE.saturating_sub(first.chars().count()).max(20);
+    let pieces: Vec<String> = items.iter().flat_map(|i| break_item(i, room)).collect();
+    wrap(out, first, pieces.iter().map(String::as_str), sep, false);
 }
 
 /// `first` then the words of `text`, wrapped to [`MAX_LINE`] with continuation lines indented as
@@ -292,6 +379,36 @@ pub fn push_prose(out: &mut String, text: &str) {
 #[cfg(test)]
 mod tests {
     #[test]
+    fn issue_34_json_is_shortened_inside_its_values_and_stays_json() {
+        use super::shorten_json;
+        let long = "x".repeat(300);
+        let cases = [
+            format!(r#"{{"error":["23505","{long}"],"rows":0,"tags":[]}}"#),
+            format!(r#"{{"error":null,"rows":1,"tags":["INSERT 0 1","é€{long}"]}}"#),
+            r#"{"a":"short"}"#.to_string(),
+            format!(r#"["{long}","{long}",1,true,null]"#),
+            format!(r#"{{"nested":{{"deep":["{long}\"quoted\\ and\nnewline"]}}}}"#),
+        ];
+        for c in &cases {
+            for max in [10, 20, 40, 60, 200, 1000] {
+                let out = shorten_json(c, max).expect("JSON");
+                let v: serde_json::Value = serde_json::from_str(&out)
+                    .unwrap_or_else(|e| panic!("{out:?} ({max}) is not JSON: {e}"));
+                assert!(v.is_object() || v.is_array(), "{out}");
+                let n = out.chars().count();
+                let orig: serde_json::Value = serde_json::from_str(c).unwrap();
+                if orig.to_string().chars().count() <= max {
+                    assert_eq!(v, orig);
+                }
+                // Only the syntax and short values are left when it is still too long.
+                assert!(n <= max.max(80), "{out} ({n} > {max})");
+            }
+        }
+        assert_eq!(shorten_json("plain text", 5), None);
+        assert_eq!(shorten_json("{not json", 5), None);
+    }
+
+    #[test]
     fn issue_13_thresholds_in_the_unit_typed() {
         assert_eq!(threshold_us(500_000.0), "500 ms");
         assert_eq!(threshold_us(1_000.0), "1 ms");
@@ -333,6 +450,9 @@ mod tests {
         assert_eq!(trim_num(1.0), "1");
         assert_eq!(truncate_middle("abcdefghij", 5), "ab…ij");
         assert_eq!(truncate_middle("abc", 5), "abc");
+        assert_eq!(break_item("abc, def ghi", 6), ["abc,", "def", "ghi"]);
+        assert_eq!(break_item("abcdefgh", 3), ["abc", "def", "gh"]);
+        assert_eq!(break_item("", 3), [""]);
         assert_eq!(plural(1, "error"), "1 error");
         assert_eq!(plural(1200, "error"), "1,200 errors");
         assert_eq!(span(2.0), "2.000 s");

@@ -115,6 +115,97 @@ pub struct HostInfo {
     /// Frequency boost (turbo) enabled, when readable (cpufreq `boost`, or intel_pstate `no_turbo`).
     #[serde(default)]
     pub cpu_boost: Option<bool>,
+    /// Memory of each NUMA node in bytes, by node number (`MemTotal` of
+    /// /sys/devices/system/node/node*/meminfo); empty when not readable.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub numa_memory_bytes: BTreeMap<u32, u64>,
+    /// Transparent huge pages mode (the chosen one of
+    /// /sys/kernel/mm/transparent_hugepage/enabled: `always`, `madvise`, `never`); empty when
+    /// not readable.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub thp: String,
+    /// Huge pages reserved (`HugePages_Total` of /proc/meminfo), when readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hugepages_total: Option<u64>,
+    /// Of those, free (`HugePages_Free`), when readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hugepages_free: Option<u64>,
+    /// Size of one huge page in bytes (`Hugepagesize`), when readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hugepage_bytes: Option<u64>,
+    /// The CPU flags that change database and checksum speed ([`CPU_FLAGS`]) this CPU has, in
+    /// that order (/proc/cpuinfo `flags`, or `Features` on arm64); empty when not readable.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_flags: Vec<String>,
+}
+
+/// The CPU flags recorded in [`HostInfo::cpu_flags`] when present: AES and carry-less multiply
+/// (TLS, encryption at rest, CRC), SHA, CRC32, the vector extensions (checksums, hashing, column
+/// scans), bit manipulation and popcount. x86 names first, then arm64's.
+pub const CPU_FLAGS: [&str; 20] = [
+    "aes",
+    "vaes",
+    "pclmulqdq",
+    "vpclmulqdq",
+    "sha_ni",
+    "sse4_2",
+    "popcnt",
+    "bmi2",
+    "avx",
+    "avx2",
+    "avx512f",
+    "avx512bw",
+    "avx512vl",
+    "avx512_vnni",
+    "pmull",
+    "sha1",
+    "sha2",
+    "crc32",
+    "asimd",
+    "sve",
+];
+
+/// The flags of [`CPU_FLAGS`] the first `flags` (x86) or `Features` (arm64) line of
+/// /proc/cpuinfo's text lists, in [`CPU_FLAGS`] order.
+pub fn parse_cpu_flags(cpuinfo: &str) -> Vec<String> {
+    let Some(line) = cpuinfo.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        matches!(k.trim(), "flags" | "Features").then_some(v)
+    }) else {
+        return Vec::new();
+    };
+    let have: std::collections::BTreeSet<&str> = line.split_whitespace().collect();
+    CPU_FLAGS
+        .iter()
+        .filter(|f| have.contains(*f))
+        .map(|f| f.to_string())
+        .collect()
+}
+
+/// The value in kB of `key` (e.g. `MemTotal`, `Hugepagesize`) in a meminfo text, in bytes; for a
+/// count (`HugePages_Total`, no unit) the count. Node meminfo lines (`Node 0 MemTotal: … kB`) are
+/// read too.
+pub fn meminfo_value(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        if k.split_whitespace().last() != Some(key) {
+            return None;
+        }
+        let mut it = v.split_whitespace();
+        let n: u64 = it.next()?.parse().ok()?;
+        match it.next() {
+            Some("kB") => n.checked_mul(1024),
+            Some(_) => None,
+            None => Some(n),
+        }
+    })
+}
+
+/// The chosen mode of a sysfs choice file (`always [madvise] never` → `madvise`).
+pub fn sysfs_choice(text: &str) -> Option<String> {
+    let open = text.find('[')?;
+    let close = text[open..].find(']')? + open;
+    Some(text[open + 1..close].to_string()).filter(|s| !s.is_empty())
 }
 
 /// The CPU model and the number of sockets from the text of /proc/cpuinfo.
@@ -172,18 +263,32 @@ impl HostInfo {
         let (cpu_model, sockets) = std::fs::read_to_string("/proc/cpuinfo")
             .map(|t| parse_cpuinfo(&t))
             .unwrap_or_default();
-        let numa_nodes = std::fs::read_dir("/sys/devices/system/node")
+        let nodes: Vec<u32> = std::fs::read_dir("/sys/devices/system/node")
             .map(|d| {
                 d.filter_map(|e| e.ok())
-                    .filter(|e| {
+                    .filter_map(|e| {
                         let n = e.file_name();
                         let n = n.to_string_lossy();
                         n.strip_prefix("node")
-                            .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
+                            .filter(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
+                            .and_then(|k| k.parse().ok())
                     })
-                    .count() as u32
+                    .collect()
             })
-            .unwrap_or(0);
+            .unwrap_or_default();
+        let numa_nodes = nodes.len() as u32;
+        let numa_memory_bytes = nodes
+            .iter()
+            .filter_map(|&n| {
+                let t =
+                    std::fs::read_to_string(format!("/sys/devices/system/node/node{n}/meminfo"));
+                Some((n, meminfo_value(&t.ok()?, "MemTotal")?))
+            })
+            .collect();
+        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        let cpu_flags = std::fs::read_to_string("/proc/cpuinfo")
+            .map(|t| parse_cpu_flags(&t))
+            .unwrap_or_default();
         let cpu_boost = flag("/sys/devices/system/cpu/cpufreq/boost")
             .or_else(|| flag("/sys/devices/system/cpu/intel_pstate/no_turbo").map(|no| !no));
         HostInfo {
@@ -198,7 +303,45 @@ impl HostInfo {
             cpu_governor: read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
                 .unwrap_or_default(),
             cpu_boost,
+            numa_memory_bytes,
+            thp: read("/sys/kernel/mm/transparent_hugepage/enabled")
+                .and_then(|t| sysfs_choice(&t))
+                .unwrap_or_default(),
+            hugepages_total: meminfo_value(&meminfo, "HugePages_Total"),
+            hugepages_free: meminfo_value(&meminfo, "HugePages_Free"),
+            hugepage_bytes: meminfo_value(&meminfo, "Hugepagesize"),
+            cpu_flags,
         }
+    }
+
+    /// The memory facts in a few words: `NUMA memory node0 23.5 GiB, huge pages 0 of 2 MiB
+    /// (0 free), THP madvise`; what could not be read is left out.
+    pub fn memory_summary(&self) -> String {
+        let gib = |b: u64| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64);
+        let mut parts = Vec::new();
+        if !self.numa_memory_bytes.is_empty() {
+            let nodes: Vec<String> = self
+                .numa_memory_bytes
+                .iter()
+                .map(|(n, b)| format!("node{n} {}", gib(*b)))
+                .collect();
+            parts.push(format!("NUMA memory {}", nodes.join(" ")));
+        }
+        if let Some(t) = self.hugepages_total {
+            let size = self
+                .hugepage_bytes
+                .map(|b| format!(" of {} KiB", b / 1024))
+                .unwrap_or_default();
+            let free = self
+                .hugepages_free
+                .map(|f| format!(" ({f} free)"))
+                .unwrap_or_default();
+            parts.push(format!("huge pages {t}{size}{free}"));
+        }
+        if !self.thp.is_empty() {
+            parts.push(format!("THP {}", self.thp));
+        }
+        parts.join(", ")
     }
 
     /// The CPU facts in a few words: `AMD EPYC, 1 socket, 1 NUMA node, SMT off, governor
@@ -376,6 +519,51 @@ mod tests {
         // And this machine's are read without failing.
         let here = HostInfo::detect();
         assert!(here.cpus > 0);
+    }
+
+    #[test]
+    fn issue_34_memory_huge_pages_thp_and_cpu_flags() {
+        let cpuinfo = "processor\t: 0\nflags\t\t: fpu sse4_2 avx2 aes pclmulqdq sha_ni \
+                       avx512f xsave\n\nprocessor\t: 1\nflags\t\t: fpu\n";
+        assert_eq!(
+            parse_cpu_flags(cpuinfo),
+            ["aes", "pclmulqdq", "sha_ni", "sse4_2", "avx2", "avx512f"]
+        );
+        assert_eq!(
+            parse_cpu_flags("Features\t: fp asimd aes pmull sha1 sha2 crc32\n"),
+            ["aes", "pmull", "sha1", "sha2", "crc32", "asimd"]
+        );
+        assert!(parse_cpu_flags("processor : 0\n").is_empty());
+        let meminfo = "MemTotal:       24683792 kB\nHugePages_Total:      16\n\
+                       HugePages_Free:        4\nHugepagesize:       2048 kB\n";
+        assert_eq!(meminfo_value(meminfo, "MemTotal"), Some(24683792 * 1024));
+        assert_eq!(meminfo_value(meminfo, "HugePages_Total"), Some(16));
+        assert_eq!(meminfo_value(meminfo, "Hugepagesize"), Some(2 << 20));
+        assert_eq!(meminfo_value(meminfo, "HugePages_Rsvd"), None);
+        assert_eq!(
+            meminfo_value("Node 1 MemTotal:       1024 kB\n", "MemTotal"),
+            Some(1 << 20)
+        );
+        assert_eq!(meminfo_value("MemTotal: lots kB\n", "MemTotal"), None);
+        assert_eq!(
+            sysfs_choice("always [madvise] never\n").as_deref(),
+            Some("madvise")
+        );
+        assert_eq!(sysfs_choice("always madvise never"), None);
+        assert_eq!(sysfs_choice("[]"), None);
+        let h = HostInfo {
+            numa_memory_bytes: BTreeMap::from([(0, 3 << 30), (1, 1 << 30)]),
+            thp: "never".into(),
+            hugepages_total: Some(16),
+            hugepages_free: Some(4),
+            hugepage_bytes: Some(2 << 20),
+            ..HostInfo::default()
+        };
+        assert_eq!(
+            h.memory_summary(),
+            "NUMA memory node0 3.0 GiB node1 1.0 GiB, huge pages 16 of 2048 KiB (4 free), THP never"
+        );
+        assert_eq!(HostInfo::default().memory_summary(), "");
     }
 
     #[test]

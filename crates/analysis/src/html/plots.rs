@@ -295,7 +295,12 @@ fn over_time(
             ),
             x: time_axis(t_max),
             y: Axis {
-                label: "events per second".into(),
+                // Operations of this name, not the workload's own events (issue 34: `events`'
+                // commits were labelled "events per second").
+                label: format!(
+                    "{} operations per second",
+                    crate::text::truncate_middle(name, 40)
+                ),
                 scale: Scale::Linear,
                 min: 0.0,
                 max: nice_max(y_max),

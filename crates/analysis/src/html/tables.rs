@@ -63,8 +63,10 @@ pub(super) fn run_table(rep: &Report) -> String {
             &mut s,
             "runner",
             &format!(
-                "{} sessions, {} loop, {limit}, warm-up {} s",
-                rn.sessions, rn.mode, rn.warmup_s
+                "{}, {} loop, {limit}, warm-up {} s",
+                crate::text::plural(rn.sessions as u64, "session"),
+                rn.mode,
+                rn.warmup_s
             ),
         );
     }
@@ -93,6 +95,16 @@ pub(super) fn run_table(rep: &Report) -> String {
             }
         ),
     );
+    let mut memory = r.host.memory_summary();
+    if !r.host.cpu_flags.is_empty() {
+        if !memory.is_empty() {
+            memory.push_str("; ");
+        }
+        memory.push_str(&format!("CPU flags {}", r.host.cpu_flags.join(" ")));
+    }
+    if !memory.is_empty() {
+        row(&mut s, "memory, CPU", &memory);
+    }
     row(
         &mut s,
         "dbscope",

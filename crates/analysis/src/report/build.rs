@@ -75,7 +75,13 @@ pub fn build(run: &RunDir, opts: &ReportOptions) -> Result<Report, Error> {
         span_s,
     };
     let open_loop = acc.backlog.finish().map(|b| b.with_pacing(&counters));
-    let events: Vec<EventReport> = acc.names.into_iter().map(|n| n.finish(span_ns)).collect();
+    // An import without start times laid its events end to end on a made-up clock: no
+    // throughput comes from that (issue 34).
+    let rate_span = if timeless_import(m) { None } else { span_ns };
+    let mut events: Vec<EventReport> = acc.names.into_iter().map(|n| n.finish(rate_span)).collect();
+    if let Some(r) = &m.runner {
+        race_notes(&mut events, &counters, r.sessions);
+    }
     let observe = crate::observe::build_or_note_joined(run, &events, join);
 
     let elapsed_s = m.ended_utc.map(|end| {
@@ -178,6 +184,83 @@ fn settings_rows(run: &RunDir) -> Vec<SettingRow> {
 }
 
 /// Per-name accumulation while streaming blocks.
+/// True for `import csv` without `--start-column`: the events' times are made up (each session's
+/// latencies end to end), so no rate or span of them means anything.
+pub(crate) fn timeless_import(m: &dbscope_core::Manifest) -> bool {
+    m.source == "import" && !m.workload.params.contains_key("start_column")
+}
+
+/// io redo's race (two destinations): the destination writers are not peers sharing work but
+/// racers writing the same batches, so the slower one, writing less often, is not "starved". Its
+/// `log file parallel write` spread says instead what was measured: each destination's races won
+/// of those both completed, and its writes (issue 34). Sessions `0..sessions` commit, `sessions`
+/// is the log writer, the destinations follow in order (the run's `sessions_layout`).
+fn race_notes(
+    events: &mut [EventReport],
+    counters: &[dbscope_core::CounterSection],
+    sessions: u32,
+) {
+    use dbscope_core::CounterValue;
+    let Some(redo) = counters.iter().find(|s| s.key == "redo") else {
+        return;
+    };
+    let races = redo
+        .counters
+        .iter()
+        .find(|c| c.key == "races")
+        .and_then(|c| match c.value {
+            CounterValue::Int(n) if n > 0 => Some(n),
+            _ => None,
+        });
+    let (Some(races), Some(table)) = (races, redo.tables.iter().find(|t| t.key == "destinations"))
+    else {
+        return;
+    };
+    let col = |key: &str| table.columns.iter().position(|c| c.key == key);
+    let (Some(name), Some(first), Some(writes)) = (col("name"), col("first"), col("writes")) else {
+        return;
+    };
+    let text = |v: Option<&CounterValue>| match v {
+        Some(CounterValue::Text(t)) => t.clone(),
+        Some(CounterValue::Int(n)) => n.to_string(),
+        _ => "-".into(),
+    };
+    for e in events
+        .iter_mut()
+        .filter(|e| e.name == "log file parallel write")
+    {
+        let Some(sp) = e.sessions.as_mut() else {
+            continue;
+        };
+        let mut parts = Vec::new();
+        let mut won = Vec::new();
+        for &s in sp.per_session.keys() {
+            let Some(row) = s
+                .checked_sub(sessions + 1)
+                .and_then(|i| table.rows.get(i as usize))
+            else {
+                return;
+            };
+            let n = match row.get(first) {
+                Some(CounterValue::Int(n)) => *n,
+                _ => 0,
+            };
+            won.push(n);
+            parts.push((text(row.get(name)), s, n, text(row.get(writes))));
+        }
+        let best = won.iter().copied().max().unwrap_or(0);
+        let said: Vec<String> = parts
+            .iter()
+            .map(|(d, s, n, w)| {
+                let slower = if *n < best { "slower: " } else { "" };
+                format!("{slower}{d} (session {s}) won {n} of {races} races in {w} writes")
+            })
+            .collect();
+        sp.starved.clear();
+        sp.note = Some(said.join("; "));
+    }
+}
+
 #[derive(Debug)]
 struct NameAcc {
     name: String,

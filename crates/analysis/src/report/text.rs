@@ -6,8 +6,8 @@ use dbscope_core::Outcome;
 use super::model::{MeasuredReport, Report, SettingRow};
 use crate::summary::{EventReport, SessionSpread};
 use crate::text::{
-    one_line, plural, push_prose, push_wrapped, sig3, span, thousands, thousands_f1, trim_num,
-    truncate_middle,
+    break_item, one_line, plural, push_prose, push_wrapped, push_wrapped_whole, sig3, span,
+    thousands, thousands_f1, trim_num, truncate_middle, MAX_LINE,
 };
 
 /// Width of the label column of the header lines (`run`, `workload`, ...).
@@ -79,7 +79,7 @@ pub fn render_text(r: &Report) -> String {
         push_items(&mut out, "target", &items);
     }
     if let Some(rn) = &run.runner {
-        let mut items = vec![format!("{} sessions", rn.sessions)];
+        let mut items = vec![plural(rn.sessions as u64, "session")];
         items.push(match rn.mode.as_str() {
             "closed" | "open" => format!("{} loop", rn.mode),
             m => format!("mode {}", one_line(m)),
@@ -129,6 +129,13 @@ pub fn render_text(r: &Report) -> String {
     if !cpu.is_empty() {
         items.push(cpu);
     }
+    let memory = h.memory_summary();
+    if !memory.is_empty() {
+        items.push(memory);
+    }
+    if !h.cpu_flags.is_empty() {
+        items.push(format!("CPU flags {}", h.cpu_flags.join(" ")));
+    }
     if !items.is_empty() {
         push_items(&mut out, "host", &items);
     }
@@ -142,7 +149,11 @@ pub fn render_text(r: &Report) -> String {
         )],
     );
     push_settings(&mut out, &r.settings);
-    push_measured(&mut out, &r.measured);
+    if run.source == "import" && !run.params.contains_key("start_column") {
+        push_imported(&mut out, r);
+    } else {
+        push_measured(&mut out, &r.measured);
+    }
     if let Some(p) = &r.pgbench {
         out.push('\n');
         out.push_str(&p.render());
@@ -159,12 +170,102 @@ pub fn render_text(r: &Report) -> String {
         crate::openloop::push_backlog_text(&mut out, b);
     }
     for section in &r.counters {
+        // The open-loop table above already has the pacing's operations due per second: the
+        // section prints its totals only (issue 34: the table was printed twice).
+        if section.key == "answer" {
+            continue; // After everything else, as psql prints it (below).
+        }
+        if section.key == "pacing" && r.open_loop.is_some() {
+            let mut s = section.clone();
+            s.tables.retain(|t| t.key != "per_second");
+            crate::counters::push_text(&mut out, &s);
+            continue;
+        }
         crate::counters::push_text(&mut out, section);
     }
     if let Some(o) = &r.observe {
         crate::observe::push_text(&mut out, o);
     }
+    // A query's answer (tpch-q1) last, its rows as psql prints them (issue 34).
+    for section in r.counters.iter().filter(|s| s.key == "answer") {
+        out.push('\n');
+        out.push_str(&one_line(&section.title));
+        out.push('\n');
+        for t in &section.tables {
+            push_psql_table(&mut out, t);
+        }
+    }
     out
+}
+
+/// A table as psql's aligned format prints it: headings centred, numbers right-aligned, text
+/// left-aligned, columns separated by ` | `, a `-+-` rule under the headings, and `(N rows)`.
+fn push_psql_table(out: &mut String, t: &dbscope_core::CounterTable) {
+    use dbscope_core::CounterValue;
+    let cells: Vec<Vec<String>> = t
+        .rows
+        .iter()
+        .map(|r| {
+            (0..t.columns.len())
+                .map(|i| match r.get(i) {
+                    Some(CounterValue::None) | None => String::new(),
+                    Some(v) => crate::counters::value_text(v, None),
+                })
+                .collect()
+        })
+        .collect();
+    let number = |s: &str| !s.is_empty() && s.parse::<f64>().is_ok();
+    let right: Vec<bool> = (0..t.columns.len())
+        .map(|i| cells.iter().all(|r| r[i].is_empty() || number(&r[i])))
+        .collect();
+    let widths: Vec<usize> = t
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            cells
+                .iter()
+                .map(|r| r[i].chars().count())
+                .chain([c.label.chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let head: Vec<String> = t
+        .columns
+        .iter()
+        .zip(&widths)
+        .map(|(c, &w)| {
+            let n = c.label.chars().count();
+            let left = (w - n) / 2;
+            format!(
+                "{}{}{}",
+                " ".repeat(left),
+                c.label,
+                " ".repeat(w - n - left)
+            )
+        })
+        .collect();
+    out.push_str(format!(" {}", head.join(" | ")).trim_end());
+    out.push('\n');
+    let rule: Vec<String> = widths.iter().map(|&w| "-".repeat(w + 2)).collect();
+    out.push_str(&rule.join("+"));
+    out.push('\n');
+    for r in &cells {
+        let line: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .zip(&right)
+            .map(|((c, &w), &right)| match right {
+                true => format!("{c:>w$}"),
+                false => format!("{c:<w$}"),
+            })
+            .collect();
+        out.push_str(format!(" {}", line.join(" | ")).trim_end());
+        out.push('\n');
+    }
+    let n = cells.len();
+    out.push_str(&format!("({n} row{})\n", if n == 1 { "" } else { "s" }));
 }
 
 fn detail_suffix(detail: &Option<String>) -> String {
@@ -184,8 +285,8 @@ fn push_settings(out: &mut String, rows: &[SettingRow]) {
             .chain(rows.iter().map(|r| {
                 [
                     truncate_middle(&one_line(&r.name), 30),
-                    truncate_middle(&one_line(r.requested.as_deref().unwrap_or("(default)")), 28),
-                    truncate_middle(&one_line(r.effective.as_deref().unwrap_or("-")), 36),
+                    one_line(r.requested.as_deref().unwrap_or("(default)")),
+                    one_line(r.effective.as_deref().unwrap_or("-")),
                 ]
             }))
             .collect();
@@ -194,17 +295,51 @@ fn push_settings(out: &mut String, rows: &[SettingRow]) {
         .map(|c| c[0].chars().count())
         .max()
         .unwrap_or(0);
+    // Values are wrapped at their words in their column, never shortened (issue 34: `dbscope:
+    // retry ev…SQLite's back-off)`); the requested column is at most 28 wide.
     let w1 = cells
         .iter()
         .map(|c| c[1].chars().count())
         .max()
-        .unwrap_or(0);
+        .unwrap_or(0)
+        .min(28);
+    let room = MAX_LINE.saturating_sub(LABEL + w0 + 2 + w1 + 2).max(20);
     for (i, [name, req, eff]) in cells.iter().enumerate() {
-        let label = if i == 0 { "settings" } else { "" };
-        let line = format!("{label:<LABEL$}{name:<w0$}  {req:<w1$}  {eff}");
-        out.push_str(line.trim_end());
-        out.push('\n');
+        let req = wrap_words(req, w1);
+        let eff = wrap_words(eff, room);
+        for k in 0..req.len().max(eff.len()) {
+            let label = if i == 0 && k == 0 { "settings" } else { "" };
+            let name = if k == 0 { name.as_str() } else { "" };
+            let r = req.get(k).map_or("", String::as_str);
+            let e = eff.get(k).map_or("", String::as_str);
+            let line = format!("{label:<LABEL$}{name:<w0$}  {r:<w1$}  {e}");
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
     }
+}
+
+/// `text` in lines of at most `width` characters, broken between words; a word longer than a
+/// line is broken at `width` ([`break_item`]).
+fn wrap_words(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        for piece in break_item(word, width) {
+            let n = line.chars().count();
+            if n > 0 && n + 1 + piece.chars().count() > width {
+                lines.push(std::mem::take(&mut line));
+            }
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(&piece);
+        }
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
 }
 
 fn push_measured(out: &mut String, m: &MeasuredReport) {
@@ -238,6 +373,9 @@ fn push_sessions(out: &mut String, sp: &SessionSpread) {
         thousands(sp.max),
         sp.fairness
     ));
+    if let Some(note) = &sp.note {
+        crate::text::push_wrapped_words(out, "   ", note);
+    }
     if !sp.starved.is_empty() {
         let who: Vec<String> = sp
             .starved
@@ -251,6 +389,27 @@ fn push_sessions(out: &mut String, sp: &SessionSpread) {
     }
 }
 
+/// What an import without start times did, in place of the measured span: its rows, the
+/// file's bytes and the time the import took; no rate (the file has latencies, not times).
+fn push_imported(out: &mut String, r: &Report) {
+    let p = &r.run.params;
+    let int = |k: &str| p.get(k).and_then(|v| v.as_u64());
+    let mut items = vec![plural(int("rows").unwrap_or(r.measured.events), "row")];
+    if let Some(n) = int("skipped_rows").filter(|&n| n > 0) {
+        items.push(format!("{} skipped", plural(n, "bad row")));
+    }
+    let file = p.get("file").map(param_value).unwrap_or_default();
+    match int("bytes") {
+        Some(b) => items.push(format!("from {} of {}", plural(b, "byte"), one_line(&file))),
+        None => items.push(format!("from {}", one_line(&file))),
+    }
+    if let Some(e) = r.run.elapsed_s {
+        items.push(format!("in {}", span(e)));
+    }
+    items.push("(latencies without start times: no throughput)".into());
+    push_items(out, "imported", &items);
+}
+
 fn push_event(out: &mut String, e: &EventReport) {
     // A long name (a captured statement) gets a line of its own.
     let name = if e.name.is_empty() {
@@ -261,11 +420,11 @@ fn push_event(out: &mut String, e: &EventReport) {
         one_line(&e.name)
     };
     let rate = match e.throughput_per_s {
-        Some(t) => format!("{} /s", thousands_f1(t)),
-        None => "- /s".into(),
+        Some(t) => format!("   {} /s", thousands_f1(t)),
+        None => String::new(),
     };
     out.push_str(&format!(
-        "{name}   n = {}   errors {}   {rate}\n",
+        "{name}   n = {}   errors {}{rate}\n",
         thousands(e.count),
         thousands(e.errors)
     ));
@@ -319,7 +478,9 @@ fn push_event(out: &mut String, e: &EventReport) {
 /// A header line: the label in its column, then the items separated by two spaces, wrapped under
 /// the items' column when they do not fit.
 fn push_items(out: &mut String, label: &str, items: &[String]) {
-    push_wrapped(out, &format!("{label:<LABEL$}"), items, "  ");
+    // Never shortened: a long parameter (io redo's destinations and their sector sizes) is
+    // wrapped over lines (issue 34).
+    push_wrapped_whole(out, &format!("{label:<LABEL$}"), items, "  ");
 }
 
 /// A workload parameter as the user would type it: strings without quotes.

@@ -109,9 +109,25 @@ pub struct CaptureProxyArgs {
     /// busy clients.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub threads: u16,
+    /// Permissions of the Unix socket, in octal, as PostgreSQL's unix_socket_permissions
+    /// (default 0777: any local user may connect; authentication decides). Only with a socket
+    /// path as --listen.
+    #[arg(long, value_name = "OCTAL", value_parser = parse_socket_mode)]
+    pub socket_mode: Option<u32>,
     /// No progress line.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// `--socket-mode`: octal permission bits, 0 to 0777 (an optional leading `0o`).
+fn parse_socket_mode(s: &str) -> Result<u32, String> {
+    let digits = s.strip_prefix("0o").unwrap_or(s);
+    match u32::from_str_radix(digits, 8) {
+        Ok(m) if m <= 0o777 && !digits.is_empty() => Ok(m),
+        _ => Err(format!(
+            "{s:?}: expected permission bits in octal, 0 to 0777 (e.g. 0777, 0770)"
+        )),
+    }
 }
 
 /// `dbscope capture info CAP`

@@ -9,7 +9,7 @@ use dbscope_capture::{info, proxy, CaptureError};
 
 use crate::capture::args::{CaptureArgs, CaptureCommand, CaptureInfoArgs, CaptureProxyArgs};
 use crate::common::{redacted_command_line, stop_on_ctrl_c};
-use crate::exit::{Exit, EXIT_FAILED};
+use crate::exit::{Exit, EXIT_FAILED, EXIT_USAGE};
 
 /// Runs `dbscope capture …`.
 pub fn cmd_capture(a: CaptureArgs) -> Result<u8, Exit> {
@@ -40,9 +40,9 @@ fn cmd_log(a: crate::capture::args::CaptureLogArgs) -> Result<u8, Exit> {
     };
     let s = capture_log(&a.files, &a.out, &opts, redacted_command_line())?;
     println!(
-        "captured {} calls from {} sessions ({} log records{}) into {}; see: dbscope capture info {}",
+        "captured {} calls from {} ({} log records{}) into {}; see: dbscope capture info {}",
         s.calls,
-        s.sessions,
+        dbscope_analysis::text::plural(s.sessions as u64, "session"),
         s.records,
         match s.bad {
             0 => String::new(),
@@ -61,6 +61,15 @@ fn cmd_proxy(a: CaptureProxyArgs) -> Result<u8, Exit> {
             a.out.display()
         )));
     }
+    if a.socket_mode.is_some() && !a.listen.contains('/') {
+        return Err(Exit(
+            EXIT_USAGE,
+            anyhow!(
+                "--socket-mode applies to a Unix socket only; --listen {} is TCP",
+                a.listen
+            ),
+        ));
+    }
     let stop = stop_on_ctrl_c();
     let cfg = proxy::ProxyConfig {
         listen: a.listen.clone(),
@@ -69,6 +78,7 @@ fn cmd_proxy(a: CaptureProxyArgs) -> Result<u8, Exit> {
         duration: a.duration,
         threads: usize::from(a.threads),
         command_line: redacted_command_line(),
+        socket_mode: a.socket_mode.unwrap_or(proxy::DEFAULT_SOCKET_MODE),
     };
     let live = !a.quiet && std::io::stderr().is_terminal();
     let quiet = a.quiet;
@@ -100,10 +110,10 @@ fn cmd_proxy(a: CaptureProxyArgs) -> Result<u8, Exit> {
     match result {
         Ok(s) => {
             println!(
-                "captured {} calls ({} errors) from {} sessions in {:.1} s into {}; see: dbscope capture info {}",
+                "captured {} calls ({} errors) from {} in {:.1} s into {}; see: dbscope capture info {}",
                 s.calls,
                 s.errors,
-                s.sessions,
+                dbscope_analysis::text::plural(s.sessions as u64, "session"),
                 s.seconds,
                 s.dir.display(),
                 s.dir.display()

@@ -106,8 +106,8 @@ pub struct RedoArgs {
     #[arg(long, value_name = "DEST:SPEC")]
     pub inject: Vec<String>,
 
-    /// Proceed although the block size differs from the device's logical sector size (which
-    /// ORA-01378 refuses; like Oracle's _disk_sector_size_override).
+    /// Proceed although the block size is below the device's logical sector size or above its
+    /// physical one (which ORA-01378 refuses; like Oracle's _disk_sector_size_override).
     #[arg(long)]
     pub sector_size_override: bool,
 

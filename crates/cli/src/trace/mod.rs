@@ -97,9 +97,9 @@ fn cmd_import(a: TraceImportArgs) -> Result<u8, Exit> {
     }
     print_examples("warning", &s.warnings, s.warning_count, "malformed lines");
     println!(
-        "imported {} events from {} sessions into {}; see: dbscope report {}",
+        "imported {} events from {} into {}; see: dbscope report {}",
         s.events,
-        s.sessions,
+        dbscope_analysis::text::plural(s.sessions as u64, "session"),
         s.dir.display(),
         s.dir.display()
     );

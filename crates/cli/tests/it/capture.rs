@@ -7,7 +7,7 @@ use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::Value;
 
-use crate::cli::{dbscope, fails, ok, s, tempdir};
+use crate::cli::{dbscope, fails, ok, run as run_dbscope, s, tempdir};
 use crate::common::pg::PgCluster;
 
 /// A running `dbscope capture proxy`.
@@ -402,6 +402,62 @@ fn issue_27_a_capture_is_private_and_keeps_no_password() {
 /// ways at once: a 4 MB COPY in and 4 MB results out, from two sessions, through the one event
 /// loop. The data arrives whole, every call is recorded, the socket file is gone after the stop,
 /// and a second proxy on a path that exists is refused with the reason.
+/// Issue 34: the proxy's Unix socket is 0777 as PostgreSQL's is (the umask made it 0755: every
+/// other local user was refused), or what `--socket-mode` says; the option is refused for TCP.
+#[test]
+fn issue_34_the_unix_socket_takes_postgres_permissions_or_socket_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let pg = PgCluster::shared();
+    let d = tempdir();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let a = d.path().join(".s.PGSQL.6601");
+    let proxy = spawn_proxy(d.path(), pg, s(&a), &[]);
+    assert_eq!(mode(&a), 0o777, "default");
+    proxy.stop();
+    let b = d.path().join(".s.PGSQL.6602");
+    let sub = d.path().join("b");
+    std::fs::create_dir(&sub).unwrap();
+    let proxy = spawn_proxy(&sub, pg, s(&b), &["--socket-mode", "0770"]);
+    assert_eq!(mode(&b), 0o770, "--socket-mode 0770");
+    proxy.stop();
+    let up = upstream(pg);
+    let out = s(&d.path().join("cap3")).to_string();
+    fails(
+        d.path(),
+        &[
+            "capture",
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            &up,
+            "--out",
+            &out,
+            "--socket-mode",
+            "0770",
+        ],
+        2,
+        &["--socket-mode applies to a Unix socket only"],
+    );
+    let bad = run_dbscope(
+        d.path(),
+        &[
+            "capture",
+            "proxy",
+            "--listen",
+            s(&a),
+            "--upstream",
+            &up,
+            "--out",
+            &out,
+            "--socket-mode",
+            "999",
+        ],
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("in octal, 0 to 0777"));
+}
+
 #[test]
 fn unix_socket_proxy_carries_big_messages_both_ways() {
     let pg = PgCluster::shared();
@@ -943,6 +999,78 @@ fn capture_script(dir: &Path, pg: &PgCluster, db: &str, script: &str) -> PathBuf
         String::from_utf8_lossy(&out.stderr)
     );
     proxy.stop().1
+}
+
+/// Issue 34: replay's existence check prepares only what `PREPARE` takes, so a captured
+/// TRUNCATE leaves no syntax error in the server log; the run records its mode; the divergence
+/// examples of the report are valid JSON however long the captured error was.
+#[test]
+fn issue_34_replay_of_a_truncate_logs_no_error_and_its_examples_stay_json() {
+    let pg = PgCluster::shared();
+    let d = tempdir();
+    let db = pg.create_db("cap_trunc34");
+    pg.query(
+        &db,
+        "CREATE TABLE trunc34_hist (x int); CREATE TABLE trunc34_key (id int PRIMARY KEY)",
+    );
+    let script = "INSERT INTO trunc34_hist VALUES (1);
+TRUNCATE trunc34_hist;
+                  INSERT INTO trunc34_key VALUES (1);
+SELECT count(*) FROM trunc34_hist;
+";
+    let cap = capture_script(d.path(), pg, &db, script);
+    assert_eq!(calls(&cap).len(), 4);
+    // The key is left in place: the replayed INSERT fails with a long duplicate-key message,
+    // a divergence whose example is longer than a report's cell.
+    let run = d.path().join("replay");
+    let out = run_dbscope(
+        d.path(),
+        &[
+            "replay",
+            s(&cap),
+            "--target",
+            &pg.uri(&db),
+            "--out",
+            s(&run),
+            "-q",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code().is_some_and(|c| c <= 1), "{stderr}");
+    let log = pg.log_text();
+    assert!(
+        !log.contains("dbscope_replay_check AS TRUNCATE trunc34_hist"),
+        "the server logged the existence check of the TRUNCATE:\n{}",
+        pg.log_tail(40)
+    );
+    assert_eq!(pg.query(&db, "SELECT count(*) FROM trunc34_hist"), "0");
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["runner"]["mode"], "open", "{manifest}");
+    let text = ok(d.path(), &["report", s(&run)]);
+    assert!(text.contains("open loop"), "{text}");
+    let examples: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.contains("divergence examples"))
+        .skip(2)
+        .take_while(|l| l.starts_with("   ") && !l.trim().is_empty())
+        .collect();
+    assert!(!examples.is_empty(), "{text}");
+    let mut cells = 0;
+    for line in &examples {
+        for cell in line.split("   ").map(str::trim) {
+            if cell.starts_with('{') {
+                cells += 1;
+                let v: Result<Value, _> = serde_json::from_str(cell);
+                assert!(
+                    v.is_ok(),
+                    "a divergence example cut mid-JSON: {cell}\n{text}"
+                );
+            }
+        }
+    }
+    assert!(cells >= 2, "{text}");
+    assert!(text.contains("23505"), "{text}");
 }
 
 /// The issue's own fault: PostgreSQL restarted (`pg_ctl restart -m fast`, a cluster of this

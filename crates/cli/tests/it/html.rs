@@ -116,7 +116,7 @@ fn check_page(dom: &str, stderr: &str, expected_plots: usize) {
         "latency (log scale)",
         "percentile",
         "rank",
-        "events per second",
+        "operations per second",
         "p99 latency (log scale)",
     ] {
         assert!(dom.contains(label), "axis label {label:?}");

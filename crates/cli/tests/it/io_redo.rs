@@ -301,6 +301,27 @@ fn race_with_a_slow_destination() {
         text.contains("FL_FAST_FIRST") && text.contains("FL_PREVENTED_OUTLIERS"),
         "{text}"
     );
+    // Issue 34: the slower destination is said by what was measured, not "starved"; the
+    // destinations parameter is printed whole, its sector sizes included.
+    assert!(!text.contains("starved"), "{text}");
+    let said = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        said.contains(&format!(
+            "slower: slow (session 2) won {slow_first} of 300 races"
+        )),
+        "{text}"
+    );
+    assert!(
+        said.contains(&format!("fast (session 3) won {fast_first} of 300 races")),
+        "{text}"
+    );
+    assert!(said.contains(r#""sectors":{"logical":"#), "{text}");
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.starts_with("          ") && l.contains('…')),
+        "{text}"
+    );
     // Both logs hold every commit: the slower write completes before the run ends.
     let (code, v) = verify_json(disk.path(), &[&slow, &fast]);
     assert_eq!(code, 0, "{v}");
@@ -555,15 +576,77 @@ fn issue_13_prevented_outliers_are_the_stalls_the_other_destination_covered() {
 
 /// A fake sysfs in which the disk holding `dir` has 4096-byte logical and physical sectors.
 fn fake_sysfs_4k(dir: &Path) -> PathBuf {
+    fake_sysfs(dir, 4096, 4096)
+}
+
+/// A fake sysfs in which the disk holding `dir` has these logical and physical sector sizes.
+fn fake_sysfs(dir: &Path, logical: u32, physical: u32) -> PathBuf {
     let dev = std::fs::metadata(dir).unwrap().dev();
     let (ma, mi) = (libc::major(dev), libc::minor(dev));
     assert_ne!(ma, 0, "CARGO_TARGET_TMPDIR is on a block device");
     let root = join(dir, "sys");
     let q = root.join(format!("dev/block/{ma}:{mi}/queue"));
     std::fs::create_dir_all(&q).unwrap();
-    std::fs::write(q.join("logical_block_size"), "4096\n").unwrap();
-    std::fs::write(q.join("physical_block_size"), "4096\n").unwrap();
+    std::fs::write(q.join("logical_block_size"), format!("{logical}\n")).unwrap();
+    std::fs::write(q.join("physical_block_size"), format!("{physical}\n")).unwrap();
     root
+}
+
+/// Issue 34: Oracle's rule, not the logical size alone: a 512e disk (512 logical, 4096
+/// physical) takes a 4096-byte redo block without the override, a 512n disk refuses it, and the
+/// refusal names both sizes.
+#[test]
+fn issue_34_a_512e_disk_takes_4096_byte_blocks_and_a_512n_disk_refuses_them() {
+    let dir = disk_tempdir();
+    let log = join(dir.path(), "redo.log");
+    let args = |sys: &Path, out: &str| -> Vec<String> {
+        [
+            "io",
+            "redo",
+            "--dest",
+            s(&log),
+            "--sysfs-root",
+            s(sys),
+            "--ops",
+            "20",
+            "--log-size",
+            "2MiB",
+            "--block-size",
+            "4096",
+            "--out",
+            out,
+            "-q",
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let e512 = fake_sysfs(dir.path(), 512, 4096);
+    let a = args(&e512, "e512");
+    let out = run(
+        dir.path(),
+        &a.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("ORA-01378"), "{stderr}");
+    let d = &manifest(&join(dir.path(), "e512"))["workload"]["params"]["destinations"][0];
+    assert_eq!(d["sectors"]["physical"], 4096, "{d}");
+    assert_eq!(d["warnings"], serde_json::json!([]), "{d}");
+
+    std::fs::remove_dir_all(&e512).unwrap();
+    let n512 = fake_sysfs(dir.path(), 512, 512);
+    let a = args(&n512, "n512");
+    fails(
+        dir.path(),
+        &a.iter().map(String::as_str).collect::<Vec<_>>(),
+        2,
+        &[
+            "redo block size (4096)",
+            "(logical 512, physical 512)",
+            "ORA-01378",
+            "--block-size 512",
+        ],
+    );
 }
 
 #[test]

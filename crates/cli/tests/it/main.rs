@@ -15,6 +15,7 @@ mod events;
 mod harness;
 mod html;
 mod io_redo;
+mod issue34;
 mod libpq;
 mod lookup;
 mod observe;

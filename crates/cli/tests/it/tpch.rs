@@ -591,6 +591,44 @@ fn load_run_and_detect_a_mismatch(dir: &Path, target: &str, parts: &str, corrupt
     assert_eq!(e["count"], 2);
     assert_eq!(e["errors"], 0);
     assert_eq!(manifest(&run)["workload"]["name"], "tpch-q1");
+    // Issue 34: the run prints Q1's answer after its summary, as psql would; the same rows are
+    // in the run (report --json).
+    let shown = ok(
+        dir,
+        &[
+            "run", "tpch-q1", "--target", target, "--ops", "1", "--out", "r-shown",
+        ],
+    );
+    let head = shown
+        .lines()
+        .position(|l| l.starts_with(" l_returnflag | l_linestatus |"))
+        .unwrap_or_else(|| panic!("no answer rows: {shown}"));
+    let lines: Vec<&str> = shown.lines().skip(head).collect();
+    assert!(
+        lines[1].starts_with("--------------+--------------+"),
+        "{shown}"
+    );
+    let rows = report_json(dir, &join(dir, "r-shown"))["answer"]["rows"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(!rows.is_empty());
+    assert_eq!(
+        lines[2 + rows.len()],
+        format!("({} rows)", rows.len()),
+        "{shown}"
+    );
+    for (line, row) in lines[2..].iter().zip(&rows) {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        assert_eq!(cells.len(), 10, "{line}");
+        assert_eq!(
+            cells[0],
+            row["l_returnflag"].as_str().unwrap().trim(),
+            "{line}"
+        );
+        assert_eq!(cells[2], row["sum_qty"].as_str().unwrap(), "{line}");
+        assert_eq!(cells[9], row["count_order"].as_str().unwrap(), "{line}");
+    }
     // Issue 13: another DELTA, checked against the answer stored for it.
     ok(
         dir,

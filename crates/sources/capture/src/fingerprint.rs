@@ -146,14 +146,28 @@ pub(crate) fn dollar_literal_end(b: &[u8], i: usize) -> Option<usize> {
     Some(close.map_or(b.len(), |p| body + p + len))
 }
 
-/// What a statement does, by its first keyword: `read`, `write`, `transaction` or `other`.
-pub fn class(sql: &str) -> &'static str {
-    let first = sql
-        .trim_start_matches(|c: char| c.is_whitespace() || c == '(')
+/// The first keyword of a statement, upper-cased (empty when it starts with something else).
+fn first_keyword(sql: &str) -> String {
+    sql.trim_start_matches(|c: char| c.is_whitespace() || c == '(')
         .split(|c: char| !c.is_ascii_alphabetic())
         .next()
         .unwrap_or("")
-        .to_ascii_uppercase();
+        .to_ascii_uppercase()
+}
+
+/// True when PostgreSQL's `PREPARE` can take the statement: a `SELECT` (with `WITH`, `TABLE`,
+/// `VALUES`), `INSERT`, `UPDATE`, `DELETE` or `MERGE` (its grammar's PreparableStmt). Anything
+/// else (`TRUNCATE`, `COPY`, `SHOW`…) is a syntax error there, which the server logs.
+pub fn preparable(sql: &str) -> bool {
+    matches!(
+        first_keyword(sql).as_str(),
+        "SELECT" | "WITH" | "TABLE" | "VALUES" | "INSERT" | "UPDATE" | "DELETE" | "MERGE"
+    )
+}
+
+/// What a statement does, by its first keyword: `read`, `write`, `transaction` or `other`.
+pub fn class(sql: &str) -> &'static str {
+    let first = first_keyword(sql);
     match first.as_str() {
         "SELECT" | "WITH" | "SHOW" | "TABLE" | "VALUES" | "FETCH" | "EXPLAIN" => "read",
         "INSERT" | "UPDATE" | "DELETE" | "MERGE" | "COPY" | "TRUNCATE" => "write",
@@ -225,6 +239,35 @@ mod tests {
         assert!(f.len() <= MAX_LEN + '…'.len_utf8());
         assert_eq!(fingerprint("select 'unterminated"), "select ?");
         assert_eq!(fingerprint(""), "");
+    }
+
+    #[test]
+    fn issue_34_only_what_prepare_takes_is_preparable() {
+        for sql in [
+            "SELECT 1",
+            " (select 1)",
+            "with x as (select 1) insert into t select * from x",
+            "TABLE t",
+            "values (1)",
+            "insert into t values (1)",
+            "UPDATE t SET a = 1",
+            "delete from t",
+            "MERGE INTO t USING s ON true WHEN MATCHED THEN DELETE",
+        ] {
+            assert!(preparable(sql), "{sql}");
+        }
+        for sql in [
+            "truncate pgbench_history",
+            "TRUNCATE TABLE t",
+            "COPY t FROM STDIN",
+            "SHOW work_mem",
+            "FETCH 1 FROM c",
+            "EXPLAIN SELECT 1",
+            "BEGIN",
+            "",
+        ] {
+            assert!(!preparable(sql), "{sql}");
+        }
     }
 
     #[test]

@@ -471,6 +471,8 @@ pub fn import_csv(opts: &CsvImport) -> Result<ImportSummary, ImportError> {
         let params = &mut w.manifest_mut().workload.params;
         params.insert("rows".into(), serde_json::json!(events));
         params.insert("skipped_rows".into(), serde_json::json!(skipped));
+        // What the import read, for `report` to say (issue 34: it printed a made-up rate).
+        params.insert("bytes".into(), serde_json::json!(size));
         w.finish(Outcome::Complete, None)?;
         Ok(ImportSummary {
             dir: opts.out.clone(),

@@ -94,12 +94,15 @@ pub enum Verdict {
     Refuse(String),
 }
 
-/// Checks `block_size` against the sizes of the destination `path` with ORA-01378's rule: the redo
-/// block must be the logical sector size. A block below it, or not a multiple of it, cannot be
-/// written whole; a larger multiple (a 4096-byte block on a 512-byte-sector disk, the case both
-/// seeds hit) is what Oracle refuses too. `override_check` (like `_disk_sector_size_override`)
-/// turns a refusal into a warning, except for a misaligned block with O_DIRECT, where the kernel
-/// itself would refuse the writes.
+/// Checks `block_size` against the sizes of the destination `path` with Oracle's rule for redo
+/// block sizes (ORA-01378; Administrator's Guide, "Planning the Block Size of Redo Log Files"): the
+/// block must be at least the logical (host) sector size, a multiple of it, and at most the
+/// physical (media) sector size. So a 4096-byte block is refused on a disk of 512-byte sectors
+/// (512n, the case both seeds hit) but allowed on a 512e disk (512 logical, 4096 physical), where
+/// a 512-byte block is allowed too with a warning: each write of a partial physical sector costs
+/// a read-modify-write. An unknown physical size counts as the logical one. `override_check`
+/// (like `_disk_sector_size_override`) turns a refusal into a warning, except for a misaligned
+/// block with O_DIRECT, where the kernel itself would refuse the writes.
 pub fn check(
     path: &Path,
     sizes: &SectorSizes,
@@ -111,12 +114,22 @@ pub fn check(
         return Verdict::Ok;
     };
     let logical = logical as usize;
+    let physical = sizes.physical.map_or(logical, |p| p as usize).max(logical);
     let misaligned = block_size < logical || !block_size.is_multiple_of(logical);
-    if block_size != logical {
+    if misaligned || block_size > physical {
+        // The nearest size the rule allows.
+        let allowed = if block_size < logical {
+            logical
+        } else {
+            physical
+        };
         let msg = format!(
-            "{}: the redo block size ({block_size}) is not compatible with the device's logical \
-             sector size ({logical}) (cf. ORA-01378); use --block-size {logical}",
-            path.display()
+            "{}: the redo block size ({block_size}) is not compatible with the device's sector \
+             sizes (logical {logical}, physical {}): it must be at least the logical sector size, \
+             a multiple of it, and at most the physical one (cf. ORA-01378); use --block-size \
+             {allowed}",
+            path.display(),
+            physical_text(sizes, physical),
         );
         if misaligned && direct {
             return Verdict::Refuse(format!(
@@ -133,14 +146,23 @@ pub fn check(
             "{msg}; proceeding because of --sector-size-override"
         ));
     }
-    if let Some(physical) = sizes.physical.filter(|&p| p as usize > block_size) {
+    if block_size < physical {
         return Verdict::Warn(format!(
             "{}: redo block size {block_size} is below the device's physical sector size \
-             {physical}: each write of a partial sector costs a read-modify-write",
+             {physical} (logical {logical}): each write of a partial sector costs a \
+             read-modify-write",
             path.display()
         ));
     }
     Verdict::Ok
+}
+
+/// The physical size as known, or said to be taken as the logical one.
+fn physical_text(sizes: &SectorSizes, physical: usize) -> String {
+    match sizes.physical {
+        Some(_) => physical.to_string(),
+        None => format!("unknown, taken as {physical}"),
+    }
 }
 
 #[cfg(test)]
@@ -200,7 +222,7 @@ mod tests {
             panic!("4096 on a 512 device must be refused")
         };
         assert!(
-            m.contains("redo block size (4096)") && m.contains("sector size (512)"),
+            m.contains("redo block size (4096)") && m.contains("(logical 512, physical 512)"),
             "{m}"
         );
         assert!(
@@ -213,10 +235,46 @@ mod tests {
         ));
         // The override proceeds, O_DIRECT included: the writes are sector-aligned.
         assert!(matches!(
-            check(p, &sizes(512, 4096), 4096, true, true),
+            check(p, &sizes(512, 512), 4096, true, true),
             Verdict::Warn(_)
         ));
         assert_eq!(check(p, &sizes(512, 512), 512, false, false), Verdict::Ok);
+    }
+
+    #[test]
+    fn issue_34_a_512e_disk_takes_both_block_sizes_as_oracle_does() {
+        let p = Path::new("/x/redo.log");
+        // 512e: 512 logical, 4096 physical. Oracle allows 4096 (the recommended size) and 512.
+        assert_eq!(check(p, &sizes(512, 4096), 4096, false, false), Verdict::Ok);
+        assert_eq!(check(p, &sizes(512, 4096), 4096, true, false), Verdict::Ok);
+        let Verdict::Warn(w) = check(p, &sizes(512, 4096), 512, false, false) else {
+            panic!("512 on 512e is allowed with a warning")
+        };
+        assert!(w.contains("physical sector size 4096 (logical 512)"), "{w}");
+        assert!(matches!(
+            check(p, &sizes(512, 4096), 1024, false, false),
+            Verdict::Warn(_)
+        ));
+        // Above the physical size, even on 512e; below the logical size on 4Kn.
+        let Verdict::Refuse(m) = check(p, &sizes(512, 4096), 8192, false, false) else {
+            panic!("8192 above the physical sector must be refused")
+        };
+        assert!(m.contains("(logical 512, physical 4096)"), "{m}");
+        assert!(m.contains("use --block-size 4096"), "{m}");
+        let Verdict::Refuse(m) = check(p, &sizes(4096, 4096), 512, false, false) else {
+            panic!("512 on 4Kn must be refused")
+        };
+        assert!(m.contains("use --block-size 4096"), "{m}");
+        // An unknown physical size is taken as the logical one, and said so.
+        let half = SectorSizes {
+            logical: Some(512),
+            physical: None,
+            source: "test".into(),
+        };
+        let Verdict::Refuse(m) = check(p, &half, 4096, false, false) else {
+            panic!("4096 with only a 512 logical size known must be refused")
+        };
+        assert!(m.contains("physical unknown, taken as 512"), "{m}");
     }
 
     #[test]

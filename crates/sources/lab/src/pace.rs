@@ -243,9 +243,10 @@ pub fn section(
     dbscope_core::CounterSection {
         key: "pacing".into(),
         title: format!(
-            "open-loop pacing: {} arrivals, {} sessions",
+            "open-loop pacing: {} arrivals, {} session{}",
             p.arrival.as_str(),
-            sessions
+            sessions,
+            if sessions == 1 { "" } else { "s" }
         ),
         final_counts: true,
         counters: vec![

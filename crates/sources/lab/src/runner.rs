@@ -152,7 +152,8 @@ pub fn run(
         duration_s: cfg.duration.map(|d| d.as_secs_f64()),
         warmup_s: cfg.warmup.as_secs_f64(),
         max_errors: cfg.max_errors,
-        mode: if cfg.pacing.is_some() {
+        // `events` paces its clients itself: its runs are open loop without `--rate` (issue 34).
+        mode: if cfg.pacing.is_some() || spec.workload.paces_itself() {
             "open"
         } else {
             "closed"

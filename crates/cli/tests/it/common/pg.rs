@@ -268,6 +268,11 @@ impl PgCluster {
         tail(&self.log_file, lines)
     }
 
+    /// The whole server log (what the server said since the cluster started).
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log_file).unwrap_or_default()
+    }
+
     /// Opens a new connection to `db` as the superuser. Panics on failure.
     pub fn connect(&self, db: &str) -> postgres::Client {
         postgres::Client::connect(&self.uri(db), postgres::NoTls).unwrap_or_else(|e| {

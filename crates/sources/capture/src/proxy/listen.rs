@@ -38,8 +38,10 @@ pub(super) enum Listener {
 }
 
 impl Listener {
-    /// Binds `spec`: a path (anything with a `/`) is a Unix socket, the rest `IP:PORT`.
-    pub(super) fn bind(spec: &str) -> Result<(Listener, Listening), String> {
+    /// Binds `spec`: a path (anything with a `/`) is a Unix socket, given `mode` as its
+    /// permissions whatever the umask (connecting needs write permission on it), the rest
+    /// `IP:PORT`.
+    pub(super) fn bind(spec: &str, mode: u32) -> Result<(Listener, Listening), String> {
         if spec.contains('/') {
             let path = PathBuf::from(spec);
             if path.exists() {
@@ -49,6 +51,17 @@ impl Listener {
                 ));
             }
             let l = tokio::net::UnixListener::bind(&path).map_err(|e| e.to_string())?;
+            // As PostgreSQL does with unix_socket_permissions: the umask (0755 from 022) would
+            // refuse every other local user (issue 34).
+            use std::os::unix::fs::PermissionsExt;
+            if let Err(e) =
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode & 0o777))
+            {
+                let _ = std::fs::remove_file(&path);
+                return Err(format!(
+                    "cannot set the socket's permissions to {mode:o}: {e}"
+                ));
+            }
             Ok((Listener::Unix(l, path.clone()), Listening::Unix(path)))
         } else {
             let std = std::net::TcpListener::bind(spec).map_err(|e| e.to_string())?;

@@ -59,7 +59,13 @@ pub struct ProxyConfig {
     pub threads: usize,
     /// The command line, for the manifest (redacted there).
     pub command_line: Vec<String>,
+    /// Permissions of a Unix socket (PostgreSQL's `unix_socket_permissions`, default 0777: any
+    /// local user may connect, authentication decides); ignored for TCP.
+    pub socket_mode: u32,
 }
+
+/// PostgreSQL's default `unix_socket_permissions`.
+pub const DEFAULT_SOCKET_MODE: u32 = 0o777;
 
 /// What a capture recorded.
 #[derive(Debug, Default, Clone)]
@@ -105,7 +111,7 @@ pub fn run(
     .map_err(|e| CaptureError::Config(format!("cannot start the proxy: {e}")))?;
     let (listener, local) = {
         let _in = rt.enter();
-        Listener::bind(&cfg.listen)
+        Listener::bind(&cfg.listen, cfg.socket_mode)
             .map_err(|e| CaptureError::Config(format!("cannot listen on {}: {e}", cfg.listen)))?
     };
     if let Some(why) = loops_back(&cfg.upstream, &local) {

@@ -7,12 +7,13 @@ use dbscope_core::redact::redact;
 use super::config::ReplayConfig;
 use super::plan::{not_replayed, Plan};
 use super::{connect_with, ReplayCall};
-use crate::fingerprint::class;
+use crate::fingerprint::preparable;
 use crate::CaptureError;
 
 /// Fails before starting when the target lacks tables the capture's statements use: every
-/// distinct statement is prepared (`PREPARE`, which checks the names without running anything)
-/// and the missing relations are named.
+/// distinct statement `PREPARE` can take is prepared (which checks the names without running
+/// anything) and the missing relations are named. Other statements (`TRUNCATE`, `COPY`…) are
+/// not checked: `PREPARE` of them is a syntax error the server would log once per replay.
 pub(super) fn check_target(cfg: &ReplayConfig, plan: &Plan) -> Result<(), CaptureError> {
     let (mut conn, _) = connect_with(&cfg.target, "dbscope-replay/check", None).map_err(|why| {
         CaptureError::Connect {
@@ -24,7 +25,7 @@ pub(super) fn check_target(cfg: &ReplayConfig, plan: &Plan) -> Result<(), Captur
     let mut missing = Vec::new();
     for c in plan.sessions.iter().flat_map(|s| s.calls.iter()) {
         if not_replayed(c).is_some()
-            || !matches!(class(&c.sql), "read" | "write")
+            || !preparable(&c.sql)
             || !seen.insert(c.sql.as_str())
             || seen.len() > 2000
         {

@@ -76,6 +76,13 @@ pub fn run(
     });
     manifest.runner = Some(RunnerInfo {
         sessions: plan.sessions.len() as u32,
+        // Calls start at their captured times (scaled): open loop; `--speed max` sends each
+        // session's calls back to back: closed loop (issue 34: the mode was left empty).
+        mode: match cfg.speed {
+            Speed::Factor(_) => "open",
+            Speed::Max => "closed",
+        }
+        .into(),
         ..RunnerInfo::default()
     });
     let mut rec = Recording::begin(&cfg.out, manifest)?;

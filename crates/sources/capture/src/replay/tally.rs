@@ -245,8 +245,8 @@ pub(super) fn section(
                 CounterValue::Text(crate::fingerprint::fingerprint(
                     e["sql"].as_str().unwrap_or(""),
                 )),
-                CounterValue::Text(e["captured"].to_string()),
-                CounterValue::Text(e["replayed"].to_string()),
+                CounterValue::Text(compact(&e["captured"])),
+                CounterValue::Text(compact(&e["replayed"])),
             ]
         })
         .collect();
@@ -280,6 +280,22 @@ pub(super) fn section(
         counters,
         tables,
         notes,
+    }
+}
+
+/// An example's `captured` or `replayed` object as JSON without its null fields (no error, no
+/// rows), so the report's cell has room for what is there.
+fn compact(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Object(o) => {
+            let kept: serde_json::Map<String, serde_json::Value> = o
+                .iter()
+                .filter(|(_, x)| !x.is_null())
+                .map(|(k, x)| (k.clone(), x.clone()))
+                .collect();
+            serde_json::Value::Object(kept).to_string()
+        }
+        other => other.to_string(),
     }
 }
 

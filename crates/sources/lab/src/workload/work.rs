@@ -32,6 +32,11 @@ pub trait Workload: Send + Sync {
     fn counters(&self) -> Option<dbscope_core::CounterSection> {
         None
     }
+    /// True when the workload paces its own operations at a rate (open loop) whatever the
+    /// runner's `--rate` says, like `events`' clients; the run then records `open` as its mode.
+    fn paces_itself(&self) -> bool {
+        false
+    }
 }
 
 /// One session's share of a workload.

@@ -138,6 +138,11 @@ impl Workload for EventsWorkload {
     fn counters(&self) -> Option<CounterSection> {
         Some(counters::section(&self.agg, &self.cfg))
     }
+
+    /// Each client offers its events at `--rate` on its own schedule (open loop).
+    fn paces_itself(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

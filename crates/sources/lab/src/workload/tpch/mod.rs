@@ -199,6 +199,9 @@ pub(crate) fn check_values(
 pub struct TpchQ1Workload {
     dialect: Dialect,
     delta: u32,
+    /// Q1's rows as the database returned them in the checked run of `setup`, for the run's
+    /// `answer` section (issue 34: the run never showed them).
+    answer: std::sync::Arc<std::sync::Mutex<Vec<Vec<Option<String>>>>>,
 }
 
 impl TpchQ1Workload {
@@ -209,7 +212,11 @@ impl TpchQ1Workload {
 
     /// Q1 with DELTA = `delta` days on a target of `dialect`.
     pub fn new(dialect: Dialect, delta: u32) -> Self {
-        TpchQ1Workload { dialect, delta }
+        TpchQ1Workload {
+            dialect,
+            delta,
+            answer: Default::default(),
+        }
     }
 
     /// Reads the stored reference answer (rows of 10 values).
@@ -316,6 +323,10 @@ impl Workload for TpchQ1Workload {
                 message: m,
                 connection_lost: false,
             })?;
+        *self
+            .answer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = rows;
         let lines = s.query_i64("SELECT CAST(count(*) AS BIGINT) FROM lineitem")?;
         if self.delta == DEFAULT_DELTA && lines.first() == Some(&(SF1_LINEITEM_ROWS as i64)) {
             // avg_disc's sum is not stored; recover it from the exact average (count × avg).
@@ -332,6 +343,43 @@ impl Workload for TpchQ1Workload {
             })?;
         }
         Ok(())
+    }
+
+    /// Q1's answer, checked before the run: the `answer` section, one row per group.
+    fn counters(&self) -> Option<dbscope_core::CounterSection> {
+        use dbscope_core::counters::{Column, CounterTable, CounterValue};
+        let rows = self
+            .answer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if rows.is_empty() {
+            return None;
+        }
+        Some(dbscope_core::CounterSection {
+            key: "answer".into(),
+            title: format!(
+                "Q1's answer (DELTA {} days; as the database returned it, checked against the \
+                 map/combine/reduce answer)",
+                self.delta
+            ),
+            final_counts: true,
+            counters: Vec::new(),
+            tables: vec![CounterTable {
+                key: "rows".into(),
+                title: String::new(),
+                columns: COLUMNS.iter().map(|c| Column::new(c, c, "")).collect(),
+                rows: rows
+                    .into_iter()
+                    .map(|r| {
+                        r.into_iter()
+                            .map(|v| v.map_or(CounterValue::None, CounterValue::Text))
+                            .collect()
+                    })
+                    .collect(),
+            }],
+            notes: Vec::new(),
+        })
     }
 
     fn session(&self, _session: u32, _seed: u64) -> Box<dyn SessionWork> {
