@@ -159,7 +159,7 @@ pub struct FromIntended {
 impl FromIntended {
     /// From the latencies (ns) and the count of late starts; `None` when there are none.
     pub fn of(latencies: &mut [u64], late: u64) -> Option<FromIntended> {
-        let s = Summary::from_values(latencies).ok()?;
+        let s = Summary::from_values(latencies, 1000.0).ok()?;
         let mut hist = LatencyHistogram::new();
         for &d in latencies.iter() {
             hist.record(d);
@@ -167,7 +167,7 @@ impl FromIntended {
         let us = |p: f64| hist.percentile(p) as f64 / 1000.0;
         Some(FromIntended {
             count: latencies.len() as u64,
-            summary_us: SummaryUs::from_six(s.six(1000.0)),
+            summary_us: SummaryUs::from_six(s.six()),
             percentiles_us: PercentilesUs {
                 p90: us(90.0),
                 p99: us(99.0),

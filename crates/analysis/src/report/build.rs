@@ -195,7 +195,7 @@ impl NameAcc {
         let throughput_per_s = span_ns
             .filter(|&ns| ns > 0)
             .map(|ns| count as f64 / (ns as f64 / 1e9));
-        let (summary_us, sd_us, percentiles_us) = match Summary::from_values(&mut self.durations) {
+        let (summary_us, sd_us, percentiles_us) = match Summary::from_values(&mut self.durations, 1000.0) {
             Ok(s) => {
                 let mut hist = LatencyHistogram::new();
                 for &d in &self.durations {
@@ -203,8 +203,8 @@ impl NameAcc {
                 }
                 let us = |p: f64| hist.percentile(p) as f64 / 1000.0;
                 (
-                    Some(SummaryUs::from_six(s.six(1000.0))),
-                    (s.n > 1).then_some(s.sd / 1000.0),
+                    Some(SummaryUs::from_six(s.six())),
+                    (s.n > 1).then_some(s.sd),
                     Some(PercentilesUs {
                         p90: us(90.0),
                         p99: us(99.0),
