@@ -134,7 +134,7 @@ impl Ld {
         // The numerator at bit 127: the quotient has at least 67 bits, the remainder is sticky.
         let num = (self.mant as u128) << 64;
         let den = n as u128;
-        Ld::round(self.neg, num / den, self.exp - 64, num % den != 0)
+        Ld::round(self.neg, num / den, self.exp - 64, !num.is_multiple_of(den))
     }
 
     /// `x · 10^k` for a finite double and `0 <= k <= 27` (10^k is exact in 64 bits), rounded once.
@@ -154,7 +154,12 @@ impl Ld {
         // The significand at bit 127 over 5^k (< 2^63): a quotient of at least 65 bits.
         let num = (a.mant as u128) << 64;
         let den = 5u128.pow(k);
-        Ld::round(a.neg, num / den, a.exp - 64 - k as i32, num % den != 0)
+        Ld::round(
+            a.neg,
+            num / den,
+            a.exp - 64 - k as i32,
+            !num.is_multiple_of(den),
+        )
     }
 
     /// `self · 10`, rounded once.
@@ -319,6 +324,6 @@ mod tests {
     fn mean_of_simple_values() {
         let x = [3.0, 1.0, 4.0, 1.0, 5.0];
         assert_eq!(mean_r(|| x.iter().copied()), 2.8);
-        assert!(mean_r(|| std::iter::empty()).is_nan());
+        assert!(mean_r(std::iter::empty).is_nan());
     }
 }

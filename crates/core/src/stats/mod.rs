@@ -25,7 +25,7 @@ pub use ld::mean_r;
 pub use quantile_ci::{quantile_diff, BootstrapOptions, QuantileDiff};
 pub use rank::{hodges_lehmann, wilcoxon_rank_sum, RankSumTest};
 pub use sample::Sample;
-pub use summary::{quantile_type7, Summary};
+pub use summary::{quantile_type7, quantile_type7_by, Summary};
 pub use tail::{largest_indices, over_threshold, OverThreshold};
 pub use ttest::{welch_t_test, welch_t_test_level, WelchTest};
 
