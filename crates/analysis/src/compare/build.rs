@@ -168,7 +168,7 @@ fn side_facts(durations: &[u64], f: &NameFacts) -> SideFacts {
         [one] => Some(SummaryUs::from_six([*one as f64 / 1000.0; 6])),
         many => Sample::from_u64(many, 1000.0)
             .ok()
-            .map(|s| SummaryUs::from_six(s.summary().six(1.0))),
+            .map(|s| SummaryUs::from_six(s.summary().six())),
     };
     let elapsed_s = f.span_ns.map(|(first, last)| (last - first) as f64 / 1e9);
     SideFacts {

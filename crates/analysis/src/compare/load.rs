@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use dbscope_core::{Error, Event, NameId, NameTable, Outcome, RunDir};
 
 use super::model::FromIntendedComparison;
-use crate::summary::FromIntended;
+use crate::summary::{FromIntended, LatencyAcc};
 
 /// Successful measured durations per event name of one run.
 pub(super) struct Loaded {
@@ -167,8 +167,14 @@ pub(super) fn compare_from_intended(
             let eb = b.iter_mut().find(|e| e.name == ea.name)?;
             Some(FromIntendedComparison {
                 name: ea.name.clone(),
-                a: FromIntended::of(&mut ea.latencies, ea.late)?,
-                b: FromIntended::of(&mut eb.latencies, eb.late)?,
+                a: FromIntended::of(
+                    LatencyAcc::from_values(std::mem::take(&mut ea.latencies)),
+                    ea.late,
+                )?,
+                b: FromIntended::of(
+                    LatencyAcc::from_values(std::mem::take(&mut eb.latencies)),
+                    eb.late,
+                )?,
             })
         })
         .collect()

@@ -15,7 +15,7 @@ fn side_summary(s: &Sample) -> SideSummary {
     let m = s.summary();
     SideSummary {
         n: m.n,
-        summary: SummaryUs::from_six(m.six(1.0)),
+        summary: SummaryUs::from_six(m.six()),
         sd: m.sd,
     }
 }

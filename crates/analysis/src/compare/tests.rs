@@ -471,3 +471,44 @@ fn a_partial_replay_on_either_side_is_warned_about() {
         assert!(json[side]["partial"].is_string(), "{json}");
     }
 }
+
+#[test]
+fn issue_34_each_side_prints_as_r_prints_its_summary() {
+    // R 4.2.2: summary(c(1.5, 2.25, 3, 1000.123)) prints 1.500 2.062 2.625 251.718 252.281
+    // 1000.123 and summary(c(10, 20, 300, 4000)) prints 10.0 17.5 160.0 1082.5 1225.0 4000.0;
+    // formatting both sides together gave B three decimals R does not print.
+    let dir = tempfile::tempdir().unwrap();
+    let ns = |v: &[u64]| -> Vec<(&str, u64)> { v.iter().map(|&x| ("commit", x)).collect() };
+    let ra = write_run(
+        &dir.path().join("a"),
+        "normal",
+        &ns(&[1500, 2250, 3000, 1_000_123]),
+    );
+    let rb = write_run(
+        &dir.path().join("b"),
+        "normal",
+        &ns(&[10_000, 20_000, 300_000, 4_000_000]),
+    );
+    let text = render_text(&compare(&ra, &rb, &CompareOptions::default()).unwrap());
+    let row = |label: &str| -> Vec<String> {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("  {label}  ")))
+            .unwrap_or_else(|| panic!("no row {label}: {text}"));
+        line.split_whitespace()
+            .skip(1)
+            .take(6)
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(
+        row("A"),
+        ["1.500", "2.062", "2.625", "251.718", "252.281", "1000.123"],
+        "{text}"
+    );
+    assert_eq!(
+        row("B"),
+        ["10.0", "17.5", "160.0", "1082.5", "1225.0", "4000.0"],
+        "{text}"
+    );
+}

@@ -160,21 +160,22 @@ fn push_event(out: &mut String, e: &EventComparison, c: &Comparison) {
             }
         ));
     }
-    // Both summaries formatted together, as R would print rbind(summary(a), summary(b)).
+    // Each side's six numbers exactly as R prints its summary() (zapsmall, 4 significant digits,
+    // one number of decimals per side), in columns wide enough for both.
     const NAMES: [&str; 6] = ["Min.", "1st Qu.", "Median", "Mean", "3rd Qu.", "Max."];
-    let six = |s: &SideSummary| s.summary.six();
-    let all: Vec<f64> = six(&e.a).into_iter().chain(six(&e.b)).collect();
-    let f = format_r(&zapsmall(&all), 4);
-    let w = f
+    let side = |s: &SideSummary| format_r(&zapsmall(&s.summary.six()), 4);
+    let (fa, fb) = (side(&e.a), side(&e.b));
+    let w = fa
         .iter()
-        .map(|s| s.len())
+        .chain(&fb)
+        .map(|s| s.trim().len())
         .chain(NAMES.iter().map(|n| n.len()))
         .max()
         .unwrap_or(0);
     let head: Vec<String> = NAMES.iter().map(|n| format!("{n:>w$}")).collect();
     out.push_str(&format!("     {}   (µs)\n", head.join(" ")));
-    for (label, row, s) in [("A", &f[..6], &e.a), ("B", &f[6..], &e.b)] {
-        let cells: Vec<String> = row.iter().map(|v| format!("{v:>w$}")).collect();
+    for (label, row, s) in [("A", &fa, &e.a), ("B", &fb, &e.b)] {
+        let cells: Vec<String> = row.iter().map(|v| format!("{:>w$}", v.trim())).collect();
         let sd = format_r(&[s.sd], 4).join("");
         out.push_str(&format!(
             "  {label}  {}   sd {}\n",

@@ -9,7 +9,7 @@ use dbscope_core::CounterSection;
 use super::svg::escape;
 use crate::counters::{self, SectionComparison};
 use crate::report::Report;
-use crate::text::{format_num, round_sig3};
+use crate::text::format_num;
 
 pub(super) fn banner(rep: &Report) -> String {
     let mut s = String::new();
@@ -160,8 +160,8 @@ pub(super) fn summary_table(rep: &Report) -> String {
                 for v in formatted {
                     let _ = write!(s, "<td>{}</td>", escape(v.trim()));
                 }
-                for v in [p.p90, p.p99, p.p99_9, p.p99_99] {
-                    let _ = write!(s, "<td>{}</td>", round_sig3(v));
+                for v in p.texts() {
+                    let _ = write!(s, "<td>{}</td>", escape(&v));
                 }
             }
             _ => s.push_str("<td colspan=\"10\">no successful events</td>"),

@@ -5,13 +5,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use dbscope_core::stats::{LatencyHistogram, Summary};
 use dbscope_core::{Error, Event, NameId, NameTable, Outcome, RunDir, TailState};
 
 use super::model::{
     MeasuredReport, ReadReport, Report, ReportOptions, RunReport, SettingRow, TargetReport,
 };
-use crate::summary::{EventReport, FromIntended, PercentilesUs, SessionSpread, SummaryUs};
+use crate::summary::{EventReport, FromIntended, LatencyAcc, MemoryBudget, SessionSpread};
 
 /// Builds the report of a run, reading its event files once.
 ///
@@ -67,7 +66,7 @@ pub fn build(run: &RunDir, opts: &ReportOptions) -> Result<Report, Error> {
     let span_s = span_ns.map(|ns| ns as f64 / 1e9);
     let measured = MeasuredReport {
         include_warmup: opts.include_warmup,
-        events: acc.names.iter().map(|n| n.durations.len() as u64).sum(),
+        events: acc.names.iter().map(|n| n.durations.len()).sum(),
         errors: acc.names.iter().map(|n| n.errors).sum(),
         warmup_excluded: acc.names.iter().map(|n| n.warmup_excluded).sum(),
         first_start_ns: acc.first_start,
@@ -264,7 +263,8 @@ fn race_notes(
 #[derive(Debug)]
 struct NameAcc {
     name: String,
-    durations: Vec<u64>,
+    /// Successful measured durations (ns), within the run's memory budget.
+    durations: LatencyAcc,
     errors: u64,
     error_classes: BTreeMap<String, u64>,
     warmup_excluded: u64,
@@ -273,35 +273,19 @@ struct NameAcc {
     per_session: BTreeMap<u32, u64>,
     /// End − intended start of the successful events that carry one (open loop), and how many
     /// of them started late.
-    from_intended: Vec<u64>,
+    from_intended: LatencyAcc,
     late: u64,
 }
 
 impl NameAcc {
-    fn finish(mut self, span_ns: Option<u64>) -> EventReport {
-        let count = self.durations.len() as u64;
+    fn finish(self, span_ns: Option<u64>) -> EventReport {
+        let count = self.durations.len();
         let throughput_per_s = span_ns
             .filter(|&ns| ns > 0)
             .map(|ns| count as f64 / (ns as f64 / 1e9));
-        let (summary_us, sd_us, percentiles_us) = match Summary::from_values(&mut self.durations) {
-            Ok(s) => {
-                let mut hist = LatencyHistogram::new();
-                for &d in &self.durations {
-                    hist.record(d);
-                }
-                let us = |p: f64| hist.percentile(p) as f64 / 1000.0;
-                (
-                    Some(SummaryUs::from_six(s.six(1000.0))),
-                    (s.n > 1).then_some(s.sd / 1000.0),
-                    Some(PercentilesUs {
-                        p90: us(90.0),
-                        p99: us(99.0),
-                        p99_9: us(99.9),
-                        p99_99: us(99.99),
-                    }),
-                )
-            }
-            Err(_) => (None, None, None),
+        let (summary_us, sd_us, percentiles_us) = match self.durations.finish() {
+            Some(l) => (Some(l.summary_us), l.sd_us, Some(l.percentiles_us)),
+            None => (None, None, None),
         };
         EventReport {
             name: self.name,
@@ -314,8 +298,20 @@ impl NameAcc {
             sd_us,
             percentiles_us,
             sessions: SessionSpread::of(&self.per_session),
-            from_intended: FromIntended::of(&mut self.from_intended, self.late),
+            from_intended: FromIntended::of(self.from_intended, self.late),
         }
+    }
+}
+
+/// Frees the most durations for the others when the memory budget is spent: the accumulator that
+/// keeps the most goes to its HDR histogram, so small names stay exact.
+fn spill_largest(names: &mut [NameAcc], budget: &mut MemoryBudget) {
+    let largest = names
+        .iter_mut()
+        .flat_map(|n| [&mut n.durations, &mut n.from_intended])
+        .max_by_key(|a| a.kept());
+    if let Some(a) = largest {
+        a.spill(budget);
     }
 }
 
@@ -332,6 +328,8 @@ struct Accumulator {
     first_start: Option<u64>,
     last_end: Option<u64>,
     backlog: crate::openloop::BacklogAcc,
+    /// Durations the accumulators may still keep to sort, over all names.
+    budget: MemoryBudget,
 }
 
 impl Accumulator {
@@ -345,6 +343,7 @@ impl Accumulator {
             first_start: None,
             last_end: None,
             backlog: Default::default(),
+            budget: MemoryBudget::default(),
         }
     }
 
@@ -367,9 +366,18 @@ impl Accumulator {
                 *self.block_errors.entry((i, e.outcome)).or_default() += 1;
             } else {
                 *n += 1;
-                acc.durations.push(e.duration_ns);
+                if self.budget.is_spent() {
+                    spill_largest(&mut self.names, &mut self.budget);
+                }
+                let acc = &mut self.names[i];
+                acc.durations.push(e.duration_ns, &mut self.budget);
                 if let Some(intended) = e.intended_start_ns {
-                    acc.from_intended.push(e.latency_from_intended_ns());
+                    if self.budget.is_spent() {
+                        spill_largest(&mut self.names, &mut self.budget);
+                    }
+                    let acc = &mut self.names[i];
+                    acc.from_intended
+                        .push(e.latency_from_intended_ns(), &mut self.budget);
                     acc.late += u64::from(e.start_ns > intended);
                 }
             }
@@ -392,12 +400,12 @@ impl Accumulator {
             None => {
                 self.names.push(NameAcc {
                     name: name.clone(),
-                    durations: Vec::new(),
+                    durations: LatencyAcc::default(),
                     errors: 0,
                     error_classes: BTreeMap::new(),
                     warmup_excluded: 0,
                     per_session: BTreeMap::new(),
-                    from_intended: Vec::new(),
+                    from_intended: LatencyAcc::default(),
                     late: 0,
                 });
                 self.index.insert(name, self.names.len() - 1);

@@ -1,8 +1,10 @@
 //! The report of one run: what was measured and how, then per event name its count, errors,
-//! throughput, R's `summary()` of the latencies and HDR percentiles, as text for a terminal and as JSON.
+//! throughput, R's `summary()` of the latencies and R's type-7 percentiles, as text for a terminal and
+//! as JSON.
 //!
 //! [`build()`] streams the run's event blocks once, keeping the successful durations of each event name
-//! (8 bytes per event), and reduces them to a [`Report`]; [`render_text`] and [`render_json`] print it.
+//! (8 bytes per event, within [`crate::summary::EXACT_BUDGET_VALUES`] over all names; beyond it a
+//! name goes to an HDR histogram), and reduces them to a [`Report`]; [`render_text`] and [`render_json`] print it.
 //! The JSON output is the serialization of [`Report`], so its field names are the struct's; the
 //! run-level counters of `counters.json` follow the events, each section printed the same way
 //! whichever source wrote it (see [`crate::counters`]).

@@ -232,17 +232,14 @@ fn counts_errors_throughput_and_summary_match_r() {
         assert!(close(*got, want), "{got} vs {want}");
     }
     assert!((sc.sd_us.unwrap() - 288.819436095749).abs() < 1e-9);
-    // Nearest-rank percentiles of 1..1000 µs are 900, 990, 999, 1000; HDR keeps 3 significant
-    // digits (and p99.9 may land on the next value through rounding of 0.999 * 1000).
+    // R: sprintf("%.17g", quantile(1:1000, c(.9, .99, .999, .9999))) (type 7), to the bit
+    // (issue 34 item 2: report printed HDR approximations).
     let p = sc.percentiles_us.unwrap();
-    for (got, want) in [
-        (p.p90, 900.0),
-        (p.p99, 990.0),
-        (p.p99_9, 999.0),
-        (p.p99_99, 1000.0),
-    ] {
-        assert!((got - want).abs() / want <= 2e-3, "{got} vs {want}");
-    }
+    assert!(p.exact);
+    assert_eq!(
+        [p.p90, p.p99, p.p99_9, p.p99_99],
+        [900.1, 990.01, 999.001, 999.900_100_000_000_1]
+    );
 
     let lw = event(&r, "lock_wait");
     assert_eq!((lw.count, lw.errors), (0, 2));
@@ -303,6 +300,11 @@ fn text_has_r_summary_lines_verbatim() {
         "{text}"
     );
     assert!(text.contains("   sd 315.1   p90 "), "{text}");
+    // R: format(zapsmall(quantile(1:1000, c(.9, .99, .999, .9999))), digits = 4)
+    assert!(
+        text.contains("   sd 288.8   p90 900.1   p99 990.0   p99.9 999.0   p99.99 999.9   (µs; percentiles as R's quantile())\n"),
+        "{text}"
+    );
     assert!(
         text.contains("   errors: pg:40P01 2, connection 1\n"),
         "{text}"
@@ -571,4 +573,26 @@ fn unreadable_counters_make_the_report_incomplete_not_an_error() {
     assert!(why.contains("not valid counters"), "{why}");
     assert_eq!(event(&r, "commit").count, 10);
     assert!(r.counters.is_empty());
+}
+
+#[test]
+fn issue_34_session_medians_have_thousands_separators() {
+    // Two sessions with 1,500 and 2,000 events: median 1,750; three with 1,000, 1,500, 2,001:
+    // median 1,500; an even count gives a half (1,250.5).
+    for (counts, want) in [
+        (vec![1500u64, 2000], "median 1,750  max 2,000"),
+        (vec![1000, 1500, 2001], "median 1,500  max 2,001"),
+        (vec![1000, 1501], "median 1,250.5  max 1,501"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = FakeRun::new(&dir.path().join("r"));
+        let c = f.name("commit");
+        let mut evs = Vec::new();
+        for (s, &n) in counts.iter().enumerate() {
+            evs.extend((0..n).map(|i| FakeRun::event(c, s as u32, i * 1_000, 500)));
+        }
+        f.block(&evs);
+        let text = render_text(&build(&f.finish(), &ReportOptions::default()).unwrap());
+        assert!(text.contains(want), "{want}: {text}");
+    }
 }

@@ -6,8 +6,8 @@ use dbscope_core::Outcome;
 use super::model::{MeasuredReport, Report, SettingRow};
 use crate::summary::{EventReport, SessionSpread};
 use crate::text::{
-    break_item, one_line, plural, push_prose, push_wrapped, push_wrapped_whole, sig3, span,
-    thousands, thousands_f1, trim_num, truncate_middle, MAX_LINE,
+    break_item, one_line, plural, push_prose, push_wrapped, push_wrapped_whole, span, thousands,
+    thousands_f1, thousands_fixed, truncate_middle, MAX_LINE,
 };
 
 /// Width of the label column of the header lines (`run`, `workload`, ...).
@@ -369,7 +369,7 @@ fn push_sessions(out: &mut String, sp: &SessionSpread) {
         "   sessions {}: per session min {}  median {}  max {}  fairness (Jain) {:.2}\n",
         sp.per_session.len(),
         thousands(sp.min),
-        trim_num((sp.median * 10.0).round() / 10.0),
+        median_text(sp.median),
         thousands(sp.max),
         sp.fairness
     ));
@@ -410,6 +410,16 @@ fn push_imported(out: &mut String, r: &Report) {
     push_items(out, "imported", &items);
 }
 
+/// A median of counts: whole, or halfway between two (type 7 of an even number of sessions), with
+/// thousands separators like the min and max beside it.
+fn median_text(m: f64) -> String {
+    if m.fract() == 0.0 {
+        thousands_fixed(m, 0)
+    } else {
+        thousands_fixed(m, 1)
+    }
+}
+
 fn push_event(out: &mut String, e: &EventReport) {
     // A long name (a captured statement) gets a line of its own.
     let name = if e.name.is_empty() {
@@ -437,18 +447,21 @@ fn push_event(out: &mut String, e: &EventReport) {
                 let sd = format_r(&[sd], 4).into_iter().next().unwrap_or_default();
                 items.push(format!("sd {}", sd.trim()));
             }
-            for (label, v) in [
-                ("p90", p.p90),
-                ("p99", p.p99),
-                ("p99.9", p.p99_9),
-                ("p99.99", p.p99_99),
-            ] {
-                items.push(format!("{label} {}", sig3(v)));
+            for (label, v) in ["p90", "p99", "p99.9", "p99.99"].iter().zip(p.texts()) {
+                items.push(format!("{label} {v}"));
             }
             out.push_str(&format!(
-                "   {}   (µs; percentiles HDR, 3 digits)\n",
-                items.join("   ")
+                "   {}   (µs; {})\n",
+                items.join("   "),
+                p.method()
             ));
+            if !p.exact {
+                out.push_str(&format!(
+                    "   note: more events than report sorts in memory ({} over all names): quartiles \
+                     and mean from the HDR histogram too\n",
+                    thousands(crate::summary::EXACT_BUDGET_VALUES as u64)
+                ));
+            }
             if let Some(f) = &e.from_intended {
                 crate::openloop::push_event_text(out, f);
             }

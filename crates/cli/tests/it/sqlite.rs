@@ -365,3 +365,67 @@ fn export_both_formats_read_back() {
         "session,event,start_utc,start_ns,duration_ns,intended_start_ns,outcome,rows,warmup"
     ));
 }
+
+/// Issue 34 items 1 and 2: `report` prints R's `summary()` lines, sd and type-7 percentiles of
+/// the durations `export` writes, as R itself prints them (/usr/bin/Rscript on the CSV).
+#[test]
+fn issue_34_report_prints_what_r_prints_of_the_export() {
+    if std::process::Command::new("Rscript")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: Rscript is not installed");
+        return;
+    }
+    let dir = tempdir();
+    ok(
+        dir.path(),
+        &Argv::run("commit")
+            .target("null")
+            .sessions(2)
+            .ops(5000)
+            .out("r")
+            .quiet()
+            .args(),
+    );
+    ok(dir.path(), &["export", "r", "-o", "r.csv"]);
+    let script = r#"
+d <- read.csv("r.csv")
+d <- d[d$outcome == "ok" & !as.logical(d$warmup), ]
+for (name in unique(d$event)) {
+  x <- d$duration_ns[d$event == name] / 1000
+  out <- capture.output(print(summary(x)))
+  cat(name, "\n", sep = "")
+  cat(sub(" +$", "", out[1]), "   (µs)\n", sep = "")
+  cat(sub(" +$", "", out[2]), "\n", sep = "")
+  q <- trimws(format(zapsmall(quantile(x, c(.9, .99, .999, .9999), names = FALSE)), digits = 4))
+  cat("   sd ", trimws(format(sd(x), digits = 4)), "   p90 ", q[1], "   p99 ", q[2],
+      "   p99.9 ", q[3], "   p99.99 ", q[4], "   (µs; percentiles as R's quantile())\n", sep = "")
+}
+"#;
+    let r = std::process::Command::new("Rscript")
+        .args(["-e", script])
+        .current_dir(dir.path())
+        .output()
+        .expect("Rscript runs");
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let r_out = String::from_utf8_lossy(&r.stdout).into_owned();
+    let report = ok(dir.path(), &["report", "r"]);
+    let mut names = 0;
+    for block in r_out.split_inclusive('\n').collect::<Vec<_>>().chunks(4) {
+        let [name, head, values, pct] = block else {
+            panic!("R printed {r_out}")
+        };
+        let want = format!("{head}{values}{pct}");
+        let at = report
+            .find(&format!("{}   n = ", name.trim()))
+            .unwrap_or_else(|| panic!("no {name} in {report}"));
+        assert!(
+            report[at..].contains(&want),
+            "R prints for {name}{want}\nreport printed:\n{report}"
+        );
+        names += 1;
+    }
+    assert_eq!(names, 2, "{r_out}");
+}

@@ -5,9 +5,12 @@
 
 pub mod dist;
 mod format;
+mod ld;
 #[cfg(test)]
 mod proptests;
 pub mod quantile_ci;
+#[cfg(test)]
+mod r_reference;
 pub mod rank;
 #[cfg(test)]
 mod reference;
@@ -18,10 +21,11 @@ pub mod ttest;
 
 pub use dist::{format_pvalue, pnorm, pt, qt};
 pub use format::{format_r, r_summary_lines, zapsmall};
+pub use ld::mean_r;
 pub use quantile_ci::{quantile_diff, BootstrapOptions, QuantileDiff};
 pub use rank::{hodges_lehmann, wilcoxon_rank_sum, RankSumTest};
 pub use sample::Sample;
-pub use summary::{quantile_type7, Summary};
+pub use summary::{quantile_type7, quantile_type7_by, Summary};
 pub use tail::{largest_indices, over_threshold, OverThreshold};
 pub use ttest::{welch_t_test, welch_t_test_level, WelchTest};
 
@@ -95,12 +99,12 @@ mod tests {
     #[test]
     fn summary_matches_r() {
         let mut x = vec![3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5];
-        let s = Summary::from_values(&mut x).unwrap();
-        assert_eq!(s.six(1.0), [1.0, 2.5, 4.0, 4.0, 5.0, 9.0]);
+        let s = Summary::from_values(&mut x, 1.0).unwrap();
+        assert_eq!(s.six(), [1.0, 2.5, 4.0, 4.0, 5.0, 9.0]);
         assert!((quantile_type7(&x, 0.9) - 6.0).abs() < 1e-12);
         assert!((quantile_type7(&x, 0.99) - 8.7).abs() < 1e-12);
         assert!((s.sd - 2.366431913).abs() < 1e-9);
-        let (head, line) = r_summary_lines(s.six(1.0));
+        let (head, line) = r_summary_lines(s.six());
         assert_eq!(head, "   Min. 1st Qu.  Median    Mean 3rd Qu.    Max.");
         assert_eq!(line, "    1.0     2.5     4.0     4.0     5.0     9.0");
     }
@@ -121,9 +125,9 @@ mod tests {
     fn summary_lines_switch_notation_like_r() {
         // summary(c(1, 1e7)): 1.0e+00 2.5e+06 5.0e+06 5.0e+06 7.5e+06 1.0e+07
         let mut v = vec![1, 10_000_000];
-        let s = Summary::from_values(&mut v).unwrap();
+        let s = Summary::from_values(&mut v, 1.0).unwrap();
         assert_eq!(
-            r_summary_lines(s.six(1.0)).1,
+            r_summary_lines(s.six()).1,
             "1.0e+00 2.5e+06 5.0e+06 5.0e+06 7.5e+06 1.0e+07"
         );
         // summary(c(1.5, 2, 1e6)): 1.5 1.8 2.0 333334.5 500001.0 1000000.0
@@ -136,7 +140,7 @@ mod tests {
 
     #[test]
     fn empty_summary_is_an_error() {
-        assert!(Summary::from_values(&mut []).is_err());
+        assert!(Summary::from_values(&mut [], 1.0).is_err());
     }
 
     #[test]

@@ -73,3 +73,20 @@ proptest! {
         prop_assert_eq!(quantile_diff(&sa, &sb, p, &o).unwrap(), quantile_diff(&sa, &sb, p, &o).unwrap());
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Any doubles (NaN, infinities, subnormals, extremes) format without panicking, in one width.
+    #[test]
+    fn format_never_panics(x in prop::collection::vec(any::<f64>(), 0..8), digits in 0usize..25) {
+        let f = super::format::format_r(&x, digits);
+        prop_assert_eq!(f.len(), x.len());
+        if let Some(w) = f.first().map(|s| s.len()) {
+            prop_assert!(f.iter().all(|s| s.len() == w), "{f:?}");
+        }
+        let six: [f64; 6] = std::array::from_fn(|i| x.get(i).copied().unwrap_or(1.0));
+        let _ = super::format::r_summary_lines(six);
+        let _ = super::ld::mean_r(|| x.iter().copied());
+    }
+}

@@ -21,7 +21,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Beta, Distribution};
 
-use super::sample::{quantile7_f64, Sample};
+use super::sample::Sample;
+use super::summary::quantile_type7_by;
 use crate::error::{Error, Result};
 
 /// Bootstrap settings.
@@ -167,8 +168,8 @@ pub fn quantile_diff(
     let interval = |v: &mut Vec<f64>| {
         v.sort_unstable_by(f64::total_cmp);
         (
-            quantile7_f64(v, alpha / 2.0),
-            quantile7_f64(v, 1.0 - alpha / 2.0),
+            quantile_type7_by(v, alpha / 2.0, |x| x),
+            quantile_type7_by(v, 1.0 - alpha / 2.0, |x| x),
         )
     };
     let (diff_low, diff_high) = interval(&mut diffs);
@@ -205,7 +206,7 @@ mod tests {
                     .map(|_| x[rng.random_range(0..x.len())])
                     .collect();
                 r.sort_by(f64::total_cmp);
-                quantile7_f64(&r, p)
+                quantile_type7_by(&r, p, |x| x)
             })
             .collect()
     }

@@ -59,8 +59,9 @@ impl Sample {
                 values[i]
             )));
         }
+        let mean = super::ld::mean_r(|| values.iter().copied());
         values.sort_unstable_by(f64::total_cmp);
-        Ok(Self::from_sorted_finite(values))
+        Ok(Self::from_sorted_finite(values, mean))
     }
 
     /// A sample of durations in nanoseconds, converted to `f64` after dividing by `scale` (1000 gives
@@ -78,25 +79,17 @@ impl Sample {
                 "scale {scale} is not positive"
             )));
         }
+        // R's mean of the values as given (R sums in vector order), before sorting.
+        let mean = super::ld::mean_r(|| values.iter().map(|&v| v as f64 / scale));
         let mut sorted_ns = values.to_vec();
         sorted_ns.sort_unstable();
         let sorted = sorted_ns.into_iter().map(|v| v as f64 / scale).collect();
-        Ok(Self::from_sorted_finite(sorted))
+        Ok(Self::from_sorted_finite(sorted, mean))
     }
 
-    fn from_sorted_finite(sorted: Vec<f64>) -> Self {
+    /// From sorted finite values and R's mean of them.
+    fn from_sorted_finite(sorted: Vec<f64>, mean: f64) -> Self {
         let n = sorted.len() as f64;
-        // R's mean(): a sum divided by n, then the mean of the residuals added as a correction.
-        let mut s = CompensatedSum::default();
-        for &v in &sorted {
-            s.add(v);
-        }
-        let m0 = s.value() / n;
-        let mut r = CompensatedSum::default();
-        for &v in &sorted {
-            r.add(v - m0);
-        }
-        let mean = m0 + r.value() / n;
         // R's var(): two-pass sum of squared deviations over n - 1.
         let mut ss = CompensatedSum::default();
         for &v in &sorted {
@@ -139,7 +132,7 @@ impl Sample {
 
     /// Quantile of type 7 (R's default; Hyndman & Fan 1996), `p` clamped to `[0, 1]`. O(1).
     pub fn quantile(&self, p: f64) -> f64 {
-        quantile7_f64(&self.sorted, p)
+        super::summary::quantile_type7_by(&self.sorted, p, |v| v)
     }
 
     /// R's `summary()`: Min, 1st Qu., Median, Mean, 3rd Qu., Max (and n and sd).
@@ -160,18 +153,6 @@ impl Sample {
     pub fn count_above(&self, threshold: f64) -> usize {
         self.len() - self.sorted.partition_point(|&v| v <= threshold)
     }
-}
-
-/// Type-7 quantile of sorted, non-empty `f64` data (see [`super::quantile_type7`]).
-pub(crate) fn quantile7_f64(sorted: &[f64], p: f64) -> f64 {
-    let n = sorted.len();
-    let h = (n - 1) as f64 * p.clamp(0.0, 1.0);
-    let lo = (h.floor() as usize).min(n - 1);
-    let hi = (lo + 1).min(n - 1);
-    let frac = h - lo as f64;
-    let a = sorted[lo];
-    let b = sorted[hi];
-    a + frac * (b - a)
 }
 
 #[cfg(test)]

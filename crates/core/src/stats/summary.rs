@@ -1,23 +1,41 @@
 //! R's `summary()` of a numeric vector ([`Summary`]) and its type-7 quantile
-//! ([`quantile_type7`]). A leaf of `stats`: `sample` builds a [`Summary`], and `stats` re-exports
-//! both.
+//! ([`quantile_type7_by`], [`quantile_type7`]): the one quantile function of dbscope. A leaf of
+//! `stats`: `sample` builds a [`Summary`], and `stats` re-exports both.
 
+use super::ld::mean_r;
 use crate::error::{Error, Result};
 
-/// Quantile of sorted data by R's default definition (type 7, Hyndman & Fan 1996):
-/// `h = (n - 1) p`, result `x[floor h] + (h - floor h) (x[floor h + 1] - x[floor h])` (0-based).
+/// Quantile of sorted data by R's default definition (type 7, Hyndman & Fan 1996), computed as
+/// R 4.x's `quantile.default` does: `index = 1 + (n - 1) p`, `lo = floor(index)`,
+/// `hi = ceiling(index)`, `h = index - lo`, result `(1 - h) x[lo] + h x[hi]` (1-based), or `x[lo]`
+/// when `h` is 0 or both neighbours are equal. `value` maps each element to the number R sees (a
+/// duration in ns divided by 1000 for µs: R's quantile of the µs values, not the ns quantile
+/// divided afterwards, which rounds twice).
 ///
-/// `sorted` must be sorted ascending and non-empty; `p` in `[0, 1]`. O(1).
-pub fn quantile_type7(sorted: &[u64], p: f64) -> f64 {
-    debug_assert!(!sorted.is_empty());
+/// `sorted` must be sorted ascending; `p` is clamped to `[0, 1]` as R does. The result is never
+/// outside `[x[lo], x[hi]]` (R's formula can land one unit in the last place outside when the
+/// neighbours differ by one: no printed digit shows it). NaN for no values or a NaN `p`. O(1).
+pub fn quantile_type7_by<T: Copy>(sorted: &[T], p: f64, value: impl Fn(T) -> f64) -> f64 {
     let n = sorted.len();
-    let h = (n - 1) as f64 * p;
-    let lo = h.floor() as usize;
-    let hi = (lo + 1).min(n - 1);
-    let frac = h - lo as f64;
-    let a = sorted[lo] as f64;
-    let b = sorted[hi] as f64;
-    a + frac * (b - a)
+    if n == 0 || p.is_nan() {
+        return f64::NAN;
+    }
+    let index = 1.0 + (n - 1) as f64 * p.clamp(0.0, 1.0);
+    let lo = index.floor();
+    let hi = index.ceil();
+    let a = value(sorted[(lo as usize).clamp(1, n) - 1]);
+    let b = value(sorted[(hi as usize).clamp(1, n) - 1]);
+    if index > lo && b != a {
+        let h = index - lo;
+        ((1.0 - h) * a + h * b).clamp(a.min(b), a.max(b))
+    } else {
+        a
+    }
+}
+
+/// [`quantile_type7_by`] of sorted integers taken as they are.
+pub fn quantile_type7(sorted: &[u64], p: f64) -> f64 {
+    quantile_type7_by(sorted, p, |v| v as f64)
 }
 
 /// R's `summary()` of a numeric vector: Min, 1st Qu., Median, Mean, 3rd Qu., Max.
@@ -31,7 +49,7 @@ pub struct Summary {
     pub q1: f64,
     /// Median.
     pub median: f64,
-    /// Arithmetic mean.
+    /// Arithmetic mean (R's `mean()`: see [`mean_r`]).
     pub mean: f64,
     /// Third quartile (type 7).
     pub q3: f64,
@@ -42,23 +60,29 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// Summarises values (e.g. durations in ns), sorting them in place. O(n log n).
+    /// Summarises integer values (e.g. durations in ns) as R summarises `values / scale` (1000 turns
+    /// ns into µs: R's summary of the µs values), sorting `values` in place. O(n log n).
     ///
-    /// The mean is summed exactly in 128-bit integers, so it is exact to f64 rounding however many
-    /// values there are; the standard deviation uses the two-pass formula.
-    pub fn from_values(values: &mut [u64]) -> Result<Self> {
+    /// The mean is R's, in the order the values are given (R sums in vector order); the standard
+    /// deviation uses the two-pass formula.
+    pub fn from_values(values: &mut [u64], scale: f64) -> Result<Self> {
         if values.is_empty() {
             return Err(Error::InvalidInput("summary of no values".into()));
         }
+        if !(scale.is_finite() && scale > 0.0) {
+            return Err(Error::InvalidInput(format!(
+                "scale {scale} is not positive"
+            )));
+        }
+        let v = |x: u64| x as f64 / scale;
+        let mean = mean_r(|| values.iter().map(|&x| v(x)));
         values.sort_unstable();
         let n = values.len();
-        let sum: u128 = values.iter().map(|&v| v as u128).sum();
-        let mean = sum as f64 / n as f64;
         let sd = if n > 1 {
             let ss: f64 = values
                 .iter()
-                .map(|&v| {
-                    let d = v as f64 - mean;
+                .map(|&x| {
+                    let d = v(x) - mean;
                     d * d
                 })
                 .sum();
@@ -68,25 +92,18 @@ impl Summary {
         };
         Ok(Summary {
             n: n as u64,
-            min: values[0] as f64,
-            q1: quantile_type7(values, 0.25),
-            median: quantile_type7(values, 0.5),
+            min: v(values[0]),
+            q1: quantile_type7_by(values, 0.25, v),
+            median: quantile_type7_by(values, 0.5, v),
             mean,
-            q3: quantile_type7(values, 0.75),
-            max: values[n - 1] as f64,
+            q3: quantile_type7_by(values, 0.75, v),
+            max: v(values[n - 1]),
             sd,
         })
     }
 
-    /// The six numbers of R's `summary()`, in order, each divided by `scale` (1000 turns ns into µs).
-    pub fn six(&self, scale: f64) -> [f64; 6] {
-        [
-            self.min / scale,
-            self.q1 / scale,
-            self.median / scale,
-            self.mean / scale,
-            self.q3 / scale,
-            self.max / scale,
-        ]
+    /// The six numbers of R's `summary()`, in order.
+    pub fn six(&self) -> [f64; 6] {
+        [self.min, self.q1, self.median, self.mean, self.q3, self.max]
     }
 }

@@ -117,7 +117,7 @@ mod tests {
             assert_eq!(format_pvalue(w.p_value), text(name, "t_p_fmt"), "{name}");
             let s = a.summary();
             let want = values(name, "summary_a");
-            for (got, want) in s.six(1.0).iter().zip(&want) {
+            for (got, want) in s.six().iter().zip(&want) {
                 close(*got, *want, 1e-12, &format!("{name} summary"));
             }
             for (p, want) in [0.5, 0.9, 0.99, 0.999]

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use dbscope_core::stats::quantile_type7;
+use dbscope_core::stats::quantile_type7_by;
 use dbscope_core::{Column, Counter, CounterSection, CounterTable, CounterValue};
 
 use super::config::{ReplayConfig, ReplaySummary, DIVERGENCE_FILE, EXAMPLES};
@@ -97,7 +97,7 @@ impl Tally {
 /// The `q` quantile of sorted lags (ns) in µs, by the project's definition (R's type 7, as
 /// `report` computes its quantiles); `None` when there are none.
 fn lag_us(sorted_ns: &[u64], q: f64) -> Option<f64> {
-    (!sorted_ns.is_empty()).then(|| quantile_type7(sorted_ns, q) / 1e3)
+    (!sorted_ns.is_empty()).then(|| quantile_type7_by(sorted_ns, q, |x| x as f64 / 1e3))
 }
 
 pub(super) fn section(
@@ -314,6 +314,11 @@ mod tests {
         assert_eq!(lag_us(&ns, 1.0), Some(10.0));
         assert_eq!(lag_us(&[4_000], 0.5), Some(4.0));
         assert_eq!(lag_us(&[], 0.5), None);
+        // Issue 34: R's quantile of the µs values, to the bit, not the ns quantile divided by
+        // 1000. R: sprintf("%.17g", quantile(c(1000, 1234567) / 1000, c(0.9, 0.1))).
+        let ns = [1_000, 1_234_567];
+        assert_eq!(lag_us(&ns, 0.9), Some(1_111.210_299_999_999_7));
+        assert_eq!(lag_us(&ns, 0.1), Some(124.356_700_000_000_12));
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use dbscope_core::stats::{quantile_type7, LatencyHistogram};
+use dbscope_core::stats::{quantile_type7_by, LatencyHistogram};
 use dbscope_core::{
     Column, Counter, CounterSection, CounterTable, CounterValue, Event, NameId, NameTable,
 };
@@ -300,7 +300,8 @@ impl EventTally {
             let q = |p: f64| {
                 CounterValue::float((!v.is_empty()).then(|| {
                     if c.final_counts {
-                        quantile_type7(v, p) / 1e3
+                        // R's quantile of the µs values, not the ns one divided.
+                        quantile_type7_by(v, p, |x| x as f64 / 1e3)
                     } else {
                         h.percentile(p * 100.0) as f64 / 1e3
                     }
