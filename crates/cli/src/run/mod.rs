@@ -6,6 +6,7 @@
 pub mod args;
 pub mod events;
 pub mod events_args;
+pub mod flags;
 pub mod lab_args;
 pub mod plan;
 pub mod script_args;
