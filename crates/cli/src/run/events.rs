@@ -6,7 +6,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use dbscope_core::{CounterValue, RunDir};
+use dbscope_core::{CounterValue, Outcome, RunDir};
 use dbscope_db::open_target;
 use dbscope_lab::plan::{strategies_left_out, EventsPlan, RunPlan};
 use dbscope_lab::runner::{self, Progress, RunConfig, RunSpec};
@@ -18,8 +18,15 @@ use crate::common::{
 use crate::exit::{Exit, EXIT_USAGE};
 use crate::run::plan::lab_error;
 
-/// Runs the events workload of `plan` (`e`, its options); `spec` is the target.
-pub fn run_events(plan: &RunPlan, e: &EventsPlan, spec: &str, quiet: bool) -> Result<u8, Exit> {
+/// Runs the events workload of `plan` (`e`, its options); `spec` is the target. The exit code,
+/// and how the last strategy's run ended. `point`: a sweep's point, which prints nothing.
+pub fn run_events(
+    plan: &RunPlan,
+    e: &EventsPlan,
+    spec: &str,
+    quiet: bool,
+    point: bool,
+) -> Result<(u8, Outcome), Exit> {
     let out = &plan.out;
     let target = open_target(spec, &plan.target.settings)?;
     let dialect = target.dialect();
@@ -36,6 +43,7 @@ pub fn run_events(plan: &RunPlan, e: &EventsPlan, spec: &str, quiet: bool) -> Re
 
     let mut rows = Vec::new();
     let mut code = 0;
+    let mut outcome = Outcome::Complete;
     for (i, strategy) in strategies.iter().enumerate() {
         let dir: PathBuf = if iterations {
             out.join(format!("{}-{}", i + 1, strategy.as_str()))
@@ -91,14 +99,19 @@ pub fn run_events(plan: &RunPlan, e: &EventsPlan, spec: &str, quiet: bool) -> Re
             bar.finish_and_clear();
         }
         let result = result.map_err(|e: dbscope_lab::Error| Exit(EXIT_USAGE, lab_error(e)))?;
-        code = finish_run(
-            &result.dir,
-            result.outcome,
-            result.detail.as_deref(),
-            result.events,
-            Some(result.errors),
-            quiet,
-        )?;
+        outcome = result.outcome;
+        code = if point {
+            crate::common::outcome_code(result.outcome)
+        } else {
+            finish_run(
+                &result.dir,
+                result.outcome,
+                result.detail.as_deref(),
+                result.events,
+                Some(result.errors),
+                quiet,
+            )?
+        };
         if iterations {
             rows.push(table_row(*strategy, &result.dir)?);
         }
@@ -113,7 +126,7 @@ pub fn run_events(plan: &RunPlan, e: &EventsPlan, spec: &str, quiet: bool) -> Re
             writeln!(stdout, "{why}")?;
         }
     }
-    Ok(code)
+    Ok((code, outcome))
 }
 
 /// One line of CERN's table, from a run's `events` counters.
