@@ -37,6 +37,7 @@ use crate::run::args::{RunArgs, WorkloadName};
 use crate::sweep::args::SweepArgs;
 
 /// What a sweep runs at each point.
+#[derive(Debug)]
 enum Swept {
     /// `run WORKLOAD …`.
     Run(Box<RunArgs>),
