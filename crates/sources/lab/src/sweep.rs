@@ -223,6 +223,7 @@ mod tests {
                 threads: None,
                 observe: ObserveConfig::default(),
                 pacing: None,
+                explain: false,
             },
             out: PathBuf::from("unused"),
         }
