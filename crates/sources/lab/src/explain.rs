@@ -1,5 +1,5 @@
-//! `run --explain`: each distinct statement of the workload explained once, after warm-up, by the
-//! session that first names it ([`crate::workload::SessionWork::statements`]), into the run's
+//! `run --explain`: each distinct statement of the workload (its event and its place among that
+//! event's statements) explained once, after warm-up, by the session that first names it ([`crate::workload::SessionWork::statements`]), into the run's
 //! `plans.json` ([`dbscope_core::plans`]).
 //!
 //! PostgreSQL: `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)` with the parameters the session last
@@ -31,8 +31,8 @@ pub struct Explainer {
 
 #[derive(Default)]
 struct State {
-    /// (event, text) of every statement taken or being taken.
-    seen: HashSet<(String, String)>,
+    /// (event, place among the event's statements) of every statement taken or being taken.
+    seen: HashSet<(String, usize)>,
     plans: Vec<PlanEntry>,
     notes: Vec<String>,
 }
@@ -61,8 +61,14 @@ impl Explainer {
         stmts: Vec<Statement>,
     ) -> std::time::Duration {
         let started = Instant::now();
+        let mut ordinal: std::collections::HashMap<String, usize> = Default::default();
         for st in stmts {
-            let key = (st.event.clone(), st.sql.clone());
+            // A statement is its event and its place among that event's statements, not its
+            // text: `-M simple` scripts and `events`' batches inline their values, and each
+            // session's text differs.
+            let n = ordinal.entry(st.event.clone()).or_default();
+            let key = (st.event.clone(), *n);
+            *n += 1;
             if !self.state().seen.insert(key) {
                 continue;
             }
@@ -113,8 +119,9 @@ impl Explainer {
         let mut notes = state.notes;
         if state.plans.is_empty() && state.seen.is_empty() {
             notes.push(
-                "no statement was explained: the workload names none (its statements are not \
-                 fixed SQL), or no session got past warm-up"
+                "no statement was explained: the workload names none here (events' staged and \
+                 partitioned strategies read a staging table filled only inside their \
+                 transaction), or no session finished an operation"
                     .into(),
             );
         }

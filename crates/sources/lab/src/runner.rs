@@ -522,8 +522,15 @@ fn session_loop(mut c: SessionCtx<'_>) {
             c.ops.fetch_add(64, Ordering::Relaxed);
         }
         if result.is_ok() && c.rec.last_ns() >= warmup_ns {
-            if let Some(x) = to_explain.take() {
-                let took = x.explain(c.sess.as_mut(), id, c.rec.now(), c.work.statements());
+            // A step may have run no statement yet (an `events` session waiting for its clients'
+            // events): the session explains once it names some.
+            let stmts = match to_explain {
+                Some(_) => c.work.statements(),
+                None => Vec::new(),
+            };
+            if let Some(x) = to_explain.filter(|_| !stmts.is_empty()) {
+                to_explain = None;
+                let took = x.explain(c.sess.as_mut(), id, c.rec.now(), stmts);
                 // The schedule waits for the explaining, so no event's latency includes it.
                 if let Some(p) = pacer.as_mut() {
                     p.shift(took.as_nanos() as u64);

@@ -58,8 +58,9 @@ pub trait SessionWork: Send {
         None
     }
     /// The statements this session has run so far, each once, with the parameters it last bound:
-    /// what `run --explain` explains after warm-up (the runner explains each distinct event and
-    /// text once, whichever session names it first). Empty for workloads with nothing to explain.
+    /// what `run --explain` explains after warm-up. A statement is its event and its place among
+    /// that event's statements (its text may inline values): the runner explains each once,
+    /// whichever session names it first. Empty for workloads with nothing to explain.
     fn statements(&self) -> Vec<Statement> {
         Vec::new()
     }
