@@ -200,6 +200,9 @@ fn push_plan(out: &mut String, v: &PlanView, indent: &str) {
     out.push_str(&format!("{indent}  {when}\n"));
     if let Some(e) = &v.error {
         out.push_str(&format!("{indent}  no plan: {}\n", one_line(e)));
+    } else if v.tree.is_empty() {
+        // SQLite plans an INSERT … VALUES without a step to show.
+        out.push_str(&format!("{indent}    (a plan without steps)\n"));
     }
     for l in &v.tree {
         out.push_str(&format!("{indent}    {}\n", one_line(l)));
@@ -209,7 +212,8 @@ fn push_plan(out: &mut String, v: &PlanView, indent: &str) {
 /// The plans of two runs, statement by statement.
 #[derive(Clone, Debug, Serialize)]
 pub struct PlansComparison {
-    /// One per statement (event and text) either run explained, A's order first.
+    /// One per statement (event, and place among its plans) either run explained, A's order
+    /// first.
     pub plans: Vec<PlanChange>,
     /// Why there is nothing to pair (one run was made without `--explain`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -221,7 +225,7 @@ pub struct PlansComparison {
 pub struct PlanChange {
     /// The event.
     pub event: String,
-    /// The statement's text.
+    /// The statement's text (A's, when both have it).
     pub sql: String,
     /// True when both runs have a plan and their shapes differ.
     pub changed: bool,
@@ -231,7 +235,8 @@ pub struct PlanChange {
     pub b: Option<PlanView>,
 }
 
-/// Pairs the plans of A and B by event and text; `None` when neither run has plans.
+/// Pairs the plans of A and B by event (and place among the event's plans); `None` when neither
+/// run has plans.
 pub fn compare(a: Option<&PlansReport>, b: Option<&PlansReport>) -> Option<PlansComparison> {
     let note = match (a, b) {
         (None, None) => return None,
@@ -244,11 +249,15 @@ pub fn compare(a: Option<&PlansReport>, b: Option<&PlansReport>) -> Option<Plans
         a.map_or(&empty, |p| &p.plans),
         b.map_or(&empty, |p| &p.plans),
     );
-    let same = |x: &PlanView, y: &PlanView| x.event == y.event && x.sql == y.sql;
+    // A statement is its event and its place among the event's plans, as the run took them
+    // (the text may inline values that differ between runs).
+    let (ka, kb) = (keys(pa), keys(pb));
+    let find = |keys: &[(String, usize)], k: &(String, usize)| keys.iter().position(|x| x == k);
     let mut plans: Vec<PlanChange> = pa
         .iter()
-        .map(|x| {
-            let y = pb.iter().find(|y| same(x, y));
+        .zip(&ka)
+        .map(|(x, k)| {
+            let y = find(&kb, k).map(|j| &pb[j]);
             PlanChange {
                 event: x.event.clone(),
                 sql: x.sql.clone(),
@@ -261,8 +270,9 @@ pub fn compare(a: Option<&PlansReport>, b: Option<&PlansReport>) -> Option<Plans
         .collect();
     plans.extend(
         pb.iter()
-            .filter(|y| !pa.iter().any(|x| same(x, y)))
-            .map(|y| PlanChange {
+            .zip(&kb)
+            .filter(|(_, k)| find(&ka, k).is_none())
+            .map(|(y, _)| PlanChange {
                 event: y.event.clone(),
                 sql: y.sql.clone(),
                 changed: false,
@@ -271,6 +281,19 @@ pub fn compare(a: Option<&PlansReport>, b: Option<&PlansReport>) -> Option<Plans
             }),
     );
     Some(PlansComparison { plans, note })
+}
+
+/// Each plan's event and place among that event's plans.
+fn keys(plans: &[PlanView]) -> Vec<(String, usize)> {
+    let mut seen: std::collections::HashMap<&str, usize> = Default::default();
+    plans
+        .iter()
+        .map(|p| {
+            let n = seen.entry(&p.event).or_default();
+            *n += 1;
+            (p.event.clone(), *n - 1)
+        })
+        .collect()
 }
 
 /// Appends `compare`'s plans section: a line per statement, both plans where the shape changed.
@@ -379,6 +402,12 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("B:\n      Seq Scan on t"), "{text}");
+        // A text that inlines other values is the same statement: paired, same plan.
+        let mut other = pg("Index Scan", Some("t_pkey"), 1, 0.02);
+        other.sql = "SELECT pad FROM t WHERE id = 8".into();
+        let c = compare(Some(&idx), Some(&report(other))).unwrap();
+        assert_eq!(c.plans.len(), 1);
+        assert!(c.plans[0].b.is_some() && !c.plans[0].changed);
         let c = compare(Some(&idx), None).unwrap();
         assert!(c.note.unwrap().contains("only A"));
         assert!(compare(None, None).is_none());

@@ -82,6 +82,24 @@ fn issue_34_a_sqlite_lookup_run_records_its_query_plan() {
     assert!(report_json(dir.path(), &join(dir.path(), "b"))
         .get("plans")
         .is_none());
+    // bulkload: session 0's GROUP BY, after its step.
+    ok(
+        dir.path(),
+        &Argv::run("bulkload")
+            .target(&db)
+            .rows(2000)
+            .flag("--explain")
+            .out("bl")
+            .quiet()
+            .args(),
+    );
+    let p = plans(dir.path(), "bl");
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(p[0]["event"], "groupby1");
+    assert_eq!(
+        lines(&p[0], "tree"),
+        ["SCAN dbscope_bulkload", "USE TEMP B-TREE FOR GROUP BY"]
+    );
 }
 
 /// On PostgreSQL the plan is EXPLAIN ANALYZE's, taken after the warm-up; with the primary key
@@ -100,6 +118,9 @@ fn issue_34_a_postgres_lookup_plan_is_an_index_scan_and_compare_sees_it_change()
                 .rows(5000)
                 .duration("1s")
                 .opt("--warmup", "300ms")
+                // Three sessions sharing one thread: a multiplexed session explains too.
+                .sessions(3)
+                .opt("--threads", "1")
                 .flag("--explain")
                 .out(out)
                 .quiet()
@@ -108,7 +129,11 @@ fn issue_34_a_postgres_lookup_plan_is_an_index_scan_and_compare_sees_it_change()
     };
     run("a");
     let p = plans(dir.path(), "a");
-    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(
+        p.len(),
+        1,
+        "one statement, explained once for three sessions: {p:?}"
+    );
     assert_eq!(lines(&p[0], "shape"), ["Index Scan using lk_pkey on lk"]);
     let tree = lines(&p[0], "tree");
     assert!(tree[0].contains("actual rows=1 loops=1"), "{tree:?}");
@@ -209,4 +234,51 @@ fn issue_34_a_script_run_records_each_sql_commands_plan() {
     assert!(notes.contains("BEGIN") && notes.contains("END"), "{notes}");
     // 20 updates of one each: the explained one was rolled back.
     assert_eq!(pg.query(&db, "SELECT sum(v) FROM acct"), "20");
+}
+
+/// `events` on PostgreSQL (the batch strategy): its two multi-row statements as last sent, each
+/// explained in a transaction rolled back, so the history holds exactly the events written.
+#[test]
+fn issue_34_an_events_run_records_its_batch_statements_plans() {
+    let pg = PgCluster::shared();
+    let dir = tempdir();
+    let db = pg.create_db("explain_events");
+    ok(
+        dir.path(),
+        &Argv::run("events")
+            .target(pg.uri(&db))
+            .clients(4)
+            .rate(100)
+            .duration("1s")
+            .strategy("batch")
+            .fresh()
+            .flag("--explain")
+            .out("r")
+            .quiet()
+            .args(),
+    );
+    let p = plans(dir.path(), "r");
+    let shapes: Vec<String> = p.iter().map(|v| lines(v, "shape")[0].clone()).collect();
+    assert_eq!(
+        shapes,
+        [
+            "ModifyTable (Insert) on events_history",
+            "ModifyTable (Insert) on eventlastval"
+        ],
+        "{p:?}"
+    );
+    assert!(p
+        .iter()
+        .all(|v| v["event"] == "write" && v["rolled_back"] == true));
+    let r = report_json(dir.path(), &join(dir.path(), "r"));
+    let rows: u64 = pg
+        .query(&db, "SELECT count(*) FROM events_history")
+        .parse()
+        .unwrap();
+    assert_eq!(
+        r["archive"]["written"].as_u64(),
+        Some(rows),
+        "{}",
+        r["archive"]
+    );
 }
