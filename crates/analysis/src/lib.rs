@@ -11,6 +11,7 @@ pub mod html;
 pub mod observe;
 pub mod openloop;
 pub mod pgbench;
+pub mod plans;
 pub mod report;
 pub mod summary;
 pub mod sweep;

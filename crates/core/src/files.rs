@@ -7,3 +7,6 @@ pub const MANIFEST_FILE: &str = "manifest.json";
 pub const EVENTS_FILE: &str = "events.dsev";
 /// Run-level counters (the `counters` module).
 pub const COUNTERS_FILE: &str = "counters.json";
+/// The plans of the workload's statements, taken once after warm-up (`run --explain`; the `plans`
+/// module).
+pub const PLANS_FILE: &str = "plans.json";

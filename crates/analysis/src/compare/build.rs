@@ -158,6 +158,10 @@ pub fn compare(a: &RunDir, b: &RunDir, opts: &CompareOptions) -> Result<Comparis
         counters,
         observe,
         from_intended,
+        plans: crate::plans::compare(
+            crate::plans::load(a).as_ref(),
+            crate::plans::load(b).as_ref(),
+        ),
     })
 }
 

@@ -99,6 +99,10 @@ pub struct Comparison {
     /// of the JSON otherwise).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub from_intended: Vec<FromIntendedComparison>,
+    /// The plans of the statements `run --explain` explained, paired by event (and place among the event's plans), with
+    /// whether their shape changed ([`crate::plans`]); left out when neither run has plans.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plans: Option<crate::plans::PlansComparison>,
 }
 
 /// One of the two runs.

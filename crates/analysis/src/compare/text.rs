@@ -87,6 +87,9 @@ pub fn render_text(c: &Comparison) -> String {
     if let Some(o) = &c.observe {
         crate::observe::push_compare_text(&mut out, o);
     }
+    if let Some(p) = &c.plans {
+        crate::plans::push_compare_text(&mut out, p);
+    }
     out
 }
 

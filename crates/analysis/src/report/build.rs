@@ -127,6 +127,7 @@ pub fn build(run: &RunDir, opts: &ReportOptions) -> Result<Report, Error> {
         open_loop,
         counters,
         observe,
+        plans: crate::plans::load(run),
     })
 }
 

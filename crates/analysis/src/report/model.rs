@@ -52,6 +52,9 @@ pub struct Report {
     /// The database's and the OS's side (snapshots, samples; see [`crate::observe`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub observe: Option<crate::observe::ObserveReport>,
+    /// The plans `run --explain` took (`plans.json`; see [`crate::plans`]), when it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plans: Option<crate::plans::PlansReport>,
 }
 
 /// Serializes the counter sections as a map of JSON key to section object (flattened into the

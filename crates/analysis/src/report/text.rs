@@ -186,6 +186,9 @@ pub fn render_text(r: &Report) -> String {
     if let Some(o) = &r.observe {
         crate::observe::push_text(&mut out, o);
     }
+    if let Some(p) = &r.plans {
+        crate::plans::push_report_text(&mut out, p);
+    }
     // A query's answer (tpch-q1) last, its rows as psql prints them (issue 34).
     for section in r.counters.iter().filter(|s| s.key == "answer") {
         out.push('\n');

@@ -116,6 +116,14 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
 
+    /// Record the plan of each distinct statement of the workload once, after warm-up (after a
+    /// session's first operation without one), into the run's plans.json: PostgreSQL's
+    /// `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)` inside a transaction that is rolled back,
+    /// SQLite's `EXPLAIN QUERY PLAN`. Taken between two operations: no event's time includes it.
+    /// `report` shows the plans, `compare` says when one changed.
+    #[arg(long)]
+    pub explain: bool,
+
     /// Stop the run (outcome: failed) after more than this many errors.
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub max_errors: u64,

@@ -54,6 +54,7 @@ pub fn build(a: &RunArgs) -> Result<RunPlan, Exit> {
         threads: a.threads,
         observe,
         pacing: pacing(a)?,
+        explain: a.explain,
     };
     config.validate().map_err(lab_error)?;
     let table = a.table.as_deref();
@@ -328,6 +329,7 @@ fn events(
         threads: a.threads,
         pacing: None,
         observe,
+        explain: a.explain,
     };
     Ok(RunPlan {
         workload: WorkloadPlan::Events(EventsPlan {

@@ -12,6 +12,7 @@ mod cluster;
 mod compare;
 mod crash;
 mod events;
+mod explain;
 mod harness;
 mod html;
 mod io_redo;

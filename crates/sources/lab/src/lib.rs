@@ -3,6 +3,7 @@
 //! plan a front end builds (`plan`) and the sweep that varies one (`sweep`).
 
 pub mod error;
+pub mod explain;
 pub mod observe;
 pub mod pace;
 pub mod plan;

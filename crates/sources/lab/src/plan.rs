@@ -344,6 +344,7 @@ mod tests {
                 threads: None,
                 observe: ObserveConfig::default(),
                 pacing: None,
+                explain: false,
             },
             out: PathBuf::from("/tmp/run"),
         }

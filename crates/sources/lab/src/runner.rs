@@ -11,6 +11,7 @@ use dbscope_core::stats::LatencyHistogram;
 use dbscope_core::{Event, Manifest, NameId, Outcome, RunnerInfo, WorkloadInfo};
 
 use crate::error::Error;
+use crate::explain::Explainer;
 use crate::observe::{self, ObserveConfig, Observer, SessionProbe, StepMarker};
 use crate::pace::{Pacer, Pacing};
 use crate::workload::{SessionWork, Workload};
@@ -43,6 +44,9 @@ pub struct RunConfig {
     pub observe: ObserveConfig,
     /// Open-loop pacing (`--rate`, `--arrival`); `None`: closed loop, as fast as it can.
     pub pacing: Option<Pacing>,
+    /// `--explain`: each distinct statement's plan taken once after warm-up, into `plans.json`
+    /// ([`crate::explain`]).
+    pub explain: bool,
 }
 
 impl RunConfig {
@@ -241,6 +245,7 @@ pub fn run(
     let (recorders, batches) = rec.sessions(&clock, warmup_ns, 2 * cfg.sessions as usize + 8);
 
     let multiplexed = threads < cfg.sessions;
+    let explainer = cfg.explain.then(|| Explainer::new(spec.target));
     std::thread::scope(|scope| {
         let sampler = observer().start_sampler(scope, spec.target);
         // Session i runs on thread i % threads.
@@ -261,6 +266,7 @@ pub fn run(
                 left_due: &left_due,
                 due_per_s: &due_per_s,
                 multiplexed,
+                explainer: explainer.as_ref(),
             });
         }
         for (t, group) in groups.into_iter().enumerate() {
@@ -323,6 +329,11 @@ pub fn run(
     for section in sections {
         if let Err(e) = rec.write_counters(section) {
             stop.fail(format!("cannot write the run-level counters: {e}"));
+        }
+    }
+    if let Some(x) = explainer {
+        if let Err(e) = x.finish().write(rec.dir()) {
+            stop.fail(format!("cannot write the plans: {e}"));
         }
     }
     let (outcome, detail) = stop.outcome();
@@ -452,6 +463,8 @@ struct SessionCtx<'a> {
     due_per_s: &'a std::sync::Mutex<Vec<u64>>,
     /// The session shares its thread: a new connection must be switched to multiplexing too.
     multiplexed: bool,
+    /// `--explain`: takes the plans of the session's statements once, after warm-up.
+    explainer: Option<&'a Explainer>,
 }
 
 fn session_loop(mut c: SessionCtx<'_>) {
@@ -477,6 +490,9 @@ fn session_loop(mut c: SessionCtx<'_>) {
         )
     });
     let first_pacer = pacer.clone();
+    let warmup_ns = c.cfg.warmup.as_nanos() as u64;
+    // Plans are taken between two operations, after the first one that ends past warm-up.
+    let mut to_explain = c.explainer;
     while done < limit && !c.stop.is_set() && !c.work.finished() {
         if let Some(d) = c.deadline_ns {
             if c.rec.last_ns() >= d {
@@ -508,6 +524,22 @@ fn session_loop(mut c: SessionCtx<'_>) {
         if done & 63 == 0 {
             c.ops.fetch_add(64, Ordering::Relaxed);
         }
+        if result.is_ok() && c.rec.last_ns() >= warmup_ns {
+            // A step may have run no statement yet (an `events` session waiting for its clients'
+            // events): the session explains once it names some.
+            let stmts = match to_explain {
+                Some(_) => c.work.statements(),
+                None => Vec::new(),
+            };
+            if let Some(x) = to_explain.filter(|_| !stmts.is_empty()) {
+                to_explain = None;
+                let took = x.explain(c.sess.as_mut(), id, c.rec.now(), stmts);
+                // The schedule waits for the explaining, so no event's latency includes it.
+                if let Some(p) = pacer.as_mut() {
+                    p.shift(took.as_nanos() as u64);
+                }
+            }
+        }
         let Err(e) = result else { continue };
         let n = c.errors.fetch_add(1, Ordering::Relaxed) + 1;
         if n > c.cfg.max_errors {
@@ -533,6 +565,11 @@ fn session_loop(mut c: SessionCtx<'_>) {
         }
     }
     c.ops.fetch_add(done & 63, Ordering::Relaxed);
+    // A session that ended within warm-up (few --ops) still names its statements, explained now
+    // that nothing of it is timed any more.
+    if let Some(x) = to_explain.filter(|_| done > 0 && !c.stop.is_set()) {
+        x.explain(c.sess.as_mut(), id, c.rec.now(), c.work.statements());
+    }
     c.probe.publish(id, c.sess.as_mut());
     if let Some(p) = &pacer {
         let end = c.deadline_ns.map_or(c.rec.now(), |d| d.min(c.rec.now()));

@@ -244,6 +244,7 @@ mod tests {
                 threads: None,
                 observe: ObserveConfig::default(),
                 pacing: None,
+                explain: false,
             },
             out: PathBuf::from("unused"),
         }

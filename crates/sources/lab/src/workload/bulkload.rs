@@ -606,6 +606,22 @@ impl SessionWork for BulkSession {
         self.finished
     }
 
+    /// Session 0's GROUP BY (the same text for both group-by steps, so under `groupby1`), once it
+    /// ran; the load is COPY (PostgreSQL) or a row-by-row INSERT without a plan (SQLite).
+    fn statements(&self) -> Vec<super::Statement> {
+        if self.session != 0 || self.rep == 0 {
+            return Vec::new();
+        }
+        vec![super::Statement {
+            event: "groupby1".into(),
+            sql: format!(
+                "SELECT col, count(*) FROM {}{} GROUP BY col",
+                self.prefix, self.cfg.table
+            ),
+            params: Vec::new(),
+        }]
+    }
+
     fn step(&mut self, sess: &mut dyn Session, rec: &mut Recorder) -> Result<(), TargetError> {
         if self.finished {
             return Ok(());

@@ -164,6 +164,7 @@ impl Workload for CommitWorkload {
             own_key: session as i64 + 1,
             update: None,
             names: (0, 0),
+            last: None,
         })
     }
 }
@@ -175,6 +176,8 @@ struct CommitSession {
     own_key: i64,
     update: Option<StmtId>,
     names: (NameId, NameId),
+    /// The update's parameters last bound (`--explain`).
+    last: Option<[i64; 2]>,
 }
 
 impl SessionWork for CommitSession {
@@ -196,11 +199,23 @@ impl SessionWork for CommitSession {
         let t0 = rec.now();
         // `t` is the client's clock in µs since the origin: cheap, and the same on every target.
         let params = [Param::Int((t0 / 1000) as i64), Param::Int(key)];
+        self.last = Some([(t0 / 1000) as i64, key]);
         // The update event includes BEGIN (a round trip on PostgreSQL; pgbench's script pays it too).
         let begin_update = || sess.begin().and_then(|()| sess.execute(stmt, &params));
         let (result, t1) = super::work::timed(rec, update, t0, begin_update, |&rows| Ok(rows));
         result?;
         super::work::timed(rec, commit, t1, || sess.commit(), |()| Ok(0)).0
+    }
+
+    fn statements(&self) -> Vec<super::Statement> {
+        self.last
+            .map(|p| super::Statement {
+                event: "update".into(),
+                sql: self.sql.clone(),
+                params: p.into_iter().map(Param::Int).collect(),
+            })
+            .into_iter()
+            .collect()
     }
 }
 

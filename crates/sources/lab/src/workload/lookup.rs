@@ -502,6 +502,8 @@ impl Workload for LookupWorkload {
             warm: self.cfg.cache == CacheState::Warm,
             keys: KeyGen::new(self.cfg.dist, self.cfg.rows, seed),
             stmt: None,
+            sql: String::new(),
+            last_key: None,
             name: 0,
         })
     }
@@ -560,6 +562,10 @@ struct LookupSession {
     warm: bool,
     keys: KeyGen,
     stmt: Option<StmtId>,
+    /// The lookup's text on this connection (`--explain`).
+    sql: String,
+    /// The key looked up last (`--explain` explains with it).
+    last_key: Option<u64>,
     name: NameId,
 }
 
@@ -589,7 +595,8 @@ impl SessionWork for LookupSession {
             String::new()
         };
         let p = self.dialect.placeholder(1);
-        self.stmt = Some(sess.prepare(&format!("SELECT pad FROM {prefix}{t} WHERE id = {p}"))?);
+        self.sql = format!("SELECT pad FROM {prefix}{t} WHERE id = {p}");
+        self.stmt = Some(sess.prepare(&self.sql)?);
         self.name = rec.name("lookup");
         Ok(())
     }
@@ -599,6 +606,7 @@ impl SessionWork for LookupSession {
             .stmt
             .ok_or_else(|| TargetError::config("lookup workload used before prepare"))?;
         let key = self.keys.next_key();
+        self.last_key = Some(key);
         let t0 = rec.now();
         let lookup = || sess.execute(stmt, &[Param::Int(key as i64)]);
         let one_row = |&n: &u64| match n {
@@ -617,6 +625,17 @@ impl SessionWork for LookupSession {
         super::work::timed(rec, self.name, t0, lookup, one_row)
             .0
             .map(|_| ())
+    }
+
+    fn statements(&self) -> Vec<super::Statement> {
+        self.last_key
+            .map(|k| super::Statement {
+                event: "lookup".into(),
+                sql: self.sql.clone(),
+                params: vec![Param::Int(k as i64)],
+            })
+            .into_iter()
+            .collect()
     }
 }
 

@@ -12,4 +12,4 @@ pub mod tpch;
 mod work;
 
 pub use commit::{CommitWorkload, Keys};
-pub use work::{check_identifier, SessionWork, Workload};
+pub use work::{check_identifier, SessionWork, Statement, Workload};

@@ -1,11 +1,12 @@
-//! What every workload shares: the [`Workload`] and [`SessionWork`] traits, [`timed`] (runs one
-//! operation as a recorded event) and [`check_identifier`]. A leaf of `workload`: each workload
+//! What every workload shares: the [`Workload`] and [`SessionWork`] traits, the [`Statement`]s a
+//! session names for `--explain`, [`timed`] (runs one operation as a recorded event) and
+//! [`check_identifier`]. A leaf of `workload`: each workload
 //! implements and calls it, and `workload` re-exports it.
 
 use std::collections::BTreeMap;
 
 use dbscope_core::{Recorder, StopSignal};
-use dbscope_db::{Session, Target, TargetError, TargetResult};
+use dbscope_db::{Param, Session, Target, TargetError, TargetResult};
 
 use crate::error::Error;
 
@@ -59,6 +60,24 @@ pub trait SessionWork: Send {
     fn abort_reason(&self) -> Option<&str> {
         None
     }
+    /// The statements this session has run so far, each once, with the parameters it last bound:
+    /// what `run --explain` explains after warm-up. A statement is its event and its place among
+    /// that event's statements (its text may inline values): the runner explains each once,
+    /// whichever session names it first. Empty for workloads with nothing to explain.
+    fn statements(&self) -> Vec<Statement> {
+        Vec::new()
+    }
+}
+
+/// A statement a session runs, as `--explain` needs it ([`SessionWork::statements`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Statement {
+    /// The event its executions are recorded under.
+    pub event: String,
+    /// Its text, with the target's placeholders.
+    pub sql: String,
+    /// The parameters last bound to the placeholders.
+    pub params: Vec<Param>,
 }
 
 /// Runs `op` as event `name` of the session and records it: from `start` (ns on the run clock:

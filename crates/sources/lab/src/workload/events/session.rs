@@ -13,7 +13,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::counters::Aggregate;
 use super::{Dialect, EventsConfig, EventsWorkload, Session, SessionWork, StmtId, Strategy};
-use super::{TargetError, TargetResult, HISTORY, LASTVAL};
+use super::{Param, TargetError, TargetResult, HISTORY, LASTVAL};
 use crate::pace::Pacer;
 use crate::workload::work::timed;
 
@@ -100,6 +100,13 @@ pub(super) struct Stmts {
     pub(super) insert: Option<StmtId>,
     pub(super) upsert: Option<StmtId>,
     pub(super) stage: Option<StmtId>,
+    /// `insert`'s and `upsert`'s texts (`--explain`).
+    pub(super) insert_sql: String,
+    pub(super) upsert_sql: String,
+    /// The last event written row by row (`--explain` explains with its values).
+    pub(super) last: Option<Ev>,
+    /// PostgreSQL's batch: where the history INSERT ends in `sql` (`; ` and the upsert follow).
+    pub(super) batch_split: usize,
 }
 
 /// One session (connection): the clients it serves, their pending events and what it measured.
@@ -268,13 +275,14 @@ impl SessionWork for EventsSession {
                 self.stmts.insert = Some(sess.prepare("insert")?);
             }
             (_, Strategy::RowTrigger) => {
-                self.stmts.insert =
-                    Some(sess.prepare(&format!("INSERT INTO {HISTORY} VALUES {values}"))?);
+                self.stmts.insert_sql = format!("INSERT INTO {HISTORY} VALUES {values}");
+                self.stmts.insert = Some(sess.prepare(&self.stmts.insert_sql)?);
             }
             (_, Strategy::Row) | (Dialect::Sqlite, Strategy::Batch) => {
-                self.stmts.insert =
-                    Some(sess.prepare(&format!("INSERT INTO {HISTORY} VALUES {values}"))?);
+                self.stmts.insert_sql = format!("INSERT INTO {HISTORY} VALUES {values}");
+                self.stmts.insert = Some(sess.prepare(&self.stmts.insert_sql)?);
                 self.stmts.upsert = Some(sess.prepare(&upsert)?);
+                self.stmts.upsert_sql = upsert;
             }
             (Dialect::Postgres, Strategy::Batch) => {}
             (Dialect::Sqlite, Strategy::Staged | Strategy::Partitioned) => {
@@ -343,6 +351,39 @@ impl SessionWork for EventsSession {
 
     fn finished(&self) -> bool {
         self.pending.is_empty() && self.next_due().is_none()
+    }
+
+    /// Row by row: the INSERT (and the upsert) with the last event's values; PostgreSQL's batch:
+    /// its two multi-row statements as last sent. The staged strategies' statements read a
+    /// staging table that holds rows only inside their transaction: none named.
+    fn statements(&self) -> Vec<crate::workload::Statement> {
+        let st = |sql: &str, params: Vec<Param>| crate::workload::Statement {
+            event: "write".into(),
+            sql: sql.to_string(),
+            params,
+        };
+        match (self.dialect, self.cfg.strategy) {
+            (Dialect::Null, _) | (_, Strategy::Staged | Strategy::Partitioned) => Vec::new(),
+            (Dialect::Postgres, Strategy::Batch) => {
+                let split = self.stmts.batch_split;
+                match (self.sql.get(..split), self.sql.get(split + 2..)) {
+                    (Some(history), Some(lastval)) if split > 0 => {
+                        vec![st(history, Vec::new()), st(lastval, Vec::new())]
+                    }
+                    _ => Vec::new(),
+                }
+            }
+            _ => {
+                let Some(e) = &self.stmts.last else {
+                    return Vec::new();
+                };
+                let mut v = vec![st(&self.stmts.insert_sql, self.row_params(e).to_vec())];
+                if self.stmts.upsert.is_some() {
+                    v.push(st(&self.stmts.upsert_sql, self.row_params(e).to_vec()));
+                }
+                v
+            }
+        }
     }
 }
 

@@ -7,7 +7,7 @@ use super::session::{Ev, EventsSession};
 use super::{Dialect, Param, Session, Strategy, TargetError, TargetResult, HISTORY, LASTVAL};
 
 impl EventsSession {
-    fn row_params(&self, e: &Ev) -> [Param; 6] {
+    pub(super) fn row_params(&self, e: &Ev) -> [Param; 6] {
         [
             Param::Int(e.client as i64),
             Param::Int(e.element as i64),
@@ -48,6 +48,7 @@ impl EventsSession {
                           ts = excluded.ts, value = excluded.value, payload = excluded.payload";
         match (self.dialect, self.cfg.strategy) {
             (Dialect::Null, _) | (_, Strategy::RowTrigger | Strategy::Row) => {
+                self.stmts.last = self.pending.last().cloned();
                 let insert = self.stmts.insert.ok_or_else(not_prepared)?;
                 for e in &self.pending {
                     sess.execute(insert, &self.row_params(e))?;
@@ -60,6 +61,7 @@ impl EventsSession {
                 Ok(())
             }
             (Dialect::Sqlite, Strategy::Batch) => {
+                self.stmts.last = self.pending.last().cloned();
                 let insert = self.stmts.insert.ok_or_else(not_prepared)?;
                 let upsert = self.stmts.upsert.ok_or_else(not_prepared)?;
                 for e in &self.pending {
@@ -73,11 +75,13 @@ impl EventsSession {
             (Dialect::Postgres, Strategy::Batch) => {
                 let all: Vec<&Ev> = self.pending.iter().collect();
                 let last = self.last_per_element();
+                let history = format!("INSERT INTO {HISTORY} VALUES {}", self.values_sql(&all));
+                let split = history.len();
                 self.sql = format!(
-                    "INSERT INTO {HISTORY} VALUES {}; INSERT INTO {LASTVAL} VALUES {} {upsert_set}",
-                    self.values_sql(&all),
+                    "{history}; INSERT INTO {LASTVAL} VALUES {} {upsert_set}",
                     self.values_sql(&last)
                 );
+                self.stmts.batch_split = split;
                 sess.batch(&self.sql)
             }
             (Dialect::Sqlite, Strategy::Staged | Strategy::Partitioned) => {

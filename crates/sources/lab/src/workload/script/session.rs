@@ -31,6 +31,9 @@ struct Names {
     cmds: Vec<NameId>,
 }
 
+/// A SQL command's text as sent and its parameters.
+type Bound = (String, Vec<String>);
+
 pub(super) struct ScriptSession {
     client: Client,
     scripts: Arc<[Script]>,
@@ -42,6 +45,9 @@ pub(super) struct ScriptSession {
     skipped: NameId,
     /// Set when a failure stops the run (`--on-error stop`).
     abort: Option<String>,
+    /// Each SQL command's text as last sent (variables substituted in `-M simple`) and the
+    /// parameters last bound to it (`--explain`); `None` until the command first runs.
+    bound: Vec<Vec<Option<Bound>>>,
 }
 
 /// The name of a command's event: `script:line text`, the text cut at [`NAME_TEXT`] characters.
@@ -80,6 +86,10 @@ impl ScriptSession {
                 .iter()
                 .map(|s| vec![None; s.commands.len()])
                 .collect(),
+            bound: scripts
+                .iter()
+                .map(|s| vec![None; s.commands.len()])
+                .collect(),
             scripts,
             names: Vec::new(),
             mode,
@@ -103,6 +113,7 @@ impl ScriptSession {
             names,
             stmts,
             mode,
+            bound,
             ..
         } = self;
         let names = &names[script];
@@ -121,6 +132,21 @@ impl ScriptSession {
                     sql,
                     params: values,
                 } => {
+                    // Kept for `--explain`, reusing the buffers: no allocation once warm.
+                    match &mut bound[script][cmd] {
+                        Some((text, params)) => {
+                            if text != sql {
+                                text.clear();
+                                text.push_str(sql);
+                            }
+                            if params.len() == values.len() {
+                                params.clone_from_slice(values);
+                            } else {
+                                *params = values.to_vec();
+                            }
+                        }
+                        slot => *slot = Some((sql.to_string(), values.to_vec())),
+                    }
                     let keep =
                         matches!(&commands[cmd].kind, CommandKind::Sql(s) if s.gset.is_some());
                     let send = match mode {
@@ -335,6 +361,26 @@ impl SessionWork for ScriptSession {
 
     fn abort_reason(&self) -> Option<&str> {
         self.abort.as_deref()
+    }
+
+    fn statements(&self) -> Vec<crate::workload::Statement> {
+        let mut out = Vec::new();
+        for (script, cmds) in self.scripts.iter().zip(&self.bound) {
+            for (c, b) in script.commands.iter().zip(cmds) {
+                if let Some((sql, params)) = b {
+                    out.push(crate::workload::Statement {
+                        event: command_name(&script.name, c.line, &c.text),
+                        sql: sql.clone(),
+                        params: params
+                            .iter()
+                            .cloned()
+                            .map(dbscope_db::Param::Text)
+                            .collect(),
+                    });
+                }
+            }
+        }
+        out
     }
 }
 

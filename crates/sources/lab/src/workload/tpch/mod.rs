@@ -426,6 +426,14 @@ impl SessionWork for Q1Session {
             .0
             .map(|_| ())
     }
+
+    fn statements(&self) -> Vec<super::Statement> {
+        vec![super::Statement {
+            event: "q1".into(),
+            sql: self.sql.clone(),
+            params: Vec::new(),
+        }]
+    }
 }
 
 #[cfg(test)]
