@@ -222,15 +222,18 @@ pub fn run(
     let ops = AtomicU64::new(0);
     let left_due = AtomicU64::new(0);
     let due_per_s = std::sync::Mutex::new(Vec::new());
-    let clock = rec.start_clock()?;
-    let mut obs = Observer::start(
+    // Where the files are goes into the manifest before the clock starts (which writes it).
+    let opened = Observer::open(
         spec.target,
         &spec.workload.tables(),
+        &spec.workload.storage_dirs(),
         rec.dir(),
-        &clock,
         &cfg.observe,
         probe.clone(),
     );
+    rec.manifest_mut().storage = Some(opened.storage());
+    let clock = rec.start_clock()?;
+    let mut obs = opened.start(&clock);
     let warmup_ns = cfg.warmup.as_nanos() as u64;
     let deadline_ns = cfg.duration.map(|d| warmup_ns + d.as_nanos() as u64);
     let headline = spec.workload.headline_event();

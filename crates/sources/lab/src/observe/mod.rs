@@ -9,6 +9,7 @@ pub mod ash;
 pub mod os;
 mod probe;
 pub mod snapshot;
+mod storage;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,7 +19,7 @@ use std::thread::{Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant};
 
 use dbscope_core::observe::{JsonLines, Section, Snapshot, SAMPLES_FILE, SNAPSHOTS_FILE};
-use dbscope_core::RunClock;
+use dbscope_core::{RunClock, StorageInfo};
 
 use crate::error::Error;
 use dbscope_db::Target;
@@ -84,6 +85,8 @@ pub struct Observer {
     run_dir: PathBuf,
     out: Option<JsonLines>,
     files: Result<PathBuf, Unavailable>,
+    /// Where the database's and the run's files are, with their devices.
+    storage: Vec<storage::Watched>,
     /// Local PostgreSQL server: CPU seconds (user, system) of each backend of the run, as last read.
     backends: Option<BTreeMap<u32, (f64, f64)>>,
     last_periodic: Instant,
@@ -91,39 +94,42 @@ pub struct Observer {
     sampler: Option<SamplerReport>,
 }
 
-impl Observer {
-    /// Opens the observer's connection, finds where the database's files are, and takes the
-    /// start snapshot. Call it after the sessions connected and the clock started.
-    pub fn start(
-        target: &dyn Target,
-        tables: &[String],
-        run_dir: &Path,
-        clock: &RunClock,
-        config: &ObserveConfig,
-        sessions: Arc<SessionProbe>,
-    ) -> Observer {
-        let probe = DbProbe::open(
-            target,
-            tables,
-            &format!("dbscope-observe/{}", sessions.run_id()),
-        );
-        let out = match JsonLines::create(run_dir, SNAPSHOTS_FILE) {
+/// An observer whose connection is open and whose places are found, before the clock starts:
+/// the runner records [`Opened::storage`] in the manifest, then [`Opened::start`]s it.
+pub struct Opened {
+    config: ObserveConfig,
+    probe: DbProbe,
+    sessions: Arc<SessionProbe>,
+    run_dir: PathBuf,
+    files: Result<PathBuf, Unavailable>,
+    storage: Vec<storage::Watched>,
+}
+
+impl Opened {
+    /// Where the database keeps its files and the run its own, with their block devices.
+    pub fn storage(&self) -> StorageInfo {
+        storage::info(&self.storage, self.probe.kind())
+    }
+
+    /// Takes the start snapshot. Call it after the sessions connected and the clock started.
+    pub fn start(self, clock: &RunClock) -> Observer {
+        let out = match JsonLines::create(&self.run_dir, SNAPSHOTS_FILE) {
             Ok(o) => Some(o),
             Err(e) => {
                 eprintln!("dbscope: warning: no snapshots for this run: {e}");
                 None
             }
         };
-        let files = probe.files_path();
-        let backends = (probe.kind() == "postgres" && files.is_ok()).then(BTreeMap::new);
+        let backends = (self.probe.kind() == "postgres" && self.files.is_ok()).then(BTreeMap::new);
         let mut obs = Observer {
-            config: config.clone(),
-            probe,
-            sessions,
+            config: self.config,
+            probe: self.probe,
+            sessions: self.sessions,
             clock: clock.clone(),
-            run_dir: run_dir.to_owned(),
+            run_dir: self.run_dir,
             out,
-            files,
+            files: self.files,
+            storage: self.storage,
             backends,
             last_periodic: Instant::now(),
             stop_sampler: Arc::new(AtomicBool::new(false)),
@@ -132,6 +138,48 @@ impl Observer {
         obs.read_backends();
         obs.take("start");
         obs
+    }
+}
+
+impl Observer {
+    /// Opens the observer's connection and finds where the database's files are: the data
+    /// directory, the WAL, the tablespaces (the workload's own `dirs`, with their role, and
+    /// those of its tables), the temp tablespace and the run directory.
+    pub fn open(
+        target: &dyn Target,
+        tables: &[String],
+        dirs: &[(String, PathBuf)],
+        run_dir: &Path,
+        config: &ObserveConfig,
+        sessions: Arc<SessionProbe>,
+    ) -> Opened {
+        let mut probe = DbProbe::open(
+            target,
+            tables,
+            &format!("dbscope-observe/{}", sessions.run_id()),
+        );
+        let files = probe.files_path();
+        let storage = storage::find(&mut probe, dirs, run_dir);
+        Opened {
+            config: config.clone(),
+            probe,
+            sessions,
+            run_dir: run_dir.to_owned(),
+            files,
+            storage,
+        }
+    }
+
+    /// [`Observer::open`] without the workload's own directories, then [`Opened::start`].
+    pub fn start(
+        target: &dyn Target,
+        tables: &[String],
+        run_dir: &Path,
+        clock: &RunClock,
+        config: &ObserveConfig,
+        sessions: Arc<SessionProbe>,
+    ) -> Observer {
+        Observer::open(target, tables, &[], run_dir, config, sessions).start(clock)
     }
 
     /// What the sessions share with the observer.
@@ -238,14 +286,7 @@ impl Observer {
                 },
             );
         }
-        sections.insert(
-            "os.disk.data".into(),
-            match &self.files {
-                Ok(p) => os::disk_section(p),
-                Err(why) => Section::missing(why.to_string()),
-            },
-        );
-        sections.insert("os.disk.run".into(), os::disk_section(&self.run_dir));
+        sections.extend(storage::sections(&self.storage));
         sections.insert("os.cpu".into(), os::cpu_section());
         sections.insert(
             "os.client".into(),

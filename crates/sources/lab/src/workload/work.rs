@@ -21,6 +21,11 @@ pub trait Workload: Send + Sync {
     fn tables(&self) -> Vec<String> {
         Vec::new()
     }
+    /// The directories the workload put its data on, with their role (`tablespace`, or `temp`
+    /// for temp tables): `--tablespace-dir`. The observer records their devices and watches them.
+    fn storage_dirs(&self) -> Vec<(String, std::path::PathBuf)> {
+        Vec::new()
+    }
     /// Creates and fills what the workload needs (idempotent), through one connection. A step
     /// that may take long outside the database (lookup's `--restart-cmd`) ends when `stop` is set
     /// (Ctrl-C); setup then returns and the runner records the run as stopped.
