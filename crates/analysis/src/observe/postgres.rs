@@ -122,7 +122,7 @@ pub(super) fn pg_figures(r: &mut ObserveReport, d: &Snapshot, span: f64, client:
         read.map(|n| n / span),
         "/s",
     );
-    push(f, "temp_bytes", "temp bytes", c(db, "temp_bytes"), "B");
+    push(f, "temp_bytes", "temp file bytes", c(db, "temp_bytes"), "B");
     push(f, "deadlocks", "deadlocks", c(db, "deadlocks"), "");
     let cp = sec(d, "pg_stat_checkpointer");
     push(
@@ -218,7 +218,10 @@ pub(super) fn pg_figures(r: &mut ObserveReport, d: &Snapshot, span: f64, client:
             file_type: "temp".into(),
             writes: c(db, "temp_files"),
             write_bytes: c(db, "temp_bytes"),
-            source: "pg_stat_database temp_files, temp_bytes".into(),
+            // temp_bytes counts temp *files* (sorts, hashes); a temp table writes relation files
+            // through the backend's local buffers, which PostgreSQL counts only from 16
+            // (pg_stat_io "temp relation"): the OS row of the temp device shows them.
+            source: "pg_stat_database temp_files, temp_bytes: temp files only; temp tables' writes are counted from PostgreSQL 16 (pg_stat_io) — see the temp device in OS".into(),
             ..IoRow::default()
         });
     }
