@@ -23,6 +23,7 @@ mod pacing;
 mod postgres;
 mod script;
 mod sqlite;
+mod storage;
 mod sweep;
 mod tpch;
 mod trace;
