@@ -87,11 +87,37 @@ pub struct Observer {
     files: Result<PathBuf, Unavailable>,
     /// Where the database's and the run's files are, with their devices.
     storage: Vec<storage::Watched>,
+    /// PostgreSQL: the most the database's temp tables held at any tick, and the last reading.
+    temp_tables: Option<TempTables>,
     /// Local PostgreSQL server: CPU seconds (user, system) of each backend of the run, as last read.
     backends: Option<BTreeMap<u32, (f64, f64)>>,
     last_periodic: Instant,
     stop_sampler: Arc<AtomicBool>,
     sampler: Option<SamplerReport>,
+}
+
+/// The size of the database's temp tables, polled with the backends' CPU time.
+#[derive(Default)]
+struct TempTables {
+    now: f64,
+    peak: f64,
+    error: Option<String>,
+}
+
+impl TempTables {
+    fn section(&self) -> Section {
+        if let Some(e) = &self.error {
+            return Section::missing(format!("temp tables' size: {e}"));
+        }
+        let mut s = Section::default();
+        s.gauges.insert("bytes".into(), self.now);
+        s.gauges.insert("peak_bytes".into(), self.peak);
+        s.text.insert(
+            "source".into(),
+            "pg_total_relation_size of this database's temp tables (every session's), polled about 4 times a second; the peak since the run started".into(),
+        );
+        s
+    }
 }
 
 /// An observer whose connection is open and whose places are found, before the clock starts:
@@ -120,7 +146,8 @@ impl Opened {
                 None
             }
         };
-        let backends = (self.probe.kind() == "postgres" && self.files.is_ok()).then(BTreeMap::new);
+        let kind = self.probe.kind();
+        let backends = (kind == "postgres" && self.files.is_ok()).then(BTreeMap::new);
         let mut obs = Observer {
             config: self.config,
             probe: self.probe,
@@ -130,6 +157,7 @@ impl Opened {
             out,
             files: self.files,
             storage: self.storage,
+            temp_tables: (kind == "postgres").then(TempTables::default),
             backends,
             last_periodic: Instant::now(),
             stop_sampler: Arc::new(AtomicBool::new(false)),
@@ -233,6 +261,7 @@ impl Observer {
     /// takes a periodic snapshot when one is due.
     pub fn tick(&mut self) {
         self.read_backends();
+        self.read_temp_tables();
         if let Some(every) = self.config.snapshot_every {
             if self.last_periodic.elapsed() >= every {
                 self.last_periodic = Instant::now();
@@ -254,6 +283,23 @@ impl Observer {
             std::thread::sleep(Duration::from_millis(50));
         }
         self.take("end");
+    }
+
+    /// Temp tables go with their session: their size is polled while the run goes and the
+    /// largest kept (a temp load is gone by the end snapshot).
+    fn read_temp_tables(&mut self) {
+        let Some(t) = self.temp_tables.as_mut() else {
+            return;
+        };
+        match self.probe.temp_table_bytes() {
+            Some(Ok(b)) => {
+                t.now = b;
+                t.peak = t.peak.max(b);
+                t.error = None;
+            }
+            Some(Err(e)) => t.error = Some(e),
+            None => t.error = Some("the observer has no connection".into()),
+        }
     }
 
     fn read_backends(&mut self) {
@@ -287,6 +333,10 @@ impl Observer {
             );
         }
         sections.extend(storage::sections(&self.storage));
+        self.read_temp_tables();
+        if let Some(t) = &self.temp_tables {
+            sections.insert("pg_temp_tables".into(), t.section());
+        }
         sections.insert("os.cpu".into(), os::cpu_section());
         sections.insert(
             "os.client".into(),

@@ -206,6 +206,29 @@ impl DbProbe {
         out
     }
 
+    /// The bytes the database's temp tables hold now (`pg_total_relation_size` of every temp
+    /// table of every session in this database): PostgreSQL before 16 counts no temp-table I/O,
+    /// and `temp_bytes` counts temp files only, so a temp load's size is what can be had of it.
+    /// `None` on another target or when it cannot be read (the reason).
+    pub fn temp_table_bytes(&mut self) -> Option<Result<f64, String>> {
+        let s = self.sess.as_mut()?;
+        Some(
+            s.query_rows(
+                "SELECT coalesce(sum(pg_total_relation_size(oid)), 0) FROM pg_class \
+                 WHERE relpersistence = 't' AND relkind = 'r'",
+                &[],
+            )
+            .map_err(|e| e.message)
+            .map(|rows| {
+                rows.into_iter()
+                    .next()
+                    .and_then(|r| r.into_iter().next().flatten())
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0.0)
+            }),
+        )
+    }
+
     /// The pids of the run's backends (`application_name LIKE pattern`), for their CPU time.
     pub fn backend_pids(&mut self, pattern: &str) -> Vec<u32> {
         let Some(s) = self.sess.as_mut() else {
