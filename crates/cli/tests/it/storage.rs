@@ -174,3 +174,56 @@ fn issue_34_item_7_a_tablespace_dir_on_a_loop_device_has_its_row() {
     pg.query(&db, "DROP TABLE dbscope_lookup");
     pg.query(&db, &format!("DROP TABLESPACE {name}"));
 }
+
+/// A temp load: `temp_bytes` counts temp files only, so it stays 0; the temp tablespace on its
+/// own device is recorded as `temp` with its iostat row, and the temp table's size is measured
+/// (its peak, polled while the run goes: the table is gone with its session by the end).
+#[test]
+fn issue_34_item_7_a_temp_load_is_counted_as_temp_and_its_device_watched() {
+    let Some(fs) = loop_fs("temp") else {
+        return;
+    };
+    let pg = PgCluster::shared();
+    let db = pg.create_db("temp_loop");
+    let place = fs.mount_point().join("temp");
+    PgCluster::make_server_dir(&place).unwrap();
+    let dir = tempdir();
+    let rows = 200_000;
+    ok(
+        dir.path(),
+        &Argv::run("bulkload")
+            .target(pg.uri(&db))
+            .rows(rows)
+            .sessions(1)
+            .opt("--into", "temp")
+            .opt("--tablespace-dir", s(&place))
+            .out("t")
+            .quiet()
+            .args(),
+    );
+    let m = manifest(&join(dir.path(), "t"));
+    let temp = places(&m, "temp");
+    assert_eq!(temp.len(), 1, "{temp:?}");
+    assert_eq!(temp[0]["path"], s(&place));
+    assert_eq!(temp[0]["device"], fs.device());
+    let report = report_json(dir.path(), &join(dir.path(), "t"));
+    assert_eq!(disk_row(&report, fs.device())["role"], "temp");
+    let io = report["observe"]["io_by_file_type"].as_array().unwrap();
+    let row = |ty: &str| {
+        io.iter()
+            .find(|r| r["file_type"] == ty)
+            .unwrap_or_else(|| panic!("no {ty} row: {io:?}"))
+    };
+    assert_eq!(row("temp")["write_bytes"], 0.0, "temp files only: {io:?}");
+    // Each row holds at least its 8-byte id: the table is more than rows × 8 bytes.
+    let held = row("temp tbl")["write_bytes"].as_f64().unwrap();
+    assert!(held > (rows * 8) as f64, "temp table bytes {held}: {io:?}");
+    let ts = pg.query(
+        &db,
+        &format!(
+            "SELECT spcname FROM pg_tablespace WHERE pg_tablespace_location(oid) = '{}'",
+            s(&place)
+        ),
+    );
+    pg.query(&db, &format!("DROP TABLESPACE {ts}"));
+}
