@@ -11,6 +11,108 @@ use serde::Serialize;
 use crate::report::Report;
 use crate::usl::{self, UslFit};
 
+/// What heads a sweep's points: the event whose latency each point reports, and where its
+/// throughput comes from (issue 34 item 11: `events` counts committed events, not commits;
+/// `io redo` the megabytes its writes put on the log).
+#[derive(Clone, Debug)]
+pub struct Headline {
+    /// The event whose latency (and, with [`Rate::Events`], throughput) heads each point.
+    pub event: String,
+    /// Where each point's throughput comes from.
+    pub rate: Rate,
+}
+
+/// Where a point's throughput is read.
+#[derive(Clone, Debug)]
+pub enum Rate {
+    /// The headline event's successful events per second.
+    Events,
+    /// A run-level counter: `section`'s `key`, in `unit` (events: committed ev/s).
+    Counter {
+        /// Counter section key.
+        section: String,
+        /// Counter key.
+        key: String,
+        /// Its unit, e.g. `ev/s`.
+        unit: String,
+    },
+    /// The largest value of one column of a run-level counter table (io redo: MB/s per
+    /// destination, the faster one when two race).
+    TableMax {
+        /// Counter section key.
+        section: String,
+        /// Table key.
+        table: String,
+        /// Column key.
+        column: String,
+        /// Its unit, e.g. `MB/s`.
+        unit: String,
+    },
+}
+
+impl Headline {
+    /// A headline of `event`'s own throughput, as `commit`, `lookup`, `q1` sweeps have.
+    pub fn event(event: &str) -> Headline {
+        Headline {
+            event: event.to_string(),
+            rate: Rate::Events,
+        }
+    }
+
+    /// The throughput's unit: `commit/s`, `ev/s`, `MB/s`.
+    pub fn unit(&self) -> String {
+        match &self.rate {
+            Rate::Events => format!("{}/s", self.event),
+            Rate::Counter { unit, .. } | Rate::TableMax { unit, .. } => unit.clone(),
+        }
+    }
+
+    /// The unit after a number: `/s` for an event's own rate (`1000.0/s`), else ` ev/s`.
+    fn per(&self) -> String {
+        match &self.rate {
+            Rate::Events => "/s".into(),
+            _ => format!(" {}", self.unit()),
+        }
+    }
+
+    /// The throughput of a run whose report is `report`.
+    fn throughput(&self, report: &Report) -> Option<f64> {
+        let num = |v: &CounterValue| match v {
+            CounterValue::Int(n) => Some(*n as f64),
+            CounterValue::Float(f) if f.is_finite() => Some(*f),
+            _ => None,
+        };
+        let section = |key: &str| report.counters.iter().find(|s| s.key == key);
+        match &self.rate {
+            Rate::Events => report
+                .events
+                .iter()
+                .find(|e| e.name == self.event)
+                .and_then(|e| e.throughput_per_s),
+            Rate::Counter {
+                section: sk, key, ..
+            } => section(sk)?
+                .counters
+                .iter()
+                .find(|c| &c.key == key)
+                .and_then(|c| num(&c.value)),
+            Rate::TableMax {
+                section: sk,
+                table,
+                column,
+                ..
+            } => {
+                let t = section(sk)?.tables.iter().find(|t| &t.key == table)?;
+                let i = t.columns.iter().position(|c| &c.key == column)?;
+                t.rows
+                    .iter()
+                    .filter_map(|r| r.get(i).and_then(num))
+                    .reduce(f64::max)
+            }
+        }
+    }
+}
+
 /// One point of a sweep: a run at one session count.
 #[derive(Debug, Serialize)]
 pub struct Point {
@@ -26,8 +128,11 @@ pub struct Point {
     pub count: u64,
     /// Failed headline events.
     pub errors: u64,
-    /// Headline events per second over the measured span.
+    /// Throughput over the measured span, in [`Point::unit`] (the headline event's per second
+    /// unless the workload counts its work otherwise).
     pub throughput_per_s: Option<f64>,
+    /// The throughput's unit (`commit/s`, `ev/s`, `MB/s`).
+    pub unit: String,
     /// Median latency, µs.
     pub median_us: Option<f64>,
     /// 90th percentile, µs.
@@ -56,17 +161,24 @@ pub struct SweepResult<'a> {
     pub fit_error: Option<String>,
 }
 
-/// The headline event's figures of one point run, from its report; `run` is its directory.
-pub fn point(report: &Report, sessions: u32, repeat: u32, run: String, headline: &str) -> Point {
-    let e = report.events.iter().find(|e| e.name == headline);
+/// The headline's figures of one point run, from its report; `run` is its directory.
+pub fn point(
+    report: &Report,
+    sessions: u32,
+    repeat: u32,
+    run: String,
+    headline: &Headline,
+) -> Point {
+    let e = report.events.iter().find(|e| e.name == headline.event);
     Point {
         sessions,
         repeat,
         run,
-        event: headline.to_string(),
+        event: headline.event.clone(),
         count: e.map_or(0, |e| e.count),
         errors: e.map_or(0, |e| e.errors),
-        throughput_per_s: e.and_then(|e| e.throughput_per_s),
+        throughput_per_s: headline.throughput(report),
+        unit: headline.unit(),
         median_us: e.and_then(|e| e.summary_us.map(|s| s.median)),
         p90_us: e.and_then(|e| e.percentiles_us.map(|p| p.p90)),
         p99_us: e.and_then(|e| e.percentiles_us.map(|p| p.p99)),
@@ -98,8 +210,11 @@ pub fn section(
     points: &[Point],
     fit: Option<&UslFit>,
     fit_error: Option<&str>,
-    headline: &str,
+    headline: &Headline,
 ) -> CounterSection {
+    // Counters print their unit after the number: `/s` for an event's own rate, as before.
+    let unit = headline.per();
+    let unit = unit.trim_start();
     let mut counters = Vec::new();
     let mut notes = Vec::new();
     if let Some(f) = fit {
@@ -108,7 +223,7 @@ pub fn section(
                 "lambda",
                 "λ (one session)",
                 CounterValue::Float(f.lambda),
-                "/s",
+                unit,
             )
             .decimals(1),
             Counter::new("sigma", "σ (contention)", CounterValue::Float(f.sigma), "").decimals(6),
@@ -118,7 +233,7 @@ pub fn section(
                 "peak_per_s",
                 "peak throughput",
                 CounterValue::float(f.peak_x),
-                "/s",
+                unit,
             )
             .decimals(1),
             Counter::new("r_squared", "R²", CounterValue::float(f.r_squared), "").decimals(4),
@@ -145,7 +260,11 @@ pub fn section(
         .collect();
     CounterSection {
         key: "usl".into(),
-        title: format!("Scalability (USL fit of {headline}/s): X(N) = λN / (1 + σ(N−1) + κN(N−1))"),
+        title: format!(
+            "Scalability (USL fit of {}, {} latency): X(N) = λN / (1 + σ(N−1) + κN(N−1))",
+            headline.unit(),
+            headline.event
+        ),
         final_counts: true,
         counters,
         tables: vec![CounterTable {
@@ -154,8 +273,8 @@ pub fn section(
             columns: vec![
                 Column::new("sessions", "sessions", ""),
                 Column::new("repeat", "repeat", ""),
-                Column::new("measured_per_s", "measured", "/s").decimals(1),
-                Column::new("fitted_per_s", "fitted", "/s").decimals(1),
+                Column::new("measured_per_s", "measured", unit).decimals(1),
+                Column::new("fitted_per_s", "fitted", unit).decimals(1),
                 Column::new("median_us", "median", "µs").decimals(1),
                 Column::new("p99_us", "p99", "µs").decimals(1),
                 Column::new("errors", "errors", ""),
@@ -175,18 +294,26 @@ fn opt(v: Option<f64>, d: usize) -> String {
 pub fn render_text(
     out: &Path,
     workload: &str,
-    headline: &str,
+    headline: &Headline,
     points: &[Point],
     fit: Option<&UslFit>,
     fit_error: Option<&str>,
 ) -> String {
+    let unit = headline.unit();
+    let per = headline.per();
     let mut s = format!(
-        "sweep {} ({workload}, {headline}/s per session count)\n\n",
-        out.display()
+        "sweep {} ({workload}, {unit} and {} latency per session count)\n\n",
+        out.display(),
+        headline.event
     );
+    // The unit heads the throughput columns when it is not the plain `/s`.
+    let (measured, fitted) = match &headline.rate {
+        Rate::Events => ("measured/s".to_string(), "fitted/s".to_string()),
+        _ => (format!("meas. {unit}"), format!("fitted {unit}")),
+    };
     s.push_str(&format!(
         "{:>8} {:>6} {:>12} {:>12} {:>8} {:>11} {:>11} {:>7}\n",
-        "sessions", "repeat", "measured/s", "fitted/s", "diff %", "median µs", "p99 µs", "errors"
+        "sessions", "repeat", measured, fitted, "diff %", "median µs", "p99 µs", "errors"
     ));
     for p in points {
         let diff = match (p.throughput_per_s, p.fitted_per_s) {
@@ -209,14 +336,14 @@ pub fn render_text(
     match (fit, fit_error) {
         (Some(f), _) => {
             s.push_str(&format!(
-                "USL fit: λ = {:.1}/s  σ = {:.6}  κ = {:.8}  R² = {}\n",
+                "USL fit: λ = {:.1}{per}  σ = {:.6}  κ = {:.8}  R² = {}\n",
                 f.lambda,
                 f.sigma,
                 f.kappa,
                 opt(f.r_squared, 4)
             ));
             if let (Some(n), Some(x)) = (f.peak_n, f.peak_x) {
-                s.push_str(&format!("peak: {x:.1}/s at N = {n:.1} sessions\n"));
+                s.push_str(&format!("peak: {x:.1}{per} at N = {n:.1} sessions\n"));
             }
             for n in &f.notes {
                 s.push_str(&format!("note: {n}\n"));
@@ -246,6 +373,7 @@ mod tests {
             count: 100,
             errors: 0,
             throughput_per_s: Some(x),
+            unit: "commit/s".into(),
             median_us: Some(10.0),
             p90_us: Some(20.0),
             p99_us: Some(30.0),
@@ -262,17 +390,11 @@ mod tests {
         let (f, e) = fit(&mut points);
         assert!(f.is_some() && e.is_none(), "{e:?}");
         assert!(points.iter().all(|p| p.fitted_per_s.is_some()));
-        let s = section(&points, f.as_ref(), None, "commit");
+        let h = Headline::event("commit");
+        let s = section(&points, f.as_ref(), None, &h);
         assert_eq!(s.key, "usl");
         assert_eq!(s.tables[0].rows.len(), 4);
-        let t = render_text(
-            Path::new("sweep"),
-            "commit",
-            "commit",
-            &points,
-            f.as_ref(),
-            None,
-        );
+        let t = render_text(Path::new("sweep"), "commit", &h, &points, f.as_ref(), None);
         assert!(
             t.contains("USL fit: λ = ") && t.contains("see: dbscope report sweep"),
             "{t}"
@@ -285,7 +407,14 @@ mod tests {
         let (f, e) = fit(&mut points);
         assert!(f.is_none());
         let e = e.expect("why there is no fit");
-        let t = render_text(Path::new("s"), "commit", "commit", &points, None, Some(&e));
+        let t = render_text(
+            Path::new("s"),
+            "commit",
+            &Headline::event("commit"),
+            &points,
+            None,
+            Some(&e),
+        );
         assert!(t.contains("no USL fit"), "{t}");
         assert!(points.iter().all(|p| p.fitted_per_s.is_none()));
     }

@@ -180,7 +180,8 @@ proptest::proptest! {
     /// compare(A, A) never reports a difference, whatever the data and the bootstrap seed.
     #[test]
     fn compare_a_with_itself_never_calls_a_change(
-        d in proptest::collection::vec(1u64..50_000_000, 2..400),
+        // From 4 a side: fewer are "too few samples to decide" (issue 34 item 6's rule).
+        d in proptest::collection::vec(1u64..50_000_000, 4..400),
         seed in proptest::prelude::any::<u64>(),
         noise in 0.0f64..0.05,
     ) {

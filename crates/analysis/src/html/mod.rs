@@ -3,7 +3,8 @@
 //! scripts and no network, readable in light and dark mode and printable. Every string that comes
 //! from a run (SQL text, event names, paths, settings, counters) is escaped. Run-level counter
 //! sections follow the summary table: one table of counters and one per counter table. An open-loop
-//! run adds its CO-corrected latencies and backlog plot after the summary ([`openloop`]).
+//! run adds its CO-corrected latencies and backlog plot after the summary ([`openloop`]); a sweep
+//! its throughput-vs-sessions plot with the fitted USL curve after its `usl` section (`usl`).
 //!
 //! - `run_page`, `compare_page`: the report of a run ([`render_run`]) and of a comparison
 //!   ([`render_compare`]);
@@ -23,6 +24,7 @@ mod plots;
 mod run_page;
 pub mod svg;
 mod tables;
+mod usl;
 
 pub use axes::file_stem;
 pub use compare_page::render_compare;

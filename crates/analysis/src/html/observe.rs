@@ -99,6 +99,97 @@ pub fn section(o: &ObserveReport) -> String {
         }
         s.push_str("</table>");
     }
+    if !o.tables.is_empty() {
+        s.push_str("<h3>Table I/O (pg_statio_user_tables)</h3>");
+        table(
+            &mut s,
+            &[
+                "table",
+                "heap read",
+                "heap hit",
+                "index read",
+                "index hit",
+                "toast read",
+                "toast hit",
+            ],
+            o.tables
+                .iter()
+                .map(|t| {
+                    vec![
+                        t.table.clone(),
+                        opt(t.heap_blks_read),
+                        opt(t.heap_blks_hit),
+                        opt(t.idx_blks_read),
+                        opt(t.idx_blks_hit),
+                        opt(t.toast_blks_read),
+                        opt(t.toast_blks_hit),
+                    ]
+                })
+                .collect(),
+        );
+    }
+    if !o.steps.is_empty() {
+        s.push_str("<h3>Counters per step</h3>");
+        if let Some(n) = &o.steps_note {
+            let _ = write!(s, "<p>{}</p>", escape(n));
+        }
+        let secs = |st: &crate::observe::StepRow| format!("{:.3}", st.seconds);
+        if o.target == "sqlite" {
+            table(
+                &mut s,
+                &[
+                    "step",
+                    "s",
+                    "cache hits",
+                    "misses",
+                    "pages written",
+                    "spills",
+                ],
+                o.steps
+                    .iter()
+                    .map(|st| {
+                        vec![
+                            st.step.clone(),
+                            secs(st),
+                            opt(st.cache_hit),
+                            opt(st.cache_miss),
+                            opt(st.cache_write),
+                            opt(st.cache_spill),
+                        ]
+                    })
+                    .collect(),
+            );
+        } else {
+            table(
+                &mut s,
+                &[
+                    "step",
+                    "s",
+                    "blks read",
+                    "blks hit",
+                    "temp files",
+                    "temp bytes",
+                    "WAL bytes",
+                    "temp dir at end",
+                ],
+                o.steps
+                    .iter()
+                    .map(|st| {
+                        vec![
+                            st.step.clone(),
+                            secs(st),
+                            opt(st.blks_read),
+                            opt(st.blks_hit),
+                            opt(st.temp_files),
+                            opt(st.temp_bytes),
+                            opt(st.wal_bytes),
+                            opt(st.temp_dir_bytes),
+                        ]
+                    })
+                    .collect(),
+            );
+        }
+    }
     if !o.io_by_file_type.is_empty() {
         s.push_str("<h3>I/O by file type</h3>");
         table(

@@ -43,7 +43,7 @@ pub(super) fn standalone_svg(svg: &str) -> String {
 
 const SVG_CSS: &str = "svg{font-family:sans-serif;font-size:12px;background:#fff}.title{font-weight:600;font-size:14px}.grid{stroke:#ddd}.axis{stroke:#333}\
 .tick,.axis-label,.legend text,.shade-label{fill:#333}.series{fill:none;stroke-width:1.6}\
-.s0{stroke:#1f6fd1}.s1{stroke:#d1561f}.s2{stroke:#2a9d4b;stroke-dasharray:5 3}.s3{stroke:#777;stroke-dasharray:5 3}.shade{fill:#999;opacity:.15}";
+.s0{stroke:#1f6fd1}.s1{stroke:#d1561f}.s2{stroke:#2a9d4b;stroke-dasharray:5 3}.s3{stroke:#777;stroke-dasharray:5 3}.shade{fill:#999;opacity:.15}.point{fill:#fff;stroke-width:2}";
 
 /// The page: inline CSS only (light, dark, print); no scripts, no external resources.
 pub fn page(title: &str, body: &str) -> String {
@@ -80,7 +80,7 @@ td{overflow-wrap:anywhere} table.num td:not(:first-child){white-space:nowrap;ove
 figure{margin:.8rem 0} svg.plot{width:100%;height:auto;max-width:900px;font-size:12px}
 svg .title{font-weight:600;font-size:14px;fill:var(--fg)} svg .grid{stroke:var(--grid)} svg .axis{stroke:var(--axis)}
 svg .tick,svg .axis-label,svg .legend text,svg .shade-label{fill:var(--fg)} svg .shade{fill:var(--muted);opacity:.15}
-svg .series{fill:none;stroke-width:1.6} svg .s0{stroke:var(--a)} svg .s1{stroke:var(--b)} svg .s2{stroke:var(--c)} svg .s3{stroke:var(--muted)} svg .s2,svg .s3{stroke-dasharray:5 3}
+svg .series{fill:none;stroke-width:1.6} svg .point{fill:var(--bg);stroke-width:2} svg .s0{stroke:var(--a)} svg .s1{stroke:var(--b)} svg .s2{stroke:var(--c)} svg .s3{stroke:var(--muted)} svg .s2,svg .s3{stroke-dasharray:5 3}
 table.verdict td:nth-child(-n+2){white-space:nowrap} td.call.slower{color:var(--b);font-weight:600} td.call.faster{color:var(--c);font-weight:600}
 footer{color:var(--muted);font-size:.85rem;margin-top:2rem}
 @media print{body{max-width:none;margin:0;color:#000;background:#fff} section.event{break-inside:avoid} figure{break-inside:avoid}}

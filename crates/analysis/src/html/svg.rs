@@ -36,6 +36,8 @@ pub enum Style {
     Line,
     /// Horizontal steps (histograms).
     Step,
+    /// A marker at each point, unjoined (measurements against a fitted curve).
+    Points,
 }
 
 /// One named series of (x, y) points.
@@ -227,6 +229,18 @@ pub fn render(plot: &Plot) -> String {
         if series.points.is_empty() {
             continue;
         }
+        if series.style == Style::Points {
+            for &(x, y) in &series.points {
+                let (cx, cy) = px(plot, x, y);
+                let _ = write!(
+                    s,
+                    r#"<circle class="series point s{}" cx="{cx:.1}" cy="{cy:.1}" r="4"><title>{}</title></circle>"#,
+                    series.slot,
+                    escape(&series.name)
+                );
+            }
+            continue;
+        }
         let mut d = String::with_capacity(series.points.len() * 16);
         let mut prev: Option<(f64, f64)> = None;
         for &(x, y) in &series.points {
@@ -241,6 +255,7 @@ pub fn render(plot: &Plot) -> String {
                 (Some((_, pyp)), Style::Step) => {
                     let _ = write!(d, "L{px_:.1} {pyp:.1}L{px_:.1} {py_:.1}");
                 }
+                (Some(_), Style::Points) => unreachable!("drawn as markers above"),
             }
             prev = Some((px_, py_));
         }
@@ -258,6 +273,18 @@ pub fn render(plot: &Plot) -> String {
         let label = escape(&name);
         let width = 26.0 + 6.6 * name.chars().count() as f64;
         lx -= width;
+        if series.style == Style::Points {
+            let _ = write!(
+                s,
+                r#"<g class="legend"><circle class="series point s{}" cx="{:.1}" cy="{:.1}" r="4"/><text x="{:.1}" y="{:.1}">{label}</text></g>"#,
+                series.slot,
+                lx + 9.0,
+                y1 - 14.0,
+                lx + 22.0,
+                y1 - 10.0
+            );
+            continue;
+        }
         let _ = write!(
             s,
             r#"<g class="legend"><line class="series s{}" x1="{lx:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}"/><text x="{:.1}" y="{:.1}">{label}</text></g>"#,

@@ -12,6 +12,7 @@ use super::model::ObserveReport;
 use super::os::os_figures;
 use super::postgres::pg_figures;
 use super::sqlite::sqlite_figures;
+use super::steps::step_rows;
 use super::trace::from_trace;
 use crate::summary::EventReport;
 
@@ -80,6 +81,7 @@ pub fn build_joined(
             .push("only one snapshot: no deltas can be made".into());
         return Ok(Some(r));
     }
+    step_rows(&mut r, &snaps);
     let d = last.delta(first);
     let span = d.span_ns.unwrap_or(0) as f64 / 1e9;
     r.span_s = Some(span);

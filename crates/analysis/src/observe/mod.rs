@@ -6,6 +6,7 @@
 //! - `build`: the five entry points that build it for a run;
 //! - `join`: active-session samples joined to the client events, the top timed events;
 //! - `postgres`, `sqlite`, `os`: the figures of each side from a snapshot delta;
+//! - `steps`: the counters of each step of a workload that marks them (bulkload);
 //! - `trace`: an imported Oracle trace's waits as the top timed events;
 //! - `text`: the section as text;
 //! - `compare`: two runs' sections side by side.
@@ -17,6 +18,7 @@ mod model;
 mod os;
 mod postgres;
 mod sqlite;
+mod steps;
 mod text;
 mod trace;
 
@@ -24,6 +26,7 @@ pub use build::{build, build_joined, build_or_note, build_or_note_joined, build_
 pub use compare::{compare, compare_runs, push_compare_text, FigureChange, ObserveComparison};
 pub use join::{top_wait_event, SampleJoin};
 pub use model::{
-    DiskRow, During, Figure, IoRow, ObserveReport, StatementRow, TopEvents, TopRow, NO_CLIENT_EVENT,
+    DiskRow, During, Figure, IoRow, ObserveReport, StatementRow, StepRow, TableIoRow, TopEvents,
+    TopRow, NO_CLIENT_EVENT,
 };
 pub use text::push_text;

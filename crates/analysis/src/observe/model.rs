@@ -30,6 +30,17 @@ pub struct ObserveReport {
     /// from the first to the last snapshot), most first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub top_statements: Vec<StatementRow>,
+    /// Blocks read and hit of each table the workload names (`pg_statio_user_tables`, over the
+    /// run), by table name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tables: Vec<TableIoRow>,
+    /// The counters of each step of a workload that marks its steps (bulkload), in order: the
+    /// delta from the step before (the first: from the start) to the snapshot at its end.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<StepRow>,
+    /// What the per-step figures cannot say (SQLite's temporary files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps_note: Option<String>,
     /// I/O by file type.
     pub io_by_file_type: Vec<IoRow>,
     /// One row per device holding the database files or the run directory.
@@ -122,6 +133,66 @@ pub struct StatementRow {
     pub shared_blks_read: f64,
     /// WAL bytes generated.
     pub wal_bytes: f64,
+}
+
+/// One table's block I/O over the run (`pg_statio_user_tables`); `None` where the table has no
+/// index or no TOAST table.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TableIoRow {
+    /// The table's name.
+    pub table: String,
+    /// Heap blocks read (not found in shared buffers).
+    pub heap_blks_read: Option<f64>,
+    /// Heap blocks found in shared buffers.
+    pub heap_blks_hit: Option<f64>,
+    /// Blocks of the table's indexes read.
+    pub idx_blks_read: Option<f64>,
+    /// Blocks of the table's indexes hit.
+    pub idx_blks_hit: Option<f64>,
+    /// TOAST blocks read.
+    pub toast_blks_read: Option<f64>,
+    /// TOAST blocks hit.
+    pub toast_blks_hit: Option<f64>,
+}
+
+/// One step's counters: from the snapshot that ended the step before (or the start) to the one
+/// that ended it. PostgreSQL fills the `pg_*` figures, SQLite the `cache_*` ones.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct StepRow {
+    /// The step's name, as the workload's own steps table says it (`load`, `group by #1`).
+    pub step: String,
+    /// Seconds between the two snapshots.
+    pub seconds: f64,
+    /// Blocks read (`pg_stat_database`, this database).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blks_read: Option<f64>,
+    /// Blocks hit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blks_hit: Option<f64>,
+    /// Temporary files written (sorts, hashes that spilled; `pg_stat_database`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temp_files: Option<f64>,
+    /// Bytes of those temporary files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temp_bytes: Option<f64>,
+    /// WAL generated (`pg_stat_wal`, the whole cluster).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wal_bytes: Option<f64>,
+    /// Bytes in the temporary-file directories when the step ended (`pg_ls_tmpdir`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temp_dir_bytes: Option<f64>,
+    /// SQLite page cache hits (`sqlite3_db_status`, summed over the sessions).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_hit: Option<f64>,
+    /// SQLite page cache misses.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_miss: Option<f64>,
+    /// SQLite pages written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<f64>,
+    /// SQLite cache spills.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_spill: Option<f64>,
 }
 
 /// A named figure with its unit.

@@ -5,7 +5,7 @@
 
 use dbscope_core::observe::{Section, Snapshot};
 
-use super::model::{push, ratio, sec, IoRow, ObserveReport, StatementRow};
+use super::model::{push, ratio, sec, IoRow, ObserveReport, StatementRow, TableIoRow};
 
 fn top_statements(d: &Snapshot) -> Vec<StatementRow> {
     let Some(st) = sec(d, "pg_stat_statements").filter(|s| s.missing.is_none()) else {
@@ -154,6 +154,22 @@ pub(super) fn pg_figures(r: &mut ObserveReport, d: &Snapshot, span: f64, client:
         "",
     );
     if let Some(t) = sec(d, "pg_statio_user_tables") {
+        r.tables = t
+            .rows
+            .iter()
+            .map(|(table, row)| {
+                let v = |k: &str| row.get(k).copied();
+                TableIoRow {
+                    table: table.clone(),
+                    heap_blks_read: v("heap_blks_read"),
+                    heap_blks_hit: v("heap_blks_hit"),
+                    idx_blks_read: v("idx_blks_read"),
+                    idx_blks_hit: v("idx_blks_hit"),
+                    toast_blks_read: v("toast_blks_read"),
+                    toast_blks_hit: v("toast_blks_hit"),
+                }
+            })
+            .collect();
         for (table, row) in &t.rows {
             let hit = row.get("heap_blks_hit").copied();
             let read = row.get("heap_blks_read").copied();

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::model::ObserveReport;
+use super::model::{ObserveReport, TableIoRow};
 use crate::text::{format_num, push_prose, sig3};
 
 fn fmt_opt(v: Option<f64>) -> String {
@@ -29,6 +29,117 @@ fn push_places(out: &mut String, st: &dbscope_core::StorageInfo) {
     }
     if let Some(n) = &st.note {
         push_prose(out, &format!("    {n}"));
+    }
+}
+
+/// Tables listed at most; the rest are in `--json`.
+const TABLES_SHOWN: usize = 20;
+
+fn push_tables(out: &mut String, r: &ObserveReport) {
+    if r.tables.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "Table I/O (pg_statio_user_tables, blocks over the run; index: all of the table's)"
+    );
+    let _ = writeln!(
+        out,
+        "  {:<24} {:>12} {:>12} {:>12} {:>12} {:>11} {:>11}",
+        "table", "heap read", "heap hit", "index read", "index hit", "toast read", "toast hit"
+    );
+    // The busiest first, so a partitioned table's active partitions lead.
+    let mut rows: Vec<_> = r.tables.iter().collect();
+    let busy = |t: &TableIoRow| {
+        [
+            t.heap_blks_read,
+            t.heap_blks_hit,
+            t.idx_blks_read,
+            t.idx_blks_hit,
+        ]
+        .iter()
+        .flatten()
+        .sum::<f64>()
+    };
+    rows.sort_by(|a, b| busy(b).total_cmp(&busy(a)).then(a.table.cmp(&b.table)));
+    for t in rows.iter().take(TABLES_SHOWN) {
+        let _ = writeln!(
+            out,
+            "  {:<24} {:>12} {:>12} {:>12} {:>12} {:>11} {:>11}",
+            t.table,
+            fmt_opt(t.heap_blks_read),
+            fmt_opt(t.heap_blks_hit),
+            fmt_opt(t.idx_blks_read),
+            fmt_opt(t.idx_blks_hit),
+            fmt_opt(t.toast_blks_read),
+            fmt_opt(t.toast_blks_hit)
+        );
+    }
+    if rows.len() > TABLES_SHOWN {
+        let _ = writeln!(
+            out,
+            "  ({} more tables in --json)",
+            rows.len() - TABLES_SHOWN
+        );
+    }
+}
+
+fn push_steps(out: &mut String, r: &ObserveReport) {
+    if r.steps.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "Counters per step (a snapshot at each step's end; deltas from the step before)"
+    );
+    if let Some(n) = &r.steps_note {
+        push_prose(out, &format!("  {n}"));
+    }
+    if r.target == "sqlite" {
+        let _ = writeln!(
+            out,
+            "  {:<24} {:>8} {:>12} {:>12} {:>12} {:>8}",
+            "step", "s", "cache hits", "misses", "pages written", "spills"
+        );
+        for st in &r.steps {
+            let _ = writeln!(
+                out,
+                "  {:<24} {:>8} {:>12} {:>12} {:>12} {:>8}",
+                st.step,
+                format!("{:.3}", st.seconds),
+                fmt_opt(st.cache_hit),
+                fmt_opt(st.cache_miss),
+                fmt_opt(st.cache_write),
+                fmt_opt(st.cache_spill)
+            );
+        }
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "  {:<24} {:>8} {:>11} {:>11} {:>10} {:>12} {:>12} {:>14}",
+        "step",
+        "s",
+        "blks read",
+        "blks hit",
+        "temp files",
+        "temp bytes",
+        "WAL bytes",
+        "temp dir at end"
+    );
+    for st in &r.steps {
+        let _ = writeln!(
+            out,
+            "  {:<24} {:>8} {:>11} {:>11} {:>10} {:>12} {:>12} {:>14}",
+            st.step,
+            format!("{:.3}", st.seconds),
+            fmt_opt(st.blks_read),
+            fmt_opt(st.blks_hit),
+            fmt_opt(st.temp_files),
+            fmt_opt(st.temp_bytes),
+            fmt_opt(st.wal_bytes),
+            fmt_opt(st.temp_dir_bytes)
+        );
     }
 }
 
@@ -118,6 +229,8 @@ pub fn push_text(out: &mut String, r: &ObserveReport) {
             );
         }
     }
+    push_tables(out, r);
+    push_steps(out, r);
     if !r.io_by_file_type.is_empty() {
         let _ = writeln!(out, "I/O by file type");
         let _ = writeln!(

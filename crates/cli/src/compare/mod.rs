@@ -3,14 +3,18 @@
 pub mod args;
 
 use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::anyhow;
 
 use dbscope_analysis::compare::{self, CompareOptions};
 use dbscope_core::stats::BootstrapOptions;
-use dbscope_core::RunDir;
+use dbscope_core::{CounterValue, RunDir};
 
 use crate::common::write_page;
 use crate::compare::args::CompareArgs;
 use crate::exit::Exit;
+use crate::run::events::{ITERATIONS_SECTION, ITERATIONS_WORKLOAD};
 
 /// Opens a run directory, or imports a 10046 trace file into a temporary run.
 fn open(path: &std::path::Path) -> Result<(RunDir, Option<crate::trace::TempRun>), Exit> {
@@ -39,6 +43,18 @@ pub fn cmd_compare(a: CompareArgs) -> Result<u8, Exit> {
         },
         quantiles: a.quantiles.clone(),
     };
+    let iterations = |r: &RunDir| r.manifest.workload.name == ITERATIONS_WORKLOAD;
+    match (iterations(&ra), iterations(&rb)) {
+        (true, true) => return compare_iterations(&a, &ra, &rb, &opts),
+        (false, false) => {}
+        _ => {
+            return Err(anyhow!(
+                "one of the two is an events iterations directory (`run events --iterations`): \
+                 compare it with another, or compare one of its strategy runs (e.g. DIR/3-batch)"
+            )
+            .into())
+        }
+    }
     let mut c = compare::compare(&ra, &rb, &opts)?;
     // A trace file was imported into a temporary run: name the file, not the temporary directory.
     if keep_a.is_some() {
@@ -66,5 +82,99 @@ pub fn cmd_compare(a: CompareArgs) -> Result<u8, Exit> {
     };
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(text.as_bytes())?;
+    Ok(0)
+}
+
+/// The strategy runs of an events iterations run, in its order: (strategy, run directory).
+fn strategy_runs(run: &RunDir) -> Result<Vec<(String, PathBuf)>, Exit> {
+    let missing = || {
+        anyhow!(
+            "{}: an events iterations run without its table (it ended before the first \
+             iteration did)",
+            run.path.display()
+        )
+    };
+    let counters = run.counters()?;
+    let table = counters
+        .sections
+        .iter()
+        .find(|s| s.key == ITERATIONS_SECTION)
+        .and_then(|s| s.tables.iter().find(|t| t.key == "strategies"))
+        .ok_or_else(missing)?;
+    let col = |k: &str| table.columns.iter().position(|c| c.key == k);
+    let (si, ri) = col("strategy").zip(col("run")).ok_or_else(missing)?;
+    let text = |v: Option<&CounterValue>| match v {
+        Some(CounterValue::Text(t)) if !t.is_empty() => Some(t.clone()),
+        _ => None,
+    };
+    Ok(table
+        .rows
+        .iter()
+        .filter_map(|r| Some((text(r.get(si))?, run.path.join(text(r.get(ri))?))))
+        .collect())
+}
+
+/// `compare A B` of two events iterations runs: each strategy both ran, compared as two runs
+/// (issue 34 item 11); a strategy only one of them ran is named.
+fn compare_iterations(
+    a: &CompareArgs,
+    ra: &RunDir,
+    rb: &RunDir,
+    opts: &CompareOptions,
+) -> Result<u8, Exit> {
+    if a.html.is_some() || a.svg.is_some() {
+        return Err(anyhow!(
+            "--html of two events iterations directories: compare one strategy's runs, e.g. \
+             dbscope compare {}/3-batch {}/3-batch --html FILE",
+            ra.path.display(),
+            rb.path.display()
+        )
+        .into());
+    }
+    let (sa, sb) = (strategy_runs(ra)?, strategy_runs(rb)?);
+    let only = |x: &[(String, PathBuf)], y: &[(String, PathBuf)]| -> Vec<String> {
+        x.iter()
+            .filter(|(s, _)| !y.iter().any(|(t, _)| t == s))
+            .map(|(s, _)| s.clone())
+            .collect()
+    };
+    let (only_a, only_b) = (only(&sa, &sb), only(&sb, &sa));
+    let mut text = String::new();
+    let mut json = Vec::new();
+    for (strategy, dir_a) in &sa {
+        let Some((_, dir_b)) = sb.iter().find(|(t, _)| t == strategy) else {
+            continue;
+        };
+        let c = compare::compare(&RunDir::open(dir_a)?, &RunDir::open(dir_b)?, opts)?;
+        if a.json {
+            let v: serde_json::Value = serde_json::from_str(&compare::render_json(&c))?;
+            json.push(serde_json::json!({ "strategy": strategy, "comparison": v }));
+        } else {
+            text.push_str(&format!(
+                "=== strategy {strategy}: {} vs {}\n{}\n",
+                dir_a.display(),
+                dir_b.display(),
+                compare::render_text(&c)
+            ));
+        }
+    }
+    let mut stdout = std::io::stdout().lock();
+    if a.json {
+        let v = serde_json::json!({
+            "a": ra.path.display().to_string(),
+            "b": rb.path.display().to_string(),
+            "strategies": json,
+            "only_in_a": only_a,
+            "only_in_b": only_b,
+        });
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&v)?)?;
+    } else {
+        for (side, names) in [("A", &only_a), ("B", &only_b)] {
+            if !names.is_empty() {
+                text.push_str(&format!("only in {side}: {}\n", names.join(", ")));
+            }
+        }
+        stdout.write_all(text.as_bytes())?;
+    }
     Ok(0)
 }

@@ -42,7 +42,8 @@ fn cmd_verify(a: VerifyArgs) -> Result<u8, Exit> {
     Ok(if bad { EXIT_FAILED } else { 0 })
 }
 
-fn config(a: &RedoArgs) -> Result<RedoConfig, Exit> {
+/// The redo writer's configuration from its arguments (also `sweep -- io redo …`'s plan).
+pub(crate) fn config(a: &RedoArgs) -> Result<RedoConfig, Exit> {
     let mut dests = Vec::new();
     for (i, d) in a.dests.iter().enumerate() {
         let mut dest: Destination = d.parse().map_err(anyhow::Error::msg)?;
@@ -131,4 +132,16 @@ fn cmd_redo(a: RedoArgs) -> Result<u8, Exit> {
         None,
         a.quiet,
     )
+}
+
+/// Runs `cfg` into `out` as a point of a sweep, which reads the run: nothing printed; how it
+/// ended.
+pub(crate) fn run_redo_point(
+    cfg: &RedoConfig,
+    out: &std::path::Path,
+) -> Result<dbscope_core::Outcome, Exit> {
+    let stop = stop_on_ctrl_c();
+    let result = redo::run_redo(out, redacted_command_line(), cfg, &stop, &mut |_| {})
+        .map_err(|e: dbscope_io::Error| Exit(EXIT_USAGE, e.into()))?;
+    Ok(result.outcome)
 }

@@ -1,12 +1,19 @@
 //! `dbscope run events`: CERN's PVSS archiver workload, one strategy or all of them in order.
 //!
-//! `--iterations` runs every strategy, with CERN's table at the end.
+//! `--iterations` runs every strategy, with CERN's table at the end. The iterations directory is
+//! itself a run (issue 34 item 11), as a sweep is: one `iteration` event per strategy's run (in
+//! DIR/N-STRATEGY), and CERN's table as counters section `iterations`, which `report` shows and
+//! `compare` of two iterations directories pairs strategy by strategy.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use dbscope_core::{CounterValue, RunDir};
+use dbscope_core::record::{Recording, RunClock};
+use dbscope_core::{
+    Column, CounterSection, CounterTable, CounterValue, Event, Manifest, Outcome, RunDir,
+    WorkloadInfo,
+};
 use dbscope_db::open_target;
 use dbscope_lab::plan::{strategies_left_out, EventsPlan, RunPlan};
 use dbscope_lab::runner::{self, Progress, RunConfig, RunSpec};
@@ -18,8 +25,15 @@ use crate::common::{
 use crate::exit::{Exit, EXIT_USAGE};
 use crate::run::plan::lab_error;
 
-/// Runs the events workload of `plan` (`e`, its options); `spec` is the target.
-pub fn run_events(plan: &RunPlan, e: &EventsPlan, spec: &str, quiet: bool) -> Result<u8, Exit> {
+/// Runs the events workload of `plan` (`e`, its options); `spec` is the target. The exit code,
+/// and how the last strategy's run ended. `point`: a sweep's point, which prints nothing.
+pub fn run_events(
+    plan: &RunPlan,
+    e: &EventsPlan,
+    spec: &str,
+    quiet: bool,
+    point: bool,
+) -> Result<(u8, Outcome), Exit> {
     let out = &plan.out;
     let target = open_target(spec, &plan.target.settings)?;
     let dialect = target.dialect();
@@ -36,7 +50,16 @@ pub fn run_events(plan: &RunPlan, e: &EventsPlan, spec: &str, quiet: bool) -> Re
 
     let mut rows = Vec::new();
     let mut code = 0;
+    let mut outcome = Outcome::Complete;
+    let mut whole = match iterations {
+        true => Some(begin_iterations(plan, e, &strategies, connections)?),
+        false => None,
+    };
     for (i, strategy) in strategies.iter().enumerate() {
+        let started = (
+            whole.as_ref().map_or(0, |(_, clock)| clock.now_ns()),
+            std::time::Instant::now(),
+        );
         let dir: PathBuf = if iterations {
             out.join(format!("{}-{}", i + 1, strategy.as_str()))
         } else {
@@ -91,29 +114,153 @@ pub fn run_events(plan: &RunPlan, e: &EventsPlan, spec: &str, quiet: bool) -> Re
             bar.finish_and_clear();
         }
         let result = result.map_err(|e: dbscope_lab::Error| Exit(EXIT_USAGE, lab_error(e)))?;
-        code = finish_run(
-            &result.dir,
-            result.outcome,
-            result.detail.as_deref(),
-            result.events,
-            Some(result.errors),
-            quiet,
-        )?;
-        if iterations {
+        outcome = result.outcome;
+        code = if point {
+            crate::common::outcome_code(result.outcome)
+        } else {
+            finish_run(
+                &result.dir,
+                result.outcome,
+                result.detail.as_deref(),
+                result.events,
+                Some(result.errors),
+                quiet,
+            )?
+        };
+        if let Some((rec, _)) = &mut whole {
+            let ev = Event {
+                session: i as u32 + 1,
+                name: rec.names().intern(ITERATION_EVENT),
+                start_ns: started.0,
+                duration_ns: (started.1.elapsed().as_nanos() as u64).max(1),
+                intended_start_ns: None,
+                outcome: match result.outcome {
+                    Outcome::Complete | Outcome::Running => 0,
+                    _ => rec.names().intern_outcome("iteration-failed"),
+                },
+                flags: 0,
+                rows: result.events.min(u32::MAX as u64) as u32,
+            };
+            rec.write_block(&[ev])?;
             rows.push(table_row(*strategy, &result.dir)?);
         }
         if code != 0 {
             break;
         }
     }
-    if iterations {
+    if let Some((mut rec, _)) = whole {
+        rec.write_counters(section(&rows, clients, rate))?;
+        let detail = (outcome != Outcome::Complete).then(|| {
+            format!(
+                "the iteration of {} ended {}",
+                rows.last().map_or("-", |r| r.strategy.as_str()),
+                outcome.as_str()
+            )
+        });
+        rec.finish(outcome, detail)?;
         let mut stdout = std::io::stdout().lock();
         write!(stdout, "{}", render_table(&rows, clients, rate))?;
         if let Some(why) = strategies_left_out(dialect) {
             writeln!(stdout, "{why}")?;
         }
     }
-    Ok(code)
+    Ok((code, outcome))
+}
+
+/// Event of the iterations run, one per strategy's run.
+const ITERATION_EVENT: &str = "iteration";
+
+/// Counters section of the iterations run: CERN's table.
+pub const ITERATIONS_SECTION: &str = "iterations";
+
+/// Workload name of an iterations run's manifest.
+pub const ITERATIONS_WORKLOAD: &str = "events-iterations";
+
+/// Starts recording the iterations directory itself as a run.
+fn begin_iterations(
+    plan: &RunPlan,
+    e: &EventsPlan,
+    strategies: &[Strategy],
+    connections: u32,
+) -> Result<(Recording, RunClock), Exit> {
+    let params = std::collections::BTreeMap::from([
+        ("clients".to_string(), e.clients.into()),
+        ("connections".to_string(), connections.into()),
+        ("rate".to_string(), e.rate.into()),
+        (
+            "strategies".to_string(),
+            serde_json::json!(strategies.iter().map(|s| s.as_str()).collect::<Vec<_>>()),
+        ),
+    ]);
+    let mut manifest = Manifest::new(
+        "workload",
+        WorkloadInfo {
+            name: ITERATIONS_WORKLOAD.into(),
+            params,
+        },
+        plan.config.seed,
+    );
+    manifest.command_line = redacted_command_line();
+    let mut rec = Recording::begin(&plan.out, manifest)?;
+    let clock = rec.start_clock()?;
+    Ok((rec, clock))
+}
+
+/// CERN's table as the iterations run's counters section: one row per strategy; `run` is the
+/// iteration's directory name inside the iterations directory.
+fn section(rows: &[Row], clients: u32, rate: f64) -> CounterSection {
+    let f = |r: &Row, k: &str| CounterValue::float(r.values.get(k).copied().flatten());
+    CounterSection {
+        key: ITERATIONS_SECTION.into(),
+        title: format!(
+            "events iterations: {clients} clients × {} ev/s, strategies in CERN's order",
+            dbscope_analysis::text::thousands(rate as u64)
+        ),
+        final_counts: true,
+        counters: Vec::new(),
+        tables: vec![CounterTable {
+            key: "strategies".into(),
+            title: "latency from each event's intended time to its commit".into(),
+            columns: vec![
+                Column::new("strategy", "strategy", ""),
+                Column::new("offered_per_s", "offered", "ev/s").decimals(0),
+                Column::new("achieved_per_s", "achieved", "ev/s").decimals(0),
+                Column::new("backlog_at_end", "backlog end", ""),
+                Column::new("co_p50_us", "p50", "µs").decimals(0),
+                Column::new("co_p99_us", "p99", "µs").decimals(0),
+                Column::new("co_p99_9_us", "p99.9", "µs").decimals(0),
+                Column::new("top_wait", "top wait (% DB time)", ""),
+                Column::new("run", "run", ""),
+            ],
+            rows: rows
+                .iter()
+                .map(|r| {
+                    vec![
+                        CounterValue::Text(r.strategy.as_str().into()),
+                        f(r, "offered_per_s"),
+                        f(r, "achieved_per_s"),
+                        CounterValue::count(
+                            r.values
+                                .get("backlog_at_end")
+                                .copied()
+                                .flatten()
+                                .map_or(0, |v| v.max(0.0) as u64),
+                        ),
+                        f(r, "co_p50_us"),
+                        f(r, "co_p99_us"),
+                        f(r, "co_p99_9_us"),
+                        CounterValue::Text(r.top_wait.clone()),
+                        CounterValue::Text(
+                            r.dir
+                                .file_name()
+                                .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+                        ),
+                    ]
+                })
+                .collect(),
+        }],
+        notes: Vec::new(),
+    }
 }
 
 /// One line of CERN's table, from a run's `events` counters.

@@ -6,6 +6,7 @@
 pub mod args;
 pub mod events;
 pub mod events_args;
+pub mod flags;
 pub mod lab_args;
 pub mod plan;
 pub mod script_args;
@@ -34,7 +35,8 @@ pub fn cmd_run(a: RunArgs) -> Result<u8, Exit> {
 pub fn run(plan: &RunPlan, quiet: bool) -> Result<u8, Exit> {
     in_run_dir(plan, |spec| {
         if let WorkloadPlan::Events(e) = &plan.workload {
-            return crate::run::events::run_events(plan, e, spec, quiet);
+            return crate::run::events::run_events(plan, e, spec, quiet, false)
+                .map(|(code, _)| code);
         }
         let result = record(plan, spec, quiet)?;
         finish_run(
@@ -50,7 +52,12 @@ pub fn run(plan: &RunPlan, quiet: bool) -> Result<u8, Exit> {
 
 /// Runs `plan` as a point of a sweep, which reads the run: nothing printed; how it ended.
 pub fn run_point(plan: &RunPlan) -> Result<Outcome, Exit> {
-    in_run_dir(plan, |spec| Ok(record(plan, spec, true)?.outcome))
+    in_run_dir(plan, |spec| {
+        if let WorkloadPlan::Events(e) = &plan.workload {
+            return crate::run::events::run_events(plan, e, spec, true, true).map(|(_, o)| o);
+        }
+        Ok(record(plan, spec, true)?.outcome)
+    })
 }
 
 /// `f` with the plan's target string, in the plan's run directory: created first for a SQLite

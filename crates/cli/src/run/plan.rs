@@ -18,27 +18,7 @@ use crate::exit::Exit;
 use crate::run::args::{RunArgs, WorkloadName};
 use crate::run::lab_args::LabArgs;
 
-/// The flag that sets a plan's field (`ops_per_session` → `--ops`).
-pub fn flag(field: &'static str) -> String {
-    match field {
-        "ops_per_session" => "--ops".into(),
-        "place" => "--tablespace-dir".into(),
-        "settings" => "--set".into(),
-        "mode" => "-M/--protocol".into(),
-        "scripts" => "-f/-b".into(),
-        f => format!("--{}", f.replace('_', "-")),
-    }
-}
-
-/// `e` for the command line: a bad field said as its flag; other errors as they are.
-pub fn lab_error(e: dbscope_lab::Error) -> anyhow::Error {
-    match e {
-        dbscope_lab::Error::Invalid { .. } | dbscope_lab::Error::Uneven { .. } => {
-            anyhow::Error::msg(e.render(flag))
-        }
-        e => e.into(),
-    }
-}
+pub use super::flags::lab_error;
 
 /// The plan `a` asks for: the workload's options parsed, the run directory and target chosen,
 /// everything checked that does not need the database.
@@ -392,6 +372,7 @@ fn pacing(a: &RunArgs) -> Result<Option<Pacing>, Exit> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::run::flags::flag;
 
     #[test]
     fn fields_read_as_flags() {

@@ -7,7 +7,7 @@ use anyhow::anyhow;
 use dbscope_lab::workload::script::{ScriptConfig, ScriptSource};
 
 use crate::exit::Exit;
-use crate::run::plan::lab_error;
+use crate::run::flags::lab_error;
 
 /// The `script` workload's options: the scripts read and parsed (a bad script is bad input,
 /// said with file, line and column), the rest checked.

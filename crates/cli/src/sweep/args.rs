@@ -10,10 +10,14 @@ use clap::Args;
   dbscope sweep --sessions 1,2,4,8,16,32 --repeat 3 -- run commit --target postgres://bench@/bench \\
                 --duration 30s --keys shared:100
   dbscope sweep --sessions 1,2,4,8 --json -- run lookup --rows 100000 --ops 200000
+  dbscope sweep --sessions 1,2,4,8 -- run events --strategy batch --clients 8 --duration 10s
+  dbscope sweep --sessions 1,2,4,8 -- io redo --dest /var/tmp/redo.log --duration 10s
 
 Each point is an ordinary run (same seed, same duration or operations) under DIR/points/; the sweep
 directory is itself a run: one `point` event per point run, and counters section `usl` with the fit
-(`dbscope report DIR`). The fit: X(N) = λN / (1 + σ(N−1) + κN(N−1)), σ contention, κ coherency,
+(`dbscope report DIR`; `report --html` plots it). events points vary the connections (the clients
+and their offered load stay as given) and fit committed events/s; io redo points vary the committer
+threads and fit the MB/s written to the log. The fit: X(N) = λN / (1 + σ(N−1) + κN(N−1)), σ contention, κ coherency,
 by bounded non-linear least squares (docs/sweep.md).")]
 pub struct SweepArgs {
     /// Session counts to run at, increasing integers ≥ 1, e.g. 1,2,4,8,16,32.
@@ -35,8 +39,13 @@ pub struct SweepArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// The run command: `run WORKLOAD [args…]`, without --sessions and --out (the sweep sets them).
-    #[arg(last = true, required = true, value_name = "run WORKLOAD [ARGS]")]
+    /// The command: `run WORKLOAD [args…]` or `io redo [args…]`, without --sessions and --out
+    /// (the sweep sets them; events: without --connections).
+    #[arg(
+        last = true,
+        required = true,
+        value_name = "run WORKLOAD [ARGS] | io redo [ARGS]"
+    )]
     pub run: Vec<String>,
 }
 

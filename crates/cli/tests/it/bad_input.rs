@@ -179,7 +179,15 @@ fn run_refuses_to_overwrite_a_run() {
 fn issue_34_options_that_do_not_apply_to_the_workload_are_refused() {
     let dir = tempdir();
     let d = dir.path();
-    let cases: [(Argv, &str); 10] = [
+    let cases: [(Argv, &str); 12] = [
+        (
+            Argv::run("tpch-q1").opt("--dist", "zipf:1.5"),
+            "--dist applies to the commit, lookup and events workloads, not tpch-q1",
+        ),
+        (
+            Argv::run("lookup").opt("--max-tries", "3"),
+            "--max-tries applies to the script workload only, not lookup",
+        ),
         (
             Argv::run("tpch-q1").opt("--cache", "cold"),
             "--cache applies to the lookup workload only, not tpch-q1",
@@ -214,7 +222,7 @@ fn issue_34_options_that_do_not_apply_to_the_workload_are_refused() {
         ),
         (
             Argv::run("bulkload").opt("--warmup", "1s"),
-            "--warmup applies to the commit, tpch-q1, lookup and events workloads, not bulkload",
+            "--warmup applies to the commit, tpch-q1, lookup, events and script workloads, not bulkload",
         ),
         (
             Argv::run("lookup").opt("--restart-timeout", "5s"),

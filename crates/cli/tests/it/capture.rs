@@ -109,27 +109,11 @@ fn calls(cap: &Path) -> Vec<Value> {
         .collect()
 }
 
-fn pgbench(pg: &PgCluster, args: &[&str]) -> String {
-    let out = Command::new(pg.bin_dir().join("pgbench"))
-        .args(args)
-        .env("PGPASSWORD", pg.password())
-        .env("PGUSER", pg.user())
-        .output()
-        .expect("pgbench runs");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "pgbench {args:?}: {text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    text
-}
-
 /// `pgbench -i -s 1` on `db`, straight to the server.
 fn pgbench_init(pg: &PgCluster, db: &str) {
     let sock = pg.socket_dir().display().to_string();
     let port = pg.port().to_string();
-    pgbench(pg, &["-i", "-s", "1", "-q", "-h", &sock, "-p", &port, db]);
+    pg.pgbench(&["-i", "-s", "1", "-q", "-h", &sock, "-p", &port, db]);
 }
 
 /// pgbench's TPC-B-like script through the proxy: `clients` clients (2 threads) for `secs`
@@ -147,24 +131,21 @@ fn pgbench_through(
         clients.to_string(),
         secs.to_string(),
     );
-    pgbench(
-        pg,
-        &[
-            "-h",
-            "127.0.0.1",
-            "-p",
-            &port,
-            "-c",
-            &c,
-            "-j",
-            "2",
-            "-T",
-            &t,
-            "-M",
-            mode,
-            db,
-        ],
-    )
+    pg.pgbench(&[
+        "-h",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-c",
+        &c,
+        "-j",
+        "2",
+        "-T",
+        &t,
+        "-M",
+        mode,
+        db,
+    ])
 }
 
 /// pgbench's own count of transactions.

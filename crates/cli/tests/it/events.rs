@@ -760,3 +760,70 @@ fn events_whose_commit_answer_was_lost_count_once_everywhere() {
     assert_eq!(n("failed_batches"), 0, "nothing was resent: {a}");
     assert_eq!(n("found_committed"), lost, "{a}");
 }
+
+/// Issue 34 item 11: an iterations directory is itself a run, which `report` reads (CERN's table
+/// as counters section `iterations`) and `compare` pairs with another strategy by strategy.
+#[test]
+fn issue34_item11_iterations_are_a_run_that_report_and_compare_read() {
+    let dir = tempdir();
+    let d = dir.path();
+    for out in ["a", "b"] {
+        ok(
+            d,
+            &Argv::run("events")
+                .target("null")
+                .clients(2)
+                .rate(100)
+                .duration("1s")
+                .flag("--iterations")
+                .out(out)
+                .args(),
+        );
+    }
+    let a = join(d, "a");
+    let m = manifest(&a);
+    assert_eq!(m["workload"]["name"], "events-iterations", "{m}");
+    assert_eq!(m["outcome"], "complete");
+    let r = report_json(d, &a);
+    assert_eq!(event(&r, "iteration")["count"], 2);
+    let rows = r["iterations"]["strategies"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{}", r["iterations"]);
+    for (row, (name, run)) in rows.iter().zip([("row", "1-row"), ("batch", "2-batch")]) {
+        assert_eq!(row["strategy"], name);
+        assert_eq!(row["run"], run);
+        // The table's figures are the iteration run's own.
+        let it = report_json(d, &a.join(run));
+        assert_eq!(
+            row["achieved_per_s"], it["archive"]["achieved_per_s"],
+            "{row}"
+        );
+        assert_eq!(row["co_p99_us"], it["archive"]["co_p99_us"], "{row}");
+    }
+    let text = ok(d, &["report", "a"]);
+    assert!(
+        text.contains("events iterations: 2 clients") && text.contains("2-batch"),
+        "{text}"
+    );
+
+    let text = ok(d, &["compare", "a", "b"]);
+    for (s, run) in [("row", "1-row"), ("batch", "2-batch")] {
+        assert!(
+            text.contains(&format!("=== strategy {s}: a/{run} vs b/{run}")),
+            "{s}: {text}"
+        );
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(&ok(d, &["compare", "--json", "a", "b"])).unwrap();
+    let strategies = v["strategies"].as_array().unwrap();
+    assert_eq!(strategies.len(), 2, "{v}");
+    let direct: serde_json::Value =
+        serde_json::from_str(&ok(d, &["compare", "--json", "a/2-batch", "b/2-batch"])).unwrap();
+    assert_eq!(strategies[1]["strategy"], "batch");
+    assert_eq!(strategies[1]["comparison"]["events"], direct["events"]);
+    fails(
+        d,
+        &["compare", "a", "b/2-batch"],
+        2,
+        &["iterations directory"],
+    );
+}

@@ -252,3 +252,58 @@ fn html_report_renders_in_chromium_and_escapes_everything() {
     );
     assert!(std::fs::metadata(&png).unwrap().len() > 10_000);
 }
+
+#[test]
+fn issue34_item11_sweep_html_plots_points_and_the_fitted_curve() {
+    let dir = tempdir();
+    let out = join(dir.path(), "sw");
+    ok(
+        dir.path(),
+        &[
+            "sweep",
+            "--sessions",
+            "1,2,4",
+            "--json",
+            "--out",
+            s(&out),
+            "--",
+            "run",
+            "commit",
+            "--ops",
+            "30",
+        ],
+    );
+    let html = join(dir.path(), "sweep.html");
+    ok(
+        dir.path(),
+        &[
+            "report",
+            s(&out),
+            "--html",
+            s(&html),
+            "--svg",
+            "sweep-plots",
+        ],
+    );
+    let text = std::fs::read_to_string(&html).unwrap();
+    let start = text
+        .find("throughput vs sessions: measured and USL fit")
+        .expect("the sweep's plot");
+    let svg = &text[text[..start].rfind("<svg").unwrap()..];
+    let svg = &svg[..svg.find("</svg>").unwrap()];
+    // The three measured points (and the legend's marker) and the fitted curve.
+    assert_eq!(
+        svg.matches("<circle class=\"series point s0\"").count(),
+        4,
+        "{svg}"
+    );
+    assert!(svg.contains("<path class=\"series s1\" d=\"M"), "{svg}");
+    assert!(svg.contains("USL fit: λ = "), "{svg}");
+    assert!(dir.path().join("sweep-plots/sweep-usl.svg").is_file());
+    let profile = join(dir.path(), "profile");
+    let (dom, _) = browse(&["--dump-dom"], &html, &profile);
+    assert!(
+        dom.contains("<circle class=\"series point s0\""),
+        "rendered in Chromium"
+    );
+}

@@ -23,6 +23,7 @@ mod pacing;
 mod postgres;
 mod script;
 mod sqlite;
+mod step_counters;
 mod storage;
 mod sweep;
 mod tpch;

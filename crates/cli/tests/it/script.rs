@@ -4,28 +4,11 @@
 //! line and column.
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
 use crate::cli::*;
 use crate::common::pg::PgCluster;
-
-fn pgbench(pg: &PgCluster, args: &[&str]) -> String {
-    let out = Command::new(pg.bin_dir().join("pgbench"))
-        .args(args)
-        .env("PGPASSWORD", pg.password())
-        .env("PGUSER", pg.user())
-        .output()
-        .expect("pgbench runs");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "pgbench {args:?}: {text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    text
-}
 
 fn figures(r: &Value) -> &Value {
     let p = &r["pgbench"];
@@ -85,10 +68,7 @@ fn tpcb_like_on_postgres_keeps_the_invariant_and_matches_pgbench_init() {
     assert!(out.trim().ends_with('r'), "{out}");
     let sock = pg.socket_dir().display().to_string();
     let port = pg.port().to_string();
-    pgbench(
-        pg,
-        &["-i", "-s", "2", "-q", "-h", &sock, "-p", &port, &theirs],
-    );
+    pg.pgbench(&["-i", "-s", "2", "-q", "-h", &sock, "-p", &port, &theirs]);
     let shape = "SELECT table_name, column_name, data_type, coalesce(character_maximum_length, 0), is_nullable \
                  FROM information_schema.columns WHERE table_name LIKE 'pgbench_%' ORDER BY 1, ordinal_position";
     assert_eq!(pg.query(&ours, shape), pg.query(&theirs, shape));

@@ -286,7 +286,6 @@ impl Session for SqliteSession {
         sql: &str,
         params: &[Param],
     ) -> TargetResult<Vec<Vec<Option<String>>>> {
-        use rusqlite::types::ValueRef;
         let mut st = self.conn.prepare(sql).map_err(classify)?;
         let ncols = st.column_count();
         let mut rows = st
@@ -294,19 +293,7 @@ impl Session for SqliteSession {
             .map_err(classify)?;
         let mut out = Vec::new();
         while let Some(row) = rows.next().map_err(classify)? {
-            let mut cols = Vec::with_capacity(ncols);
-            for i in 0..ncols {
-                cols.push(match row.get_ref(i).map_err(classify)? {
-                    ValueRef::Null => None,
-                    ValueRef::Integer(v) => Some(v.to_string()),
-                    // Shortest text that reads back as the same double.
-                    ValueRef::Real(v) => Some(v.to_string()),
-                    ValueRef::Text(t) | ValueRef::Blob(t) => {
-                        Some(String::from_utf8_lossy(t).into_owned())
-                    }
-                });
-            }
-            out.push(cols);
+            out.push(row_texts(row, ncols)?);
         }
         Ok(out)
     }
@@ -353,6 +340,24 @@ impl Session for SqliteSession {
     }
 }
 
+/// A row's `ncols` columns as text (`None` for NULL): integers and text as stored, reals in
+/// Rust's shortest text that reads back as the same double.
+fn row_texts(row: &rusqlite::Row<'_>, ncols: usize) -> TargetResult<Vec<Option<String>>> {
+    use rusqlite::types::ValueRef;
+    (0..ncols)
+        .map(|i| {
+            Ok(match row.get_ref(i).map_err(classify)? {
+                ValueRef::Null => None,
+                ValueRef::Integer(v) => Some(v.to_string()),
+                ValueRef::Real(v) => Some(v.to_string()),
+                ValueRef::Text(t) | ValueRef::Blob(t) => {
+                    Some(String::from_utf8_lossy(t).into_owned())
+                }
+            })
+        })
+        .collect()
+}
+
 /// A script's parameter as SQLite binds it: an integer when the text is one (pgbench's values
 /// mostly are, and `LIMIT` wants one), else the text (column affinity converts it where needed).
 fn script_param(p: &str) -> ToSqlOutput<'_> {
@@ -370,7 +375,6 @@ fn script_step(
     params: &[&str],
     keep_rows: bool,
 ) -> TargetResult<StmtResult> {
-    use rusqlite::types::ValueRef;
     if st.parameter_count() != params.len() {
         return Err(TargetError {
             class: "sqlite:Bind".into(),
@@ -397,18 +401,7 @@ fn script_step(
     while let Some(row) = rows.next().map_err(classify)? {
         n += 1;
         if keep_rows {
-            let mut cols = Vec::with_capacity(ncols);
-            for i in 0..ncols {
-                cols.push(match row.get_ref(i).map_err(classify)? {
-                    ValueRef::Null => None,
-                    ValueRef::Integer(v) => Some(v.to_string()),
-                    ValueRef::Real(v) => Some(v.to_string()),
-                    ValueRef::Text(t) | ValueRef::Blob(t) => {
-                        Some(String::from_utf8_lossy(t).into_owned())
-                    }
-                });
-            }
-            out.rows.push(cols);
+            out.rows.push(row_texts(row, ncols)?);
         }
     }
     out.affected = if ncols > 0 { n } else { conn.changes() };

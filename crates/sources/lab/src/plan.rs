@@ -146,10 +146,14 @@ impl WorkloadPlan {
 }
 
 impl RunPlan {
-    /// The same plan at `sessions` sessions (a sweep's point).
+    /// The same plan at `sessions` sessions (a sweep's point). For `events` the sessions are its
+    /// connections (the database sessions the clients share), the clients staying as given.
     pub fn with_sessions(&self, sessions: u32) -> RunPlan {
         let mut p = self.clone();
         p.config.sessions = sessions;
+        if let WorkloadPlan::Events(e) = &mut p.workload {
+            e.connections = Some(sessions);
+        }
         p
     }
 
@@ -432,5 +436,24 @@ mod tests {
         .unwrap_err();
         assert!(crate::error::as_flags(&e)
             .starts_with("--preallocate: space pre-allocation is done for --strategy partitioned"));
+    }
+
+    #[test]
+    fn a_sweep_point_of_events_sets_its_connections() {
+        // Issue 34 item 11: sweep's sessions are the events workload's connections.
+        let p = plan(
+            WorkloadPlan::Events(events(Some(Strategy::Batch), None)),
+            None,
+            1,
+        );
+        let at3 = p.with_sessions(3);
+        match &at3.workload {
+            WorkloadPlan::Events(e) => {
+                assert_eq!(e.connections, Some(3));
+                assert_eq!(e.clients, 4);
+            }
+            w => panic!("{w:?}"),
+        }
+        assert_eq!(at3.config.sessions, 3);
     }
 }

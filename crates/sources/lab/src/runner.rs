@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use dbscope_core::record::{session_seed, Pumped, Recorder, Recording, RunClock, StopSignal};
@@ -11,7 +11,7 @@ use dbscope_core::stats::LatencyHistogram;
 use dbscope_core::{Event, Manifest, NameId, Outcome, RunnerInfo, WorkloadInfo};
 
 use crate::error::Error;
-use crate::observe::{self, ObserveConfig, Observer, SessionProbe};
+use crate::observe::{self, ObserveConfig, Observer, SessionProbe, StepMarker};
 use crate::pace::{Pacer, Pacing};
 use crate::workload::{SessionWork, Workload};
 use dbscope_db::{Session, Target, TargetError};
@@ -233,7 +233,10 @@ pub fn run(
     );
     rec.manifest_mut().storage = Some(opened.storage());
     let clock = rec.start_clock()?;
-    let mut obs = opened.start(&clock);
+    // Shared with the workload's step marker, which takes a snapshot from a session's thread.
+    let obs = Arc::new(Mutex::new(opened.start(&clock)));
+    let observer = || obs.lock().unwrap_or_else(PoisonError::into_inner);
+    spec.workload.observe_steps(StepMarker::new(&obs));
     let warmup_ns = cfg.warmup.as_nanos() as u64;
     let deadline_ns = cfg.duration.map(|d| warmup_ns + d.as_nanos() as u64);
     let headline = spec.workload.headline_event();
@@ -242,7 +245,7 @@ pub fn run(
 
     let multiplexed = threads < cfg.sessions;
     std::thread::scope(|scope| {
-        let sampler = obs.start_sampler(scope, spec.target);
+        let sampler = observer().start_sampler(scope, spec.target);
         // Session i runs on thread i % threads.
         let mut groups: Vec<Vec<SessionCtx<'_>>> = (0..threads).map(|_| Vec::new()).collect();
         for (i, sess) in sessions.into_iter().enumerate() {
@@ -294,7 +297,7 @@ pub fn run(
             Pumped::Batch(batch) => live.add(batch),
             Pumped::WriteFailed(msg) => stop.fail(msg.to_string()),
             Pumped::Tick(_) => {
-                obs.tick();
+                observer().tick();
                 let fraction = match (deadline_ns, cfg.ops_per_session) {
                     (Some(d), _) => Some((clock.now_ns() as f64 / d as f64).min(1.0)),
                     (None, Some(n)) => {
@@ -305,9 +308,9 @@ pub fn run(
                 progress(&live.tick(errors.load(Ordering::Relaxed), fraction));
             }
         });
-        obs.stop_sampler(sampler);
+        observer().stop_sampler(sampler);
     });
-    obs.finish();
+    observer().finish();
 
     let elapsed = Duration::from_nanos(clock.now_ns());
     let mut sections: Vec<_> = spec.workload.counters().into_iter().collect();

@@ -11,8 +11,23 @@ use dbscope_core::{Event, Outcome};
 
 use crate::plan::RunPlan;
 
+/// What a sweep varies: a plan that can be set to one point's sessions and run directory.
+pub trait SweepPlan {
+    /// The same plan at `sessions` sessions, writing to `out`.
+    fn at_point(&self, sessions: u32, out: PathBuf) -> Self;
+}
+
+impl SweepPlan for RunPlan {
+    fn at_point(&self, sessions: u32, out: PathBuf) -> RunPlan {
+        self.with_sessions(sessions).with_out(out)
+    }
+}
+
 /// What a sweep asks of its caller for each point.
 pub trait PointRunner {
+    /// The plan each point runs ([`RunPlan`] for `run`'s workloads; a front end may sweep
+    /// another kind of run, such as `io redo`).
+    type Plan: SweepPlan;
     /// A point's figures.
     type Point;
     /// Why a point could not run or be read; a recording error is one.
@@ -21,7 +36,12 @@ pub trait PointRunner {
     /// Called before a point runs in `dir`.
     fn starting(&mut self, _sessions: u32, _repeat: u32, _dir: &Path) {}
     /// Runs one point's plan; how the run ended.
-    fn run(&mut self, plan: &RunPlan, sessions: u32, repeat: u32) -> Result<Outcome, Self::Error>;
+    fn run(
+        &mut self,
+        plan: &Self::Plan,
+        sessions: u32,
+        repeat: u32,
+    ) -> Result<Outcome, Self::Error>;
     /// The figures of a point that ran in `dir`, and its headline events (the `point` event's
     /// rows).
     fn measure(
@@ -68,7 +88,7 @@ pub fn point_dir(out: &Path, sessions: u32, repeat: u32) -> PathBuf {
 /// Stops at the first point that fails or is interrupted.
 #[allow(clippy::too_many_arguments)]
 pub fn run<R: PointRunner>(
-    base: Result<RunPlan, R::Error>,
+    base: Result<R::Plan, R::Error>,
     sessions: &[u32],
     repeat: u32,
     out: &Path,
@@ -90,7 +110,7 @@ pub fn run<R: PointRunner>(
             let t0 = clock.now_ns();
             let started = Instant::now();
             let ran = match &base {
-                Some(p) => runner.run(&p.with_sessions(n).with_out(dir.clone()), n, k),
+                Some(p) => runner.run(&p.at_point(n, dir.clone()), n, k),
                 None => Err(base_error
                     .take()
                     .expect("only the first point runs without a plan")),
@@ -187,6 +207,7 @@ mod tests {
     }
 
     impl PointRunner for Fake {
+        type Plan = RunPlan;
         type Point = u32;
         type Error = Bad;
         fn run(&mut self, plan: &RunPlan, n: u32, _k: u32) -> Result<Outcome, Self::Error> {

@@ -261,6 +261,24 @@ impl PgCluster {
         &self.bin_dir
     }
 
+    /// Runs the `pgbench` beside the server binaries with `args` as the cluster's user and
+    /// password; asserts it succeeds and returns its output.
+    pub fn pgbench(&self, args: &[&str]) -> String {
+        let out = Command::new(self.bin_dir.join("pgbench"))
+            .args(args)
+            .env("PGPASSWORD", self.password())
+            .env("PGUSER", self.user())
+            .output()
+            .expect("pgbench runs");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "pgbench {args:?}: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    }
+
     /// The `psql` beside the server binaries, else `psql` on PATH.
     pub fn psql(&self) -> PathBuf {
         let beside = self.bin_dir.join("psql");

@@ -2,6 +2,10 @@
 //! `--snapshot-every` ([`snapshot`], [`os`]), and active-session sampling ([`ash`]), written to
 //! the run directory as they are taken (`snapshots.jsonl`, `samples.jsonl`).
 //!
+//! A workload whose run has steps (bulkload: load, GROUP BY twice) marks each step's end through
+//! a [`StepMarker`]: a snapshot labelled `step:<name>` is taken there, so the report can show
+//! each step's counters.
+//!
 //! Nothing here can fail a run: a view that cannot be read, a device that cannot be found or a
 //! sampler that cannot connect is written down as missing, with the reason.
 
@@ -14,7 +18,7 @@ mod storage;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::thread::{Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant};
 
@@ -22,7 +26,7 @@ use dbscope_core::observe::{JsonLines, Section, Snapshot, SAMPLES_FILE, SNAPSHOT
 use dbscope_core::{RunClock, StorageInfo};
 
 use crate::error::Error;
-use dbscope_db::Target;
+use dbscope_db::{Session, Target};
 
 pub use ash::SamplerReport;
 pub use os::Unavailable;
@@ -74,6 +78,58 @@ pub fn run_id() -> String {
         .map_or(0, |d| d.as_nanos() as u64);
     let mixed = dbscope_core::record::session_seed(ns, std::process::id());
     format!("{:08x}", mixed as u32)
+}
+
+/// How a step's snapshot label begins: `step:load`.
+pub const STEP_PREFIX: &str = "step:";
+
+/// What a workload with steps is handed to mark their ends: [`StepMarker::settle`] by each
+/// session that took part, then [`StepMarker::boundary`] by the one that knows they all have.
+#[derive(Clone)]
+pub struct StepMarker {
+    observer: Weak<Mutex<Observer>>,
+    sessions: Arc<SessionProbe>,
+    kind: &'static str,
+}
+
+impl StepMarker {
+    /// A marker for the run `observer` watches.
+    pub fn new(observer: &Arc<Mutex<Observer>>) -> StepMarker {
+        let o = observer.lock().unwrap_or_else(PoisonError::into_inner);
+        StepMarker {
+            observer: Arc::downgrade(observer),
+            sessions: o.sessions.clone(),
+            kind: o.probe.kind(),
+        }
+    }
+
+    /// Makes what session `session` did so far visible to the next snapshot: on PostgreSQL its
+    /// backend hands its pending statistics to the server now (`pg_stat_force_next_flush()`,
+    /// 15+; before 15 it waits out the 500 ms a backend keeps them and ends a transaction); on
+    /// SQLite the session publishes its connection's counters. Errors are ignored: a step's
+    /// figures are then late, not wrong.
+    pub fn settle(&self, session: u32, sess: &mut dyn Session) {
+        match self.kind {
+            // The backend flushes when it goes idle after this statement, before it answers.
+            "postgres"
+                if sess
+                    .query_rows("SELECT pg_stat_force_next_flush()", &[])
+                    .is_err() =>
+            {
+                std::thread::sleep(Duration::from_millis(550));
+                let _ = sess.query_rows("SELECT 1", &[]);
+            }
+            "sqlite" => self.sessions.publish(session, sess),
+            _ => {}
+        }
+    }
+
+    /// Takes the snapshot that ends step `name` (every session has settled).
+    pub fn boundary(&self, name: &str) {
+        if let Some(o) = self.observer.upgrade() {
+            o.lock().unwrap_or_else(PoisonError::into_inner).step(name);
+        }
+    }
 }
 
 /// Takes a run's snapshots and runs its sampler.
@@ -270,9 +326,16 @@ impl Observer {
         }
     }
 
+    /// Takes a step's snapshot (`step:<name>`), when every session has finished the step and
+    /// settled its statistics ([`StepMarker`]).
+    pub fn step(&mut self, name: &str) -> Snapshot {
+        self.read_backends();
+        self.take(&format!("{STEP_PREFIX}{name}"))
+    }
+
     /// Takes the end snapshot, after the run's backends have gone (they hand their last
     /// statistics to the server as they exit).
-    pub fn finish(mut self) {
+    pub fn finish(&mut self) {
         self.read_backends();
         if self.probe.kind() == "postgres" {
             let pattern = self.sessions.pattern();

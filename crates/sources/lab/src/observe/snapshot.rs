@@ -202,7 +202,9 @@ impl DbProbe {
                 }
             }
         }
-        out.dedup();
+        // A --tablespace-dir is also the tablespace of the workload's tables: listed once.
+        let mut seen = std::collections::BTreeSet::new();
+        out.retain(|p| seen.insert(p.clone()));
         out
     }
 
@@ -274,6 +276,7 @@ impl DbProbe {
                 "pg_statio_user_tables",
                 "pg_stat_statements",
                 "pg_stat_io",
+                "pg_ls_tmpdir",
             ] {
                 out.insert(name.into(), Section::missing(why.clone()));
             }
@@ -392,6 +395,7 @@ impl DbProbe {
         }
         out.insert("pg_statio_user_tables".into(), statio(s, &self.tables));
         out.insert("pg_stat_statements".into(), statements(s));
+        out.insert("pg_ls_tmpdir".into(), temp_dirs(s));
         out.insert(
             "pg_stat_io".into(),
             if v >= 160000 {
@@ -484,6 +488,44 @@ fn statio(s: &mut dyn Session, tables: &[String]) -> Section {
             ..Section::default()
         },
         Err(e) => Section::missing(format!("pg_statio_user_tables: {}", e.message)),
+    }
+}
+
+/// What the server's temporary-file directories hold now (sorts and hashes that spilled, per
+/// tablespace, through `pg_ls_tmpdir`, which needs superuser or `pg_monitor`): gauges, as seed
+/// 002's `dba_temp_free_space` read before and after a step. Temporary *tables* are not there:
+/// their files live beside the database's, and `pg_stat_database` does not count them either.
+fn temp_dirs(s: &mut dyn Session) -> Section {
+    // A tablespace without a pgsql_tmp directory lists nothing (PostgreSQL 13+); pg_global holds
+    // no temporary files.
+    let sql = "SELECT t.spcname, count(f.name), coalesce(sum(f.size), 0) FROM pg_tablespace t \
+               LEFT JOIN LATERAL pg_ls_tmpdir(t.oid) f ON true \
+               WHERE t.spcname <> 'pg_global' GROUP BY t.spcname";
+    match s.query_rows(sql, &[]) {
+        Ok(rows) => {
+            let mut sec = Section::default();
+            let (mut files, mut bytes) = (0.0, 0.0);
+            for r in rows {
+                let num = |i: usize| -> f64 {
+                    r.get(i)
+                        .and_then(|v| v.as_deref()?.parse().ok())
+                        .unwrap_or(0.0)
+                };
+                files += num(1);
+                bytes += num(2);
+                sec.text.insert(
+                    format!("bytes.{}", r[0].clone().unwrap_or_default()),
+                    num(2).to_string(),
+                );
+            }
+            sec.gauges.insert("temp_dir_files".into(), files);
+            sec.gauges.insert("temp_dir_bytes".into(), bytes);
+            sec
+        }
+        Err(e) => Section::missing(format!(
+            "pg_ls_tmpdir: {} (needs superuser or the pg_monitor role)",
+            e.message
+        )),
     }
 }
 

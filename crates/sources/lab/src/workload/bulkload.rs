@@ -22,6 +22,7 @@ use dbscope_core::{NameId, Recorder};
 use super::place::{self, Placement};
 use super::work::{check_identifier, SessionWork, Workload};
 use crate::error::Error;
+use crate::observe::StepMarker;
 use dbscope_db::{Dialect, Param, Session, Target, TargetError, TargetResult};
 
 /// The kind of table loaded into.
@@ -119,6 +120,8 @@ pub struct BulkloadWorkload {
     dialect: Dialect,
     shared: Arc<(Mutex<Shared>, Condvar)>,
     tablespace: Mutex<Option<String>>,
+    /// Marks each step's end for the run's observer (a snapshot per step).
+    marker: Mutex<Option<StepMarker>>,
 }
 
 impl BulkloadWorkload {
@@ -184,6 +187,7 @@ impl BulkloadWorkload {
             dialect,
             shared: Arc::new((Mutex::new(Shared::default()), Condvar::new())),
             tablespace: Mutex::new(None),
+            marker: Mutex::new(None),
         })
     }
 
@@ -232,6 +236,14 @@ impl Workload for BulkloadWorkload {
 
     fn headline_event(&self) -> &'static str {
         Self::HEADLINE
+    }
+
+    fn tables(&self) -> Vec<String> {
+        vec![self.cfg.table.clone()]
+    }
+
+    fn observe_steps(&self, marker: StepMarker) {
+        *self.marker.lock().unwrap_or_else(PoisonError::into_inner) = Some(marker);
     }
 
     fn setup(
@@ -295,6 +307,11 @@ impl Workload for BulkloadWorkload {
                 .unwrap_or_else(PoisonError::into_inner)
                 .clone(),
             shared: self.shared.clone(),
+            marker: self
+                .marker
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone(),
             prefix: String::new(),
             arrived: false,
             rep: 0,
@@ -319,8 +336,8 @@ impl Workload for BulkloadWorkload {
                 ]
             })
             .collect();
-        // TODO(issue 14): blocks read/hit, temp bytes and WAL bytes before and after each step
-        // come from issue 14's snapshots (pg_stat_* / pg_statio_* deltas, sqlite3_db_status).
+        // Blocks read/hit, temp and WAL bytes per step are the step snapshots' deltas (the
+        // report's Database and OS section, "Counters per step").
         Some(CounterSection {
             key: "bulkload".into(),
             title: "bulkload: steps (MB = rows × --row-bytes)".into(),
@@ -373,6 +390,7 @@ struct BulkSession {
     columns: &'static str,
     tablespace: Option<String>,
     shared: Arc<(Mutex<Shared>, Condvar)>,
+    marker: Option<StepMarker>,
     prefix: String,
     /// Arrived in the current repetition.
     arrived: bool,
@@ -384,6 +402,21 @@ struct BulkSession {
 }
 
 impl BulkSession {
+    /// This session's part of the step is over: its statistics go where the step's snapshot
+    /// will read them.
+    fn settle(&self, sess: &mut dyn Session) {
+        if let Some(m) = &self.marker {
+            m.settle(self.session, sess);
+        }
+    }
+
+    /// Every session is done with step `name`: its snapshot is taken.
+    fn boundary(&self, name: &str) {
+        if let Some(m) = &self.marker {
+            m.boundary(name);
+        }
+    }
+
     /// Says this session's load of the current repetition is over (done or failed), once.
     fn arrive(&mut self, rows: u64) {
         if self.arrived {
@@ -609,7 +642,9 @@ impl SessionWork for BulkSession {
         self.finished = self.rep >= self.cfg.repeat;
         let (load, g1, g2) = self.names;
         let t0 = rec.now();
-        let loaded = match super::work::timed(rec, load, t0, || self.load(sess), |&n| Ok(n)).0 {
+        let loaded = super::work::timed(rec, load, t0, || self.load(sess), |&n| Ok(n)).0;
+        self.settle(sess);
+        let loaded = match loaded {
             Ok(n) => n,
             Err(e) => {
                 self.arrive(0);
@@ -635,14 +670,17 @@ impl SessionWork for BulkSession {
                 step
             }
         };
+        // The same name whatever the sessions, so two runs' steps line up in `compare`
+        // (the sessions are in the manifest).
+        let step = label("load".to_string());
         sh.steps.push(StepResult {
-            // The same name whatever the sessions, so two runs' steps line up in `compare`
-            // (the sessions are in the manifest).
-            step: label("load".to_string()),
+            step: step.clone(),
             rows: all_loaded,
             seconds: (load_end - t0) as f64 / 1e9,
         });
         drop(sh);
+        // Every session has loaded and settled: the load's snapshot.
+        self.boundary(&step);
         if all_loaded != self.cfg.rows {
             let e = check_error(format!(
                 "{all_loaded} rows loaded of {} (a session's load failed)",
@@ -656,11 +694,14 @@ impl SessionWork for BulkSession {
             let a = rec.now();
             let (result, b) =
                 super::work::timed(rec, name, a, || self.group_by(sess), |&groups| Ok(groups));
+            let step = label(format!("group by #{}", i + 1));
+            self.settle(sess);
+            self.boundary(&step);
             match result {
                 Ok(groups) => {
                     let mut sh = m.lock().unwrap_or_else(PoisonError::into_inner);
                     sh.steps.push(StepResult {
-                        step: label(format!("group by #{}", i + 1)),
+                        step,
                         rows: all_loaded,
                         seconds: (b - a) as f64 / 1e9,
                     });

@@ -26,6 +26,9 @@ pub trait Workload: Send + Sync {
     fn storage_dirs(&self) -> Vec<(String, std::path::PathBuf)> {
         Vec::new()
     }
+    /// Hands the workload the marker of its steps' ends, before its sessions are made; a workload
+    /// with steps (bulkload) keeps it and marks each one, so the run has a snapshot per step.
+    fn observe_steps(&self, _marker: crate::observe::StepMarker) {}
     /// Creates and fills what the workload needs (idempotent), through one connection. A step
     /// that may take long outside the database (lookup's `--restart-cmd`) ends when `stop` is set
     /// (Ctrl-C); setup then returns and the runner records the run as stopped.

@@ -1,6 +1,7 @@
 //! The evaluator: pgbench.c's `evaluateExpr`, `evalLazyFunc` and `evalStandardFunc`.
 
-use super::{Env, EvalError, Expr, Func};
+use super::ast::{Env, Expr, Func};
+use crate::error::EvalError;
 use crate::random;
 use crate::value::{special_double, Value};
 

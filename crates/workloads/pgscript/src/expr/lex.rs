@@ -1,6 +1,6 @@
 //! The tokens of the expression language, as pgbench's `exprscan.l` (EXPR state) cuts them.
 
-use super::ExprError;
+use super::ast::ExprError;
 use crate::value::c_strtod;
 
 /// A token.

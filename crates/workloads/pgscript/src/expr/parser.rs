@@ -5,8 +5,8 @@
 //! its rule's precedence (`NOT`'s or `~`'s; unary minus only a primary), as bison's
 //! shift/reduce choices do.
 
+use super::ast::{Expr, ExprError, Func};
 use super::lex::{Lexer, Tok, Token};
-use super::{Expr, ExprError, Func};
 use crate::value::Value;
 
 const OR: u8 = 1;

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use super::*;
+use crate::prng::Prng;
 use crate::value::Value::{Bool, Double, Int, Null};
 
 /// Variables as text, converted on use as pgbench does.

@@ -113,6 +113,16 @@ impl Workload for EventsWorkload {
         Self::HEADLINE
     }
 
+    fn tables(&self) -> Vec<String> {
+        let mut t = vec![HISTORY.to_string(), LASTVAL.to_string()];
+        // A partitioned history keeps its rows in the partitions (PostgreSQL's, one per client;
+        // SQLite's tables per client have no pg_statio to read).
+        if self.dialect == Dialect::Postgres && self.cfg.strategy == Strategy::Partitioned {
+            t.extend((0..self.cfg.clients).map(|c| format!("{HISTORY}_p{c}")));
+        }
+        t
+    }
+
     fn setup(
         &self,
         target: &dyn Target,

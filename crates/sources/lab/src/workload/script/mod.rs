@@ -6,6 +6,7 @@
 //! serialization failure or deadlock is retried from its start with the same random values, up to
 //! `max_tries` tries (pgbench 15's `--max-tries`).
 
+mod failure;
 mod init;
 mod session;
 
@@ -20,41 +21,8 @@ use dbscope_pgscript::{parse::CommandKind, QueryMode, Script};
 use super::work::{SessionWork, Workload};
 use crate::error::Error;
 
+pub use failure::{retryable, OnError};
 pub use init::{init_tpcb, InitReport, PGBENCH_TABLES};
-
-/// What a session does after a command fails with an error it does not retry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum OnError {
-    /// The transaction ends (recorded with its error class) and the session goes on.
-    #[default]
-    Continue,
-    /// The run stops, failed (pgbench aborts the client).
-    Stop,
-}
-
-impl std::str::FromStr for OnError {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self, Error> {
-        match s {
-            "continue" => Ok(OnError::Continue),
-            "stop" => Ok(OnError::Stop),
-            _ => Err(Error::invalid(
-                "on_error",
-                format!("{s:?}: expected `continue` or `stop`"),
-            )),
-        }
-    }
-}
-
-impl OnError {
-    /// The word the option takes.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            OnError::Continue => "continue",
-            OnError::Stop => "stop",
-        }
-    }
-}
 
 /// Parses `simple`, `extended`, `prepared` (pgbench's `-M`).
 pub fn parse_mode(s: &str) -> Result<QueryMode, Error> {
@@ -188,16 +156,6 @@ impl ScriptWorkload {
     fn uses_builtin(&self) -> bool {
         self.cfg.sources.iter().any(|s| s.origin == "builtin")
     }
-}
-
-/// True for the failures pgbench retries: serialization failure and deadlock (40001, 40P01), and
-/// SQLite's busy and locked database.
-pub fn retryable(e: &TargetError) -> bool {
-    e.sqlstate.is_some_and(|s| s.is_serialization_failure())
-        || matches!(
-            e.class.as_str(),
-            "sqlite:DatabaseBusy" | "sqlite:DatabaseLocked"
-        )
 }
 
 impl Workload for ScriptWorkload {

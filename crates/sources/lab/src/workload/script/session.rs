@@ -10,7 +10,7 @@ use dbscope_pgscript::client::ResultSet;
 use dbscope_pgscript::parse::CommandKind;
 use dbscope_pgscript::{Client, ClientConfig, EvalError, QueryMode, Script, Step};
 
-use super::{retryable, OnError};
+use super::failure::{retryable, OnError};
 use crate::workload::work::SessionWork;
 
 /// Longest command text kept in an event's name.
