@@ -22,7 +22,8 @@ pub use counters::{Column, Counter, CounterSection, CounterTable, CounterValue, 
 pub use error::{Error, Result};
 pub use event::{Event, EventParams, NameId, NameTable, EVENT_WARMUP};
 pub use manifest::{
-    HostInfo, Manifest, Outcome, RunnerInfo, TargetInfo, WorkloadInfo, FORMAT_VERSION,
+    HostInfo, Manifest, Outcome, RunnerInfo, StorageInfo, StoragePlace, TargetInfo, WorkloadInfo,
+    FORMAT_VERSION, STORAGE_ROLES,
 };
 pub use record::{CounterSnapshots, Pumped, Recorder, Recording, RunClock, Sessions, StopSignal};
 pub use run::{EventReader, EventWriter, RunDir, TailState};

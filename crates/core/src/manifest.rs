@@ -406,6 +406,64 @@ pub struct Manifest {
     pub event_files: Vec<String>,
     /// Events written, when the run ended cleanly.
     pub events_written: Option<u64>,
+    /// Where the database keeps its files and the block device of each (issue 34 item 7);
+    /// absent in runs made before it was recorded and in runs without a database.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<StorageInfo>,
+}
+
+/// Where the database keeps its files: its data directory, the WAL, each tablespace the
+/// workload uses, the temp tablespace, and the run directory, each with its block device.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StorageInfo {
+    /// One entry per place, in the order data, WAL, tablespaces, temp, run.
+    pub places: Vec<StoragePlace>,
+    /// Why some devices cannot be known (a server on another machine), when so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The roles a place can have, in the order reports list them.
+pub const STORAGE_ROLES: [&str; 5] = ["data", "WAL", "tablespace", "temp", "run"];
+
+/// One place the database or the run keeps files, and its block device.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StoragePlace {
+    /// `data`, `WAL`, `tablespace`, `temp` or `run` ([`STORAGE_ROLES`]).
+    pub role: String,
+    /// The tablespace's name (tablespace and temp places of PostgreSQL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The directory or file (a `pg_wal` symlink followed).
+    pub path: String,
+    /// The block device's name in `/proc/diskstats` (e.g. `vda1`, `loop0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// The whole disk when `device` is a partition (e.g. `vda`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk: Option<String>,
+    /// The device's `major:minor`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dev: Option<String>,
+    /// Why the device cannot be known, when it cannot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+}
+
+impl StorageInfo {
+    /// The devices of the places of one role, sorted and without repeats (`?` for a place whose
+    /// device is not known); empty when the run has no place of that role.
+    pub fn devices(&self, role: &str) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .places
+            .iter()
+            .filter(|p| p.role == role)
+            .map(|p| p.device.clone().unwrap_or_else(|| "?".into()))
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
 }
 
 impl Manifest {
@@ -429,6 +487,7 @@ impl Manifest {
             outcome_detail: None,
             event_files: vec![crate::files::EVENTS_FILE.to_string()],
             events_written: None,
+            storage: None,
         }
     }
 

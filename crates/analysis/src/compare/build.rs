@@ -7,7 +7,7 @@ use dbscope_core::RunDir;
 use dbscope_core::stats::Sample;
 
 use super::load::{compare_from_intended, load, Loaded, NameFacts};
-use super::manifest::manifest_diff;
+use super::manifest::{manifest_diff, storage_moves};
 use super::model::{
     CompareError, CompareOptions, Comparison, EventComparison, RunSide, SideBySide, SideFacts,
 };
@@ -153,6 +153,7 @@ pub fn compare(a: &RunDir, b: &RunDir, opts: &CompareOptions) -> Result<Comparis
         b: side_b,
         options: opts.clone(),
         manifest_diff: manifest_diff(a, b),
+        moved: storage_moves(a, b),
         events,
         untested,
         counters,

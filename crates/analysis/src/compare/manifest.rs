@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use dbscope_core::RunDir;
 
-use super::model::ManifestDiff;
+use super::model::{ManifestDiff, StorageMove};
 
 /// Manifest fields that differ between A and B.
 pub fn manifest_diff(a: &RunDir, b: &RunDir) -> Vec<ManifestDiff> {
@@ -26,7 +26,7 @@ pub fn manifest_diff(a: &RunDir, b: &RunDir) -> Vec<ManifestDiff> {
 }
 
 /// Fields that always differ between two runs and say nothing about the cause of a change.
-const DIFF_IGNORED: [&str; 8] = [
+const DIFF_IGNORED: [&str; 9] = [
     "started_utc",
     "ended_utc",
     "clock_origin_unix_ns",
@@ -35,7 +35,36 @@ const DIFF_IGNORED: [&str; 8] = [
     "event_files",
     "outcome_detail",
     "target.location",
+    // Paths differ from run to run; what matters, the devices, is said by `storage_moves`.
+    "storage",
 ];
+
+/// The roles whose devices differ between A's and B's manifests ("WAL: vda → loop0"). Nothing
+/// when either run did not record where its files were (runs made before issue 34 item 7).
+pub fn storage_moves(a: &RunDir, b: &RunDir) -> Vec<StorageMove> {
+    let (Some(sa), Some(sb)) = (&a.manifest.storage, &b.manifest.storage) else {
+        return Vec::new();
+    };
+    let side = |s: &dbscope_core::StorageInfo, role: &str| {
+        let d = s.devices(role);
+        if d.is_empty() {
+            "(none)".to_string()
+        } else {
+            d.join("+")
+        }
+    };
+    dbscope_core::STORAGE_ROLES
+        .iter()
+        .filter_map(|role| {
+            let (da, db) = (side(sa, role), side(sb, role));
+            (da != db).then(|| StorageMove {
+                role: role.to_string(),
+                a: da,
+                b: db,
+            })
+        })
+        .collect()
+}
 
 fn flat_manifest(run: &RunDir) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();

@@ -30,7 +30,8 @@ pub use build::compare;
 pub use manifest::manifest_diff;
 pub use model::{
     CompareError, CompareOptions, Comparison, Direction, EventComparison, FromIntendedComparison,
-    ManifestDiff, RunSide, SideBySide, SideFacts, SideSummary, Verdict, DEFAULT_QUANTILES,
+    ManifestDiff, RunSide, SideBySide, SideFacts, SideSummary, StorageMove, Verdict,
+    DEFAULT_QUANTILES,
 };
 pub use text::{elapsed_line, render_json, render_text};
 pub use verdict::{quantile_label, too_few_to_decide};

@@ -81,6 +81,10 @@ pub struct Comparison {
     pub options: CompareOptions,
     /// Manifest fields whose values differ between A and B (timestamps and command lines left out).
     pub manifest_diff: Vec<ManifestDiff>,
+    /// Where the files moved between A and B (the manifests' `storage`): per role whose devices
+    /// differ, e.g. `WAL: vda → loop0` (left out of the JSON when nothing moved).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub moved: Vec<StorageMove>,
     /// One entry per event name in both runs with at least two successful events in each, in order
     /// of first appearance in A.
     pub events: Vec<EventComparison>,
@@ -125,6 +129,17 @@ pub struct RunSide {
     /// Elapsed time of the measured events, s: from the first one's start to the last one's end
     /// (what "elapsed time reduced by 70%" compares); `None` without measured events.
     pub elapsed_s: Option<f64>,
+}
+
+/// A role (data, WAL, tablespace, temp, run) whose device differs between A and B.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct StorageMove {
+    /// `data`, `WAL`, `tablespace`, `temp` or `run`.
+    pub role: String,
+    /// A's devices (`+`-joined when several; `(none)` when A has no such place, `?` unknown).
+    pub a: String,
+    /// B's devices, as for A.
+    pub b: String,
 }
 
 /// A manifest field that differs.

@@ -72,6 +72,17 @@ pub fn render_text(c: &Comparison) -> String {
             ));
         }
     }
+    if !c.moved.is_empty() {
+        out.push_str("files moved (manifests' storage: device per role):\n");
+        for m in &c.moved {
+            out.push_str(&format!(
+                "   {}: {} → {}\n",
+                m.role,
+                one_line(&m.a),
+                one_line(&m.b)
+            ));
+        }
+    }
     for e in &c.events {
         out.push('\n');
         push_event(&mut out, e, c);

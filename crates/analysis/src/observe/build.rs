@@ -65,6 +65,7 @@ pub fn build_joined(
         target: target.clone(),
         snapshots: snaps.len() as u64,
         wait_interface: target == "postgres",
+        storage: run.manifest.storage.clone(),
         ..ObserveReport::default()
     };
     let first = &snaps[0];

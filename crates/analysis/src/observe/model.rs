@@ -45,6 +45,9 @@ pub struct ObserveReport {
     pub io_by_file_type: Vec<IoRow>,
     /// One row per device holding the database files or the run directory.
     pub disks: Vec<DiskRow>,
+    /// Where the files are, from the manifest (`storage`): each place and its device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<dbscope_core::StorageInfo>,
     /// CPU figures: the machine's (% of all CPUs), the client's and the server backends'.
     pub cpu: Vec<Figure>,
     /// Sections that could not be read, and why.
@@ -227,7 +230,8 @@ pub struct IoRow {
 /// iostat -x figures of one device over the run.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct DiskRow {
-    /// What it holds: `data`, `run`, or `data+run`.
+    /// What it holds: `data`, `WAL`, `tablespace`, `temp`, `run`, joined by `+` when one device
+    /// holds several (`data+WAL+temp+run`).
     pub role: String,
     /// Device name in /proc/diskstats.
     pub device: String,

@@ -4,26 +4,60 @@
 
 use dbscope_core::observe::Snapshot;
 
+use dbscope_core::observe::Section;
+use dbscope_core::STORAGE_ROLES;
+
 use super::model::{push, ratio, sec, DiskRow, ObserveReport};
 
+/// One row per device of the `os.disk.*` sections, with the roles it plays joined by `+` in the
+/// order data, WAL, tablespace, temp, run (`data+WAL+temp+run` when everything is on one disk).
+/// Runs made before the roles were recorded have `os.disk.data` and `os.disk.run` only.
+fn disk_groups(d: &Snapshot) -> Vec<(String, &Section)> {
+    let mut groups: Vec<(Vec<&str>, &Section)> = Vec::new();
+    for (name, s) in d.sections.iter().filter(|(n, _)| n.starts_with("os.disk.")) {
+        if s.missing.is_some() {
+            continue;
+        }
+        let role = match s.text.get("role") {
+            Some(r) => r.as_str(),
+            None => match &name["os.disk.".len()..] {
+                "wal" => "WAL",
+                other => other.split('.').next().unwrap_or(other),
+            },
+        };
+        let device = s.text.get("device");
+        match groups
+            .iter_mut()
+            .find(|(_, g)| g.text.get("device") == device)
+        {
+            Some((roles, _)) => roles.push(role),
+            None => groups.push((vec![role], s)),
+        }
+    }
+    let rank = |r: &str| {
+        STORAGE_ROLES
+            .iter()
+            .position(|x| *x == r)
+            .unwrap_or(usize::MAX)
+    };
+    let mut rows: Vec<(usize, String, &Section)> = groups
+        .into_iter()
+        .map(|(mut roles, s)| {
+            roles.sort_by_key(|r| rank(r));
+            roles.dedup();
+            (rank(roles[0]), roles.join("+"), s)
+        })
+        .collect();
+    rows.sort_by_key(|r| r.0);
+    rows.into_iter().map(|(_, role, s)| (role, s)).collect()
+}
+
 pub(super) fn os_figures(r: &mut ObserveReport, d: &Snapshot, span: f64, client: Option<f64>) {
-    let data = sec(d, "os.disk.data");
-    let run = sec(d, "os.disk.run");
-    let same = data
-        .zip(run)
-        .is_some_and(|(a, b)| a.text.get("device") == b.text.get("device"));
-    let mut disks = Vec::new();
-    if let Some(s) = data {
-        disks.push((if same { "data+run" } else { "data" }, s));
-    }
-    if let (Some(s), false) = (run, same) {
-        disks.push(("run", s));
-    }
-    for (role, s) in disks {
+    for (role, s) in disk_groups(d) {
         let g = |k: &str| s.counter(k).unwrap_or(0.0);
         let ios = g("reads") + g("writes");
         r.disks.push(DiskRow {
-            role: role.into(),
+            role,
             device: s.text.get("device").cloned().unwrap_or_default(),
             r_per_s: g("reads") / span,
             w_per_s: g("writes") / span,
@@ -73,5 +107,60 @@ pub(super) fn os_figures(r: &mut ObserveReport, d: &Snapshot, span: f64, client:
                 "µs",
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn disk(role: Option<&str>, device: &str) -> Section {
+        let mut s = Section::default();
+        s.text.insert("device".into(), device.into());
+        if let Some(r) = role {
+            s.text.insert("role".into(), r.into());
+        }
+        s
+    }
+
+    /// Issue 34 item 7: one row per device, its roles in the order data, WAL, tablespace, temp,
+    /// run; runs made before the roles were recorded still read (`os.disk.data`, `os.disk.run`).
+    #[test]
+    fn issue_34_item_7_one_row_per_device_with_its_roles() {
+        let mut d = Snapshot {
+            label: "end".into(),
+            t_ns: 0,
+            span_ns: Some(1),
+            sections: Default::default(),
+        };
+        for (name, role, dev) in [
+            ("os.disk.run", Some("run"), "vda"),
+            ("os.disk.temp.pg_default", Some("temp"), "vda"),
+            ("os.disk.wal", Some("WAL"), "loop3"),
+            ("os.disk.data", Some("data"), "vda"),
+            ("os.disk.tablespace.ts1", Some("tablespace"), "loop4"),
+        ] {
+            d.sections.insert(name.into(), disk(role, dev));
+        }
+        d.sections
+            .insert("os.disk.tablespace.gone".into(), Section::missing("why"));
+        let rows: Vec<(String, String)> = disk_groups(&d)
+            .into_iter()
+            .map(|(r, s)| (r, s.text["device"].clone()))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("data+temp+run".to_string(), "vda".to_string()),
+                ("WAL".into(), "loop3".into()),
+                ("tablespace".into(), "loop4".into()),
+            ]
+        );
+        let mut old = d.clone();
+        old.sections.clear();
+        old.sections
+            .insert("os.disk.data".into(), disk(None, "vda"));
+        old.sections.insert("os.disk.run".into(), disk(None, "vda"));
+        assert_eq!(disk_groups(&old)[0].0, "data+run");
     }
 }

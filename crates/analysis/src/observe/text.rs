@@ -9,6 +9,29 @@ fn fmt_opt(v: Option<f64>) -> String {
     v.map_or("-".into(), format_num)
 }
 
+/// Where each place is and on which device (the manifest's `storage`), under the iostat table.
+fn push_places(out: &mut String, st: &dbscope_core::StorageInfo) {
+    let _ = writeln!(out, "  files (role, device, path):");
+    for p in &st.places {
+        let role = match &p.name {
+            Some(n) => format!("{} {n}", p.role),
+            None => p.role.clone(),
+        };
+        let dev = match (&p.device, &p.disk) {
+            (Some(d), Some(disk)) => format!("{d} (disk {disk})"),
+            (Some(d), None) => d.clone(),
+            (None, _) => "?".into(),
+        };
+        let _ = writeln!(out, "    {role:<24} {dev:<10} {}", p.path);
+        if let Some(why) = &p.unavailable {
+            push_prose(out, &format!("      device unknown: {why}"));
+        }
+    }
+    if let Some(n) = &st.note {
+        push_prose(out, &format!("    {n}"));
+    }
+}
+
 /// Tables listed at most; the rest are in `--json`.
 const TABLES_SHOWN: usize = 20;
 
@@ -235,9 +258,24 @@ pub fn push_text(out: &mut String, r: &ObserveReport) {
             "OS (/proc/diskstats as iostat -x; /proc/stat; /proc/<pid>/stat)"
         );
         if !r.disks.is_empty() {
+            // Roles joined by `+` (data+WAL+temp+run) and loop/nvme names can be long.
+            let rw = r
+                .disks
+                .iter()
+                .map(|d| d.role.len())
+                .max()
+                .unwrap_or(0)
+                .max(9);
+            let dw = r
+                .disks
+                .iter()
+                .map(|d| d.device.len())
+                .max()
+                .unwrap_or(0)
+                .max(8);
             let _ = writeln!(
                 out,
-                "  {:<9} {:<8} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8} {:>8} {:>7} {:>6}",
+                "  {:<rw$} {:<dw$} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8} {:>8} {:>7} {:>6}",
                 "role",
                 "device",
                 "r/s",
@@ -253,7 +291,7 @@ pub fn push_text(out: &mut String, r: &ObserveReport) {
             for d in &r.disks {
                 let _ = writeln!(
                     out,
-                    "  {:<9} {:<8} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8} {:>8} {:>7} {:>6.1}",
+                    "  {:<rw$} {:<dw$} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8} {:>8} {:>7} {:>6.1}",
                     d.role,
                     d.device,
                     format_num(d.r_per_s),
@@ -267,6 +305,9 @@ pub fn push_text(out: &mut String, r: &ObserveReport) {
                     d.util_pct
                 );
             }
+        }
+        if let Some(st) = &r.storage {
+            push_places(out, st);
         }
         for f in &r.cpu {
             let _ = writeln!(

@@ -25,6 +25,7 @@ mod postgres;
 mod script;
 mod sqlite;
 mod step_counters;
+mod storage;
 mod sweep;
 mod tpch;
 mod trace;

@@ -226,16 +226,19 @@ pub fn run(
     let ops = AtomicU64::new(0);
     let left_due = AtomicU64::new(0);
     let due_per_s = std::sync::Mutex::new(Vec::new());
-    let clock = rec.start_clock()?;
-    // Shared with the workload's step marker, which takes a snapshot from a session's thread.
-    let obs = Arc::new(Mutex::new(Observer::start(
+    // Where the files are goes into the manifest before the clock starts (which writes it).
+    let opened = Observer::open(
         spec.target,
         &spec.workload.tables(),
+        &spec.workload.storage_dirs(),
         rec.dir(),
-        &clock,
         &cfg.observe,
         probe.clone(),
-    )));
+    );
+    rec.manifest_mut().storage = Some(opened.storage());
+    let clock = rec.start_clock()?;
+    // Shared with the workload's step marker, which takes a snapshot from a session's thread.
+    let obs = Arc::new(Mutex::new(opened.start(&clock)));
     let observer = || obs.lock().unwrap_or_else(PoisonError::into_inner);
     spec.workload.observe_steps(StepMarker::new(&obs));
     let warmup_ns = cfg.warmup.as_nanos() as u64;

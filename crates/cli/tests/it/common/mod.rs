@@ -5,4 +5,5 @@
 #![allow(dead_code)]
 
 pub mod argv;
+pub mod loopfs;
 pub mod pg;

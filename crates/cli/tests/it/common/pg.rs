@@ -137,6 +137,19 @@ impl PgCluster {
             .unwrap_or_else(|msg| panic!("cannot start a throwaway PostgreSQL cluster:\n{msg}"))
     }
 
+    /// A throwaway cluster whose WAL is in `waldir` (`initdb --waldir`: `pg_wal` becomes a
+    /// symlink to it), for tests of where the files are (issue 34 item 7). `waldir` must not
+    /// exist; it is created for the server's user.
+    pub fn throwaway_with_waldir(waldir: &Path) -> PgCluster {
+        PgCluster::start_opts(&[], Some(waldir))
+            .unwrap_or_else(|msg| panic!("cannot start a throwaway PostgreSQL cluster:\n{msg}"))
+    }
+
+    /// Creates `dir` for the server's user (mode 0700): a tablespace or WAL directory.
+    pub fn make_server_dir(dir: &Path) -> Result<(), String> {
+        RunAs::detect()?.make_dir(dir)
+    }
+
     /// `pg_ctl restart -m fast`: ends every connection (fast shutdown), then starts the server
     /// again with the same options and waits until it accepts connections. Only for a
     /// [`PgCluster::throwaway`] cluster: other tests share the others.
@@ -404,10 +417,18 @@ impl PgCluster {
 
     /// [`PgCluster::start`] with extra `-c NAME=VALUE` server settings.
     fn start_with(settings: &[&str]) -> Result<PgCluster, String> {
+        Self::start_opts(settings, None)
+    }
+
+    /// [`PgCluster::start_with`], with the WAL in `waldir` when given.
+    fn start_opts(settings: &[&str], waldir: Option<&Path>) -> Result<PgCluster, String> {
         let bin_dir = find_bin_dir()?;
         let run_as = RunAs::detect()?;
         let base_dir = make_base_dir(&run_as)?;
-        let result = Self::start_in(bin_dir, run_as, base_dir.clone(), settings);
+        if let Some(w) = waldir {
+            run_as.make_dir(w)?;
+        }
+        let result = Self::start_in(bin_dir, run_as, base_dir.clone(), settings, waldir);
         if result.is_err() {
             // If the wrapper never started, nobody else removes the dir. If
             // it did, it removes the dir too once the (now dropped) lifeline
@@ -422,6 +443,7 @@ impl PgCluster {
         run_as: RunAs,
         base_dir: PathBuf,
         settings: &[&str],
+        waldir: Option<&Path>,
     ) -> Result<PgCluster, String> {
         let data_dir = base_dir.join("data");
         let socket_dir = base_dir.join("sock");
@@ -448,6 +470,7 @@ impl PgCluster {
                 "--locale=C",
                 "--no-sync",
             ])
+            .args(waldir.map(|w| format!("--waldir={}", w.display())))
             .current_dir(&base_dir)
             .env("LC_ALL", "C")
             .stdin(Stdio::null());

@@ -13,6 +13,7 @@ pub mod ash;
 pub mod os;
 mod probe;
 pub mod snapshot;
+mod storage;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,7 +23,7 @@ use std::thread::{Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant};
 
 use dbscope_core::observe::{JsonLines, Section, Snapshot, SAMPLES_FILE, SNAPSHOTS_FILE};
-use dbscope_core::RunClock;
+use dbscope_core::{RunClock, StorageInfo};
 
 use crate::error::Error;
 use dbscope_db::{Session, Target};
@@ -140,6 +141,10 @@ pub struct Observer {
     run_dir: PathBuf,
     out: Option<JsonLines>,
     files: Result<PathBuf, Unavailable>,
+    /// Where the database's and the run's files are, with their devices.
+    storage: Vec<storage::Watched>,
+    /// PostgreSQL: the most the database's temp tables held at any tick, and the last reading.
+    temp_tables: Option<TempTables>,
     /// Local PostgreSQL server: CPU seconds (user, system) of each backend of the run, as last read.
     backends: Option<BTreeMap<u32, (f64, f64)>>,
     last_periodic: Instant,
@@ -147,39 +152,68 @@ pub struct Observer {
     sampler: Option<SamplerReport>,
 }
 
-impl Observer {
-    /// Opens the observer's connection, finds where the database's files are, and takes the
-    /// start snapshot. Call it after the sessions connected and the clock started.
-    pub fn start(
-        target: &dyn Target,
-        tables: &[String],
-        run_dir: &Path,
-        clock: &RunClock,
-        config: &ObserveConfig,
-        sessions: Arc<SessionProbe>,
-    ) -> Observer {
-        let probe = DbProbe::open(
-            target,
-            tables,
-            &format!("dbscope-observe/{}", sessions.run_id()),
+/// The size of the database's temp tables, polled with the backends' CPU time.
+#[derive(Default)]
+struct TempTables {
+    now: f64,
+    peak: f64,
+    error: Option<String>,
+}
+
+impl TempTables {
+    fn section(&self) -> Section {
+        if let Some(e) = &self.error {
+            return Section::missing(format!("temp tables' size: {e}"));
+        }
+        let mut s = Section::default();
+        s.gauges.insert("bytes".into(), self.now);
+        s.gauges.insert("peak_bytes".into(), self.peak);
+        s.text.insert(
+            "source".into(),
+            "pg_total_relation_size of this database's temp tables (every session's), polled about 4 times a second; the peak since the run started".into(),
         );
-        let out = match JsonLines::create(run_dir, SNAPSHOTS_FILE) {
+        s
+    }
+}
+
+/// An observer whose connection is open and whose places are found, before the clock starts:
+/// the runner records [`Opened::storage`] in the manifest, then [`Opened::start`]s it.
+pub struct Opened {
+    config: ObserveConfig,
+    probe: DbProbe,
+    sessions: Arc<SessionProbe>,
+    run_dir: PathBuf,
+    files: Result<PathBuf, Unavailable>,
+    storage: Vec<storage::Watched>,
+}
+
+impl Opened {
+    /// Where the database keeps its files and the run its own, with their block devices.
+    pub fn storage(&self) -> StorageInfo {
+        storage::info(&self.storage, self.probe.kind())
+    }
+
+    /// Takes the start snapshot. Call it after the sessions connected and the clock started.
+    pub fn start(self, clock: &RunClock) -> Observer {
+        let out = match JsonLines::create(&self.run_dir, SNAPSHOTS_FILE) {
             Ok(o) => Some(o),
             Err(e) => {
                 eprintln!("dbscope: warning: no snapshots for this run: {e}");
                 None
             }
         };
-        let files = probe.files_path();
-        let backends = (probe.kind() == "postgres" && files.is_ok()).then(BTreeMap::new);
+        let kind = self.probe.kind();
+        let backends = (kind == "postgres" && self.files.is_ok()).then(BTreeMap::new);
         let mut obs = Observer {
-            config: config.clone(),
-            probe,
-            sessions,
+            config: self.config,
+            probe: self.probe,
+            sessions: self.sessions,
             clock: clock.clone(),
-            run_dir: run_dir.to_owned(),
+            run_dir: self.run_dir,
             out,
-            files,
+            files: self.files,
+            storage: self.storage,
+            temp_tables: (kind == "postgres").then(TempTables::default),
             backends,
             last_periodic: Instant::now(),
             stop_sampler: Arc::new(AtomicBool::new(false)),
@@ -188,6 +222,48 @@ impl Observer {
         obs.read_backends();
         obs.take("start");
         obs
+    }
+}
+
+impl Observer {
+    /// Opens the observer's connection and finds where the database's files are: the data
+    /// directory, the WAL, the tablespaces (the workload's own `dirs`, with their role, and
+    /// those of its tables), the temp tablespace and the run directory.
+    pub fn open(
+        target: &dyn Target,
+        tables: &[String],
+        dirs: &[(String, PathBuf)],
+        run_dir: &Path,
+        config: &ObserveConfig,
+        sessions: Arc<SessionProbe>,
+    ) -> Opened {
+        let mut probe = DbProbe::open(
+            target,
+            tables,
+            &format!("dbscope-observe/{}", sessions.run_id()),
+        );
+        let files = probe.files_path();
+        let storage = storage::find(&mut probe, dirs, run_dir);
+        Opened {
+            config: config.clone(),
+            probe,
+            sessions,
+            run_dir: run_dir.to_owned(),
+            files,
+            storage,
+        }
+    }
+
+    /// [`Observer::open`] without the workload's own directories, then [`Opened::start`].
+    pub fn start(
+        target: &dyn Target,
+        tables: &[String],
+        run_dir: &Path,
+        clock: &RunClock,
+        config: &ObserveConfig,
+        sessions: Arc<SessionProbe>,
+    ) -> Observer {
+        Observer::open(target, tables, &[], run_dir, config, sessions).start(clock)
     }
 
     /// What the sessions share with the observer.
@@ -241,6 +317,7 @@ impl Observer {
     /// takes a periodic snapshot when one is due.
     pub fn tick(&mut self) {
         self.read_backends();
+        self.read_temp_tables();
         if let Some(every) = self.config.snapshot_every {
             if self.last_periodic.elapsed() >= every {
                 self.last_periodic = Instant::now();
@@ -269,6 +346,23 @@ impl Observer {
             std::thread::sleep(Duration::from_millis(50));
         }
         self.take("end");
+    }
+
+    /// Temp tables go with their session: their size is polled while the run goes and the
+    /// largest kept (a temp load is gone by the end snapshot).
+    fn read_temp_tables(&mut self) {
+        let Some(t) = self.temp_tables.as_mut() else {
+            return;
+        };
+        match self.probe.temp_table_bytes() {
+            Some(Ok(b)) => {
+                t.now = b;
+                t.peak = t.peak.max(b);
+                t.error = None;
+            }
+            Some(Err(e)) => t.error = Some(e),
+            None => t.error = Some("the observer has no connection".into()),
+        }
     }
 
     fn read_backends(&mut self) {
@@ -301,14 +395,11 @@ impl Observer {
                 },
             );
         }
-        sections.insert(
-            "os.disk.data".into(),
-            match &self.files {
-                Ok(p) => os::disk_section(p),
-                Err(why) => Section::missing(why.to_string()),
-            },
-        );
-        sections.insert("os.disk.run".into(), os::disk_section(&self.run_dir));
+        sections.extend(storage::sections(&self.storage));
+        self.read_temp_tables();
+        if let Some(t) = &self.temp_tables {
+            sections.insert("pg_temp_tables".into(), t.section());
+        }
         sections.insert("os.cpu".into(), os::cpu_section());
         sections.insert(
             "os.client".into(),

@@ -112,15 +112,24 @@ pub fn parse_diskstats(text: &str, device: &str) -> Option<BTreeMap<String, f64>
 
 /// The disk section for the device holding `path` (`in_flight` is a gauge, the rest counters).
 pub fn disk_section(path: &Path) -> Section {
-    let dev = match device_of(path) {
-        Ok(d) => d,
-        Err(why) => return Section::missing(why.0),
-    };
-    let text = match std::fs::read_to_string("/proc/diskstats") {
+    match device_of(path) {
+        Ok(dev) => device_section(&dev, path, read_diskstats().as_deref()),
+        Err(why) => Section::missing(why.0),
+    }
+}
+
+/// `/proc/diskstats`, read once per snapshot for every device; the error says why not.
+pub fn read_diskstats() -> Result<String, String> {
+    std::fs::read_to_string("/proc/diskstats").map_err(|e| format!("/proc/diskstats: {e}"))
+}
+
+/// The disk section of device `dev` (which holds `path`) from `/proc/diskstats`' text.
+pub fn device_section(dev: &Device, path: &Path, diskstats: Result<&str, &String>) -> Section {
+    let text = match diskstats {
         Ok(t) => t,
-        Err(e) => return Section::missing(format!("/proc/diskstats: {e}")),
+        Err(e) => return Section::missing(e.clone()),
     };
-    let Some(mut counters) = parse_diskstats(&text, &dev.name) else {
+    let Some(mut counters) = parse_diskstats(text, &dev.name) else {
         return Section::missing(format!("device {} is not in /proc/diskstats", dev.name));
     };
     let mut sec = Section::default();
@@ -128,10 +137,10 @@ pub fn disk_section(path: &Path) -> Section {
         sec.gauges.insert("in_flight".into(), v);
     }
     sec.counters = counters;
-    sec.text.insert("device".into(), dev.name);
-    sec.text.insert("dev".into(), dev.id);
-    if let Some(d) = dev.disk {
-        sec.text.insert("disk".into(), d);
+    sec.text.insert("device".into(), dev.name.clone());
+    sec.text.insert("dev".into(), dev.id.clone());
+    if let Some(d) = &dev.disk {
+        sec.text.insert("disk".into(), d.clone());
     }
     sec.text.insert("path".into(), path.display().to_string());
     sec

@@ -98,6 +98,139 @@ impl DbProbe {
         }
     }
 
+    /// The data directory as the server names it (on this machine or not), when readable.
+    pub fn data_directory(&self) -> Option<&Path> {
+        self.data_directory.as_deref().ok()
+    }
+
+    /// The tablespaces the run uses, as the server names them: `(role, name, directory)`. The
+    /// workload's own directories (`dirs`: `--tablespace-dir`, with the role it gave them), the
+    /// tablespaces holding the workload's tables and their indexes, the database's default
+    /// tablespace when it is not `pg_default`, and the temp tablespace: `temp_tablespaces`, or
+    /// where temp objects go without it (the database's default tablespace). `data` is the
+    /// data directory, for `pg_default`'s files (`base/`). Queries that fail leave their places out.
+    pub(super) fn pg_places(
+        &mut self,
+        dirs: &[(String, PathBuf)],
+        data: Option<&Path>,
+    ) -> Vec<(String, Option<String>, PathBuf)> {
+        let mut out = Vec::new();
+        let Some(s) = self.sess.as_mut() else {
+            return out;
+        };
+        let s = s.as_mut();
+        let rows = |s: &mut dyn Session, sql: &str, args: &[Param]| -> Vec<(String, String)> {
+            s.query_rows(sql, args)
+                .map(|rows| {
+                    rows.into_iter()
+                        .filter_map(|r| {
+                            let mut it = r.into_iter();
+                            Some((it.next()??, it.next().flatten().unwrap_or_default()))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        for (role, dir) in dirs {
+            let loc = dir.display().to_string();
+            let name = rows(
+                s,
+                "SELECT spcname, '' FROM pg_tablespace WHERE pg_tablespace_location(oid) = $1",
+                &[Param::Text(loc)],
+            )
+            .into_iter()
+            .next()
+            .map(|r| r.0);
+            out.push((role.clone(), name, dir.clone()));
+        }
+        if !self.tables.is_empty() {
+            for (name, loc) in rows(
+                s,
+                "SELECT DISTINCT t.spcname, pg_tablespace_location(t.oid) FROM pg_class c \
+                 JOIN pg_tablespace t ON t.oid = c.reltablespace \
+                 WHERE pg_tablespace_location(t.oid) <> '' \
+                 AND (c.relname = ANY(string_to_array($1, ',')) OR c.oid IN (SELECT i.indexrelid \
+                 FROM pg_index i JOIN pg_class r ON r.oid = i.indrelid \
+                 WHERE r.relname = ANY(string_to_array($1, ',')))) ORDER BY 1",
+                &[Param::Text(self.tables.join(","))],
+            ) {
+                out.push(("tablespace".into(), Some(name), PathBuf::from(loc)));
+            }
+        }
+        let default = rows(
+            s,
+            "SELECT t.spcname, pg_tablespace_location(t.oid) FROM pg_database d \
+             JOIN pg_tablespace t ON t.oid = d.dattablespace WHERE d.datname = current_database()",
+            &[],
+        )
+        .into_iter()
+        .next();
+        let default_place = |d: &(String, String)| {
+            if d.1.is_empty() {
+                data.map(|p| (Some(d.0.clone()), p.join("base")))
+            } else {
+                Some((Some(d.0.clone()), PathBuf::from(&d.1)))
+            }
+        };
+        if let Some(d) = default.as_ref().filter(|d| !d.1.is_empty()) {
+            out.push(("tablespace".into(), Some(d.0.clone()), PathBuf::from(&d.1)));
+        }
+        if !dirs.iter().any(|(role, _)| role == "temp") {
+            let names = setting(s, "temp_tablespaces").unwrap_or_default();
+            let names: Vec<String> = names
+                .split(',')
+                .map(|n| n.trim().trim_matches('"').to_string())
+                .filter(|n| !n.is_empty())
+                .collect();
+            let mut found = false;
+            for n in &names {
+                let loc = rows(
+                    s,
+                    "SELECT spcname, pg_tablespace_location(oid) FROM pg_tablespace WHERE spcname = $1",
+                    &[Param::Text(n.clone())],
+                );
+                if let Some(place) = loc.first().and_then(default_place) {
+                    out.push(("temp".into(), place.0, place.1));
+                    found = true;
+                }
+            }
+            // Without temp_tablespaces (or with none that exists) temp tables and files go to
+            // the database's default tablespace.
+            if !found {
+                if let Some(place) = default.as_ref().and_then(default_place) {
+                    out.push(("temp".into(), place.0, place.1));
+                }
+            }
+        }
+        // A --tablespace-dir is also the tablespace of the workload's tables: listed once.
+        let mut seen = std::collections::BTreeSet::new();
+        out.retain(|p| seen.insert(p.clone()));
+        out
+    }
+
+    /// The bytes the database's temp tables hold now (`pg_total_relation_size` of every temp
+    /// table of every session in this database): PostgreSQL before 16 counts no temp-table I/O,
+    /// and `temp_bytes` counts temp files only, so a temp load's size is what can be had of it.
+    /// `None` on another target or when it cannot be read (the reason).
+    pub fn temp_table_bytes(&mut self) -> Option<Result<f64, String>> {
+        let s = self.sess.as_mut()?;
+        Some(
+            s.query_rows(
+                "SELECT coalesce(sum(pg_total_relation_size(oid)), 0) FROM pg_class \
+                 WHERE relpersistence = 't' AND relkind = 'r'",
+                &[],
+            )
+            .map_err(|e| e.message)
+            .map(|rows| {
+                rows.into_iter()
+                    .next()
+                    .and_then(|r| r.into_iter().next().flatten())
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0.0)
+            }),
+        )
+    }
+
     /// The pids of the run's backends (`application_name LIKE pattern`), for their CPU time.
     pub fn backend_pids(&mut self, pattern: &str) -> Vec<u32> {
         let Some(s) = self.sess.as_mut() else {

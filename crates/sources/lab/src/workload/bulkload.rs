@@ -204,6 +204,20 @@ impl BulkloadWorkload {
 }
 
 impl Workload for BulkloadWorkload {
+    fn storage_dirs(&self) -> Vec<(String, std::path::PathBuf)> {
+        match &self.cfg.place {
+            place::Placement::Dir(d) => vec![(
+                if self.cfg.into == LoadInto::Temp {
+                    "temp"
+                } else {
+                    "tablespace"
+                }
+                .to_string(),
+                d.clone(),
+            )],
+            place::Placement::Default => Vec::new(),
+        }
+    }
     fn name(&self) -> &'static str {
         Self::NAME
     }

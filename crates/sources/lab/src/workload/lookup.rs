@@ -430,6 +430,12 @@ impl LookupWorkload {
 }
 
 impl Workload for LookupWorkload {
+    fn storage_dirs(&self) -> Vec<(String, std::path::PathBuf)> {
+        match &self.cfg.place {
+            place::Placement::Dir(d) => vec![("tablespace".to_string(), d.clone())],
+            place::Placement::Default => Vec::new(),
+        }
+    }
     fn name(&self) -> &'static str {
         Self::NAME
     }

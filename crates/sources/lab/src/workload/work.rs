@@ -22,6 +22,11 @@ pub trait Workload: Send + Sync {
     fn tables(&self) -> Vec<String> {
         Vec::new()
     }
+    /// The directories the workload put its data on, with their role (`tablespace`, or `temp`
+    /// for temp tables): `--tablespace-dir`. The observer records their devices and watches them.
+    fn storage_dirs(&self) -> Vec<(String, std::path::PathBuf)> {
+        Vec::new()
+    }
     /// Hands the workload the marker of its steps' ends, before its sessions are made; a workload
     /// with steps (bulkload) keeps it and marks each one, so the run has a snapshot per step.
     fn observe_steps(&self, _marker: crate::observe::StepMarker) {}
