@@ -223,6 +223,33 @@ pub const TRANSFER_FILE: &str = "transfer.json";
 /// of the table.
 pub const UNFINISHED_FILE: &str = ".transfer-out.unfinished";
 
+/// How a transfer in treats the rows the table already holds (issue 34 item 12).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum LoadMode {
+    /// The table must be empty (refused otherwise, before anything moves); the loaded table is
+    /// verified as a whole. Today's behaviour and the default.
+    #[default]
+    Empty,
+    /// The rows are added to what is there; verified by the table's count and checksum before
+    /// and after.
+    Append,
+    /// A file row whose key is in the table replaces that row, the others are inserted (`INSERT …
+    /// ON CONFLICT (key) DO UPDATE`); the key is these columns, which must be a primary key or
+    /// unique index of the table, or its primary key when none are given.
+    Upsert(Vec<String>),
+}
+
+impl LoadMode {
+    /// `empty`, `append` or `upsert`, as `--mode` takes it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            LoadMode::Empty => "empty",
+            LoadMode::Append => "append",
+            LoadMode::Upsert(_) => "upsert",
+        }
+    }
+}
+
 /// What a transfer needs besides its direction.
 #[derive(Clone, Debug)]
 pub struct TransferConfig {
@@ -250,6 +277,8 @@ pub struct TransferConfig {
     /// Times the transfer is done in this run (≥ 1): out rewrites the files from the same
     /// snapshot, in empties the table first; each repetition's mappers and job are events.
     pub repeat: u32,
+    /// In: what happens to the rows the table already holds.
+    pub mode: LoadMode,
 }
 
 /// One mapper's work.
@@ -296,6 +325,12 @@ pub struct TransferResult {
     pub events: u64,
     /// Out: how the table was split among the mappers and why.
     pub split: Option<String>,
+    /// In: rows inserted and rows updated (an upsert's rows whose key was there), of the last
+    /// repetition.
+    pub inserted_updated: Option<(u64, u64)>,
+    /// In: the loaders that moved the staged rows into the table (one per partition of a
+    /// partitioned table), 0 when the mappers copied straight into it.
+    pub loaders: usize,
 }
 
 #[cfg(test)]

@@ -153,7 +153,15 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
             Err(e) => detail = Some(e),
         }
     }
-    finish(rec, &clock, "copy-out", &reps, detail, Some(&plan))
+    finish(
+        rec,
+        &clock,
+        "copy-out",
+        (&reps, &[]),
+        detail,
+        Some(&plan),
+        None,
+    )
 }
 
 /// One copy of the table: a mapper per part, each writing its file.
