@@ -789,6 +789,35 @@ fn transfer_bad_input() {
         3,
         &["no *.csv files"],
     );
+    // Issue 34 item 12: --mode is for a transfer in; --key in only names an upsert's key.
+    fails(
+        dir.path(),
+        &[
+            "transfer",
+            "--from",
+            "postgres://h/db/t",
+            "--to",
+            d,
+            "--mode",
+            "append",
+        ],
+        2,
+        &["--mode applies to a transfer into a table"],
+    );
+    fails(
+        dir.path(),
+        &[
+            "transfer",
+            "--from",
+            d,
+            "--to",
+            "postgres://h/db/t",
+            "--key",
+            "id",
+        ],
+        2,
+        &["--key applies", "--mode upsert"],
+    );
     assert!(!dir.path().join("runs").exists());
 }
 
@@ -1547,4 +1576,35 @@ fn issue_34_partitioned_target_gets_one_loader_per_partition() {
         "{r}"
     );
     assert_eq!(digest_of(pg, &dst, "t"), digest_of(pg, &src, "t"));
+
+    // Rows that fit no partition are not lost silently: the run fails saying so.
+    pg.query(
+        &dst,
+        "CREATE TABLE u (id bigint, name text, amount numeric(12,2), note text, at timestamptz) \
+         PARTITION BY RANGE (id); \
+         CREATE TABLE u_lo PARTITION OF u FOR VALUES FROM (1) TO (20001)",
+    );
+    let run_u = join(d, "u");
+    let o = run(
+        d,
+        &[
+            "transfer",
+            "--from",
+            s(&data),
+            "--to",
+            &table_uri(pg, &dst, "u"),
+            "--run",
+            s(&run_u),
+            "-q",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let detail = manifest(&run_u)["outcome_detail"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        detail.contains("moved 20000 of the 30000 rows") && detail.contains("fit no partition"),
+        "{detail}"
+    );
 }

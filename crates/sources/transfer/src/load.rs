@@ -203,6 +203,15 @@ pub fn transfer_in(cfg: &TransferConfig) -> Result<TransferResult, Error> {
         if let (None, Some(st)) = (&detail, &stage_name) {
             loads = stage::load_stage(spec, &target, st, cfg.mappers as usize, &clock);
             detail = loads.iter().find_map(|w| w.error.clone());
+            // Every staged row must land somewhere, with transfer.json or without.
+            let staged: u64 = works.iter().map(|w| w.rows).sum();
+            let moved: u64 = loads.iter().map(|w| w.inserted + w.updated).sum();
+            if detail.is_none() && moved != staged {
+                detail = Some(format!(
+                    "the loaders moved {moved} of the {staged} rows the mappers staged (rows \
+                     that fit no partition of {table}?)"
+                ));
+            }
         }
         if let (None, Some(m)) = (&detail, &manifest) {
             let v = Verify {
@@ -592,4 +601,23 @@ fn table_row_sum(
         },
     )?;
     Ok((rows, sum))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checksums_subtract_as_they_add() {
+        let a = format!("{ROW_SUM_PREFIX}{:016x}", 5u64);
+        let b = format!("{ROW_SUM_PREFIX}{:016x}", u64::MAX - 2);
+        // 5 − (2⁶⁴ − 3) ≡ 8 modulo 2⁶⁴: the sum wrapped during the load.
+        assert_eq!(
+            sum_minus(&a, &b).as_deref(),
+            Some(format!("{ROW_SUM_PREFIX}{:016x}", 8u64).as_str())
+        );
+        assert_eq!(sum_minus("-10", "25").as_deref(), Some("-35"));
+        assert_eq!(sum_minus(&a, "25"), None);
+        assert_eq!(sum_minus("xxh3-sum:zz", &b), None);
+    }
 }
