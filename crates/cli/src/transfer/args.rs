@@ -56,7 +56,9 @@ copied by its own connection (COPY … TO STDOUT, one snapshot for all) into DIR
 written under a temporary name and renamed when complete; the split used is printed, recorded in
 the run and in DIR/transfer.json; DIR/transfer.json records rows, the table's checksum and
 each file's CRC-32. In: the files are spread over the mappers (COPY … FROM STDIN) into an empty
-table, then its row count and checksum are checked against transfer.json. Each mapper's work is an
+table (--mode append: one that holds rows; --mode upsert --key COL: through a staging table and
+INSERT … ON CONFLICT, rows inserted and updated counted; a partitioned table: one loader per
+partition), then its row count and checksum are checked against transfer.json. Each mapper's work is an
 event of the run (--run); see docs/transfer.md.")]
 pub struct TransferArgs {
     /// Source: postgres://…/DATABASE/TABLE (out) or a directory of files (in).
