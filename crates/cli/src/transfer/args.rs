@@ -64,7 +64,7 @@ pub struct TransferArgs {
     /// Source: postgres://…/DATABASE/TABLE (out) or a directory of files (in).
     #[arg(long, value_name = "URI|DIR")]
     pub from: String,
-    /// Destination: a directory (out) or postgres://…/DATABASE/TABLE (in).
+    /// Destination: a directory (out) or postgres://…/DATABASE/TABLE or sqlite:FILE/TABLE (in).
     #[arg(long, value_name = "DIR|URI")]
     pub to: String,
     /// File format.

@@ -1608,3 +1608,141 @@ fn issue_34_partitioned_target_gets_one_loader_per_partition() {
         "{detail}"
     );
 }
+
+/// (id, name, note, amount as text) of every row, by id: PostgreSQL's source table.
+fn pg_rows(pg: &PgCluster, db: &str) -> Vec<(i64, Option<String>, Option<String>, String)> {
+    let mut c = pg.connect(db);
+    c.query(
+        "SELECT id, name, note, amount::text FROM t ORDER BY id",
+        &[],
+    )
+    .unwrap()
+    .iter()
+    .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+    .collect()
+}
+
+/// The same of a SQLite table, the amount as PostgreSQL writes a numeric(12,2) (two decimals).
+fn sqlite_rows(file: &Path, table: &str) -> Vec<(i64, Option<String>, Option<String>, String)> {
+    let c = rusqlite::Connection::open(file).unwrap();
+    let mut st = c
+        .prepare(&format!(
+            "SELECT id, name, note, printf('%.2f', amount) FROM {table} ORDER BY id, rowid"
+        ))
+        .unwrap();
+    st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect()
+}
+
+#[test]
+fn issue_34_transfer_into_sqlite_append_and_upsert() {
+    let pg = PgCluster::shared();
+    let src = pg.create_db("transfer_sqlite_src");
+    fill(pg, &src, 20_000);
+    let dir = tempdir();
+    let d = dir.path();
+    out(pg, &src, "t", d, "tbl", "2", &[]);
+    out(
+        pg,
+        &src,
+        "t",
+        d,
+        "csv",
+        "2",
+        &["--format", "csv", "--header"],
+    );
+    let file = join(d, "t.db");
+    let c = rusqlite::Connection::open(&file).unwrap();
+    c.execute_batch(
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, amount NUMERIC, note TEXT, at TEXT);
+         CREATE TABLE a (id INTEGER, name TEXT, amount NUMERIC, note TEXT, at TEXT);
+         CREATE UNIQUE INDEX a_name ON a (name) WHERE id < 0;",
+    )
+    .unwrap();
+    let want = pg_rows(pg, &src);
+    let to = |table: &str| format!("sqlite:{}/{table}", file.display());
+    let go = |data: &str, table: &str, tag: &str, extra: &[&str]| {
+        let run_dir = join(d, tag);
+        let t = to(table);
+        let mut a = vec!["transfer", "--from", data, "--to", t.as_str()];
+        a.extend(["--run", s(&run_dir)]);
+        a.extend(extra);
+        let o = run(d, &a);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(o.status.success(), "{a:?}: {err}");
+        (report_json(d, &run_dir), err)
+    };
+    let tbl = join(d, "data-tbl");
+    let csv = join(d, "data-csv");
+
+    // Into the empty table: every awkward value (delimiters, quotes, backslashes, newlines,
+    // NULLs) as PostgreSQL holds it.
+    let (r, _) = go(s(&tbl), "t", "s1", &["-q"]);
+    assert_eq!(r["transfer"]["inserted"], 20_000, "{r}");
+    assert_eq!(manifest(&join(d, "s1"))["target"]["kind"], "sqlite");
+    assert_eq!(sqlite_rows(&file, "t"), want);
+
+    // Upsert from the CSV files: the even ids changed, the odd ones gone.
+    c.execute_batch(
+        "UPDATE t SET name = 'old', note = NULL WHERE id % 2 = 0; DELETE FROM t WHERE id % 2 = 1",
+    )
+    .unwrap();
+    let (r, err) = go(
+        s(&csv),
+        "t",
+        "s2",
+        &["--format", "csv", "--mode", "upsert", "--key", "id"],
+    );
+    assert_eq!(
+        (&r["transfer"]["inserted"], &r["transfer"]["updated"]),
+        (&10_000.into(), &10_000.into()),
+        "{r}"
+    );
+    assert!(
+        err.contains("--mode upsert: 10000 rows inserted, 10000 updated"),
+        "{err}"
+    );
+    assert_eq!(sqlite_rows(&file, "t"), want);
+
+    // Append: twice the rows; a partial unique index is no key for an upsert.
+    go(s(&tbl), "a", "s3", &["-q"]);
+    let (r, _) = go(s(&tbl), "a", "s4", &["--mode", "append", "-q"]);
+    assert_eq!(r["transfer"]["inserted"], 20_000, "{r}");
+    let twice: Vec<_> = want.iter().flat_map(|r| [r.clone(), r.clone()]).collect();
+    assert_eq!(sqlite_rows(&file, "a"), twice);
+    let t = to("a");
+    fails(
+        d,
+        &[
+            "transfer",
+            "--from",
+            s(&tbl),
+            "--to",
+            &t,
+            "--mode",
+            "upsert",
+            "--key",
+            "name",
+            "--run",
+            s(&join(d, "s5")),
+        ],
+        2,
+        &["--key name: not a unique key of a", "partial"],
+    );
+    fails(
+        d,
+        &[
+            "transfer",
+            "--from",
+            s(&tbl),
+            "--to",
+            &t,
+            "--run",
+            s(&join(d, "s6")),
+        ],
+        2,
+        &["a is not empty", "--mode append"],
+    );
+}

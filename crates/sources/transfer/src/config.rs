@@ -127,13 +127,32 @@ pub struct TableUri {
     pub table: String,
 }
 
-/// True for `postgres://` and `postgresql://` strings.
+/// True for `postgres://` and `postgresql://` strings, and `sqlite:FILE/TABLE` (in only).
 pub fn is_table_uri(s: &str) -> bool {
-    s.starts_with("postgres://") || s.starts_with("postgresql://")
+    s.starts_with("postgres://") || s.starts_with("postgresql://") || s.starts_with("sqlite:")
 }
 
-/// Parses `postgres://[user[:password]@][host][:port]/DATABASE/TABLE[?params]`.
+/// Parses `postgres://[user[:password]@][host][:port]/DATABASE/TABLE[?params]`, or
+/// `sqlite:FILE/TABLE` (the connection string `sqlite:FILE`).
 pub fn parse_table_uri(s: &str) -> Result<TableUri, Error> {
+    if let Some(rest) = s.strip_prefix("sqlite:") {
+        let bad = |why: &str| Error::Config(format!("{s}: {why}; expected sqlite:FILE/TABLE"));
+        let (file, table) = rest.rsplit_once('/').ok_or_else(|| bad("no table"))?;
+        let mut c = table.chars();
+        let plain = c
+            .next()
+            .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
+            && c.all(|ch| ch.is_ascii_alphanumeric() || ch == '_');
+        if file.is_empty() || !plain {
+            return Err(bad(&format!(
+                "table {table:?} is not a plain name (letters, digits, _)"
+            )));
+        }
+        return Ok(TableUri {
+            conn: format!("sqlite:{file}"),
+            table: table.to_string(),
+        });
+    }
     let bad = |why: &str| {
         Error::Config(format!(
             "{}: {why}; expected postgres://[user@][host][:port]/DATABASE/TABLE[?host=…]",
@@ -356,6 +375,13 @@ mod tests {
         ] {
             assert!(parse_table_uri(bad).is_err(), "{bad}");
         }
+        let t = parse_table_uri("sqlite:runs/a.db/orders").unwrap();
+        assert_eq!(
+            (t.conn.as_str(), t.table.as_str()),
+            ("sqlite:runs/a.db", "orders")
+        );
+        assert!(parse_table_uri("sqlite:a.db").is_err());
+        assert!(parse_table_uri("sqlite:a.db/x;y").is_err());
         let e = parse_table_uri("postgres://u:secret@h/shop")
             .unwrap_err()
             .to_string();

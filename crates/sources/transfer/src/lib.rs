@@ -38,6 +38,7 @@ mod pq;
 mod record;
 mod session;
 mod split;
+mod sqlite;
 mod stage;
 
 pub use config::*;

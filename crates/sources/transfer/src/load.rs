@@ -20,6 +20,7 @@ use crate::files::Decoder;
 use crate::pq::PqRows;
 use crate::record::{begin, finish};
 use crate::session::{checksum_sql, connect, one, row_hash, ROW_SUM_PREFIX, SESSION_SETTINGS};
+use crate::sqlite;
 use crate::stage::{self, LoadWork, Target};
 
 /// Why the files of `dir` (which has no [`TRANSFER_FILE`]) look like an export that did not
@@ -126,6 +127,15 @@ pub fn transfer_in(cfg: &TransferConfig) -> Result<TransferResult, Error> {
                 )));
             }
         }
+    }
+    if sqlite::is_sqlite(&cfg.table.conn) {
+        if unfinished.is_some() {
+            return Err(Error::Config(
+                "--allow-incomplete: not for a SQLite table (its load is one transaction)".into(),
+            ));
+        }
+        let fopts = manifest.as_ref().map_or(&cfg.file, |m| &m.options);
+        return sqlite::transfer_in_sqlite(cfg, &files, fopts, manifest.as_ref().map(|m| m.rows));
     }
     let spec = cfg.table.conn.as_str();
     let table = cfg.table.table.as_str();

@@ -46,7 +46,12 @@ pub(crate) fn begin(
     );
     m.command_line = cfg.command_line.clone();
     m.target = Some(TargetInfo {
-        kind: "postgres".into(),
+        kind: if spec.starts_with("sqlite:") {
+            "sqlite"
+        } else {
+            "postgres"
+        }
+        .into(),
         location: redact(spec),
         ..Default::default()
     });
