@@ -1546,6 +1546,11 @@ fn issue_34_partitioned_target_gets_one_loader_per_partition() {
     assert_eq!(event(&r, "load")["count"], 3, "{r}");
     assert_eq!(event(&r, "copy-in")["count"], 2, "{r}");
     assert!(err.contains("by 3 loaders (one per partition)"), "{err}");
+    let text = ok(d, &["report", s(&run_in)]);
+    assert!(
+        text.contains("per loader") && text.contains("t_mid") && text.contains("rows inserted"),
+        "{text}"
+    );
     assert_eq!(digest_of(pg, &dst, "t"), digest_of(pg, &src, "t"));
     for p in ["t_lo", "t_mid", "t_rest"] {
         assert_eq!(
@@ -1607,6 +1612,43 @@ fn issue_34_partitioned_target_gets_one_loader_per_partition() {
         detail.contains("moved 20000 of the 30000 rows") && detail.contains("fit no partition"),
         "{detail}"
     );
+
+    // One partition's loader fails: the others' rows stay, and the run says which and fails.
+    pg.query(
+        &dst,
+        "CREATE TABLE v (id bigint, name text, amount numeric(12,2), note text, at timestamptz) \
+         PARTITION BY RANGE (id); \
+         CREATE TABLE v_lo PARTITION OF v FOR VALUES FROM (MINVALUE) TO (15001); \
+         CREATE TABLE v_hi PARTITION OF v FOR VALUES FROM (15001) TO (MAXVALUE); \
+         ALTER TABLE v_hi ADD CHECK (id <> 25000)",
+    );
+    let run_v = join(d, "v");
+    let o = run(
+        d,
+        &[
+            "transfer",
+            "--from",
+            s(&data),
+            "--to",
+            &table_uri(pg, &dst, "v"),
+            "--run",
+            s(&run_v),
+            "-q",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let detail = manifest(&run_v)["outcome_detail"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        detail.contains("loader 0 (v_hi): INSERT: new row")
+            && detail.contains("(23514)")
+            && detail.contains("holds the rows loaded into v_lo")
+            && detail.contains("partial load"),
+        "{detail}"
+    );
+    assert_eq!(pg.query(&dst, "SELECT count(*) FROM v"), "15000");
 }
 
 /// (id, name, note, amount as text) of every row, by id: PostgreSQL's source table.

@@ -300,8 +300,7 @@ pub(crate) fn load_stage(
                             .map_err(|e| e.to_string()),
                     }
                     .and_then(|c| {
-                        one(c, &target.load_sql(stage, dest, *filter))
-                            .map_err(|e| db(&format!("loading {dest}"), &e))
+                        one(c, &target.load_sql(stage, dest, *filter)).map_err(|e| db("INSERT", &e))
                     });
                     w.end_ns = clock.now_ns();
                     match r {
