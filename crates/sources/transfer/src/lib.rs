@@ -38,6 +38,7 @@ mod pq;
 mod record;
 mod session;
 mod split;
+#[cfg(feature = "sqlite")]
 mod sqlite;
 mod stage;
 

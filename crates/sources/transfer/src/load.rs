@@ -20,6 +20,7 @@ use crate::files::Decoder;
 use crate::pq::PqRows;
 use crate::record::{begin, finish};
 use crate::session::{checksum_sql, connect, one, row_hash, ROW_SUM_PREFIX, SESSION_SETTINGS};
+#[cfg(feature = "sqlite")]
 use crate::sqlite;
 use crate::stage::{self, LoadWork, Target};
 
@@ -128,6 +129,13 @@ pub fn transfer_in(cfg: &TransferConfig) -> Result<TransferResult, Error> {
             }
         }
     }
+    #[cfg(not(feature = "sqlite"))]
+    if cfg.table.conn.starts_with("sqlite:") {
+        return Err(Error::Config(
+            "a SQLite table: this build of dbscope-transfer has no `sqlite` feature".into(),
+        ));
+    }
+    #[cfg(feature = "sqlite")]
     if sqlite::is_sqlite(&cfg.table.conn) {
         if unfinished.is_some() {
             return Err(Error::Config(
