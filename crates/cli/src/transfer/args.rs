@@ -16,6 +16,19 @@ pub enum TransferFormat {
     Parquet,
 }
 
+/// In: what happens to the rows the table already holds (issue 34 item 12).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TransferMode {
+    /// The table must be empty (refused otherwise); the loaded table is verified whole.
+    Empty,
+    /// The rows are added to those there (COPY); verified by count and checksum before and after.
+    Append,
+    /// Rows whose key is in the table replace those rows, the others are inserted (a staging
+    /// table, then INSERT … ON CONFLICT (--key) DO UPDATE); the rows with the files' keys are
+    /// verified.
+    Upsert,
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum TransferCompress {
     /// Not compressed.
@@ -43,13 +56,15 @@ copied by its own connection (COPY … TO STDOUT, one snapshot for all) into DIR
 written under a temporary name and renamed when complete; the split used is printed, recorded in
 the run and in DIR/transfer.json; DIR/transfer.json records rows, the table's checksum and
 each file's CRC-32. In: the files are spread over the mappers (COPY … FROM STDIN) into an empty
-table, then its row count and checksum are checked against transfer.json. Each mapper's work is an
+table (--mode append: one that holds rows; --mode upsert --key COL: through a staging table and
+INSERT … ON CONFLICT, rows inserted and updated counted; a partitioned table: one loader per
+partition), then its row count and checksum are checked against transfer.json. Each mapper's work is an
 event of the run (--run); see docs/transfer.md.")]
 pub struct TransferArgs {
     /// Source: postgres://…/DATABASE/TABLE (out) or a directory of files (in).
     #[arg(long, value_name = "URI|DIR")]
     pub from: String,
-    /// Destination: a directory (out) or postgres://…/DATABASE/TABLE (in).
+    /// Destination: a directory (out) or postgres://…/DATABASE/TABLE or sqlite:FILE/TABLE (in).
     #[arg(long, value_name = "DIR|URI")]
     pub to: String,
     /// File format.
@@ -61,8 +76,15 @@ pub struct TransferArgs {
     pub mappers: u32,
     /// Out: split by ranges of this integer column (min/max/count read first) instead of by
     /// physical block ranges (ctid, the default with more than one mapper on PostgreSQL 14+).
-    #[arg(long, value_name = "COLUMN")]
+    /// In with --mode upsert: the key rows are matched by, COL[,COL…], a primary key or unique
+    /// index of the table (default: its primary key).
+    #[arg(long, value_name = "COLUMN[,COLUMN…]")]
     pub key: Option<String>,
+    /// In: `empty` (the table must be empty), `append` (add the rows) or `upsert` (replace the
+    /// rows whose --key is there, insert the others); a partitioned table is loaded by one loader
+    /// per partition. See docs/transfer.md.
+    #[arg(long, value_enum, default_value = "empty")]
+    pub mode: TransferMode,
     /// Column delimiter: one ASCII character or a C escape ('\t', '\x1f'). Default: `|` (tbl),
     /// `,` (csv).
     #[arg(long, value_name = "C", value_parser = parse_delimiter)]

@@ -9,12 +9,12 @@ use std::path::PathBuf;
 use anyhow::anyhow;
 use dbscope_transfer::{
     is_table_uri, parse_table_uri, transfer_in, transfer_out, Compress, FileOptions, Format,
-    TransferConfig,
+    LoadMode, TransferConfig,
 };
 
 use crate::common::{default_run_dir, finish_run, redacted_command_line};
 use crate::exit::Exit;
-use crate::transfer::args::{TransferArgs, TransferCompress, TransferFormat};
+use crate::transfer::args::{TransferArgs, TransferCompress, TransferFormat, TransferMode};
 
 pub fn cmd_transfer(a: TransferArgs) -> Result<u8, Exit> {
     let (out, uri, dir) = match (is_table_uri(&a.from), is_table_uri(&a.to)) {
@@ -29,8 +29,14 @@ pub fn cmd_transfer(a: TransferArgs) -> Result<u8, Exit> {
             )
         }
     };
-    if a.key.is_some() && !out {
-        return Err(anyhow!("--key applies to a transfer out of a table").into());
+    if a.key.is_some() && !out && a.mode != TransferMode::Upsert {
+        return Err(anyhow!(
+            "--key applies to a transfer out of a table, or into one with --mode upsert"
+        )
+        .into());
+    }
+    if a.mode != TransferMode::Empty && out {
+        return Err(anyhow!("--mode applies to a transfer into a table").into());
     }
     if a.allow_incomplete && out {
         return Err(anyhow!("--allow-incomplete applies to a transfer into a table").into());
@@ -43,7 +49,7 @@ pub fn cmd_transfer(a: TransferArgs) -> Result<u8, Exit> {
         table: parse_table_uri(uri)?,
         dir: PathBuf::from(dir),
         mappers: a.mappers,
-        key: a.key.clone(),
+        key: a.key.clone().filter(|_| out),
         file: FileOptions {
             format: match a.format {
                 TransferFormat::Tbl => Format::Tbl,
@@ -65,6 +71,18 @@ pub fn cmd_transfer(a: TransferArgs) -> Result<u8, Exit> {
         command_line: redacted_command_line(),
         allow_incomplete: a.allow_incomplete,
         repeat: a.repeat,
+        mode: match a.mode {
+            TransferMode::Empty => LoadMode::Empty,
+            TransferMode::Append => LoadMode::Append,
+            TransferMode::Upsert => LoadMode::Upsert(
+                a.key
+                    .iter()
+                    .flat_map(|k| k.split(','))
+                    .map(|k| k.trim().to_string())
+                    .filter(|k| !k.is_empty())
+                    .collect(),
+            ),
+        },
     };
     let r = if out {
         transfer_out(&cfg)?
@@ -92,6 +110,17 @@ pub fn cmd_transfer(a: TransferArgs) -> Result<u8, Exit> {
             },
             a.mappers
         );
+        if let Some((ins, upd)) = r.inserted_updated {
+            let loaders = match r.loaders {
+                0 => String::new(),
+                1 => " by 1 loader from a staging table".to_string(),
+                n => format!(" by {n} loaders (one per partition)"),
+            };
+            eprintln!(
+                "dbscope: transfer: --mode {}: {ins} rows inserted, {upd} updated{loaders}",
+                cfg.mode.name()
+            );
+        }
     }
     finish_run(
         &r.run,

@@ -789,6 +789,35 @@ fn transfer_bad_input() {
         3,
         &["no *.csv files"],
     );
+    // Issue 34 item 12: --mode is for a transfer in; --key in only names an upsert's key.
+    fails(
+        dir.path(),
+        &[
+            "transfer",
+            "--from",
+            "postgres://h/db/t",
+            "--to",
+            d,
+            "--mode",
+            "append",
+        ],
+        2,
+        &["--mode applies to a transfer into a table"],
+    );
+    fails(
+        dir.path(),
+        &[
+            "transfer",
+            "--from",
+            d,
+            "--to",
+            "postgres://h/db/t",
+            "--key",
+            "id",
+        ],
+        2,
+        &["--key applies", "--mode upsert"],
+    );
     assert!(!dir.path().join("runs").exists());
 }
 
@@ -1260,4 +1289,502 @@ fn issue_34_transfer_repeat_and_compare_of_mappers() {
     assert_eq!(event(&r, "copy-in")["count"], 4);
     assert_eq!(event(&r, "transfer")["count"], 2);
     assert_eq!(digest(pg, &dst), digest(pg, &src));
+}
+
+/// `transfer … in --mode M [extra…]` of `data` into `db.table`; returns the run's report and
+/// stderr (the printed summary).
+fn load(
+    pg: &PgCluster,
+    db: &str,
+    table: &str,
+    data: &Path,
+    run_dir: &Path,
+    extra: &[&str],
+) -> (serde_json::Value, String) {
+    let to = table_uri(pg, db, table);
+    let mut a = vec!["transfer", "--from", s(data), "--to", to.as_str()];
+    a.extend(["--mappers", "2", "--run", s(run_dir)]);
+    a.extend(extra);
+    let o = run(run_dir.parent().unwrap(), &a);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{a:?}: {err}");
+    (report_json(run_dir.parent().unwrap(), run_dir), err)
+}
+
+/// md5 of every row's text of `sql`'s rows (`t`), in key order.
+fn digest_of(pg: &PgCluster, db: &str, from: &str) -> String {
+    pg.query(
+        db,
+        &format!(
+            "SELECT count(*) || ':' || md5(string_agg(t::text, E'\\n' ORDER BY t::text)) FROM {from} t"
+        ),
+    )
+}
+
+#[test]
+fn issue_34_append_doubles_the_rows_and_upsert_updates_half_and_inserts_the_rest() {
+    let pg = PgCluster::shared();
+    let src = pg.create_db("transfer_modes_src");
+    let dst = pg.create_db("transfer_modes_dst");
+    fill(pg, &src, 20_000);
+    let dir = tempdir();
+    let d = dir.path();
+    let (_, _) = out(pg, &src, "t", d, "all", "2", &[]);
+    let data = join(d, "data-all");
+
+    // Append into a table without a key: twice the rows, each twice.
+    pg.query(
+        &dst,
+        "CREATE TABLE a (id bigint, name text, amount numeric(12,2), note text, at timestamptz)",
+    );
+    load(pg, &dst, "a", &data, &join(d, "a1"), &["-q"]);
+    let (r, err) = load(pg, &dst, "a", &data, &join(d, "a2"), &["--mode", "append"]);
+    assert_eq!(r["transfer"]["verified"], true, "{r}");
+    assert_eq!(r["transfer"]["inserted"], 20_000, "{r}");
+    assert_eq!(r["transfer"]["updated"], 0, "{r}");
+    assert!(
+        err.contains("--mode append: 20000 rows inserted, 0 updated"),
+        "{err}"
+    );
+    assert_eq!(
+        digest_of(pg, &dst, "a"),
+        digest_of(pg, &src, "(SELECT * FROM t UNION ALL SELECT * FROM t)")
+    );
+    assert!(digest_of(pg, &dst, "a").starts_with("40000:"));
+    // Into a non-empty table without --mode: refused, pointing at the modes.
+    fails(
+        d,
+        &[
+            "transfer",
+            "--from",
+            s(&data),
+            "--to",
+            &table_uri(pg, &dst, "a"),
+            "--run",
+            s(&join(d, "a3")),
+        ],
+        2,
+        &["not empty", "--mode append"],
+    );
+
+    // Upsert: the even keys are there with other values, one row not in the files stays.
+    pg.query(&dst, SCHEMA);
+    pg.query(
+        &dst,
+        "INSERT INTO t SELECT g, 'old', 0, 'old', now() FROM generate_series(2, 20000, 2) g; \
+         INSERT INTO t VALUES (99999999, 'stays', 1, NULL, NULL)",
+    );
+    let run_up = join(d, "up");
+    let (r, err) = load(
+        pg,
+        &dst,
+        "t",
+        &data,
+        &run_up,
+        &["--mode", "upsert", "--key", "id"],
+    );
+    assert_eq!(r["transfer"]["verified"], true, "{r}");
+    assert_eq!(r["transfer"]["inserted"], 10_000, "{r}");
+    assert_eq!(r["transfer"]["updated"], 10_000, "{r}");
+    assert!(
+        err.contains("--mode upsert: 10000 rows inserted, 10000 updated by 1 loader"),
+        "{err}"
+    );
+    assert_eq!(event(&r, "load")["count"], 1, "{r}");
+    assert_eq!(manifest(&run_up)["workload"]["params"]["mode"], "upsert");
+    assert_eq!(
+        digest_of(pg, &dst, "(SELECT * FROM t WHERE id <> 99999999)"),
+        digest_of(pg, &src, "t")
+    );
+    assert_eq!(
+        pg.query(&dst, "SELECT name FROM t WHERE id = 99999999"),
+        "stays"
+    );
+    // The staging table is gone.
+    assert_eq!(
+        pg.query(
+            &dst,
+            "SELECT count(*) FROM pg_class WHERE relname LIKE 'dbscope_transfer_stage%'"
+        ),
+        "0"
+    );
+    // Again: every row is there now, so all are updated.
+    let (r, _) = load(
+        pg,
+        &dst,
+        "t",
+        &data,
+        &join(d, "up2"),
+        &["--mode", "upsert", "-q"],
+    );
+    assert_eq!(
+        (&r["transfer"]["inserted"], &r["transfer"]["updated"]),
+        (&0.into(), &20_000.into()),
+        "{r}"
+    );
+
+    // Verification holds: a trigger that changes updated rows is caught, the run fails.
+    pg.query(
+        &dst,
+        "CREATE FUNCTION spoil() RETURNS trigger LANGUAGE plpgsql AS \
+         $$BEGIN NEW.note := 'spoilt'; RETURN NEW; END$$; \
+         CREATE TRIGGER spoil BEFORE UPDATE ON t FOR EACH ROW WHEN (OLD.id = 4) EXECUTE FUNCTION spoil()",
+    );
+    let run_bad = join(d, "bad");
+    let o = run(
+        d,
+        &[
+            "transfer",
+            "--from",
+            s(&data),
+            "--to",
+            &table_uri(pg, &dst, "t"),
+            "--mode",
+            "upsert",
+            "--run",
+            s(&run_bad),
+            "-q",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let detail = manifest(&run_bad)["outcome_detail"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        detail.contains("rows with the files' keys: checksum") && detail.contains("differs"),
+        "{detail}"
+    );
+}
+
+#[test]
+fn issue_34_upsert_key_that_is_not_unique_is_refused_before_anything_moves() {
+    let pg = PgCluster::shared();
+    let src = pg.create_db("transfer_key_src");
+    let dst = pg.create_db("transfer_key_dst");
+    fill(pg, &src, 100);
+    let dir = tempdir();
+    let d = dir.path();
+    out(pg, &src, "t", d, "k", "1", &[]);
+    let data = join(d, "data-k");
+    pg.query(
+        &dst,
+        "CREATE TABLE t (id bigint, name text, amount numeric(12,2), note text, at timestamptz); \
+         CREATE UNIQUE INDEX ON t (name) WHERE id > 0; \
+         INSERT INTO t VALUES (1, 'x', 0, NULL, NULL)",
+    );
+    let to = table_uri(pg, &dst, "t");
+    let args = |key: &'static str, run: &str| -> Vec<String> {
+        let mut v: Vec<String> = [
+            "transfer",
+            "--from",
+            s(&data),
+            "--to",
+            &to,
+            "--mode",
+            "upsert",
+        ]
+        .map(String::from)
+        .to_vec();
+        if !key.is_empty() {
+            v.extend(["--key".to_string(), key.to_string()]);
+        }
+        v.extend(["--run".to_string(), s(&join(d, run)).to_string()]);
+        v
+    };
+    let a = args("id", "r1");
+    fails(
+        d,
+        &a.iter().map(String::as_str).collect::<Vec<_>>(),
+        2,
+        &["--key id: not a unique key of t", "(partial"],
+    );
+    let a = args("", "r2");
+    fails(
+        d,
+        &a.iter().map(String::as_str).collect::<Vec<_>>(),
+        2,
+        &["t has no primary key", "--key"],
+    );
+    pg.query(&dst, "CREATE UNIQUE INDEX ON t (id, name)");
+    let a = args("name,id", "r3");
+    // A unique key of two columns, named in any order, is one: accepted.
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    ok(d, &a);
+    assert_eq!(pg.query(&dst, "SELECT count(*) FROM t"), "101");
+    let a = args("name", "r4");
+    fails(
+        d,
+        &a.iter().map(String::as_str).collect::<Vec<_>>(),
+        2,
+        &["not a unique key", "unique (id,name)"],
+    );
+    assert_eq!(pg.query(&dst, "SELECT count(*) FROM t"), "101");
+}
+
+#[test]
+fn issue_34_partitioned_target_gets_one_loader_per_partition() {
+    let pg = PgCluster::shared();
+    let src = pg.create_db("transfer_part_src");
+    let dst = pg.create_db("transfer_part_dst");
+    fill(pg, &src, 30_000);
+    let dir = tempdir();
+    let d = dir.path();
+    out(pg, &src, "t", d, "p", "2", &[]);
+    let data = join(d, "data-p");
+    pg.query(
+        &dst,
+        "CREATE TABLE t (id bigint PRIMARY KEY, name text, amount numeric(12,2), note text, \
+         at timestamptz) PARTITION BY RANGE (id); \
+         CREATE TABLE t_lo PARTITION OF t FOR VALUES FROM (MINVALUE) TO (10001); \
+         CREATE TABLE t_mid PARTITION OF t FOR VALUES FROM (10001) TO (20001); \
+         CREATE TABLE t_rest PARTITION OF t DEFAULT",
+    );
+    let run_in = join(d, "in");
+    let (r, err) = load(pg, &dst, "t", &data, &run_in, &[]);
+    assert_eq!(r["transfer"]["verified"], true, "{r}");
+    assert_eq!(event(&r, "load")["count"], 3, "{r}");
+    assert_eq!(event(&r, "copy-in")["count"], 2, "{r}");
+    assert!(err.contains("by 3 loaders (one per partition)"), "{err}");
+    let text = ok(d, &["report", s(&run_in)]);
+    assert!(
+        text.contains("per loader") && text.contains("t_mid") && text.contains("rows inserted"),
+        "{text}"
+    );
+    assert_eq!(digest_of(pg, &dst, "t"), digest_of(pg, &src, "t"));
+    for p in ["t_lo", "t_mid", "t_rest"] {
+        assert_eq!(
+            pg.query(&dst, &format!("SELECT count(*) FROM ONLY {p}")),
+            "10000",
+            "{p}"
+        );
+    }
+    // Upsert into it: the rows of t_mid changed first are updated, the others too.
+    pg.query(
+        &dst,
+        "UPDATE t SET name = 'old' WHERE id BETWEEN 10001 AND 20000",
+    );
+    pg.query(&dst, "DELETE FROM t WHERE id > 20000");
+    let (r, _) = load(
+        pg,
+        &dst,
+        "t",
+        &data,
+        &join(d, "up"),
+        &["--mode", "upsert", "--key", "id", "-q"],
+    );
+    assert_eq!(r["transfer"]["verified"], true, "{r}");
+    assert_eq!(event(&r, "load")["count"], 3, "{r}");
+    assert_eq!(
+        (&r["transfer"]["inserted"], &r["transfer"]["updated"]),
+        (&10_000.into(), &20_000.into()),
+        "{r}"
+    );
+    assert_eq!(digest_of(pg, &dst, "t"), digest_of(pg, &src, "t"));
+
+    // Rows that fit no partition are not lost silently: the run fails saying so.
+    pg.query(
+        &dst,
+        "CREATE TABLE u (id bigint, name text, amount numeric(12,2), note text, at timestamptz) \
+         PARTITION BY RANGE (id); \
+         CREATE TABLE u_lo PARTITION OF u FOR VALUES FROM (1) TO (20001)",
+    );
+    let run_u = join(d, "u");
+    let o = run(
+        d,
+        &[
+            "transfer",
+            "--from",
+            s(&data),
+            "--to",
+            &table_uri(pg, &dst, "u"),
+            "--run",
+            s(&run_u),
+            "-q",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let detail = manifest(&run_u)["outcome_detail"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        detail.contains("moved 20000 of the 30000 rows") && detail.contains("fit no partition"),
+        "{detail}"
+    );
+
+    // One partition's loader fails: the others' rows stay, and the run says which and fails.
+    pg.query(
+        &dst,
+        "CREATE TABLE v (id bigint, name text, amount numeric(12,2), note text, at timestamptz) \
+         PARTITION BY RANGE (id); \
+         CREATE TABLE v_lo PARTITION OF v FOR VALUES FROM (MINVALUE) TO (15001); \
+         CREATE TABLE v_hi PARTITION OF v FOR VALUES FROM (15001) TO (MAXVALUE); \
+         ALTER TABLE v_hi ADD CHECK (id <> 25000)",
+    );
+    let run_v = join(d, "v");
+    let o = run(
+        d,
+        &[
+            "transfer",
+            "--from",
+            s(&data),
+            "--to",
+            &table_uri(pg, &dst, "v"),
+            "--run",
+            s(&run_v),
+            "-q",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let detail = manifest(&run_v)["outcome_detail"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        detail.contains("loader 0 (v_hi): INSERT: new row")
+            && detail.contains("(23514)")
+            && detail.contains("holds the rows loaded into v_lo")
+            && detail.contains("partial load"),
+        "{detail}"
+    );
+    assert_eq!(pg.query(&dst, "SELECT count(*) FROM v"), "15000");
+}
+
+/// (id, name, note, amount as text) of every row, by id: PostgreSQL's source table.
+fn pg_rows(pg: &PgCluster, db: &str) -> Vec<(i64, Option<String>, Option<String>, String)> {
+    let mut c = pg.connect(db);
+    c.query(
+        "SELECT id, name, note, amount::text FROM t ORDER BY id",
+        &[],
+    )
+    .unwrap()
+    .iter()
+    .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+    .collect()
+}
+
+/// The same of a SQLite table, the amount as PostgreSQL writes a numeric(12,2) (two decimals).
+fn sqlite_rows(file: &Path, table: &str) -> Vec<(i64, Option<String>, Option<String>, String)> {
+    let c = rusqlite::Connection::open(file).unwrap();
+    let mut st = c
+        .prepare(&format!(
+            "SELECT id, name, note, printf('%.2f', amount) FROM {table} ORDER BY id, rowid"
+        ))
+        .unwrap();
+    st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect()
+}
+
+#[test]
+fn issue_34_transfer_into_sqlite_append_and_upsert() {
+    let pg = PgCluster::shared();
+    let src = pg.create_db("transfer_sqlite_src");
+    fill(pg, &src, 20_000);
+    let dir = tempdir();
+    let d = dir.path();
+    out(pg, &src, "t", d, "tbl", "2", &[]);
+    out(
+        pg,
+        &src,
+        "t",
+        d,
+        "csv",
+        "2",
+        &["--format", "csv", "--header"],
+    );
+    let file = join(d, "t.db");
+    let c = rusqlite::Connection::open(&file).unwrap();
+    c.execute_batch(
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, amount NUMERIC, note TEXT, at TEXT);
+         CREATE TABLE a (id INTEGER, name TEXT, amount NUMERIC, note TEXT, at TEXT);
+         CREATE UNIQUE INDEX a_name ON a (name) WHERE id < 0;",
+    )
+    .unwrap();
+    let want = pg_rows(pg, &src);
+    let to = |table: &str| format!("sqlite:{}/{table}", file.display());
+    let go = |data: &str, table: &str, tag: &str, extra: &[&str]| {
+        let run_dir = join(d, tag);
+        let t = to(table);
+        let mut a = vec!["transfer", "--from", data, "--to", t.as_str()];
+        a.extend(["--run", s(&run_dir)]);
+        a.extend(extra);
+        let o = run(d, &a);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(o.status.success(), "{a:?}: {err}");
+        (report_json(d, &run_dir), err)
+    };
+    let tbl = join(d, "data-tbl");
+    let csv = join(d, "data-csv");
+
+    // Into the empty table: every awkward value (delimiters, quotes, backslashes, newlines,
+    // NULLs) as PostgreSQL holds it.
+    let (r, _) = go(s(&tbl), "t", "s1", &["-q"]);
+    assert_eq!(r["transfer"]["inserted"], 20_000, "{r}");
+    assert_eq!(manifest(&join(d, "s1"))["target"]["kind"], "sqlite");
+    assert_eq!(sqlite_rows(&file, "t"), want);
+
+    // Upsert from the CSV files: the even ids changed, the odd ones gone.
+    c.execute_batch(
+        "UPDATE t SET name = 'old', note = NULL WHERE id % 2 = 0; DELETE FROM t WHERE id % 2 = 1",
+    )
+    .unwrap();
+    let (r, err) = go(
+        s(&csv),
+        "t",
+        "s2",
+        &["--format", "csv", "--mode", "upsert", "--key", "id"],
+    );
+    assert_eq!(
+        (&r["transfer"]["inserted"], &r["transfer"]["updated"]),
+        (&10_000.into(), &10_000.into()),
+        "{r}"
+    );
+    assert!(
+        err.contains("--mode upsert: 10000 rows inserted, 10000 updated"),
+        "{err}"
+    );
+    assert_eq!(sqlite_rows(&file, "t"), want);
+
+    // Append: twice the rows; a partial unique index is no key for an upsert.
+    go(s(&tbl), "a", "s3", &["-q"]);
+    let (r, _) = go(s(&tbl), "a", "s4", &["--mode", "append", "-q"]);
+    assert_eq!(r["transfer"]["inserted"], 20_000, "{r}");
+    let twice: Vec<_> = want.iter().flat_map(|r| [r.clone(), r.clone()]).collect();
+    assert_eq!(sqlite_rows(&file, "a"), twice);
+    let t = to("a");
+    fails(
+        d,
+        &[
+            "transfer",
+            "--from",
+            s(&tbl),
+            "--to",
+            &t,
+            "--mode",
+            "upsert",
+            "--key",
+            "name",
+            "--run",
+            s(&join(d, "s5")),
+        ],
+        2,
+        &["--key name: not a unique key of a", "partial"],
+    );
+    fails(
+        d,
+        &[
+            "transfer",
+            "--from",
+            s(&tbl),
+            "--to",
+            &t,
+            "--run",
+            s(&join(d, "s6")),
+        ],
+        2,
+        &["a is not empty", "--mode append"],
+    );
 }

@@ -127,13 +127,32 @@ pub struct TableUri {
     pub table: String,
 }
 
-/// True for `postgres://` and `postgresql://` strings.
+/// True for `postgres://` and `postgresql://` strings, and `sqlite:FILE/TABLE` (in only).
 pub fn is_table_uri(s: &str) -> bool {
-    s.starts_with("postgres://") || s.starts_with("postgresql://")
+    s.starts_with("postgres://") || s.starts_with("postgresql://") || s.starts_with("sqlite:")
 }
 
-/// Parses `postgres://[user[:password]@][host][:port]/DATABASE/TABLE[?params]`.
+/// Parses `postgres://[user[:password]@][host][:port]/DATABASE/TABLE[?params]`, or
+/// `sqlite:FILE/TABLE` (the connection string `sqlite:FILE`).
 pub fn parse_table_uri(s: &str) -> Result<TableUri, Error> {
+    if let Some(rest) = s.strip_prefix("sqlite:") {
+        let bad = |why: &str| Error::Config(format!("{s}: {why}; expected sqlite:FILE/TABLE"));
+        let (file, table) = rest.rsplit_once('/').ok_or_else(|| bad("no table"))?;
+        let mut c = table.chars();
+        let plain = c
+            .next()
+            .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
+            && c.all(|ch| ch.is_ascii_alphanumeric() || ch == '_');
+        if file.is_empty() || !plain {
+            return Err(bad(&format!(
+                "table {table:?} is not a plain name (letters, digits, _)"
+            )));
+        }
+        return Ok(TableUri {
+            conn: format!("sqlite:{file}"),
+            table: table.to_string(),
+        });
+    }
     let bad = |why: &str| {
         Error::Config(format!(
             "{}: {why}; expected postgres://[user@][host][:port]/DATABASE/TABLE[?host=…]",
@@ -223,6 +242,33 @@ pub const TRANSFER_FILE: &str = "transfer.json";
 /// of the table.
 pub const UNFINISHED_FILE: &str = ".transfer-out.unfinished";
 
+/// How a transfer in treats the rows the table already holds (issue 34 item 12).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum LoadMode {
+    /// The table must be empty (refused otherwise, before anything moves); the loaded table is
+    /// verified as a whole. Today's behaviour and the default.
+    #[default]
+    Empty,
+    /// The rows are added to what is there; verified by the table's count and checksum before
+    /// and after.
+    Append,
+    /// A file row whose key is in the table replaces that row, the others are inserted (`INSERT …
+    /// ON CONFLICT (key) DO UPDATE`); the key is these columns, which must be a primary key or
+    /// unique index of the table, or its primary key when none are given.
+    Upsert(Vec<String>),
+}
+
+impl LoadMode {
+    /// `empty`, `append` or `upsert`, as `--mode` takes it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            LoadMode::Empty => "empty",
+            LoadMode::Append => "append",
+            LoadMode::Upsert(_) => "upsert",
+        }
+    }
+}
+
 /// What a transfer needs besides its direction.
 #[derive(Clone, Debug)]
 pub struct TransferConfig {
@@ -250,6 +296,8 @@ pub struct TransferConfig {
     /// Times the transfer is done in this run (≥ 1): out rewrites the files from the same
     /// snapshot, in empties the table first; each repetition's mappers and job are events.
     pub repeat: u32,
+    /// In: what happens to the rows the table already holds.
+    pub mode: LoadMode,
 }
 
 /// One mapper's work.
@@ -296,6 +344,12 @@ pub struct TransferResult {
     pub events: u64,
     /// Out: how the table was split among the mappers and why.
     pub split: Option<String>,
+    /// In: rows inserted and rows updated (an upsert's rows whose key was there), of the last
+    /// repetition.
+    pub inserted_updated: Option<(u64, u64)>,
+    /// In: the loaders that moved the staged rows into the table (one per partition of a
+    /// partitioned table), 0 when the mappers copied straight into it.
+    pub loaders: usize,
 }
 
 #[cfg(test)]
@@ -321,6 +375,13 @@ mod tests {
         ] {
             assert!(parse_table_uri(bad).is_err(), "{bad}");
         }
+        let t = parse_table_uri("sqlite:runs/a.db/orders").unwrap();
+        assert_eq!(
+            (t.conn.as_str(), t.table.as_str()),
+            ("sqlite:runs/a.db", "orders")
+        );
+        assert!(parse_table_uri("sqlite:a.db").is_err());
+        assert!(parse_table_uri("sqlite:a.db/x;y").is_err());
         let e = parse_table_uri("postgres://u:secret@h/shop")
             .unwrap_err()
             .to_string();

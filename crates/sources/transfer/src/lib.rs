@@ -26,7 +26,8 @@
 //! Modules: `config` (what a transfer is given, what it returns, `transfer.json`), `out` and
 //! `load` (the two directions), `split` (how a table is cut among the mappers), `files` and `pq`
 //! (tbl/csv with their codecs, and Parquet), `session` (what every connection shares), `record`
-//! (the run), `error`.
+//! (the run), `stage` (the target's partitions and key, the staging table and its loaders),
+//! `error`.
 
 mod config;
 mod error;
@@ -37,6 +38,9 @@ mod pq;
 mod record;
 mod session;
 mod split;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+mod stage;
 
 pub use config::*;
 pub use error::Error;

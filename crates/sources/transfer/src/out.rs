@@ -28,6 +28,11 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
     if cfg.mappers == 0 {
         return Err(Error::Config("--mappers must be at least 1".into()));
     }
+    if cfg.table.conn.starts_with("sqlite:") {
+        return Err(Error::Config(
+            "transfer out reads PostgreSQL tables; a SQLite table can only be loaded into".into(),
+        ));
+    }
     let spec = cfg.table.conn.as_str();
     let table = cfg.table.table.as_str();
     let mut coord = connect(spec, "dbscope/transfer").map_err(|e| Error::connect(spec, e))?;
@@ -153,7 +158,15 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
             Err(e) => detail = Some(e),
         }
     }
-    finish(rec, &clock, "copy-out", &reps, detail, Some(&plan))
+    finish(
+        rec,
+        &clock,
+        "copy-out",
+        (&reps, &[]),
+        detail,
+        Some(&plan),
+        None,
+    )
 }
 
 /// One copy of the table: a mapper per part, each writing its file.

@@ -9,9 +9,10 @@ use dbscope_core::{
     Recording, RunClock, TargetInfo, WorkloadInfo,
 };
 
-use crate::config::{MapperWork, TransferConfig, TransferResult};
+use crate::config::{LoadMode, MapperWork, TransferConfig, TransferResult};
 use crate::error::Error;
 use crate::split::{self, SplitKind};
+use crate::stage::LoadWork;
 
 pub(crate) fn begin(
     cfg: &TransferConfig,
@@ -29,6 +30,12 @@ pub(crate) fn begin(
     if let Some(k) = split {
         params.insert("split".to_string(), k.name().into());
     }
+    if workload == "transfer-in" {
+        params.insert("mode".to_string(), cfg.mode.name().into());
+        if let LoadMode::Upsert(key) = &cfg.mode {
+            params.insert("key".to_string(), key.join(",").into());
+        }
+    }
     let mut m = Manifest::new(
         "transfer",
         WorkloadInfo {
@@ -39,7 +46,12 @@ pub(crate) fn begin(
     );
     m.command_line = cfg.command_line.clone();
     m.target = Some(TargetInfo {
-        kind: "postgres".into(),
+        kind: if spec.starts_with("sqlite:") {
+            "sqlite"
+        } else {
+            "postgres"
+        }
+        .into(),
         location: redact(spec),
         ..Default::default()
     });
@@ -51,22 +63,40 @@ pub(crate) fn begin(
 /// mappers have in common for `compare`.
 pub const JOB_EVENT: &str = "transfer";
 
-/// Writes per repetition one event per mapper (`event`) and one for the job ([`JOB_EVENT`]),
-/// and the `transfer` counters, and ends the run.
+/// The event of one loader moving staged rows into the table or one of its partitions.
+pub const LOAD_EVENT: &str = "load";
+
+/// Writes per repetition one event per mapper (`event`), one per loader ([`LOAD_EVENT`]) and
+/// one for the job ([`JOB_EVENT`]), and the `transfer` counters (with `counts`, rows inserted
+/// and updated by a transfer in), and ends the run.
 pub(crate) fn finish(
     mut rec: Recording,
     clock: &RunClock,
     event: &str,
-    reps: &[Vec<MapperWork>],
+    (reps, load_reps): (&[Vec<MapperWork>], &[Vec<LoadWork>]),
     detail: Option<String>,
     split: Option<&split::Plan>,
+    counts: Option<(u64, u64)>,
 ) -> Result<TransferResult, Error> {
     let name = rec.names().intern(event);
+    let load = rec.names().intern(LOAD_EVENT);
     let job = rec.names().intern(JOB_EVENT);
     let failed = rec.names().intern_outcome("mapper-failed");
     let rows_u32 = |n: u64| n.min(u32::MAX as u64) as u32;
     let mut events: Vec<Event> = Vec::new();
-    for works in reps {
+    let no_loads = Vec::new();
+    for (rep, works) in reps.iter().enumerate() {
+        let loads = load_reps.get(rep).unwrap_or(&no_loads);
+        events.extend(loads.iter().map(|w| Event {
+            session: w.loader,
+            name: load,
+            start_ns: w.start_ns,
+            duration_ns: w.end_ns.saturating_sub(w.start_ns).max(1),
+            intended_start_ns: None,
+            outcome: if w.error.is_some() { failed } else { 0 },
+            flags: 0,
+            rows: rows_u32(w.inserted + w.updated),
+        }));
         events.extend(works.iter().map(|w| Event {
             session: w.mapper,
             name,
@@ -77,9 +107,14 @@ pub(crate) fn finish(
             flags: 0,
             rows: rows_u32(w.rows),
         }));
+        // The job spans the mappers and the loaders after them.
         if let (Some(first), Some(last)) = (
             works.iter().map(|w| w.start_ns).min(),
-            works.iter().map(|w| w.end_ns).max(),
+            works
+                .iter()
+                .map(|w| w.end_ns)
+                .chain(loads.iter().map(|w| w.end_ns))
+                .max(),
         ) {
             events.push(Event {
                 session: 0,
@@ -87,7 +122,9 @@ pub(crate) fn finish(
                 start_ns: first,
                 duration_ns: last.saturating_sub(first).max(1),
                 intended_start_ns: None,
-                outcome: if works.iter().any(|w| w.error.is_some()) {
+                outcome: if works.iter().any(|w| w.error.is_some())
+                    || loads.iter().any(|w| w.error.is_some())
+                {
                     failed
                 } else {
                     0
@@ -104,16 +141,46 @@ pub(crate) fn finish(
     let works = reps.last().unwrap_or(&empty);
     let rows: u64 = works.iter().map(|w| w.rows).sum();
     let bytes: u64 = works.iter().map(|w| w.bytes).sum();
-    let span = |ws: &[MapperWork]| {
+    // From the first mapper's start to the last mapper's or loader's end.
+    let span = |ws: &[MapperWork], ls: &[LoadWork]| {
         let first = ws.iter().map(|w| w.start_ns).min().unwrap_or(0);
-        let last = ws.iter().map(|w| w.end_ns).max().unwrap_or(clock.now_ns());
+        let last = ws
+            .iter()
+            .map(|w| w.end_ns)
+            .chain(ls.iter().map(|w| w.end_ns))
+            .max()
+            .unwrap_or(clock.now_ns());
         last.saturating_sub(first) as f64 / 1e9
     };
     let seconds = if reps.is_empty() {
-        span(&[])
+        span(&[], &[])
     } else {
-        reps.iter().map(|ws| span(ws)).sum::<f64>() / reps.len() as f64
+        reps.iter()
+            .enumerate()
+            .map(|(i, ws)| span(ws, load_reps.get(i).map_or(&[][..], |l| &l[..])))
+            .sum::<f64>()
+            / reps.len() as f64
     };
+    let load_rows: Vec<Vec<CounterValue>> = load_reps
+        .iter()
+        .enumerate()
+        .flat_map(|(rep, ls)| ls.iter().map(move |w| (rep, w)))
+        .map(|(rep, w)| {
+            let s = w.end_ns.saturating_sub(w.start_ns) as f64 / 1e9;
+            (reps.len() > 1)
+                .then(|| CounterValue::count(rep as u64 + 1))
+                .into_iter()
+                .chain([
+                    CounterValue::count(w.loader as u64),
+                    CounterValue::Text(w.into.clone()),
+                    CounterValue::count(w.inserted),
+                    CounterValue::count(w.updated),
+                    CounterValue::Float(s),
+                    CounterValue::Text(w.error.clone().unwrap_or_default()),
+                ])
+                .collect()
+        })
+        .collect();
     let rate = |v: u64, s: f64| (s > 0.0).then(|| v as f64 / s);
     let repeated = reps.len() > 1;
     let table_rows = reps
@@ -192,6 +259,12 @@ pub(crate) fn finish(
                 "",
             )
         }))
+        .chain(counts.into_iter().flat_map(|(ins, upd)| {
+            [
+                Counter::new("inserted", "rows inserted", CounterValue::count(ins), ""),
+                Counter::new("updated", "rows updated", CounterValue::count(upd), ""),
+            ]
+        }))
         .chain(split.map(|sp| {
             Counter::new(
                 "split",
@@ -221,7 +294,28 @@ pub(crate) fn finish(
                 .chain(split.map(|_| Column::new("range", "rows where", "")))
                 .collect(),
             rows: table_rows,
-        }],
+        }]
+        .into_iter()
+        .chain((!load_rows.is_empty()).then(|| {
+            CounterTable {
+                key: "loaders".into(),
+                title: "per loader (staged rows into the table or a partition)".into(),
+                columns: repeated
+                    .then(|| Column::new("repetition", "repetition", ""))
+                    .into_iter()
+                    .chain([
+                        Column::new("loader", "loader", ""),
+                        Column::new("into", "into", ""),
+                        Column::new("inserted", "inserted", ""),
+                        Column::new("updated", "updated", ""),
+                        Column::new("seconds", "time", "s").decimals(3),
+                        Column::new("error", "error", ""),
+                    ])
+                    .collect(),
+                rows: load_rows,
+            }
+        }))
+        .collect(),
         notes: split
             .map(|sp| format!("split: {} ({})", sp.kind.name(), sp.why))
             .into_iter()
@@ -242,5 +336,7 @@ pub(crate) fn finish(
         seconds,
         events: events.len() as u64,
         split: split.map(|sp| format!("split by {}: {}", sp.kind.name(), sp.why)),
+        inserted_updated: counts,
+        loaders: load_reps.last().map_or(0, Vec::len),
     })
 }
