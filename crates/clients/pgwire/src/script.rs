@@ -90,6 +90,11 @@ impl WireConn {
     ) -> Result<Vec<StmtResult>, WireError> {
         frontend::query(sql, &mut self.wbuf)?;
         self.send()?;
+        self.script_results(keep_rows)
+    }
+
+    /// Reads to ReadyForQuery: each statement's result, in order.
+    fn script_results(&mut self, keep_rows: bool) -> Result<Vec<StmtResult>, WireError> {
         let mut c = Collect {
             keep: keep_rows,
             ..Collect::default()
@@ -117,18 +122,7 @@ impl WireConn {
         self.queue_extended(stmt, sql, params, keep_rows)?;
         frontend::sync(&mut self.wbuf);
         self.send()?;
-        let mut c = Collect {
-            keep: keep_rows,
-            ..Collect::default()
-        };
-        let mut out = None;
-        self.until_ready(|msg| {
-            if let Some(r) = c.take(msg)? {
-                out = Some(r);
-            }
-            Ok(())
-        })?;
-        Ok(out.unwrap_or_default())
+        Ok(self.script_results(keep_rows)?.pop().unwrap_or_default())
     }
 
     /// Writes Parse (unnamed statements), Bind, Describe (when rows are kept) and Execute into the
