@@ -33,7 +33,11 @@ pub struct Explainer {
 struct State {
     /// (event, place among the event's statements) of every statement taken or being taken.
     seen: HashSet<(String, usize)>,
-    plans: Vec<PlanEntry>,
+    /// Events in the order a session first named them, so `plans.json` lists them in a
+    /// fixed order whichever session finished explaining first.
+    events: Vec<String>,
+    /// Each plan with its (event's place in `events`, place among the event's statements).
+    plans: Vec<((usize, usize), PlanEntry)>,
     notes: Vec<String>,
 }
 
@@ -67,11 +71,22 @@ impl Explainer {
             // text: `-M simple` scripts and `events`' batches inline their values, and each
             // session's text differs.
             let n = ordinal.entry(st.event.clone()).or_default();
-            let key = (st.event.clone(), *n);
+            let place = *n;
+            let key = (st.event.clone(), place);
             *n += 1;
-            if !self.state().seen.insert(key) {
-                continue;
-            }
+            let order = {
+                let mut state = self.state();
+                if !state.seen.insert(key) {
+                    continue;
+                }
+                match state.events.iter().position(|e| *e == st.event) {
+                    Some(i) => (i, place),
+                    None => {
+                        state.events.push(st.event.clone());
+                        (state.events.len() - 1, place)
+                    }
+                }
+            };
             if !explainable(&st.sql) {
                 self.state().notes.push(format!(
                     "{}: not explained (EXPLAIN takes SELECT, INSERT, UPDATE, DELETE, MERGE, \
@@ -105,7 +120,7 @@ impl Explainer {
             }
             entry.sql = st.sql;
             entry.took_ms = t.elapsed().as_secs_f64() * 1e3;
-            self.state().plans.push(entry);
+            self.state().plans.push((order, entry));
         }
         started.elapsed()
     }
@@ -117,7 +132,10 @@ impl Explainer {
             .into_inner()
             .unwrap_or_else(PoisonError::into_inner);
         let mut notes = state.notes;
-        if state.plans.is_empty() && state.seen.is_empty() {
+        let mut plans = state.plans;
+        // Sessions explain concurrently: order by the statement, not by who finished first.
+        plans.sort_by_key(|(order, _)| *order);
+        if plans.is_empty() && state.seen.is_empty() {
             notes.push(
                 "no statement was explained: the workload names none here (events' staged and \
                  partitioned strategies read a staging table filled only inside their \
@@ -135,7 +153,7 @@ impl Explainer {
                 Dialect::Sqlite => SQLITE_EXPLAIN.to_string(),
                 Dialect::Null => "none (null target)".to_string(),
             },
-            plans: state.plans,
+            plans: plans.into_iter().map(|(_, p)| p).collect(),
             notes,
         }
     }
