@@ -14,9 +14,12 @@ use super::config::Destination;
 /// The role the report shows for a destination's device.
 const ROLE: &str = "redo";
 
+/// One destination: its section's name, its own name, and its path and device or why none.
+type Place = (String, String, Result<(PathBuf, Device), String>);
+
 /// The destinations' devices, and the snapshot file once the first snapshot is written.
 pub(super) struct DestDisks {
-    places: Vec<(String, String, Result<(PathBuf, Device), String>)>,
+    places: Vec<Place>,
     out: Option<JsonLines>,
     /// Why the snapshots could not be written, told once in the run's warnings.
     pub(super) failed: Option<String>,
