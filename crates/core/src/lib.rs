@@ -12,6 +12,7 @@ pub mod fake;
 pub mod files;
 pub mod manifest;
 pub mod observe;
+pub mod os;
 pub mod plans;
 pub mod record;
 pub mod redact;

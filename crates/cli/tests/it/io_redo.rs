@@ -1327,3 +1327,102 @@ fn a_4096_byte_sector_loop_device_is_read_by_ioctl() {
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["last_durable_commit"], 100);
 }
+
+/// The `/proc/diskstats` name of the block device holding `path`, found through the kernel's
+/// `uevent` of its `major:minor` (not the canonicalised `/sys/dev/block` link dbscope follows).
+fn device_name(path: &Path) -> String {
+    let dev = std::fs::metadata(path).unwrap().dev();
+    let (major, minor) = (
+        ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff),
+        (dev & 0xff) | ((dev >> 12) & !0xff),
+    );
+    let uevent = std::fs::read_to_string(format!("/sys/dev/block/{major}:{minor}/uevent")).unwrap();
+    uevent
+        .lines()
+        .find_map(|l| l.strip_prefix("DEVNAME="))
+        .expect("DEVNAME in uevent")
+        .to_string()
+}
+
+/// Issue 34 item 10: an `io redo` run records iostat (`/proc/diskstats`) for the device holding
+/// each destination, from the clock's start to the run's end: `report` (text, JSON, HTML) shows
+/// the destination's device in its "Database and OS" section with at least the bytes the run
+/// wrote there; a destination on tmpfs, which has no block device, is named as not sampled, why.
+#[test]
+fn issue_34_io_redo_records_iostat_for_the_devices_of_its_destinations() {
+    let dir = disk_tempdir();
+    let shm = shm_tempdir();
+    let disk_log = join(dir.path(), "redo.log");
+    let shm_log = join(shm.path(), "redo.log");
+    let dest_disk = format!("disk={}", s(&disk_log));
+    let dest_shm = format!("shm={}", s(&shm_log));
+    let out = ok(
+        dir.path(),
+        &[
+            "io",
+            "redo",
+            "--dest",
+            &dest_disk,
+            "--dest",
+            &dest_shm,
+            "--ops",
+            "300",
+            "--log-size",
+            "2MiB",
+            "--out",
+            "r",
+        ],
+    );
+    assert!(out.contains("Database and OS"), "{out}");
+    let run_dir = join(dir.path(), "r");
+    let snaps = std::fs::read_to_string(run_dir.join("snapshots.jsonl")).expect("snapshots.jsonl");
+    let labels: Vec<String> = snaps
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["label"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(labels, ["start", "end"]);
+
+    let report = report_json(dir.path(), &run_dir);
+    let obs = &report["observe"];
+    let disks = obs["disks"].as_array().expect("observe.disks");
+    assert_eq!(
+        disks.len(),
+        1,
+        "only the disk destination has a device: {obs}"
+    );
+    assert_eq!(disks[0]["role"], "redo");
+    assert_eq!(disks[0]["device"], device_name(&disk_log).as_str());
+    // What the device wrote in the run covers what the run wrote to its destination (every
+    // write is O_DSYNC, so it reached the device; others may have written there too).
+    let written = counters(&run_dir)["bytes"].as_f64().unwrap();
+    let span = obs["span_s"].as_f64().unwrap();
+    let device_kb = disks[0]["wkb_per_s"].as_f64().unwrap() * span;
+    assert!(
+        device_kb * 1024.0 >= written * 0.99,
+        "the device wrote {device_kb} kB, the run {written} bytes"
+    );
+    let why = obs["missing"]["os.disk.redo.1"]
+        .as_str()
+        .expect("the tmpfs destination is missing");
+    assert!(
+        why.contains(s(&shm_log)) && why.contains("without a block device"),
+        "{why}"
+    );
+
+    let text = ok(dir.path(), &["report", "r"]);
+    assert!(text.contains("Database and OS (redo-log"), "{text}");
+    assert!(text.contains("without a block device"), "{text}");
+    let html = join(dir.path(), "r.html");
+    ok(dir.path(), &["report", "r", "--html", s(&html)]);
+    let html = std::fs::read_to_string(html).unwrap();
+    let device = device_name(&disk_log);
+    assert!(
+        html.contains("Database and OS (redo-log)") && html.contains(&format!(">{device}<")),
+        "no iostat of {device} in the HTML"
+    );
+}

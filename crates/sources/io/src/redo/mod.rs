@@ -20,6 +20,7 @@ mod cursor;
 mod dest;
 mod dest_writer;
 mod direct;
+mod iostat;
 mod log_writer;
 pub mod names;
 mod shared;
@@ -47,6 +48,7 @@ use counters::{write_counters, Counters, EventTally};
 use dest::{enospc_hint, io_message, open_dest, preallocate, probe_write, DestFile};
 use dest_writer::DestWriter;
 use direct::Direct;
+use iostat::DestDisks;
 use log_writer::log_writer;
 use shared::{Queue, Race, Shared};
 
@@ -161,7 +163,9 @@ pub fn run_redo(
         });
     }
 
+    let mut disks = DestDisks::new(&cfg.dests);
     let clock = rec.start_clock()?;
+    disks.snapshot(out, "start", 0);
     let deadline_ns = cfg.duration.map(|d| d.as_nanos() as u64);
     if let Some(d) = deadline_ns {
         counters.stop_issuing(d);
@@ -250,6 +254,7 @@ pub fn run_redo(
     };
     let events = rec.events_written();
     let end_ns = clock.now_ns();
+    disks.snapshot(out, "end", end_ns);
     let snap = finish(
         rec,
         cfg,
@@ -264,7 +269,7 @@ pub fn run_redo(
         outcome,
         detail,
         counters: snap,
-        warnings,
+        warnings: warnings.into_iter().chain(disks.failed).collect(),
         events,
     })
 }

@@ -10,7 +10,7 @@
 //! sampler that cannot connect is written down as missing, with the reason.
 
 pub mod ash;
-pub mod os;
+pub use dbscope_core::os;
 mod probe;
 pub mod snapshot;
 mod storage;

@@ -4,10 +4,10 @@
 //! becomes a missing section with the reason.
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-use dbscope_core::observe::Section;
+use crate::observe::Section;
 
 /// The `/proc/diskstats` fields kept, in their order after the device name (kernel
 /// Documentation/admin-guide/iostats.rst); the 15th–17th (discards) are skipped.
@@ -63,10 +63,15 @@ impl From<String> for Unavailable {
     }
 }
 
-/// Finds the block device of the file system holding `path`.
+/// Finds the block device of the file system holding `path`, or `path` itself when it is a
+/// block device (a raw destination of `io redo`).
 pub fn device_of(path: &Path) -> Result<Device, Unavailable> {
     let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let dev = meta.dev();
+    let dev = if meta.file_type().is_block_device() {
+        meta.rdev()
+    } else {
+        meta.dev()
+    };
     // glibc's major()/minor() encoding.
     let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
     let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
