@@ -434,9 +434,19 @@ impl RunDir {
         Ok(run)
     }
 
-    /// Rewrites the manifest (atomically).
+    /// Rewrites the manifest (atomically) and enters the run in its runs directory's catalogue
+    /// ([`crate::catalog`]): every source saves its manifest when a run starts and when it ends, so
+    /// this is the one place that keeps `dbscope history` up to date. A catalogue that cannot be
+    /// written is reported on stderr, never fails the run (`history --rebuild` recreates it).
     pub fn save_manifest(&self) -> Result<()> {
-        self.manifest.write(&self.path.join(MANIFEST_FILE))
+        self.manifest.write(&self.path.join(MANIFEST_FILE))?;
+        if let Err(e) = crate::catalog::record(self) {
+            eprintln!(
+                "dbscope: warning: run {} not entered in the run catalogue: {e}",
+                self.path.display()
+            );
+        }
+        Ok(())
     }
 
     /// The run-level counters (none when the run has no `counters.json`).
