@@ -57,6 +57,14 @@ pub struct CompareArgs {
     /// Bootstrap replicates per quantile.
     #[arg(long, default_value_t = 2000, value_name = "N")]
     pub replicates: usize,
+    /// A regression gate: exit 5 when a condition holds with 95% confidence (its whole interval
+    /// lies beyond the threshold), e.g. 'p99>+5%,throughput<-3%' (metrics: any compared quantile,
+    /// mean, throughput). See docs/notebook.md.
+    #[arg(long, value_name = "CONDITIONS", value_parser = crate::compare::gate::parse_fail_if)]
+    pub fail_if: Option<crate::compare::gate::Conditions>,
+    /// Print a one-paragraph Markdown summary (for a CI job to post) instead of the text report.
+    #[arg(long, conflicts_with = "json")]
+    pub markdown: bool,
     /// Quantiles to compare: p50,p90,p99,p99.9 or fractions 0.5,0.99.
     #[arg(
         long,

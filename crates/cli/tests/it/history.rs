@@ -104,3 +104,70 @@ fn history_lists_runs_of_several_sources_a_killed_one_as_incomplete_and_rebuilds
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("expected SETTING=VALUE"));
 }
+
+/// `compare --fail-if`: exit 5 on a regression, 0 on an improvement and on no difference; JSON
+/// carries the gate, `--markdown` a one-paragraph summary.
+#[test]
+fn fail_if_gates_a_regression_and_passes_an_improvement_or_no_difference() {
+    let dir = tempdir();
+    let d = dir.path();
+    // synchronous=full (the default) makes each commit an fsync; off makes it far faster.
+    ok(d, &Argv::run("commit").ops(200).out("full").args());
+    ok(
+        d,
+        &Argv::run("commit")
+            .ops(200)
+            .set("synchronous=off")
+            .out("off")
+            .args(),
+    );
+    let gate = ["--event", "commit", "--fail-if", "p99>+5%,mean>+5%"];
+    let cmp = |a: &str, b: &str, extra: &[&str]| {
+        let mut args = vec!["compare", a, b];
+        args.extend_from_slice(&gate);
+        args.extend_from_slice(extra);
+        run(d, &args)
+    };
+    let regression = cmp("off", "full", &[]);
+    assert_eq!(regression.status.code(), Some(5));
+    let text = String::from_utf8_lossy(&regression.stdout);
+    assert!(
+        text.contains("gate FAILED: 2 condition(s) held (exit 5)"),
+        "{text}"
+    );
+
+    let improvement = cmp("full", "off", &[]);
+    assert_eq!(improvement.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&improvement.stdout).contains("gate passed"));
+
+    let same = cmp("full", "full", &["--json"]);
+    assert_eq!(same.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&same.stdout).unwrap();
+    assert_eq!(v["gate"]["failed"], false);
+    assert_eq!(v["gate"]["conditions"].as_array().unwrap().len(), 2);
+
+    let md = cmp("off", "full", &["--markdown"]);
+    assert_eq!(md.status.code(), Some(5));
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(md.starts_with("❌ **dbscope: regression**"), "{md}");
+    assert_eq!(md.trim_end().lines().count(), 1, "{md}");
+
+    // 200 ops last well under two seconds: throughput cannot be judged, and says so.
+    let short = run(
+        d,
+        &[
+            "compare",
+            "off",
+            "full",
+            "--event",
+            "commit",
+            "--fail-if",
+            "throughput<-3%",
+        ],
+    );
+    assert_eq!(short.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&short.stdout).contains("not judged: no throughput interval"));
+
+    let bad = run(d, &["compare", "off", "full", "--fail-if", "p99>5"]);
+    assert_eq!(bad.status.code(), Some(2));
+}
