@@ -19,7 +19,7 @@ pub fn cmd_history(a: HistoryArgs) -> Result<u8, Exit> {
         ));
     }
     if a.rebuild || !catalog::exists(&a.dir) {
-        let r = catalog::rebuild(&a.dir)
+        let r = dbscope_core::run::rebuild_catalog(&a.dir)
             .with_context(|| format!("rebuilding the catalogue of {}", a.dir.display()))
             .map_err(|e| Exit(EXIT_INPUT, e))?;
         if !a.json {
