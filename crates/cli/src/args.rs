@@ -37,6 +37,9 @@ pub enum Command {
     /// Is B faster than A, by how much, and how sure are we? Welch and rank tests, quantile CIs,
     /// a verdict, and what differs between the manifests.
     Compare(crate::compare::args::CompareArgs),
+    /// The lab notebook: every run under a runs directory with its outcome and headline figures,
+    /// filtered (`--workload`, `--target`, `--since`, `--where k=v`), as JSON, or as a trend.
+    History(crate::history::args::HistoryArgs),
     /// Turn latencies measured elsewhere into a run: `import csv FILE --event NAME --out DIR`.
     Import(crate::import::args::ImportArgs),
     /// Oracle 10046 extended SQL trace files: response-time profile, import as a run.

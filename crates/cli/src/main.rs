@@ -14,6 +14,7 @@ mod cluster;
 mod common;
 mod compare;
 mod exit;
+mod history;
 mod import;
 mod io;
 mod parse;
@@ -39,6 +40,7 @@ fn main() -> ExitCode {
         Command::Report(a) => report::cmd_report(a),
         Command::Export(a) => report::cmd_export(a),
         Command::Compare(a) => compare::cmd_compare(a),
+        Command::History(a) => history::cmd_history(a),
         Command::Import(a) => import::cmd_import(a),
         Command::Trace(a) => trace::cmd_trace(a),
         Command::Io(a) => io::cmd_io(a),

@@ -5,6 +5,7 @@
 //! workloads, importers and reports all meet here.
 
 pub mod atomic;
+pub mod catalog;
 pub mod counters;
 pub mod error;
 pub mod event;

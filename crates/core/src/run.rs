@@ -14,10 +14,13 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
+use crate::catalog::{self, Entry, Rebuilt};
 use crate::counters::RunCounters;
 use crate::error::{Error, Result};
 use crate::event::{Event, EventParams, NameTable};
 use crate::manifest::{Manifest, Outcome};
+use crate::stats::quantile_type7;
+use std::collections::HashMap;
 
 pub use crate::files::{EVENTS_FILE, MANIFEST_FILE};
 
@@ -434,9 +437,19 @@ impl RunDir {
         Ok(run)
     }
 
-    /// Rewrites the manifest (atomically).
+    /// Rewrites the manifest (atomically) and enters the run in its runs directory's catalogue
+    /// ([`crate::catalog`]): every source saves its manifest when a run starts and when it ends, so
+    /// this is the one place that keeps `dbscope history` up to date. A catalogue that cannot be
+    /// written is reported on stderr, never fails the run (`history --rebuild` recreates it).
     pub fn save_manifest(&self) -> Result<()> {
-        self.manifest.write(&self.path.join(MANIFEST_FILE))
+        self.manifest.write(&self.path.join(MANIFEST_FILE))?;
+        if let Err(e) = catalog_record(self) {
+            eprintln!(
+                "dbscope: warning: run {} not entered in the run catalogue: {e}",
+                self.path.display()
+            );
+        }
+        Ok(())
     }
 
     /// The run-level counters (none when the run has no `counters.json`).
@@ -492,6 +505,134 @@ impl RunDir {
         }
         Ok((names, total))
     }
+}
+
+// The run catalogue's entries: crate::catalog stores them; computing one reads the run.
+
+/// Computes a run's catalogue entry from its manifest (and, once it has ended, its events).
+pub fn catalog_entry(run: &RunDir) -> Result<Entry> {
+    let m = &run.manifest;
+    let dir = run
+        .path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| run.path.display().to_string());
+    let (target, server_version, settings) = match &m.target {
+        Some(t) => (
+            t.kind.clone(),
+            t.server_version.clone(),
+            t.settings_requested
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+        None => (String::new(), String::new(), String::new()),
+    };
+    let mut e = Entry {
+        dir,
+        started_utc: m.started_utc.to_rfc3339(),
+        ended_utc: m.ended_utc.map(|t| t.to_rfc3339()),
+        source: m.source.clone(),
+        workload: m.workload.name.clone(),
+        target,
+        server_version,
+        settings,
+        outcome: m.outcome.as_str().to_string(),
+        headline_event: None,
+        ops: None,
+        errors: None,
+        throughput: None,
+        p50_ms: None,
+        p99_ms: None,
+    };
+    if m.outcome != Outcome::Running {
+        headline(run, &mut e)?;
+    }
+    Ok(e)
+}
+
+fn headline(run: &RunDir, e: &mut Entry) -> Result<()> {
+    let mut ok: HashMap<u32, Vec<u64>> = HashMap::new();
+    let mut count: HashMap<u32, u64> = HashMap::new();
+    let (mut errors, mut oks) = (0u64, 0u64);
+    let (mut first, mut last) = (u64::MAX, 0u64);
+    let (names, _tail) = run.for_each_block(|_, block| {
+        for ev in block.iter().filter(|ev| !ev.is_warmup()) {
+            *count.entry(ev.name).or_default() += 1;
+            first = first.min(ev.start_ns);
+            last = last.max(ev.start_ns.saturating_add(ev.duration_ns));
+            if ev.is_error() {
+                errors += 1;
+            } else {
+                oks += 1;
+                ok.entry(ev.name).or_default().push(ev.duration_ns);
+            }
+        }
+    })?;
+    let Some((&top, &n)) = count
+        .iter()
+        .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
+    else {
+        e.ops = Some(0);
+        e.errors = Some(0);
+        return Ok(());
+    };
+    e.headline_event = Some(names.name(top));
+    e.ops = Some(n as i64);
+    e.errors = Some(errors as i64);
+    if last > first {
+        e.throughput = Some(oks as f64 / ((last - first) as f64 / 1e9));
+    }
+    if let Some(d) = ok.get_mut(&top) {
+        d.sort_unstable();
+        e.p50_ms = Some(quantile_type7(d, 0.5) / 1e6);
+        e.p99_ms = Some(quantile_type7(d, 0.99) / 1e6);
+    }
+    Ok(())
+}
+
+/// Enters (or replaces) a run in its runs directory's catalogue.
+pub fn catalog_record(run: &RunDir) -> Result<()> {
+    let entry = catalog_entry(run)?;
+    let settings = run
+        .manifest
+        .target
+        .as_ref()
+        .map(|t| t.settings_requested.clone())
+        .unwrap_or_default();
+    let mut conn = catalog::open(&catalog::runs_dir_of(&run.path))?;
+    catalog::put(&mut conn, &run.path, &entry, &settings)
+}
+
+/// Deletes a runs directory's catalogue and recreates it from every run directory's manifest.
+pub fn rebuild_catalog(runs: &Path) -> Result<Rebuilt> {
+    catalog::remove(runs)?;
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(runs)
+        .map_err(|e| Error::io(runs, e))?
+        .filter_map(|d| d.ok().map(|d| d.path()))
+        .filter(|p| p.join(MANIFEST_FILE).is_file())
+        .collect();
+    dirs.sort();
+    let mut out = Rebuilt::default();
+    let mut entries = Vec::new();
+    for d in dirs {
+        match RunDir::open(&d).and_then(|r| Ok((catalog_entry(&r)?, r))) {
+            Ok((e, r)) => {
+                let s = r
+                    .manifest
+                    .target
+                    .as_ref()
+                    .map(|t| t.settings_requested.clone())
+                    .unwrap_or_default();
+                entries.push((e, s));
+                out.runs += 1;
+            }
+            Err(err) => out.unreadable.push(format!("{}: {err}", d.display())),
+        }
+    }
+    catalog::put_all(runs, &entries)?;
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -752,5 +893,186 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("already holds a run"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod catalog_tests {
+    use super::*;
+    use crate::catalog::*;
+    use crate::event::{Event, NameTable, EVENT_WARMUP};
+    use crate::files::EVENTS_FILE;
+    use crate::manifest::{Manifest, TargetInfo, WorkloadInfo};
+
+    const MS: u64 = 1_000_000;
+
+    /// A run under `runs/NAME` as a source makes one: created (`running`), events written, then
+    /// its final manifest saved with `outcome` — or never, when `outcome` is `Running` (killed).
+    fn make_run(runs: &Path, name: &str, workload: &str, set: &[(&str, &str)], outcome: Outcome) {
+        let mut m = Manifest::new(
+            "run",
+            WorkloadInfo {
+                name: workload.into(),
+                ..WorkloadInfo::default()
+            },
+            1,
+        );
+        m.target = Some(TargetInfo {
+            kind: "sqlite".into(),
+            server_version: "3.50.2".into(),
+            settings_requested: set
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..TargetInfo::default()
+        });
+        let mut run = RunDir::create(&runs.join(name), m).unwrap();
+        let names = NameTable::new();
+        let mut w = EventWriter::create(&run.path.join(EVENTS_FILE), names.clone()).unwrap();
+        let q = names.intern("q");
+        let connect = names.intern("connect");
+        // 100 measured `q`: durations 1..=100 ms, one every 10 ms; 3 warm-up ones (left out);
+        // 5 failed `connect`.
+        let mut evs: Vec<Event> = (1..=100u64)
+            .map(|i| Event {
+                name: q,
+                start_ns: (i - 1) * 10 * MS,
+                duration_ns: i * MS,
+                ..Event::default()
+            })
+            .collect();
+        evs.extend((0..3).map(|_| Event {
+            name: q,
+            duration_ns: 5000 * MS,
+            flags: EVENT_WARMUP,
+            ..Event::default()
+        }));
+        evs.extend((0..5).map(|i| Event {
+            name: connect,
+            start_ns: i * MS,
+            duration_ns: MS,
+            outcome: 1,
+            ..Event::default()
+        }));
+        w.write_block(&evs).unwrap();
+        w.sync().unwrap();
+        if outcome != Outcome::Running {
+            run.manifest.outcome = outcome;
+            run.manifest.ended_utc = Some(chrono::Utc::now());
+            run.save_manifest().unwrap();
+        }
+    }
+
+    #[test]
+    fn a_run_is_listed_running_then_with_its_headline_figures_as_r_computes_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        let runs = tmp.path().join("runs");
+        make_run(&runs, "a", "commit", &[], Outcome::Running);
+        let e = get(&runs, "a").unwrap().expect("listed as soon as created");
+        assert!(e.is_incomplete());
+        assert_eq!(e.p99_ms, None);
+
+        make_run(&runs, "b", "commit", &[], Outcome::Complete);
+        let e = get(&runs, "b").unwrap().unwrap();
+        assert_eq!(e.outcome, "complete");
+        assert_eq!(e.headline_event.as_deref(), Some("q"));
+        assert_eq!(e.ops, Some(100));
+        assert_eq!(e.errors, Some(5));
+        // R: quantile(1:100, c(.5, .99)) -> 50.50 99.01
+        assert!((e.p50_ms.unwrap() - 50.5).abs() < 1e-9, "{e:?}");
+        assert!((e.p99_ms.unwrap() - 99.01).abs() < 1e-9, "{e:?}");
+        // 100 successful ops from 0 to the last end, 990 + 100 ms.
+        assert!((e.throughput.unwrap() - 100.0 / 1.09).abs() < 1e-9, "{e:?}");
+        assert_eq!(e.target, "sqlite");
+        assert_eq!(e.server_version, "3.50.2");
+    }
+
+    #[test]
+    fn rebuild_from_the_manifests_gives_the_same_catalogue() {
+        let tmp = tempfile::tempdir().unwrap();
+        let runs = tmp.path().to_path_buf();
+        make_run(
+            &runs,
+            "r1",
+            "commit",
+            &[("synchronous", "off")],
+            Outcome::Complete,
+        );
+        make_run(&runs, "r2", "select", &[], Outcome::Failed);
+        make_run(&runs, "r3", "commit", &[], Outcome::Running);
+        std::fs::create_dir(runs.join("broken")).unwrap();
+        std::fs::write(runs.join("broken").join(MANIFEST_FILE), "{ not json").unwrap();
+        let before = list(&runs, &Filter::default()).unwrap();
+        assert_eq!(before.len(), 3);
+
+        std::fs::remove_file(runs.join(CATALOG_FILE)).unwrap();
+        let r = rebuild_catalog(&runs).unwrap();
+        assert_eq!(r.runs, 3);
+        assert_eq!(r.unreadable.len(), 1, "{r:?}");
+        assert!(r.unreadable[0].contains("broken"), "{r:?}");
+        assert_eq!(list(&runs, &Filter::default()).unwrap(), before);
+        // Rebuilding over an existing catalogue is the same too.
+        rebuild_catalog(&runs).unwrap();
+        assert_eq!(list(&runs, &Filter::default()).unwrap(), before);
+    }
+
+    #[test]
+    fn filters_select_by_workload_target_time_and_setting() {
+        let tmp = tempfile::tempdir().unwrap();
+        let runs = tmp.path().to_path_buf();
+        make_run(
+            &runs,
+            "r1",
+            "commit",
+            &[("synchronous", "off")],
+            Outcome::Complete,
+        );
+        make_run(
+            &runs,
+            "r2",
+            "select",
+            &[("synchronous", "full")],
+            Outcome::Complete,
+        );
+        make_run(&runs, "r3", "commit", &[], Outcome::Complete);
+        let dirs = |f: Filter| -> Vec<String> {
+            list(&runs, &f)
+                .unwrap()
+                .into_iter()
+                .map(|e| e.dir)
+                .collect()
+        };
+        let w = Filter {
+            workload: Some("commit".into()),
+            ..Filter::default()
+        };
+        assert_eq!(dirs(w), ["r1", "r3"]);
+        let s = Filter {
+            settings: vec![("synchronous".into(), "off".into())],
+            ..Filter::default()
+        };
+        assert_eq!(dirs(s), ["r1"]);
+        let t = Filter {
+            target: Some("postgres".into()),
+            ..Filter::default()
+        };
+        assert!(dirs(t).is_empty());
+        let since = Filter {
+            since: Some("2999-01-01".into()),
+            ..Filter::default()
+        };
+        assert!(dirs(since).is_empty());
+        let since = Filter {
+            since: Some("2000-01-01".into()),
+            ..Filter::default()
+        };
+        assert_eq!(dirs(since).len(), 3);
+    }
+
+    #[test]
+    fn sparkline_spans_low_to_high() {
+        assert_eq!(sparkline(&[1.0, 2.0, 8.0]), "▁▂█");
+        assert_eq!(sparkline(&[3.0, 3.0]), "▄▄");
+        assert_eq!(sparkline(&[]), "");
     }
 }

@@ -57,6 +57,14 @@ pub struct CompareArgs {
     /// Bootstrap replicates per quantile.
     #[arg(long, default_value_t = 2000, value_name = "N")]
     pub replicates: usize,
+    /// A regression gate: exit 5 when a condition holds with 95% confidence (its whole interval
+    /// lies beyond the threshold), e.g. 'p99>+5%,throughput<-3%' (metrics: any compared quantile,
+    /// mean, throughput). See docs/notebook.md.
+    #[arg(long, value_name = "CONDITIONS", value_parser = parse_fail_if)]
+    pub fail_if: Option<Conditions>,
+    /// Print a one-paragraph Markdown summary (for a CI job to post) instead of the text report.
+    #[arg(long, conflicts_with = "json")]
+    pub markdown: bool,
     /// Quantiles to compare: p50,p90,p99,p99.9 or fractions 0.5,0.99.
     #[arg(
         long,
@@ -85,6 +93,77 @@ pub fn parse_quantile(s: &str) -> Result<f64, String> {
         ));
     }
     Ok(q)
+}
+
+// `--fail-if` conditions (judged in `compare::gate`).
+
+/// What a condition measures.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Metric {
+    /// A compared quantile (a fraction).
+    Quantile(f64),
+    /// The mean latency.
+    Mean,
+    /// Successful operations per second.
+    Throughput,
+}
+
+/// One `--fail-if` condition.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Condition {
+    /// As written.
+    pub text: String,
+    /// What it measures.
+    pub metric: Metric,
+    /// `true` for `>`, `false` for `<`.
+    pub above: bool,
+    /// Threshold on B/A − 1.
+    pub threshold: f64,
+}
+
+/// The conditions of one `--fail-if`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Conditions(pub Vec<Condition>);
+
+/// Parses `p99>+5%,throughput<-3%` into conditions.
+pub fn parse_fail_if(s: &str) -> Result<Conditions, String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .map(|c| {
+            let (at, above) = c
+                .find(['>', '<'])
+                .map(|i| (i, c.as_bytes()[i] == b'>'))
+                .ok_or_else(|| format!("{c:?}: expected METRIC>+X% or METRIC<-X%"))?;
+            let (m, t) = (c[..at].trim(), c[at + 1..].trim());
+            let metric =
+                match m {
+                    "mean" => Metric::Mean,
+                    "throughput" => Metric::Throughput,
+                    _ => Metric::Quantile(parse_quantile(m).map_err(|e| {
+                        format!("{c:?}: {e} (metrics: p50, p99, …, mean, throughput)")
+                    })?),
+                };
+            let pct = t
+                .strip_suffix('%')
+                .and_then(|v| v.parse::<f64>().ok())
+                .filter(|v| v.is_finite())
+                .ok_or_else(|| format!("{c:?}: expected a signed percentage such as +5% or -3%"))?;
+            Ok(Condition {
+                text: c.to_string(),
+                metric,
+                above,
+                threshold: pct / 100.0,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .and_then(|v| {
+            if v.is_empty() {
+                Err("no condition given".into())
+            } else {
+                Ok(Conditions(v))
+            }
+        })
 }
 
 /// Parses `1%`, `0.5%` or a bare `2` (percent) into a fraction.

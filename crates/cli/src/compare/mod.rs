@@ -1,6 +1,7 @@
 //! `dbscope compare A B`: argument checks, then library calls.
 
 pub mod args;
+pub mod gate;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -13,7 +14,7 @@ use dbscope_core::{CounterValue, RunDir};
 
 use crate::common::write_page;
 use crate::compare::args::CompareArgs;
-use crate::exit::Exit;
+use crate::exit::{Exit, EXIT_GATE};
 use crate::run::events::{ITERATIONS_SECTION, ITERATIONS_WORKLOAD};
 
 /// Opens a run directory, or imports a 10046 trace file into a temporary run.
@@ -75,13 +76,38 @@ pub fn cmd_compare(a: CompareArgs) -> Result<u8, Exit> {
         )?;
         write_page(&page, a.html.as_deref(), a.svg.as_deref())?;
     }
+    let judged = match &a.fail_if {
+        Some(conds) => Some(gate::judge(&c, &ra, &rb, &conds.0, a.include_warmup)?),
+        None => None,
+    };
     let text = if a.json {
-        compare::render_json(&c)
+        let json = compare::render_json(&c);
+        match &judged {
+            Some(j) => {
+                let mut v: serde_json::Value = serde_json::from_str(&json)?;
+                v["gate"] = serde_json::json!({
+                    "failed": j.iter().any(|x| x.holds),
+                    "exit_code": if j.iter().any(|x| x.holds) { EXIT_GATE } else { 0 },
+                    "conditions": j,
+                });
+                serde_json::to_string_pretty(&v)? + "\n"
+            }
+            None => json,
+        }
+    } else if a.markdown {
+        gate::render_markdown(&c, judged.as_deref().unwrap_or(&[]))
     } else {
-        compare::render_text(&c)
+        let mut t = compare::render_text(&c);
+        if let Some(j) = &judged {
+            t.push_str(&gate::render_text(j));
+        }
+        t
     };
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(text.as_bytes())?;
+    if judged.is_some_and(|j| j.iter().any(|x| x.holds)) {
+        return Ok(EXIT_GATE);
+    }
     Ok(0)
 }
 

@@ -14,6 +14,7 @@ mod crash;
 mod events;
 mod explain;
 mod harness;
+mod history;
 mod html;
 mod io_redo;
 mod issue34;

@@ -1,0 +1,173 @@
+//! `dbscope history`: the run catalogue kept by every source, a killed run listed as incomplete,
+//! filters and JSON, and the catalogue rebuilt identically from the manifests.
+
+use serde_json::Value;
+
+use crate::cli::*;
+use crate::common::argv::Argv;
+
+use crate::crash::{sigkill, start_and_wait};
+
+fn history_json(dir: &std::path::Path, extra: &[&str]) -> Vec<Value> {
+    let mut args = vec!["history", "runs", "--json"];
+    args.extend_from_slice(extra);
+    let v: Value = serde_json::from_str(&ok(dir, &args)).expect("history --json is JSON");
+    v.as_array().expect("a list of runs").clone()
+}
+
+#[test]
+fn history_lists_runs_of_several_sources_a_killed_one_as_incomplete_and_rebuilds_identically() {
+    let dir = tempdir();
+    let d = dir.path();
+    // A run killed by SIGKILL: it never saves a final manifest.
+    let mut child = start_and_wait(
+        d,
+        &Argv::run("commit")
+            .duration("60s")
+            .out("runs/killed")
+            .args(),
+        &join(d, "runs/killed"),
+    );
+    sigkill(&mut child);
+    // A complete run with a setting, and an import (another source).
+    ok(
+        d,
+        &Argv::run("commit")
+            .ops(50)
+            .out("runs/off")
+            .set("synchronous=off")
+            .args(),
+    );
+    let csv = join(d, "lat.csv");
+    std::fs::write(&csv, "us\n100\n200\n300\n400\n").unwrap();
+    ok(
+        d,
+        &[
+            "import",
+            "csv",
+            s(&csv),
+            "--event",
+            "x",
+            "--out",
+            "runs/imported",
+        ],
+    );
+
+    let all = history_json(d, &[]);
+    let by = |name: &str| all.iter().find(|e| e["dir"] == name).cloned();
+    assert_eq!(all.len(), 3, "{all:?}");
+    let killed = by("killed").expect("the killed run is listed");
+    assert_eq!(killed["outcome"], "running");
+    assert!(killed["p99_ms"].is_null());
+    let off = by("off").unwrap();
+    assert_eq!(off["outcome"], "complete");
+    assert_eq!(off["settings"], "synchronous=off");
+    assert_eq!(off["headline_event"], "commit");
+    assert!(off["p99_ms"].as_f64().unwrap() > 0.0);
+    // R: quantile(c(100,200,300,400)/1000, c(.5,.99)) -> 0.250 0.397
+    let imp = by("imported").unwrap();
+    assert!(
+        (imp["p50_ms"].as_f64().unwrap() - 0.25).abs() < 1e-12,
+        "{imp}"
+    );
+    assert!(
+        (imp["p99_ms"].as_f64().unwrap() - 0.397).abs() < 1e-12,
+        "{imp}"
+    );
+
+    let text = ok(d, &["history", "runs"]);
+    assert!(text.contains("incomplete"), "{text}");
+    assert!(text.contains("3 runs, 1 incomplete"), "{text}");
+    let only = history_json(d, &["--where", "synchronous=off"]);
+    assert_eq!(only.len(), 1);
+    assert_eq!(only[0]["dir"], "off");
+    let trend = ok(
+        d,
+        &["history", "runs", "--workload", "commit", "--trend", "p99"],
+    );
+    assert!(trend.starts_with("p99 over 1 runs"), "{trend}");
+
+    std::fs::remove_file(join(d, "runs/.dbscope-history.sqlite")).unwrap();
+    assert_eq!(
+        history_json(d, &[]),
+        all,
+        "rebuilt from the manifests on demand"
+    );
+    assert_eq!(history_json(d, &["--rebuild"]), all);
+    fails(
+        d,
+        &["history", "nowhere"],
+        3,
+        &["nowhere: not a runs directory"],
+    );
+    let bad = run(d, &["history", "runs", "--where", "novalue"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("expected SETTING=VALUE"));
+}
+
+/// `compare --fail-if`: exit 5 on a regression, 0 on an improvement and on no difference; JSON
+/// carries the gate, `--markdown` a one-paragraph summary.
+#[test]
+fn fail_if_gates_a_regression_and_passes_an_improvement_or_no_difference() {
+    let dir = tempdir();
+    let d = dir.path();
+    // synchronous=full (the default) makes each commit an fsync; off makes it far faster.
+    ok(d, &Argv::run("commit").ops(200).out("full").args());
+    ok(
+        d,
+        &Argv::run("commit")
+            .ops(200)
+            .set("synchronous=off")
+            .out("off")
+            .args(),
+    );
+    let gate = ["--event", "commit", "--fail-if", "p99>+5%,mean>+5%"];
+    let cmp = |a: &str, b: &str, extra: &[&str]| {
+        let mut args = vec!["compare", a, b];
+        args.extend_from_slice(&gate);
+        args.extend_from_slice(extra);
+        run(d, &args)
+    };
+    let regression = cmp("off", "full", &[]);
+    assert_eq!(regression.status.code(), Some(5));
+    let text = String::from_utf8_lossy(&regression.stdout);
+    assert!(
+        text.contains("gate FAILED: 2 condition(s) held (exit 5)"),
+        "{text}"
+    );
+
+    let improvement = cmp("full", "off", &[]);
+    assert_eq!(improvement.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&improvement.stdout).contains("gate passed"));
+
+    let same = cmp("full", "full", &["--json"]);
+    assert_eq!(same.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&same.stdout).unwrap();
+    assert_eq!(v["gate"]["failed"], false);
+    assert_eq!(v["gate"]["conditions"].as_array().unwrap().len(), 2);
+
+    let md = cmp("off", "full", &["--markdown"]);
+    assert_eq!(md.status.code(), Some(5));
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(md.starts_with("❌ **dbscope: regression**"), "{md}");
+    assert_eq!(md.trim_end().lines().count(), 1, "{md}");
+
+    // 200 ops last well under two seconds: throughput cannot be judged, and says so.
+    let short = run(
+        d,
+        &[
+            "compare",
+            "off",
+            "full",
+            "--event",
+            "commit",
+            "--fail-if",
+            "throughput<-3%",
+        ],
+    );
+    assert_eq!(short.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&short.stdout).contains("not judged: no throughput interval"));
+
+    let bad = run(d, &["compare", "off", "full", "--fail-if", "p99>5"]);
+    assert_eq!(bad.status.code(), Some(2));
+}
