@@ -85,7 +85,7 @@ fn wrong_password_and_global_only_session_set_are_clear_errors() {
     let out = run(
         dir.path(),
         &Argv::run("commit")
-            .target(&my.uri(&db))
+            .target(my.uri(&db))
             .set("innodb_flush_log_at_trx_commit=2")
             .ops(1)
             .out("g")
@@ -108,7 +108,7 @@ fn workloads_not_yet_ported_refuse_mariadb_by_name() {
     let out = run(
         dir.path(),
         &Argv::run("lookup")
-            .target(&my.uri(&db))
+            .target(my.uri(&db))
             .ops(1)
             .out("l")
             .args(),
