@@ -9,17 +9,32 @@ fn unknown_target_scheme() {
     let e = fails(
         dir.path(),
         &Argv::run("commit")
-            .target("mysql://root:topsecret@h/db")
+            .target("oracle://root:topsecret@h/db")
             .ops(1)
             .args(),
         2,
-        &["unknown target \"mysql\""],
+        &["unknown target \"oracle\""],
     );
     assert!(!e.contains("topsecret"));
     assert!(
         !join(dir.path(), "runs").exists()
             || std::fs::read_dir(join(dir.path(), "runs")).unwrap().count() == 0
     );
+}
+
+#[test]
+fn malformed_mysql_uri() {
+    let dir = tempdir();
+    let e = fails(
+        dir.path(),
+        &Argv::run("commit")
+            .target("mysql://u:topsecret@host:port/db")
+            .ops(1)
+            .args(),
+        2,
+        &["MariaDB/MySQL URI", "invalid port \"port\""],
+    );
+    assert!(!e.contains("topsecret"), "{e}");
 }
 
 #[test]

@@ -20,6 +20,7 @@ mod io_redo;
 mod issue34;
 mod libpq;
 mod lookup;
+mod mariadb;
 mod observe;
 mod pacing;
 mod postgres;

@@ -1,8 +1,9 @@
 //! dbscope-db: where a workload runs. One trait for connect/execute/settings ([`Target`],
 //! [`Session`]), with SQLite (the embedded default, [`sqlite`]), PostgreSQL (a real server over
-//! `dbscope-pgwire`, [`pg`]) and `null` (does nothing: measures the harness itself, [`null`]).
+//! `dbscope-pgwire`, [`pg`]), MariaDB/MySQL (the `mysql` crate, [`my`]) and `null` (does nothing: measures the harness itself, [`null`]).
 //! A further database is one more module beside these, and one more arm in [`open_target`].
 
+mod my;
 mod null;
 mod pg;
 mod sqlite;
@@ -15,6 +16,7 @@ pub use dbscope_pgwire::SqlState;
 
 use std::path::Path;
 
+pub use my::MyTarget;
 pub use null::NullTarget;
 pub use pg::PgTarget;
 pub use sqlite::SqliteTarget;
@@ -41,13 +43,16 @@ pub fn open_target(spec: &str, settings: &[(String, String)]) -> TargetResult<Bo
     if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
         return Ok(Box::new(PgTarget::new(spec, settings)?));
     }
+    if spec.starts_with("mysql://") || spec.starts_with("mariadb://") {
+        return Ok(Box::new(MyTarget::new(spec, settings)?));
+    }
     if let Some(kv) = spec.strip_prefix("postgres:") {
         return Ok(Box::new(PgTarget::new(kv, settings)?));
     }
     let scheme = spec.split(':').next().unwrap_or(spec);
     Err(TargetError::config(format!(
         "unknown target {:?}: expected sqlite:PATH, postgres://[user[:password]@][host][:port][/db][?param=value…], \
-         postgres:KEY=VALUE…, or null",
+         postgres:KEY=VALUE…, mysql://[user[:password]@][host][:port]/db[?socket=PATH], or null",
         dbscope_core::redact::redact(scheme)
     )))
 }
@@ -78,10 +83,10 @@ mod tests {
 
     #[test]
     fn unknown_scheme_is_a_clear_error() {
-        let err = open_target("mysql://root:pw@h/db", &[])
+        let err = open_target("oracle://root:pw@h/db", &[])
             .err()
             .expect("must fail");
-        assert!(err.message.contains("unknown target \"mysql\""), "{err}");
+        assert!(err.message.contains("unknown target \"oracle\""), "{err}");
         assert!(!err.message.contains("pw"));
     }
 

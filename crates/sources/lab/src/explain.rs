@@ -117,6 +117,9 @@ impl Explainer {
                     Err(e) => entry.error = Some(e),
                 },
                 Dialect::Null => entry.error = Some("the null target has no plans".into()),
+                Dialect::Mysql => {
+                    entry.error = Some("plans are not taken on MariaDB/MySQL yet".into())
+                }
             }
             entry.sql = st.sql;
             entry.took_ms = t.elapsed().as_secs_f64() * 1e3;
@@ -152,6 +155,7 @@ impl Explainer {
                 ),
                 Dialect::Sqlite => SQLITE_EXPLAIN.to_string(),
                 Dialect::Null => "none (null target)".to_string(),
+                Dialect::Mysql => "none (not yet on MariaDB/MySQL)".to_string(),
             },
             plans: plans.into_iter().map(|(_, p)| p).collect(),
             notes,

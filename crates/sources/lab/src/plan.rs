@@ -286,7 +286,7 @@ impl EventsPlan {
             )),
             Some(n) => Ok(n),
             None => Ok(match dialect {
-                Dialect::Postgres => 2 * cpus,
+                Dialect::Postgres | Dialect::Mysql => 2 * cpus,
                 Dialect::Sqlite => 1,
                 Dialect::Null => cpus,
             }

@@ -6,4 +6,5 @@
 
 pub mod argv;
 pub mod loopfs;
+pub mod mariadb;
 pub mod pg;

@@ -826,7 +826,7 @@ fn process_alive(pid: u32) -> bool {
 
 /// A port number nobody is using on TCP localhost (the server itself only
 /// uses it to name its socket file).
-fn pick_port() -> Result<u16, String> {
+pub(crate) fn pick_port() -> Result<u16, String> {
     if let Ok(listener) = std::net::TcpListener::bind(("127.0.0.1", 0)) {
         if let Ok(addr) = listener.local_addr() {
             return Ok(addr.port());
@@ -837,7 +837,7 @@ fn pick_port() -> Result<u16, String> {
     Ok(20_000 + n % 40_000)
 }
 
-fn random_hex(bytes: usize) -> Result<String, String> {
+pub(crate) fn random_hex(bytes: usize) -> Result<String, String> {
     let mut buf = vec![0u8; bytes];
     fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut buf))

@@ -255,6 +255,7 @@ impl Workload for BulkloadWorkload {
         let mut s = target.connect()?;
         let t = &self.cfg.table;
         match self.dialect {
+            Dialect::Mysql => return Err(TargetError::not_on_mysql("the bulkload workload")),
             Dialect::Postgres => {
                 let ts = place::pg_tablespace(s.as_mut(), &self.cfg.place)?;
                 s.batch(&format!("DROP TABLE IF EXISTS {t}"))?;
@@ -443,7 +444,7 @@ impl BulkSession {
     fn next_repetition(&mut self, sess: &mut dyn Session) -> TargetResult<()> {
         let t = format!("{}{}", self.prefix, self.cfg.table);
         match self.dialect {
-            Dialect::Postgres => sess.batch(&format!("TRUNCATE {t}"))?,
+            Dialect::Postgres | Dialect::Mysql => sess.batch(&format!("TRUNCATE {t}"))?,
             Dialect::Sqlite => sess.batch(&format!("DELETE FROM {t}"))?,
             Dialect::Null => {}
         }

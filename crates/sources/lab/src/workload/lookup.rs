@@ -497,6 +497,7 @@ impl Workload for LookupWorkload {
             }
             Dialect::Sqlite => self.setup_sqlite(s.as_mut()),
             Dialect::Null => Ok(()),
+            Dialect::Mysql => Err(TargetError::not_on_mysql("the lookup workload")),
         }
     }
 

@@ -225,6 +225,10 @@ pub fn table_exists(
             "SELECT count(*) FROM {prefix}sqlite_master WHERE type = 'table' AND name = '{table}'"
         ))?,
         Dialect::Null => vec![1],
+        Dialect::Mysql => sess.query_i64(&format!(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = DATABASE() \
+             AND table_name = '{table}'"
+        ))?,
     };
     Ok(n.first().copied().unwrap_or(0) > 0)
 }

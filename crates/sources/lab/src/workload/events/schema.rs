@@ -39,6 +39,7 @@ impl EventsWorkload {
                 s.batch(&sql)
             }
             Dialect::Null => Ok(()),
+            Dialect::Mysql => Err(TargetError::not_on_mysql("the events workload")),
         }
     }
 
@@ -81,6 +82,7 @@ impl EventsWorkload {
                 (kind, cols)
             }
             Dialect::Null => return Ok(None),
+            Dialect::Mysql => return Err(TargetError::not_on_mysql("the events workload")),
         };
         Ok(kind.into_iter().next().map(|k| (k, cols)))
     }

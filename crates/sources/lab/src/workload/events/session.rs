@@ -271,6 +271,7 @@ impl SessionWork for EventsSession {
             self.found_committed += 1;
         }
         match (self.dialect, self.cfg.strategy) {
+            (Dialect::Mysql, _) => return Err(TargetError::not_on_mysql("the events workload")),
             (Dialect::Null, _) => {
                 self.stmts.insert = Some(sess.prepare("insert")?);
             }

@@ -47,6 +47,7 @@ impl EventsSession {
         let upsert_set = "ON CONFLICT (client, element) DO UPDATE SET seq = excluded.seq, \
                           ts = excluded.ts, value = excluded.value, payload = excluded.payload";
         match (self.dialect, self.cfg.strategy) {
+            (Dialect::Mysql, _) => Err(TargetError::not_on_mysql("the events workload")),
             (Dialect::Null, _) | (_, Strategy::RowTrigger | Strategy::Row) => {
                 self.stmts.last = self.pending.last().cloned();
                 let insert = self.stmts.insert.ok_or_else(not_prepared)?;

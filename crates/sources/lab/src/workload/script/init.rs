@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use dbscope_db::{Dialect, Target, TargetResult};
+use dbscope_db::{Dialect, Target, TargetError, TargetResult};
 
 /// pgbench's tables, in the order pgbench drops them.
 pub const PGBENCH_TABLES: [&str; 4] = [
@@ -34,6 +34,9 @@ pub struct InitReport {
 
 /// Drops and creates pgbench's tables at `scale` on `target`, as `pgbench -i -s scale` does.
 pub fn init_tpcb(target: &dyn Target, scale: u32) -> TargetResult<InitReport> {
+    if target.dialect() == Dialect::Mysql {
+        return Err(TargetError::not_on_mysql("the script workload's -i"));
+    }
     let started = Instant::now();
     let mut s = target.connect()?;
     let scale64 = scale.max(1) as u64;
@@ -105,6 +108,7 @@ pub fn init_tpcb(target: &dyn Target, scale: u32) -> TargetResult<InitReport> {
             "INSERT … SELECT in one transaction, keys declared up front"
         }
         Dialect::Null => "nothing (the null target keeps no tables)",
+        Dialect::Mysql => return Err(TargetError::not_on_mysql("the script workload's -i")),
     };
     Ok(InitReport {
         scale: scale.max(1),

@@ -31,7 +31,7 @@ use reference::{AVG_SCALE, REFERENCE_TABLE};
 pub fn q1_sql(dialect: Dialect, delta: u32) -> String {
     let cutoff = match dialect {
         Dialect::Sqlite => format!("date('1998-12-01', '-{delta} days')"),
-        Dialect::Postgres | Dialect::Null => {
+        Dialect::Postgres | Dialect::Mysql | Dialect::Null => {
             format!("date '1998-12-01' - interval '{delta}' day")
         }
     };
@@ -121,7 +121,7 @@ pub struct Tolerance {
 /// digits; SQLite stores DECIMAL as a double, so its sums and averages are binary floating point.
 pub fn tolerance(dialect: Dialect) -> Tolerance {
     match dialect {
-        Dialect::Postgres | Dialect::Null => Tolerance {
+        Dialect::Postgres | Dialect::Mysql | Dialect::Null => Tolerance {
             sums_rel: 0.0,
             avgs_rel: 1e-15,
         },
@@ -307,6 +307,9 @@ impl Workload for TpchQ1Workload {
         _sessions: u32,
         _stop: &dbscope_core::StopSignal,
     ) -> TargetResult<()> {
+        if self.dialect == Dialect::Mysql {
+            return Err(TargetError::not_on_mysql("tpch-q1"));
+        }
         if self.dialect == Dialect::Null {
             return Err(TargetError::config(
                 "tpch-q1 needs the TPC-H tables: load them with `dbscope tpch load DIR --target sqlite:PATH|postgres://…` and run against that target",

@@ -1,0 +1,212 @@
+//! A throwaway MariaDB server for integration tests, started as [`super::pg`] starts PostgreSQL:
+//! `mariadb-install-db` into a fresh temp dir, then `mariadbd --no-defaults` on a Unix socket in
+//! that dir (and 127.0.0.1 on a free port), as the `mysql` OS user when the tests run as root.
+//! A user `dbscope` with a random password is created by `--init-file`, so password tests are
+//! real. A `sh` wrapper whose stdin is a pipe only this process holds stops the server (SIGTERM)
+//! and removes the dir when the test binary exits, however it exits. Start-up takes about 1 s.
+#![allow(dead_code)]
+
+use std::fs;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use super::pg::{pick_port, random_hex};
+
+const WRAPPER: &str = r#"
+base=$1
+shift
+"$@" </dev/null >>"$base/server.log" 2>&1 &
+pid=$!
+while read -r _line; do :; done
+kill -TERM "$pid" 2>/dev/null
+wait "$pid"
+rm -rf "$base"
+"#;
+
+const INSTALL_HINT: &str = "the MariaDB tests need mariadb-install-db and mariadbd: \
+apt-get install mariadb-server (scripts/test installs it)";
+
+/// A running throwaway MariaDB server.
+pub struct MariaDb {
+    base_dir: PathBuf,
+    socket: PathBuf,
+    port: u16,
+    password: String,
+    _lifeline: ChildStdin,
+}
+
+impl MariaDb {
+    /// One server per test binary, started on first use.
+    pub fn shared() -> &'static MariaDb {
+        static SHARED: OnceLock<Result<MariaDb, String>> = OnceLock::new();
+        match SHARED.get_or_init(MariaDb::start) {
+            Ok(s) => s,
+            Err(msg) => panic!("cannot start the test MariaDB server:\n{msg}"),
+        }
+    }
+
+    /// `mysql://dbscope:PW@/db?socket=…`.
+    pub fn uri(&self, db: &str) -> String {
+        format!(
+            "mysql://dbscope:{}@/{db}?socket={}",
+            self.password,
+            self.socket.display()
+        )
+    }
+    pub fn password(&self) -> &str {
+        &self.password
+    }
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Runs `sql` with the `mariadb` client; returns its tab-separated output without headers.
+    pub fn query(&self, db: &str, sql: &str) -> String {
+        let out = Command::new("mariadb")
+            .arg("--no-defaults")
+            .arg(format!("--socket={}", self.socket.display()))
+            .args(["-u", "dbscope", "-N", "-B", "-e", sql, db])
+            .env("MYSQL_PWD", &self.password)
+            .output()
+            .expect("run mariadb");
+        assert!(
+            out.status.success(),
+            "mariadb -e {sql:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// A fresh database `prefix_N`.
+    pub fn create_db(&self, prefix: &str) -> String {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let db = format!("{prefix}_{}", N.fetch_add(1, Ordering::Relaxed));
+        self.query("mysql", &format!("CREATE DATABASE {db}"));
+        db
+    }
+
+    fn start() -> Result<MariaDb, String> {
+        let root = fs::metadata("/proc/self")
+            .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+            .unwrap_or(false);
+        let base_dir = PathBuf::from("/tmp").join(format!(
+            "dbscope-my-{}-{}",
+            std::process::id(),
+            random_hex(4)?
+        ));
+        fs::create_dir(&base_dir).map_err(|e| format!("{}: {e}", base_dir.display()))?;
+        let user_args: Vec<String> = if root {
+            let st = Command::new("chown")
+                .arg("mysql:")
+                .arg(&base_dir)
+                .status()
+                .map_err(|e| e.to_string())?;
+            if !st.success() {
+                return Err(format!(
+                    "chown mysql: {} failed; {INSTALL_HINT}",
+                    base_dir.display()
+                ));
+            }
+            vec!["--user=mysql".into()]
+        } else {
+            Vec::new()
+        };
+        let data = base_dir.join("data");
+        let out = Command::new("mariadb-install-db")
+            .arg("--no-defaults")
+            .args(&user_args)
+            .arg(format!("--datadir={}", data.display()))
+            .args(["--skip-test-db", "--auth-root-authentication-method=socket"])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run mariadb-install-db: {e}\n{INSTALL_HINT}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "mariadb-install-db failed: {}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        let password = random_hex(12)?;
+        let init = base_dir.join("init.sql");
+        fs::write(
+            &init,
+            format!(
+                "CREATE USER IF NOT EXISTS 'dbscope'@'localhost' IDENTIFIED BY '{password}';\n\
+                 GRANT ALL ON *.* TO 'dbscope'@'localhost' WITH GRANT OPTION;\n\
+                 CREATE USER IF NOT EXISTS 'dbscope'@'127.0.0.1' IDENTIFIED BY '{password}';\n\
+                 GRANT ALL ON *.* TO 'dbscope'@'127.0.0.1' WITH GRANT OPTION;\n"
+            ),
+        )
+        .map_err(|e| e.to_string())?;
+        let socket = base_dir.join("sock");
+        let port = pick_port()?;
+        let mut child = Command::new("/bin/sh")
+            .arg("-c")
+            .arg(WRAPPER)
+            .arg("dbscope-mariadb-wrapper")
+            .arg(&base_dir)
+            .arg("mariadbd")
+            .arg("--no-defaults")
+            .args(&user_args)
+            .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--socket={}", socket.display()))
+            .arg(format!("--port={port}"))
+            .arg("--bind-address=127.0.0.1")
+            .arg(format!("--init-file={}", init.display()))
+            .arg(format!(
+                "--log-error={}",
+                base_dir.join("server.log").display()
+            ))
+            .args(["--innodb-buffer-pool-size=64M", "--performance-schema=ON"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .map_err(|e| format!("cannot start mariadbd: {e}\n{INSTALL_HINT}"))?;
+        let lifeline = child.stdin.take().expect("piped stdin");
+        let server = MariaDb {
+            base_dir,
+            socket,
+            port,
+            password,
+            _lifeline: lifeline,
+        };
+        let started = Instant::now();
+        loop {
+            let ok = Command::new("mariadb")
+                .arg("--no-defaults")
+                .arg(format!("--socket={}", server.socket.display()))
+                .args(["-u", "dbscope", "-e", "SELECT 1"])
+                .env("MYSQL_PWD", &server.password)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if ok {
+                eprintln!(
+                    "mariadb harness: ready on {} in {:.1} s",
+                    server.socket.display(),
+                    started.elapsed().as_secs_f64()
+                );
+                return Ok(server);
+            }
+            if started.elapsed() > Duration::from_secs(30) {
+                let log =
+                    fs::read_to_string(server.base_dir.join("server.log")).unwrap_or_default();
+                return Err(format!(
+                    "mariadbd did not accept connections in 30 s:\n{log}"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
