@@ -2,7 +2,6 @@
 //! consistent, reused when the shape matches, refused when it does not, rebuilt with `fresh`, and
 //! a broken district named by the checks.
 
-#[path = "../../../cli/tests/it/common/pg.rs"]
 mod pg;
 
 use dbscope_db::{open_target, Target};

@@ -1,7 +1,7 @@
 //! The transaction mix: New-Order 45, Payment 43, Order-Status, Delivery and Stock-Level 4 each by
 //! default (clause 5.2.3's minimums with New-Order taking the rest), `--mix` to change it.
 
-use crate::Error;
+use crate::spec::Error;
 
 /// The five transaction types of clauses 2.4–2.8.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -122,7 +122,7 @@ mod tests {
         assert!(e.contains("five percentages"), "{e}");
         let e = "45,x,4,4,4".parse::<Mix>().unwrap_err().to_string();
         assert!(e.contains("payment percentage \"x\""), "{e}");
-        assert!(crate::warehouses(0).is_err());
-        assert_eq!(crate::warehouses(2), Ok(2));
+        assert!(crate::spec::warehouses(0).is_err());
+        assert_eq!(crate::spec::warehouses(2), Ok(2));
     }
 }

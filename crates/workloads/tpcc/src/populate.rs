@@ -3,7 +3,8 @@
 //! Warehouses are independent, so a parallel build hands each session its own warehouses.
 
 use crate::random::{last_name, Gen, NuConstants};
-use crate::{CUSTOMERS, DISTRICTS, ITEMS, ORDERS};
+use crate::schema::{Dialect, TABLES};
+use crate::spec::{CUSTOMERS, DISTRICTS, ITEMS, ORDERS};
 
 /// The tables rows go to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -22,7 +23,7 @@ pub enum Table {
 impl Table {
     /// The table's name in the schema.
     pub fn name(self) -> &'static str {
-        crate::schema::TABLES[self as usize]
+        TABLES[self as usize]
     }
 
     /// Its number of columns.
@@ -41,11 +42,11 @@ impl Table {
     }
 
     /// `INSERT INTO t VALUES (?, …)` (SQLite) or `($1, …)` (PostgreSQL).
-    pub fn insert_sql(self, dialect: crate::Dialect) -> String {
+    pub fn insert_sql(self, dialect: Dialect) -> String {
         let params: Vec<String> = (1..=self.columns())
             .map(|i| match dialect {
-                crate::Dialect::Sqlite => "?".to_string(),
-                crate::Dialect::Postgres => format!("${i}"),
+                Dialect::Sqlite => "?".to_string(),
+                Dialect::Postgres => format!("${i}"),
             })
             .collect();
         format!("INSERT INTO {} VALUES ({})", self.name(), params.join(", "))

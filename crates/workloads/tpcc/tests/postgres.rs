@@ -1,7 +1,6 @@
 //! One warehouse loaded with COPY into a real PostgreSQL (the CLI tests' throwaway cluster): every
 //! consistency condition holds, and broken ones are reported with their warehouse and district.
 
-#[path = "../../../cli/tests/it/common/pg.rs"]
 mod pg;
 
 use std::collections::HashMap;
