@@ -8,6 +8,7 @@ pub mod lookup;
 pub mod place;
 pub mod restart;
 pub mod script;
+pub mod tpcc;
 pub mod tpch;
 mod work;
 
