@@ -44,6 +44,9 @@ fn tdialect(target: &dyn Target) -> TargetResult<schema::Dialect> {
         Dialect::Null => Err(TargetError::config(
             "tpcc needs a database: a sqlite: or postgres:// target, not null",
         )),
+        Dialect::Mysql => Err(TargetError::config(
+            "tpcc does not run on MariaDB/MySQL yet: use a sqlite: or postgres:// target",
+        )),
     }
 }
 
