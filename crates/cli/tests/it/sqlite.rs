@@ -100,8 +100,11 @@ fn default_target_is_sqlite_inside_the_run_directory() {
     let runs: Vec<_> = std::fs::read_dir(join(dir.path(), "runs"))
         .expect("runs/ created")
         .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
         .collect();
-    assert_eq!(runs.len(), 1);
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    // Beside the run, the runs directory's catalogue (dbscope history) lists it.
+    assert!(join(dir.path(), "runs/.dbscope-history.sqlite").is_file());
     let run = &runs[0];
     let name = run.file_name().unwrap().to_str().unwrap().to_string();
     assert!(
