@@ -32,6 +32,9 @@ pub struct HistoryArgs {
     /// Only runs made with this `--set` setting (repeatable).
     #[arg(long = "where", value_name = "SETTING=VALUE", value_parser = parse_setting)]
     pub settings: Vec<(String, String)>,
+    /// Only the runs of this baseline (`dbscope baseline`).
+    #[arg(long, value_name = "NAME")]
+    pub baseline: Option<String>,
     /// One figure over time: throughput, p50, p99, errors or ops (a text sparkline).
     #[arg(long, value_name = "FIGURE", value_parser = clap::builder::PossibleValuesParser::new(dbscope_core::catalog::FIGURES))]
     pub trend: Option<String>,

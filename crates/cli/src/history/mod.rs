@@ -38,6 +38,7 @@ pub fn cmd_history(a: HistoryArgs) -> Result<u8, Exit> {
         target: a.target.clone(),
         since: a.since.clone(),
         settings: a.settings.clone(),
+        baseline: a.baseline.clone(),
     };
     let runs = catalog::list(&a.dir, &f).map_err(|e| Exit(EXIT_INPUT, e.into()))?;
     if a.json {

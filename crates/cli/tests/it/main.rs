@@ -4,6 +4,7 @@
 mod common;
 
 mod bad_input;
+mod baseline;
 mod bulkload;
 mod capture;
 mod cli;
