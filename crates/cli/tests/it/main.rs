@@ -3,6 +3,7 @@
 
 mod common;
 
+mod ab;
 mod bad_input;
 mod baseline;
 mod bulkload;
