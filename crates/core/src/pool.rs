@@ -65,9 +65,8 @@ pub fn pool_runs(runs: &[RunDir], out: &Path) -> Result<RunDir> {
                 if e.outcome != 0 {
                     p.outcome = names.intern_outcome(&table.name(e.outcome as u32));
                 }
-                let shift = |t: u64| t.saturating_sub(first_start).saturating_add(offset);
-                p.start_ns = shift(e.start_ns);
-                p.intended_start_ns = e.intended_start_ns.map(shift);
+                p.start_ns = shifted(e.start_ns, first_start, offset);
+                p.intended_start_ns = e.intended_start_ns.map(|t| shifted(t, first_start, offset));
                 last_end = last_end.max(p.start_ns.saturating_add(p.duration_ns));
                 buf.push(p);
             }
@@ -92,6 +91,11 @@ pub fn pool_runs(runs: &[RunDir], out: &Path) -> Result<RunDir> {
     pooled.manifest.ended_utc = runs.last().and_then(|r| r.manifest.ended_utc);
     pooled.save_manifest()?;
     Ok(pooled)
+}
+
+/// `t` moved from a run starting at `first` to one starting at `offset`.
+fn shifted(t: u64, first: u64, offset: u64) -> u64 {
+    t.saturating_sub(first).saturating_add(offset)
 }
 
 #[cfg(test)]

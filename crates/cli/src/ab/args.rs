@@ -57,6 +57,9 @@ pub struct AbArgs {
     /// JSON instead of text (the same as the A/B run's ab.json).
     #[arg(long)]
     pub json: bool,
+    /// Print a one-paragraph Markdown summary (for a CI job to post) instead of the text.
+    #[arg(long, conflicts_with = "json")]
+    pub markdown: bool,
     /// The A/B run's directory; the rounds go beside it as DIR-01a, DIR-01b, … Default:
     /// runs/<UTC timestamp>-ab.
     #[arg(long, short = 'o', value_name = "DIR")]

@@ -344,7 +344,8 @@ pub fn cmd_ab(a: AbArgs) -> Result<u8, Exit> {
         .equivalence
         .map(|e| ((1.0 - e).ln().abs(), (1.0 + e).ln()));
     let mut stdout = std::io::stdout().lock();
-    if !a.json {
+    let text = !a.json && !a.markdown;
+    if text {
         writeln!(
             stdout,
             "A/B {base}: {} of the headline event, {} order, {:.0}% confidence over all looks \
@@ -415,7 +416,7 @@ pub fn cmd_ab(a: AbArgs) -> Result<u8, Exit> {
             high: l.map(|x| x.2),
             level: design.level(k),
         };
-        if !a.json {
+        if text {
             writeln!(
                 stdout,
                 "round {k:>2} {}  A {:>10}  B {:>10}  B/A {:>8}{}",
@@ -519,13 +520,8 @@ pub fn cmd_ab(a: AbArgs) -> Result<u8, Exit> {
     let gate_failed = gate.iter().any(|g| g.holds);
     let exit_code = match &failure {
         Some((c, _)) => *c,
-        None if !conditions.is_empty() => {
-            if gate_failed {
-                EXIT_GATE
-            } else {
-                0
-            }
-        }
+        None if !conditions.is_empty() && gate_failed => EXIT_GATE,
+        None if !conditions.is_empty() => 0,
         None if decision == Decision::Continue => EXIT_UNDECIDED,
         None => 0,
     };
@@ -568,6 +564,8 @@ pub fn cmd_ab(a: AbArgs) -> Result<u8, Exit> {
 
     if a.json {
         writeln!(stdout, "{json}")?;
+    } else if a.markdown {
+        write!(stdout, "{}", render_markdown(&result))?;
     } else {
         writeln!(stdout, "{}", result.verdict)?;
         if let Some(f) = &result.failure {
@@ -613,6 +611,47 @@ pub fn cmd_ab(a: AbArgs) -> Result<u8, Exit> {
         }
     }
     Ok(exit_code)
+}
+
+/// One paragraph for a CI job to post: the verdict, its interval, the gate.
+fn render_markdown(r: &AbResult) -> String {
+    let held: Vec<&Gate> = r.gate.iter().filter(|g| g.holds).collect();
+    let head = match (r.gate.is_empty(), held.is_empty(), r.decision.as_str()) {
+        (_, _, "failed" | "interrupted") => "⚠️ **dbscope ab: no verdict**",
+        (false, false, _) => "❌ **dbscope ab: regression**",
+        (false, true, _) => "✅ **dbscope ab: no regression**",
+        (true, _, "undecided") => "❔ **dbscope ab: undecided**",
+        (true, _, _) => "**dbscope ab**",
+    };
+    let gate: Vec<String> = r
+        .gate
+        .iter()
+        .map(|g| match (g.change, g.low, g.high) {
+            (Some(c), Some(lo), Some(hi)) => format!(
+                "`{}`: {} ({} … {}){}",
+                g.condition,
+                pct(c),
+                pct(lo),
+                pct(hi),
+                if g.holds { " held" } else { "" }
+            ),
+            _ => format!("`{}`: {}", g.condition, g.note.as_deref().unwrap_or("")),
+        })
+        .collect();
+    format!(
+        "{head} — {} over {} rounds ({}, {:.0}% confidence over all looks), B `{}` against A `{}`.{}\n",
+        r.verdict,
+        r.rounds.len(),
+        r.order.to_uppercase(),
+        r.confidence * 100.0,
+        r.b,
+        r.a,
+        if gate.is_empty() {
+            String::new()
+        } else {
+            format!(" {}.", gate.join("; "))
+        }
+    )
 }
 
 fn format_figure(figure: &str, v: f64) -> String {

@@ -94,7 +94,10 @@ pub fn cmd_compare(a: CompareArgs) -> Result<u8, Exit> {
             (side(&paths, Some(shown))?, side(&a.runs, None)?)
         }
         None => match &a.runs[..] {
-            [x, y] => (side(&[x.clone()], None)?, side(&[y.clone()], None)?),
+            [x, y] => (
+                side(std::slice::from_ref(x), None)?,
+                side(std::slice::from_ref(y), None)?,
+            ),
             _ => {
                 return Err(anyhow!(
                     "compare takes two runs, A and B (got {}); to compare against several runs \

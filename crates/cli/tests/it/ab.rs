@@ -1,5 +1,5 @@
 //! `dbscope ab` (issue 33 part 3) on the null target with scripted latencies (`--set
-//! commit_delay=…`): a known difference is decided "B slower" at the first look, identical plans
+//! commit_delay=…`): a known difference is decided "B slower" within a few looks, identical plans
 //! give "no difference larger than X%" or "undecided", every round is an ordinary catalogued run
 //! in ABBA order, the `--fail-if` exit codes, a failed round, and the HTML plot of the rounds.
 //! (The false-positive rate under repeated looks is a simulation test of
@@ -9,8 +9,10 @@ use serde_json::Value;
 
 use crate::cli::*;
 
+/// A plan whose commits sleep `delay`. Delays of several ms keep the scheduler's wake-up
+/// latency (which grows when other tests load the machine) small beside them.
 fn plan(delay: &str) -> String {
-    format!("commit --target null --set commit_delay={delay} --ops 40")
+    format!("commit --target null --set commit_delay={delay} --ops 25")
 }
 
 fn ab(d: &std::path::Path, a: &str, b: &str, out: &str, extra: &[&str]) -> (i32, Value) {
@@ -29,8 +31,8 @@ fn ab(d: &std::path::Path, a: &str, b: &str, out: &str, extra: &[&str]) -> (i32,
 fn ab_decides_b_slower_at_the_first_look_with_abba_rounds_in_the_catalogue() {
     let dir = tempdir();
     let d = dir.path();
-    // 1 ms against 3 ms per commit: B/A ≈ 3, far beyond the sleep's jitter.
-    let (code, v) = ab(d, &plan("1ms"), &plan("3ms"), "runs/x", &[]);
+    // 4 ms against 12 ms per commit: B/A ≈ 3, far beyond the sleep's jitter.
+    let (code, v) = ab(d, &plan("4ms"), &plan("12ms"), "runs/x", &[]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["decision"], "slower", "{v}");
     assert!(v["verdict"]
@@ -38,13 +40,10 @@ fn ab_decides_b_slower_at_the_first_look_with_abba_rounds_in_the_catalogue() {
         .unwrap()
         .starts_with("B slower: p50 +"));
     let rounds = v["rounds"].as_array().unwrap();
-    assert_eq!(
-        rounds.len(),
-        3,
-        "decided at the first look (--min-rounds 3): {v}"
-    );
+    // Expected at the first look (--min-rounds 3); a loaded machine may need a look or two more.
+    assert!(rounds.len() <= 5, "decided within 5 rounds: {v}");
     let low = v["low"].as_f64().unwrap();
-    assert!(low > 1.0, "B/A − 1 well above +100%: {v}");
+    assert!(low > 0.5, "B/A − 1 well above +50%: {v}");
     assert_eq!(rounds[0]["order"], "AB");
     assert_eq!(rounds[1]["order"], "BA");
     assert!(rounds[0]["low"].is_null() && rounds[2]["low"].is_number());
@@ -63,8 +62,9 @@ fn ab_decides_b_slower_at_the_first_look_with_abba_rounds_in_the_catalogue() {
     };
     assert!(started("x-02b") <= started("x-02a"));
     assert!(started("x-01a") <= started("x-01b"));
+    assert!(started("x-03a") <= started("x-03b"));
     let b = h.iter().find(|e| e["dir"] == "x-01b").unwrap();
-    assert_eq!(b["settings"], "commit_delay=3ms");
+    assert_eq!(b["settings"], "commit_delay=12ms");
     assert_eq!(b["outcome"], "complete");
     let ab_run = h.iter().find(|e| e["dir"] == "x").unwrap();
     assert_eq!(ab_run["source"], "ab");
@@ -81,14 +81,27 @@ fn ab_decides_b_slower_at_the_first_look_with_abba_rounds_in_the_catalogue() {
 fn ab_on_identical_plans_finds_no_difference_larger_than_the_band_or_stays_undecided() {
     let dir = tempdir();
     let d = dir.path();
-    let same = plan("2ms");
-    let (code, v) = ab(d, &same, &same, "runs/eq", &["--equivalence", "10%"]);
-    assert_eq!(v["decision"], "equivalent", "{v}");
-    assert_eq!(code, 0);
-    assert!(v["verdict"]
-        .as_str()
-        .unwrap()
-        .starts_with("no difference larger than 10%"));
+    let same = plan("8ms");
+    // 99% over all looks: a false "B slower/faster" has at most a 1% chance.
+    let conf = ["--equivalence", "10%", "--confidence", "99%"];
+    let (code, v) = ab(d, &same, &same, "runs/eq", &conf);
+    match v["decision"].as_str().unwrap() {
+        "equivalent" => {
+            assert_eq!(code, 0);
+            assert!(v["verdict"]
+                .as_str()
+                .unwrap()
+                .starts_with("no difference larger than 10%"));
+            let (lo, hi) = (v["low"].as_f64().unwrap(), v["high"].as_f64().unwrap());
+            assert!(lo > -0.10 && hi < 0.10, "{v}");
+        }
+        // A loaded machine (other tests) may keep the interval wider than ±10%.
+        "undecided" => {
+            assert_eq!(code, 6);
+            assert_eq!(v["rounds"].as_array().unwrap().len(), 10);
+        }
+        other => panic!("identical plans judged {other}: {v}"),
+    }
     // No band and a 99.9% sequence ending at the first look: undecided (exit 6).
     let strict = [
         "--min-rounds",
@@ -110,22 +123,45 @@ fn ab_fail_if_exit_codes_regression_improvement_no_difference_undecided() {
     let dir = tempdir();
     let d = dir.path();
     let gate = ["--fail-if", "p50>+5%"];
-    let (code, v) = ab(d, &plan("1ms"), &plan("3ms"), "runs/reg", &gate);
+    let (code, v) = ab(d, &plan("4ms"), &plan("12ms"), "runs/reg", &gate);
     assert_eq!(code, 5, "a regression: {v}");
     assert_eq!(v["gate"][0]["holds"], true);
-    let (code, v) = ab(d, &plan("3ms"), &plan("1ms"), "runs/imp", &gate);
+    let md = run(
+        d,
+        &[
+            "ab",
+            "--a",
+            &plan("4ms"),
+            "--b",
+            &plan("12ms"),
+            "--out",
+            "runs/md",
+            "--fail-if",
+            "p50>+5%",
+            "--markdown",
+        ],
+    );
+    assert_eq!(md.status.code(), Some(5));
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(
+        md.starts_with("❌ **dbscope ab: regression** — B slower"),
+        "{md}"
+    );
+    assert_eq!(md.trim_end().lines().count(), 1, "{md}");
+    let (code, v) = ab(d, &plan("12ms"), &plan("4ms"), "runs/imp", &gate);
     assert_eq!(code, 0, "an improvement: {v}");
     assert_eq!(v["decision"], "faster");
     assert_eq!(v["gate"][0]["holds"], false);
-    let same = plan("2ms");
+    let same = plan("8ms");
     let mut eq = gate.to_vec();
-    eq.extend(["--equivalence", "10%"]);
+    eq.extend(["--equivalence", "10%", "--confidence", "99%"]);
     let (code, v) = ab(d, &same, &same, "runs/same", &eq);
-    assert_eq!(
-        (code, v["decision"].as_str()),
-        (0, Some("equivalent")),
+    // No difference: equivalent, or undecided on a loaded machine; the gate passes either way.
+    assert!(
+        ["equivalent", "undecided"].contains(&v["decision"].as_str().unwrap()),
         "{v}"
     );
+    assert_eq!(code, 0, "{v}");
     let mut und = gate.to_vec();
     und.extend(["--max-rounds", "3", "--confidence", "99.9%"]);
     let (code, v) = ab(d, &same, &same, "runs/und", &und);
@@ -139,7 +175,7 @@ fn ab_stops_on_a_failed_round_and_refuses_bad_plans() {
     let dir = tempdir();
     let d = dir.path();
     let bad = "commit --target sqlite:/nonexistent/dir/x.db --ops 5";
-    let (code, v) = ab(d, &plan("1ms"), bad, "runs/f", &[]);
+    let (code, v) = ab(d, &plan("4ms"), bad, "runs/f", &[]);
     assert_ne!(code, 0);
     assert_eq!(v["decision"], "failed");
     assert_eq!(v["verdict"], "failed in round 1");
