@@ -3,7 +3,8 @@
 //!
 //! Unlike the catalogue, a baseline is a decision of the user's and cannot be derived from the
 //! manifests, so this file is the record and the catalogue's `baselines` table only mirrors it
-//! ([`crate::catalog`] rebuilds that table from this file). Writes are atomic.
+//! (`catalog::save_baselines` writes the file and the mirror; a rebuilt catalogue reads the file).
+//! A leaf: reading and writing the file only. Writes are atomic.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -58,8 +59,7 @@ pub fn read(runs: &Path) -> Result<Baselines> {
     })
 }
 
-/// Writes the baselines file atomically and mirrors it into the catalogue's `baselines` table.
-/// A catalogue that cannot be written is reported, never fails (as for runs).
+/// Writes the baselines file atomically (the catalogue's mirror is `catalog::save_baselines`'s).
 pub fn write(runs: &Path, b: &Baselines) -> Result<()> {
     let mut b = b.clone();
     b.format_version = 1;
@@ -67,11 +67,7 @@ pub fn write(runs: &Path, b: &Baselines) -> Result<()> {
         path: path(runs),
         msg: e.to_string(),
     })?;
-    crate::atomic::write_atomic(&path(runs), format!("{text}\n").as_bytes())?;
-    if let Err(e) = crate::catalog::put_baselines(runs, &b) {
-        eprintln!("dbscope: warning: baselines not mirrored in the run catalogue: {e}");
-    }
-    Ok(())
+    crate::atomic::write_atomic(&path(runs), format!("{text}\n").as_bytes())
 }
 
 /// Checks a baseline name: letters, digits, `-`, `_`, `.`, `/`; not empty.
@@ -94,7 +90,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn round_trip_and_catalogue_mirror() {
+    fn round_trip() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(read(dir.path()).unwrap(), Baselines::default());
         let mut b = Baselines::default();
@@ -110,13 +106,6 @@ mod tests {
         let back = read(dir.path()).unwrap();
         assert_eq!(back.baselines, b.baselines);
         assert_eq!(back.format_version, 1);
-        assert_eq!(
-            crate::catalog::baseline_members(dir.path()).unwrap(),
-            vec![
-                ("main".to_string(), "r1".to_string()),
-                ("main".to_string(), "r2".to_string())
-            ]
-        );
     }
 
     #[test]

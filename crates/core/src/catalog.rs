@@ -293,6 +293,17 @@ pub fn list(runs: &Path, f: &Filter) -> Result<Vec<Entry>> {
         .map_err(|e| db_err(&path, e))
 }
 
+/// Writes a runs directory's baselines file (the record, [`crate::baseline::write`]) and mirrors
+/// it into the catalogue's `baselines` table. A catalogue that cannot be written is reported,
+/// never fails (as for runs): `history --rebuild` mirrors the file again.
+pub fn save_baselines(runs: &Path, b: &crate::baseline::Baselines) -> Result<()> {
+    crate::baseline::write(runs, b)?;
+    if let Err(e) = put_baselines(runs, b) {
+        eprintln!("dbscope: warning: baselines not mirrored in the run catalogue: {e}");
+    }
+    Ok(())
+}
+
 /// Replaces the catalogue's `baselines` table with the baselines of `b` (a mirror of the
 /// baselines file, which is the record).
 pub fn put_baselines(runs: &Path, b: &crate::baseline::Baselines) -> Result<()> {

@@ -1047,7 +1047,7 @@ mod catalog_tests {
                 workload: "commit".into(),
             },
         );
-        crate::baseline::write(&runs, &b).unwrap();
+        crate::catalog::save_baselines(&runs, &b).unwrap();
         let of_main = |runs: &Path| -> Vec<String> {
             let f = Filter {
                 baseline: Some("main".into()),
@@ -1057,6 +1057,8 @@ mod catalog_tests {
         };
         assert_eq!(of_main(&runs), ["r1", "r3"]);
         let members = crate::catalog::baseline_members(&runs).unwrap();
+        let pair = |d: &str| ("main".to_string(), d.to_string());
+        assert_eq!(members, [pair("r3"), pair("r1")], "in the order given");
         std::fs::remove_file(runs.join(CATALOG_FILE)).unwrap();
         rebuild_catalog(&runs).unwrap();
         assert_eq!(crate::catalog::baseline_members(&runs).unwrap(), members);

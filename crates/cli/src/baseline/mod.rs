@@ -96,7 +96,7 @@ fn set(name: &str, runs: &[PathBuf]) -> Result<u8, Exit> {
             workload: workload.unwrap_or_default(),
         },
     );
-    baseline::write(&shown, &all)?;
+    catalog::save_baselines(&shown, &all)?;
     println!(
         "baseline {name} in {}: {} ({})",
         shown.display(),
