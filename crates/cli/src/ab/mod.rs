@@ -268,6 +268,11 @@ fn figures(runs: &Path, dir: &Path) -> anyhow::Result<RoundRun> {
     })
 }
 
+/// A share as a percentage without binary noise: 0.07 → `7`, 0.035 → `3.5`, 0.999 → `99.9`.
+fn share(x: f64) -> String {
+    format!("{}", (x * 100.0 * 1e6).round() / 1e6)
+}
+
 fn pct(x: f64) -> String {
     format!("{:+.2}%", x * 100.0)
 }
@@ -348,11 +353,11 @@ pub fn cmd_ab(a: AbArgs) -> Result<u8, Exit> {
     if text {
         writeln!(
             stdout,
-            "A/B {base}: {} of the headline event, {} order, {:.0}% confidence over all looks \
+            "A/B {base}: {} of the headline event, {} order, {}% confidence over all looks \
              (rounds {}..{})\n  A: {shown_a}\n  B: {shown_b}",
             a.figure,
             a.order.to_uppercase(),
-            a.confidence * 100.0,
+            share(a.confidence),
             a.min_rounds,
             a.max_rounds
         )?;
@@ -459,7 +464,7 @@ pub fn cmd_ab(a: AbArgs) -> Result<u8, Exit> {
             "equivalent",
             format!(
                 "no difference larger than {}%",
-                a.equivalence.unwrap_or(0.0) * 100.0
+                share(a.equivalence.unwrap_or(0.0))
             ),
         ),
         (None, Decision::Continue) => (
@@ -639,11 +644,11 @@ fn render_markdown(r: &AbResult) -> String {
         })
         .collect();
     format!(
-        "{head} — {} over {} rounds ({}, {:.0}% confidence over all looks), B `{}` against A `{}`.{}\n",
+        "{head} — {} over {} rounds ({}, {}% confidence over all looks), B `{}` against A `{}`.{}\n",
         r.verdict,
         r.rounds.len(),
         r.order.to_uppercase(),
-        r.confidence * 100.0,
+        share(r.confidence),
         r.b,
         r.a,
         if gate.is_empty() {
@@ -761,6 +766,14 @@ fn section(r: &AbResult) -> CounterSection {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shares_print_without_binary_noise() {
+        assert_eq!(share(0.07), "7");
+        assert_eq!(share(0.035), "3.5");
+        assert_eq!(share(0.999), "99.9");
+        assert_eq!(share(0.1), "10");
+    }
 
     #[test]
     fn words_split_like_a_shell() {

@@ -100,6 +100,8 @@ fn default_target_is_sqlite_inside_the_run_directory() {
     let runs: Vec<_> = std::fs::read_dir(join(dir.path(), "runs"))
         .expect("runs/ created")
         .map(|e| e.unwrap().path())
+        // The run catalogue (.dbscope-history.sqlite, issue 33) lives beside the runs.
+        .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
         .collect();
     assert_eq!(runs.len(), 1);
     let run = &runs[0];
