@@ -26,6 +26,7 @@ mod plots;
 mod run_page;
 pub mod svg;
 mod tables;
+mod trend;
 mod usl;
 
 pub use ab::SECTION as AB_SECTION;
@@ -34,6 +35,7 @@ pub use compare_page::render_compare;
 pub use page::{page, HtmlOptions, HtmlPage};
 pub use plots::{event_plots, Labelled};
 pub use run_page::render_run;
+pub use trend::{render_trend, TrendPoint};
 
 #[cfg(test)]
 mod tests;
