@@ -235,6 +235,38 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(12))]
+
+        /// For any design (α, first and last look) and seed: the levels spend exactly α, and
+        /// the false-positive rate over 3,000 simulated no-difference sequences stays at or below
+        /// α plus three Monte Carlo standard errors.
+        #[test]
+        fn any_design_keeps_its_false_positive_rate(
+            alpha in 0.01f64..0.2,
+            min in 2usize..6,
+            extra in 0usize..12,
+            seed in proptest::prelude::any::<u64>(),
+        ) {
+            let max = min + extra;
+            let design = Design::new(alpha, min, max).unwrap();
+            let spent: f64 = (0..=max).map(|k| design.level(k)).sum();
+            proptest::prop_assert!((spent - alpha).abs() < 1e-12);
+            let reps = 3000;
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let normal = Normal::new(0.0, 1.0).unwrap();
+            let fp = (0..reps)
+                .filter(|_| {
+                    let d: Vec<f64> = (0..max).map(|_| normal.sample(&mut rng)).collect();
+                    run_sequence(&design, &d, None).0 != Decision::Continue
+                })
+                .count();
+            let rate = fp as f64 / reps as f64;
+            let se = (alpha * (1.0 - alpha) / reps as f64).sqrt();
+            proptest::prop_assert!(rate <= alpha + 3.0 * se, "rate {} alpha {}", rate, alpha);
+        }
+    }
+
     /// A true difference of +10% with 3% round-to-round noise is called "higher" within a few
     /// rounds (median 4, 95% within 6) and always by the last, in these seeded simulations.
     #[test]
