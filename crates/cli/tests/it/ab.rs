@@ -184,6 +184,22 @@ fn ab_stops_on_a_failed_round_and_refuses_bad_plans() {
         "{v}"
     );
     assert_eq!(manifest(&join(d, "runs/f"))["outcome"], "failed");
+    // A password in a plan reaches no file and no message; the round's code is kept (4).
+    let secret = "commit --target postgres://u:s3cr3tpw@127.0.0.1:1/db --ops 5";
+    let r = run(
+        d,
+        &["ab", "--a", secret, "--b", &plan("4ms"), "--out", "runs/pw"],
+    );
+    assert_eq!(r.status.code(), Some(4));
+    let all = format!(
+        "{}{}{}{}",
+        String::from_utf8_lossy(&r.stdout),
+        String::from_utf8_lossy(&r.stderr),
+        std::fs::read_to_string(join(d, "runs/pw/ab.json")).unwrap(),
+        std::fs::read_to_string(join(d, "runs/pw/manifest.json")).unwrap()
+    );
+    assert!(!all.contains("s3cr3tpw"), "{all}");
+    assert!(all.contains("postgres://u:***@127.0.0.1:1/db"), "{all}");
     fails(
         d,
         &["ab", "--a", "commit --out z", "--b", "commit"],
