@@ -40,6 +40,13 @@ pub enum Command {
     /// The lab notebook: every run under a runs directory with its outcome and headline figures,
     /// filtered (`--workload`, `--target`, `--since`, `--where k=v`), as JSON, or as a trend.
     History(crate::history::args::HistoryArgs),
+    /// Named baselines: `baseline set NAME RUN…`, `list`, `show NAME`; then `compare --baseline
+    /// NAME RUN` compares a run (or several, pooled) against the baseline's runs.
+    Baseline(crate::baseline::args::BaselineArgs),
+    /// Is B faster than A, for sure? Runs two plans alternately (ABBA), each round ordinary runs,
+    /// until a sequential interval decides: B slower, B faster, no difference larger than X%, or
+    /// undecided after --max-rounds.
+    Ab(crate::ab::args::AbArgs),
     /// Turn latencies measured elsewhere into a run: `import csv FILE --event NAME --out DIR`.
     Import(crate::import::args::ImportArgs),
     /// Oracle 10046 extended SQL trace files: response-time profile, import as a run.

@@ -8,6 +8,7 @@
 //! | 3    | bad input: a file, trace, capture or run directory that cannot be read (or written) or is malformed |
 //! | 4    | the database refused or was unreachable |
 //! | 5    | a regression gate (`compare --fail-if`) failed: a condition held with 95% confidence |
+//! | 6    | `ab` ended undecided after `--max-rounds` (without `--fail-if`) |
 //! | 130  | interrupted (Ctrl-C, SIGTERM), as a shell reports SIGINT |
 //!
 //! An error's code is its kind's ([`Kind::of`]): the chain of causes is walked from the outermost
@@ -30,6 +31,8 @@ pub const EXIT_INPUT: u8 = 3;
 pub const EXIT_DATABASE: u8 = 4;
 /// Exit code when a `--fail-if` condition held (a regression gate failed).
 pub const EXIT_GATE: u8 = 5;
+/// Exit code when `ab` reached `--max-rounds` without a decision (and had no `--fail-if`).
+pub const EXIT_UNDECIDED: u8 = 6;
 /// Exit code when the run was interrupted (as a shell reports SIGINT).
 pub const EXIT_INTERRUPTED: u8 = 130;
 
@@ -40,7 +43,8 @@ pub const HELP: &str = "Exit codes:
   2    bad usage: arguments, options, connection-string syntax
   3    bad input: a file, trace, capture or run directory that cannot be read or is malformed
   4    the database refused or was unreachable
-  5    a regression gate (compare --fail-if) failed: a condition held with 95% confidence
+  5    a regression gate (compare/ab --fail-if) failed: a condition held with its confidence
+  6    ab: undecided after --max-rounds (without --fail-if)
   130  interrupted (Ctrl-C or SIGTERM)";
 
 /// An error that should exit with a given code.

@@ -8,7 +8,9 @@
 //! library's data share a folder: `report/` holds `report` and `export`, `capture/` holds
 //! `capture`, `replay` and `restore-point`. Nothing imports `main`.
 
+mod ab;
 mod args;
+mod baseline;
 mod capture;
 mod cluster;
 mod common;
@@ -41,6 +43,8 @@ fn main() -> ExitCode {
         Command::Export(a) => report::cmd_export(a),
         Command::Compare(a) => compare::cmd_compare(a),
         Command::History(a) => history::cmd_history(a),
+        Command::Baseline(a) => baseline::cmd_baseline(a),
+        Command::Ab(a) => ab::cmd_ab(a),
         Command::Import(a) => import::cmd_import(a),
         Command::Trace(a) => trace::cmd_trace(a),
         Command::Io(a) => io::cmd_io(a),

@@ -44,6 +44,14 @@ CREATE TABLE IF NOT EXISTS settings (
     PRIMARY KEY (dir, name)
 );
 CREATE INDEX IF NOT EXISTS settings_nv ON settings(name, value);
+CREATE TABLE IF NOT EXISTS baselines (
+    name TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    dir TEXT NOT NULL,
+    set_utc TEXT NOT NULL,
+    PRIMARY KEY (name, position)
+);
+CREATE INDEX IF NOT EXISTS baselines_dir ON baselines(dir);
 ";
 
 /// One catalogued run.
@@ -114,6 +122,8 @@ pub struct Filter {
     pub since: Option<String>,
     /// Only runs with all these `--set` settings.
     pub settings: Vec<(String, String)>,
+    /// Only the runs of this baseline ([`crate::baseline`]).
+    pub baseline: Option<String>,
 }
 
 fn db_err(path: &Path, e: rusqlite::Error) -> Error {
@@ -209,14 +219,16 @@ pub fn remove(runs: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Enters many runs in one transaction.
+/// Enters many runs, and the baselines of the runs directory's baselines file, in one transaction.
 pub fn put_all(runs: &Path, entries: &[(Entry, Vec<(String, String)>)]) -> Result<()> {
     let path = runs.join(CATALOG_FILE);
+    let baselines = crate::baseline::read(runs)?;
     let mut conn = open(runs)?;
     let tx = conn.transaction().map_err(|e| db_err(&path, e))?;
     for (e, s) in entries {
         put_in(&tx, e, s).map_err(|er| db_err(&path, er))?;
     }
+    put_baselines_in(&tx, &baselines).map_err(|e| db_err(&path, e))?;
     tx.commit().map_err(|e| db_err(&path, e))
 }
 
@@ -247,6 +259,13 @@ pub fn list(runs: &Path, f: &Filter) -> Result<Vec<Entry>> {
             args.len()
         ));
     }
+    if let Some(b) = &f.baseline {
+        args.push(b.clone());
+        sql.push_str(&format!(
+            " AND EXISTS (SELECT 1 FROM baselines b WHERE b.dir = r.dir AND b.name = ?{})",
+            args.len()
+        ));
+    }
     sql.push_str(" ORDER BY started_utc, dir");
     let mut stmt = conn.prepare(&sql).map_err(|e| db_err(&path, e))?;
     let rows = stmt
@@ -272,6 +291,71 @@ pub fn list(runs: &Path, f: &Filter) -> Result<Vec<Entry>> {
         .map_err(|e| db_err(&path, e))?;
     rows.collect::<rusqlite::Result<Vec<_>>>()
         .map_err(|e| db_err(&path, e))
+}
+
+/// Writes a runs directory's baselines file (the record, [`crate::baseline::write`]) and mirrors
+/// it into the catalogue's `baselines` table. A catalogue that cannot be written is reported,
+/// never fails (as for runs): `history --rebuild` mirrors the file again.
+pub fn save_baselines(runs: &Path, b: &crate::baseline::Baselines) -> Result<()> {
+    crate::baseline::write(runs, b)?;
+    if let Err(e) = put_baselines(runs, b) {
+        eprintln!("dbscope: warning: baselines not mirrored in the run catalogue: {e}");
+    }
+    Ok(())
+}
+
+/// Replaces the catalogue's `baselines` table with the baselines of `b` (a mirror of the
+/// baselines file, which is the record).
+pub fn put_baselines(runs: &Path, b: &crate::baseline::Baselines) -> Result<()> {
+    let path = runs.join(CATALOG_FILE);
+    let mut conn = open(runs)?;
+    let tx = conn.transaction().map_err(|e| db_err(&path, e))?;
+    put_baselines_in(&tx, b).map_err(|e| db_err(&path, e))?;
+    tx.commit().map_err(|e| db_err(&path, e))
+}
+
+fn put_baselines_in(
+    tx: &rusqlite::Transaction<'_>,
+    b: &crate::baseline::Baselines,
+) -> rusqlite::Result<()> {
+    tx.execute("DELETE FROM baselines", [])?;
+    for (name, bl) in &b.baselines {
+        for (i, dir) in bl.runs.iter().enumerate() {
+            tx.execute(
+                "INSERT INTO baselines VALUES (?1,?2,?3,?4)",
+                params![name, i as i64, dir, bl.set_utc],
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Every (baseline, run directory) pair the catalogue records, by name then position.
+pub fn baseline_members(runs: &Path) -> Result<Vec<(String, String)>> {
+    let path = runs.join(CATALOG_FILE);
+    let conn = open(runs)?;
+    let mut stmt = conn
+        .prepare("SELECT name, dir FROM baselines ORDER BY name, position")
+        .map_err(|e| db_err(&path, e))?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .map_err(|e| db_err(&path, e))?;
+    rows.collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(|e| db_err(&path, e))
+}
+
+/// Removes one run from the catalogue (a run whose directory was removed again, e.g. an import
+/// that failed and left nothing behind). Nothing happens when there is no catalogue.
+pub fn forget(runs: &Path, dir: &str) -> Result<()> {
+    if !exists(runs) {
+        return Ok(());
+    }
+    let path = runs.join(CATALOG_FILE);
+    let conn = open(runs)?;
+    conn.execute("DELETE FROM settings WHERE dir = ?1", params![dir])
+        .and_then(|_| conn.execute("DELETE FROM runs WHERE dir = ?1", params![dir]))
+        .map_err(|e| db_err(&path, e))?;
+    Ok(())
 }
 
 /// True when the runs directory has a catalogue file.

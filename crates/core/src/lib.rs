@@ -5,6 +5,7 @@
 //! workloads, importers and reports all meet here.
 
 pub mod atomic;
+pub mod baseline;
 pub mod catalog;
 pub mod counters;
 pub mod error;
@@ -15,6 +16,7 @@ pub mod manifest;
 pub mod observe;
 pub mod os;
 pub mod plans;
+pub mod pool;
 pub mod record;
 pub mod redact;
 pub mod run;

@@ -605,6 +605,19 @@ pub fn catalog_record(run: &RunDir) -> Result<()> {
     catalog::put(&mut conn, &run.path, &entry, &settings)
 }
 
+/// Takes a run that a source removed again (nothing of it is kept, e.g. a failed import) out of
+/// its runs directory's catalogue, where its first manifest entered it as `running`. A catalogue
+/// that cannot be written is reported, as in [`RunDir::save_manifest`].
+pub fn catalog_forget(run: &Path) {
+    let Some(name) = run.file_name() else { return };
+    if let Err(e) = catalog::forget(&catalog::runs_dir_of(run), &name.to_string_lossy()) {
+        eprintln!(
+            "dbscope: warning: run {} not taken out of the run catalogue: {e}",
+            run.display()
+        );
+    }
+}
+
 /// Deletes a runs directory's catalogue and recreates it from every run directory's manifest.
 pub fn rebuild_catalog(runs: &Path) -> Result<Rebuilt> {
     catalog::remove(runs)?;
@@ -1014,6 +1027,50 @@ mod catalog_tests {
         // Rebuilding over an existing catalogue is the same too.
         rebuild_catalog(&runs).unwrap();
         assert_eq!(list(&runs, &Filter::default()).unwrap(), before);
+    }
+
+    /// Baselines are the user's record (the baselines file): a rebuilt catalogue mirrors them
+    /// again, and `--baseline NAME` lists a baseline's runs.
+    #[test]
+    fn rebuild_keeps_the_baselines_and_a_forgotten_run_is_gone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let runs = tmp.path().to_path_buf();
+        for r in ["r1", "r2", "r3"] {
+            make_run(&runs, r, "commit", &[], Outcome::Complete);
+        }
+        let mut b = crate::baseline::Baselines::default();
+        b.baselines.insert(
+            "main".into(),
+            crate::baseline::Baseline {
+                runs: vec!["r3".into(), "r1".into()],
+                set_utc: "2026-12-05T08:00:00+00:00".into(),
+                workload: "commit".into(),
+            },
+        );
+        crate::catalog::save_baselines(&runs, &b).unwrap();
+        let of_main = |runs: &Path| -> Vec<String> {
+            let f = Filter {
+                baseline: Some("main".into()),
+                ..Filter::default()
+            };
+            list(runs, &f).unwrap().into_iter().map(|e| e.dir).collect()
+        };
+        assert_eq!(of_main(&runs), ["r1", "r3"]);
+        let members = crate::catalog::baseline_members(&runs).unwrap();
+        let pair = |d: &str| ("main".to_string(), d.to_string());
+        assert_eq!(members, [pair("r3"), pair("r1")], "in the order given");
+        std::fs::remove_file(runs.join(CATALOG_FILE)).unwrap();
+        rebuild_catalog(&runs).unwrap();
+        assert_eq!(crate::catalog::baseline_members(&runs).unwrap(), members);
+        assert_eq!(of_main(&runs), ["r1", "r3"]);
+
+        crate::catalog::forget(&runs, "r2").unwrap();
+        let all: Vec<String> = list(&runs, &Filter::default())
+            .unwrap()
+            .into_iter()
+            .map(|e| e.dir)
+            .collect();
+        assert_eq!(all, ["r1", "r3"]);
     }
 
     #[test]

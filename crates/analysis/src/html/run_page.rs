@@ -8,7 +8,7 @@ use super::page::{page, standalone_svg, HtmlOptions, HtmlPage};
 use super::plots::{event_plots, Labelled};
 use super::svg::escape;
 use super::tables::{banner, counters_section, run_table, settings_table, summary_table};
-use super::{data, observe, openloop, usl};
+use super::{ab, data, observe, openloop, usl};
 use crate::report::{self, ReportOptions};
 
 /// Builds the HTML report of one run.
@@ -36,6 +36,12 @@ pub fn render_run(run: &RunDir, opts: &HtmlOptions) -> dbscope_core::Result<Html
     svgs.extend(open_loop_svgs);
     for section in &rep.counters {
         body.push_str(&counters_section(section));
+        if section.key == ab::SECTION {
+            for (file, svg) in ab::plots(section) {
+                let _ = write!(body, "<figure>{svg}</figure>");
+                svgs.push((file, svg));
+            }
+        }
         if section.key == usl::SECTION {
             if let Some((file, svg)) = usl::plot(section) {
                 let _ = write!(body, "<figure>{svg}</figure>");

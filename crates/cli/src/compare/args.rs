@@ -13,6 +13,7 @@ use crate::parse::parse_duration;
   dbscope compare runs/sync-full runs/sync-off --event commit --outlier 500ms --noise 2%
   dbscope compare a.trc b.trc --event 'log file sync'      # 10046 traces become runs
   dbscope compare runs/a runs/b --json > cmp.json
+  dbscope compare --baseline main runs/pr-1 runs/pr-2      # pooled runs against baseline main
 
 Per event name with at least two successful events in each run: n, R's summary() of A and B, the
 mean difference B − A with Welch's 95% CI and p-value (R's t.test), the Hodges–Lehmann shift with
@@ -22,10 +23,14 @@ when a CI lies wholly outside the noise band, or says \"too few samples to decid
 could decide with so few events. Every other name (one run lacks it, one event each, only
 failures) is shown side by side without a test. See docs/compare.md.")]
 pub struct CompareArgs {
-    /// Run A, the baseline (a run directory, or an Oracle 10046 .trc file).
-    pub a: PathBuf,
-    /// Run B, the candidate.
-    pub b: PathBuf,
+    /// Run A, the baseline, then run B, the candidate (run directories, or Oracle 10046 .trc
+    /// files). With --baseline: the candidate run(s) only, pooled when several.
+    #[arg(required = true, value_name = "RUN")]
+    pub runs: Vec<PathBuf>,
+    /// Compare against the named baseline's runs (pooled; see `dbscope baseline`), looked up in
+    /// the runs directory of the first RUN.
+    #[arg(long, value_name = "NAME")]
+    pub baseline: Option<String>,
     /// Compare only this event name.
     #[arg(long, value_name = "NAME")]
     pub event: Option<String>,

@@ -27,10 +27,89 @@ fn open(path: &std::path::Path) -> Result<(RunDir, Option<crate::trace::TempRun>
     }
 }
 
+/// One side of a comparison: one run (or trace file), or several pooled into a temporary run.
+struct Side {
+    run: RunDir,
+    /// What to call it in the output, when not its directory.
+    shown: Option<String>,
+    _temp: Option<crate::trace::TempRun>,
+    _pool: Option<TempDir>,
+}
+
+/// A temporary directory removed when dropped.
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// One run as a side; several are pooled (`dbscope_core::pool`) into a temporary run.
+fn side(paths: &[PathBuf], shown: Option<String>) -> Result<Side, Exit> {
+    if let [one] = paths {
+        let (run, temp) = open(one)?;
+        let shown = shown.or_else(|| temp.as_ref().map(|_| one.display().to_string()));
+        return Ok(Side {
+            run,
+            shown,
+            _temp: temp,
+            _pool: None,
+        });
+    }
+    let runs = paths
+        .iter()
+        .map(|p| RunDir::open(p).map_err(Exit::from))
+        .collect::<Result<Vec<_>, _>>()?;
+    let base = std::env::temp_dir().join(format!(
+        "dbscope-pool-{}-{}",
+        std::process::id(),
+        chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0)
+    ));
+    let guard = TempDir(base.clone());
+    let run = dbscope_core::pool::pool_runs(&runs, &base.join("pool"))?;
+    let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    Ok(Side {
+        run,
+        shown: Some(shown.unwrap_or_else(|| format!("pooled: {}", names.join(" + ")))),
+        _temp: None,
+        _pool: Some(guard),
+    })
+}
+
 /// Runs `dbscope compare`.
 pub fn cmd_compare(a: CompareArgs) -> Result<u8, Exit> {
-    let (ra, keep_a) = open(&a.a)?;
-    let (rb, keep_b) = open(&a.b)?;
+    let (side_a, side_b) = match &a.baseline {
+        Some(name) => {
+            let dir = dbscope_core::catalog::runs_dir_of(&a.runs[0]);
+            let (_, paths) = crate::baseline::resolve(&dir, name)?;
+            let shown = format!(
+                "baseline {name} ({})",
+                paths
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" + ")
+            );
+            (side(&paths, Some(shown))?, side(&a.runs, None)?)
+        }
+        None => match &a.runs[..] {
+            [x, y] => (
+                side(std::slice::from_ref(x), None)?,
+                side(std::slice::from_ref(y), None)?,
+            ),
+            _ => {
+                return Err(anyhow!(
+                    "compare takes two runs, A and B (got {}); to compare against several runs \
+                     pooled, name them as a baseline (dbscope baseline set NAME RUN…) and use \
+                     --baseline NAME",
+                    a.runs.len()
+                )
+                .into())
+            }
+        },
+    };
+    let (ra, rb) = (side_a.run.clone(), side_b.run.clone());
     let opts = CompareOptions {
         event: a.event.clone(),
         outlier_us: a.outlier.map(|d| d.as_secs_f64() * 1e6),
@@ -57,12 +136,12 @@ pub fn cmd_compare(a: CompareArgs) -> Result<u8, Exit> {
         }
     }
     let mut c = compare::compare(&ra, &rb, &opts)?;
-    // A trace file was imported into a temporary run: name the file, not the temporary directory.
-    if keep_a.is_some() {
-        c.a.path = a.a.display().to_string();
+    // A trace file imported into a temporary run, or a pool: name them, not the temporary directory.
+    if let Some(s) = &side_a.shown {
+        c.a.path = s.clone();
     }
-    if keep_b.is_some() {
-        c.b.path = a.b.display().to_string();
+    if let Some(s) = &side_b.shown {
+        c.b.path = s.clone();
     }
     if a.html.is_some() || a.svg.is_some() {
         let page = dbscope_analysis::html::render_compare(

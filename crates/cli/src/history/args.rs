@@ -10,6 +10,7 @@ use clap::Args;
   dbscope history --workload commit --since 2026-12-01
   dbscope history --where synchronous_commit=off --json
   dbscope history --workload commit --trend p99     # p99 over time as a sparkline
+  dbscope history --trend throughput --html trend.html   # … and as an HTML plot
   dbscope history --rebuild                         # recreate the catalogue from the manifests
 
 The catalogue (DIR/.dbscope-history.sqlite) is kept up to date by every source when it starts
@@ -32,9 +33,15 @@ pub struct HistoryArgs {
     /// Only runs made with this `--set` setting (repeatable).
     #[arg(long = "where", value_name = "SETTING=VALUE", value_parser = parse_setting)]
     pub settings: Vec<(String, String)>,
+    /// Only the runs of this baseline (`dbscope baseline`).
+    #[arg(long, value_name = "NAME")]
+    pub baseline: Option<String>,
     /// One figure over time: throughput, p50, p99, errors or ops (a text sparkline).
     #[arg(long, value_name = "FIGURE", value_parser = clap::builder::PossibleValuesParser::new(dbscope_core::catalog::FIGURES))]
     pub trend: Option<String>,
+    /// With --trend: also write the trend as a self-contained HTML page (a plot and the runs).
+    #[arg(long, value_name = "FILE", requires = "trend")]
+    pub html: Option<PathBuf>,
     /// JSON instead of text.
     #[arg(long)]
     pub json: bool,

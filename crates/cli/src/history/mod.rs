@@ -3,6 +3,7 @@
 pub mod args;
 
 use anyhow::Context;
+use dbscope_analysis::html::{render_trend, TrendPoint};
 use dbscope_core::catalog::{self, Entry, Filter};
 
 use crate::exit::{Exit, EXIT_INPUT};
@@ -38,6 +39,7 @@ pub fn cmd_history(a: HistoryArgs) -> Result<u8, Exit> {
         target: a.target.clone(),
         since: a.since.clone(),
         settings: a.settings.clone(),
+        baseline: a.baseline.clone(),
     };
     let runs = catalog::list(&a.dir, &f).map_err(|e| Exit(EXIT_INPUT, e.into()))?;
     if a.json {
@@ -46,6 +48,20 @@ pub fn cmd_history(a: HistoryArgs) -> Result<u8, Exit> {
     }
     if let Some(fig) = &a.trend {
         print_trend(&runs, fig);
+        if let Some(path) = &a.html {
+            let points: Vec<TrendPoint> = runs
+                .iter()
+                .filter_map(|e| {
+                    Some(TrendPoint {
+                        started_utc: e.started_utc.clone(),
+                        run: e.dir.clone(),
+                        value: e.figure(fig)?,
+                    })
+                })
+                .collect();
+            let page = render_trend(&trend_label(fig), &points);
+            crate::common::write_page(&page, Some(path), None)?;
+        }
     } else {
         print_table(&runs);
     }
@@ -107,6 +123,15 @@ fn print_table(runs: &[Entry]) {
             String::new()
         }
     );
+}
+
+/// A figure's name with its unit, for the plot's axis.
+fn trend_label(fig: &str) -> String {
+    match fig {
+        "throughput" => "throughput (ops/s)".into(),
+        "p50" | "p99" => format!("{fig} (ms)"),
+        _ => fig.to_string(),
+    }
 }
 
 fn print_trend(runs: &[Entry], fig: &str) {

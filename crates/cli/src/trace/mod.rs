@@ -92,6 +92,7 @@ fn cmd_import(a: TraceImportArgs) -> Result<u8, Exit> {
         // Nothing of a trace was in the input: leave no empty run behind.
         if !existed {
             let _ = std::fs::remove_dir_all(&a.out);
+            dbscope_core::run::catalog_forget(&a.out);
         }
         return Err(e);
     }

@@ -86,6 +86,16 @@ fn history_lists_runs_of_several_sources_a_killed_one_as_incomplete_and_rebuilds
         &["history", "runs", "--workload", "commit", "--trend", "p99"],
     );
     assert!(trend.starts_with("p99 over 1 runs"), "{trend}");
+    ok(
+        d,
+        &["history", "runs", "--trend", "p99", "--html", "trend.html"],
+    );
+    let html = std::fs::read_to_string(join(d, "trend.html")).unwrap();
+    assert!(
+        html.contains("p99 (ms) over 2 runs"),
+        "the off run and the import"
+    );
+    assert!(html.contains("<td>imported</td>") && html.contains("<td>off</td>"));
 
     std::fs::remove_file(join(d, "runs/.dbscope-history.sqlite")).unwrap();
     assert_eq!(

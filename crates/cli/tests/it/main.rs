@@ -3,7 +3,9 @@
 
 mod common;
 
+mod ab;
 mod bad_input;
+mod baseline;
 mod bulkload;
 mod capture;
 mod cli;

@@ -15,6 +15,7 @@ pub mod rank;
 #[cfg(test)]
 mod reference;
 pub mod sample;
+pub mod sequential;
 mod summary;
 pub mod tail;
 pub mod ttest;

@@ -489,6 +489,8 @@ pub fn import_csv(opts: &CsvImport) -> Result<ImportSummary, ImportError> {
         if created {
             let _ = std::fs::remove_dir(&opts.out);
         }
+        // Its first manifest entered it in the catalogue as running; it is gone (issue 33).
+        dbscope_core::run::catalog_forget(&opts.out);
     }
     result
 }
