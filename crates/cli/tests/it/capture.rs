@@ -11,9 +11,9 @@ use crate::cli::{dbscope, fails, ok, run as run_dbscope, s, tempdir};
 use crate::common::pg::PgCluster;
 
 /// A running `dbscope capture proxy`.
-struct Proxy {
+pub(crate) struct Proxy {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
     out: PathBuf,
 }
 
@@ -26,7 +26,7 @@ fn upstream(pg: &PgCluster) -> String {
     )
 }
 
-fn start_proxy(dir: &Path, pg: &PgCluster) -> Proxy {
+pub(crate) fn start_proxy(dir: &Path, pg: &PgCluster) -> Proxy {
     spawn_proxy(dir, pg, "127.0.0.1:0", &[])
 }
 
@@ -63,7 +63,7 @@ fn spawn_proxy(dir: &Path, pg: &PgCluster, listen: &str, extra: &[&str]) -> Prox
 
 impl Proxy {
     /// Ctrl-C, as a user stops a capture: everything recorded is kept, exit 0.
-    fn stop(mut self) -> (Output, PathBuf) {
+    pub(crate) fn stop(mut self) -> (Output, PathBuf) {
         // SAFETY: kill(2) on our own child's pid.
         #[allow(unsafe_code)]
         let r = unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };

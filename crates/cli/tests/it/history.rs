@@ -181,3 +181,140 @@ fn fail_if_gates_a_regression_and_passes_an_improvement_or_no_difference() {
     let bad = run(d, &["compare", "off", "full", "--fail-if", "p99>5"]);
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// Issue 33's test list: the catalogue lists a run of every source — run, io redo, tpch q1, trace
+/// import, capture (in the directory beside `runs`, where the proxy wrote it), replay, transfer
+/// (out and in), a sweep (its points in its `points` directory) — each with its workload and
+/// outcome, and a rebuild from the manifests gives the same list.
+#[test]
+fn history_lists_a_run_of_every_source() {
+    use crate::common::pg::PgCluster;
+    let pg = PgCluster::shared();
+    let dir = tempdir();
+    let d = dir.path();
+    let db = pg.create_db("history_sources");
+    pg.query(
+        &db,
+        "CREATE TABLE t (id bigint PRIMARY KEY, v text); \
+         INSERT INTO t SELECT g, 'v' || g FROM generate_series(1, 1000) g",
+    );
+
+    ok(d, &Argv::run("commit").ops(20).out("runs/commit").args());
+    let log = join(d, "redo.log");
+    let redo = [
+        "io",
+        "redo",
+        "--dest",
+        s(&log),
+        "--ops",
+        "50",
+        "--log-size",
+        "1MiB",
+        "--out",
+        "runs/redo",
+        "-q",
+    ];
+    ok(d, &redo);
+    let data = crate::tpch::gen(d, "lineitem", &[]);
+    ok(d, &["tpch", "q1", s(&data), "--out", "runs/q1"]);
+    let trc = crate::trace::fixture(crate::trace::MULTI);
+    ok(d, &["trace", "import", s(&trc), "--out", "runs/trace"]);
+
+    let proxy = crate::capture::start_proxy(d, pg);
+    let out = std::process::Command::new(pg.psql())
+        .args(["-X", "-h", "127.0.0.1", "-p", &proxy.port.to_string()])
+        .args(["-U", pg.user(), "-d", &db, "-c", "SELECT count(*) FROM t"])
+        .env("PGPASSWORD", pg.password())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The proxy's capture is `cap` beside `runs`: the catalogue of that directory lists it.
+    let (_, cap) = proxy.stop();
+    let beside: Value = serde_json::from_str(&ok(d, &["history", s(d), "--json"])).unwrap();
+    let beside = beside.as_array().unwrap();
+    assert_eq!(beside.len(), 1, "{beside:?}");
+    assert_eq!(beside[0]["dir"], "cap");
+    assert_eq!(beside[0]["source"], "capture");
+    assert_eq!(beside[0]["outcome"], "complete");
+    let target = pg.uri(&db);
+    let replay = [
+        "replay",
+        s(&cap),
+        "--target",
+        &target,
+        "--out",
+        "runs/replay",
+        "-q",
+    ];
+    ok(d, &replay);
+
+    let from = crate::transfer::table_uri(pg, &db, "t");
+    let files = join(d, "files");
+    let out_run = [
+        "transfer",
+        "--from",
+        &from,
+        "--to",
+        s(&files),
+        "--run",
+        "runs/out",
+        "-q",
+    ];
+    ok(d, &out_run);
+    pg.query(&db, "CREATE TABLE t2 (id bigint PRIMARY KEY, v text)");
+    let to = crate::transfer::table_uri(pg, &db, "t2");
+    let in_run = [
+        "transfer",
+        "--from",
+        s(&files),
+        "--to",
+        &to,
+        "--run",
+        "runs/in",
+        "-q",
+    ];
+    ok(d, &in_run);
+
+    let sweep = [
+        "sweep",
+        "--sessions",
+        "1,2",
+        "--out",
+        "runs/sweep",
+        "--",
+        "run",
+        "commit",
+        "--ops",
+        "10",
+    ];
+    ok(d, &sweep);
+
+    let all = history_json(d, &[]);
+    let mut dirs: Vec<&str> = all.iter().map(|e| e["dir"].as_str().unwrap()).collect();
+    dirs.sort();
+    assert_eq!(
+        dirs,
+        ["commit", "in", "out", "q1", "redo", "replay", "sweep", "trace"],
+        "{all:#?}"
+    );
+    for e in &all {
+        assert_eq!(e["outcome"], "complete", "{e}");
+        assert!(e["workload"].as_str().is_some_and(|w| !w.is_empty()), "{e}");
+    }
+    // The sweep's points are runs of the sweep's own runs directory, `points`.
+    let points = ["history", "runs/sweep/points", "--json"];
+    let points: Value = serde_json::from_str(&ok(d, &points)).unwrap();
+    let points = points.as_array().unwrap();
+    assert_eq!(points.len(), 2, "{points:?}");
+    assert!(
+        points.iter().all(|p| p["workload"] == "commit"),
+        "{points:?}"
+    );
+
+    std::fs::remove_file(join(d, "runs/.dbscope-history.sqlite")).unwrap();
+    assert_eq!(history_json(d, &[]), all, "rebuilt from the manifests");
+}

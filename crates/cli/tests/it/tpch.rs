@@ -13,7 +13,7 @@ fn duckdb_reference() -> String {
 }
 
 /// Generates SF 0.01 `tables` into `dir/data` and returns that directory.
-fn gen(dir: &Path, table: &str, extra: &[&str]) -> PathBuf {
+pub(crate) fn gen(dir: &Path, table: &str, extra: &[&str]) -> PathBuf {
     let mut args = vec![
         "tpch", "gen", "--sf", "0.01", "--table", table, "--out", "data", "-q",
     ];

@@ -6,13 +6,13 @@ use serde_json::Value;
 
 use crate::cli::{event, fails, manifest, ok, report_json, run, s, tempdir};
 
-fn fixture(rel: &str) -> PathBuf {
+pub(crate) fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../sources/trace/tests/fixtures")
         .join(rel)
 }
 
-const MULTI: &str = "handmade/multi_session_trcsess.trc";
+pub(crate) const MULTI: &str = "handmade/multi_session_trcsess.trc";
 const BROKEN: &str = "oracle-10046/priitp2__trctools__broken_trace.trc";
 const RAC: &str = "oracle-10046/skeydan__sql_trace_parser__CDB11_ora_27190.trc";
 

@@ -12,7 +12,7 @@ const SCHEMA: &str = "CREATE TABLE t (id bigint PRIMARY KEY, name text, amount n
                       note text, at timestamptz)";
 
 /// The table's URI for `transfer`: `postgres://…/DB/TABLE?…`.
-fn table_uri(pg: &PgCluster, db: &str, table: &str) -> String {
+pub(crate) fn table_uri(pg: &PgCluster, db: &str, table: &str) -> String {
     pg.uri(db)
         .replacen(&format!("/{db}?"), &format!("/{db}/{table}?"), 1)
 }
