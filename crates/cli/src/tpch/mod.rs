@@ -268,6 +268,17 @@ fn cmd_q1(a: Q1Args) -> Result<u8, Exit> {
         output.splits,
         if config.combiner { "on" } else { "off" }
     )?;
+    // Hadoop's counters the seed read: what the combiner saved the shuffle, and Cumulative CPU.
+    let mut cpu: Vec<u64> = jobs.iter().map(|(_, o)| o.work.cpu_ns()).collect();
+    cpu.sort_unstable();
+    writeln!(
+        out,
+        "{} records shipped from map to reduce ({} rows passed the filter); cumulative CPU {:.3} s{}",
+        dbscope_analysis::text::thousands(output.work.shipped_records),
+        dbscope_analysis::text::thousands(output.answer.rows_aggregated()),
+        cpu[cpu.len() / 2] as f64 / 1e9,
+        if jobs.len() > 1 { " (median)" } else { "" },
+    )?;
     let mut mismatch = None;
     if output.lines == SF1_LINEITEM_ROWS && config.delta_days == DEFAULT_DELTA {
         match compare(&rounded(&output.answer), &official_q1_sf1()) {

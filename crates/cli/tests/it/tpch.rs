@@ -187,7 +187,52 @@ fn q1_is_recorded_as_a_run() {
         assert_eq!(event(&r, "reduce")["count"], 3);
         assert_eq!(event(&r, "finalize")["count"], 3);
         assert_summary_sane(event(&r, "q1"));
+        // Issue 34 item 5: Hadoop's job counters, one row per job: with the combiner each map
+        // task ships at most Q1's 4 groups; the CPU time of the job's threads is there.
+        assert!(out.contains("records shipped from map to reduce"), "{out}");
+        let jobs = r["job"]["jobs"].as_array().expect("the job counters");
+        assert_eq!(jobs.len(), 3, "{}", r["job"]);
+        for j in jobs {
+            assert_eq!(j["map_input_records"], 60175);
+            assert_eq!(
+                j["map_output_records"], 59307,
+                "R: sum of the answer's count_order"
+            );
+            let shipped = j["reduce_input_records"].as_u64().unwrap();
+            assert!(
+                (4..=4 * 2 * m.parse::<u64>().unwrap()).contains(&shipped),
+                "{j}"
+            );
+            assert_eq!(j["combine_output_records"], shipped);
+            let cpu = j["cpu_ms"].as_f64().unwrap();
+            assert!(cpu > 0.0, "{j}");
+            let parts = j["map_cpu_ms"].as_f64().unwrap() + j["reduce_cpu_ms"].as_f64().unwrap();
+            assert!((cpu - parts).abs() < 1e-6, "{j}");
+        }
     }
+    // Without the combiner every row that passed the filter is shipped.
+    ok(
+        dir.path(),
+        &[
+            "tpch",
+            "q1",
+            s(&data),
+            "--mappers",
+            "2",
+            "--no-combiner",
+            "--out",
+            "nc",
+        ],
+    );
+    let r = report_json(dir.path(), &join(dir.path(), "nc"));
+    let j = &r["job"]["jobs"][0];
+    assert_eq!(j["reduce_input_records"], 59307, "{j}");
+    assert!(j["combine_output_records"].is_null(), "{j}");
+    let text = ok(dir.path(), &["report", "nc"]);
+    assert!(
+        text.contains("records shipped to reduce") && text.contains("cumulative CPU"),
+        "{text}"
+    );
     // `compare` applies: --mappers 1 against --mappers 2.
     let out = ok(dir.path(), &["compare", "m1", "m2", "--event", "q1"]);
     assert!(out.contains("workload.params.mappers"), "{out}");

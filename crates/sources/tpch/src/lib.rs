@@ -4,6 +4,7 @@
 //! `workload::tpch`).
 
 pub mod answer;
+mod cpu;
 pub mod decimal;
 pub mod error;
 pub mod gen;

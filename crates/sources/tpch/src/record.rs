@@ -5,7 +5,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use chrono::Utc;
-use dbscope_core::{Event, Manifest, Outcome, Recording, RunDir, WorkloadInfo};
+use dbscope_core::{
+    Column, CounterSection, CounterTable, CounterValue, Event, Manifest, Outcome, Recording,
+    RunDir, WorkloadInfo,
+};
 
 use crate::q1::{Q1Config, Q1Output};
 
@@ -119,8 +122,82 @@ fn record(
     if !events.is_empty() {
         rec.write_block(&events)?;
     }
+    if !jobs.is_empty() {
+        rec.write_counters(job_counters(config, jobs))?;
+    }
     match failed {
         None => rec.finish(Outcome::Complete, None),
         Some(why) => rec.finish(Outcome::Failed, Some(why)),
+    }
+}
+
+/// Key of the run's counters section with the jobs' counters.
+pub const JOB_SECTION: &str = "job";
+
+/// Hadoop's job counters for each job (issue 34 item 5): the records the map side read and
+/// emitted, what the combiner made of them, the records shipped to the reducer, and the CPU time
+/// of the job's threads beside its elapsed time ("Cumulative CPU").
+fn job_counters(config: &Q1Config, jobs: &[(u64, Q1Output)]) -> CounterSection {
+    let int = |v: u64| CounterValue::Int(v.min(i64::MAX as u64) as i64);
+    let ms = |ns: u64| CounterValue::Float(ns as f64 / 1e6);
+    let rows = jobs
+        .iter()
+        .enumerate()
+        .map(|(i, (_, o))| {
+            let w = &o.work;
+            let combine_out = if config.combiner {
+                int(w.shipped_records)
+            } else {
+                CounterValue::None
+            };
+            vec![
+                int(i as u64 + 1),
+                int(o.lines),
+                int(o.answer.rows_aggregated()),
+                combine_out,
+                int(w.shipped_records),
+                int(w.shipped_messages),
+                ms(w.map_cpu_ns),
+                ms(w.reduce_cpu_ns),
+                ms(w.cpu_ns()),
+                ms(o.timings.total),
+                CounterValue::float(
+                    (o.timings.total > 0).then(|| w.cpu_ns() as f64 / o.timings.total as f64),
+                ),
+            ]
+        })
+        .collect();
+    let combiner = if config.combiner { "on" } else { "off" };
+    CounterSection {
+        key: JOB_SECTION.into(),
+        title: format!(
+            "map/combine/reduce, as Hadoop's job counters ({} mapper(s), combiner {combiner})",
+            config.mappers
+        ),
+        final_counts: true,
+        counters: Vec::new(),
+        tables: vec![CounterTable {
+            key: "jobs".into(),
+            title: "records from map to reduce, and the CPU time of the job's threads".into(),
+            columns: vec![
+                Column::new("job", "job", ""),
+                Column::new("map_input_records", "map input records", ""),
+                Column::new("map_output_records", "map output records", ""),
+                Column::new("combine_output_records", "combine output records", ""),
+                Column::new("reduce_input_records", "records shipped to reduce", ""),
+                Column::new("shuffle_messages", "shuffle messages", ""),
+                Column::new("map_cpu_ms", "map CPU", "ms").decimals(1),
+                Column::new("reduce_cpu_ms", "reduce CPU", "ms").decimals(1),
+                Column::new("cpu_ms", "cumulative CPU", "ms").decimals(1),
+                Column::new("elapsed_ms", "elapsed", "ms").decimals(1),
+                Column::new("cpu_per_elapsed", "CPU / elapsed", "").decimals(2),
+            ],
+            rows,
+        }],
+        notes: vec![
+            "map output records: rows that passed Q1's date filter; with the combiner each map \
+             task ships its partial groups instead of them"
+                .into(),
+        ],
     }
 }

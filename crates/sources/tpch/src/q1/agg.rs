@@ -115,6 +115,16 @@ impl Groups {
         self.groups[i].1.add(r);
     }
 
+    /// Groups (records) held: what a combiner ships to the reducer.
+    pub fn len(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// No group yet.
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+
     /// Merges another partial into this one.
     pub fn merge(&mut self, other: &Groups) {
         for (key, agg) in &other.groups {

@@ -91,6 +91,27 @@ pub struct Q1Timings {
     pub total: u64,
 }
 
+/// What the job moved and what it cost, as Hadoop's job counters say it: records shipped from map
+/// to reduce (the combiner's point) and the CPU time of its threads ("CPU time spent").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Q1Work {
+    /// Records the mappers sent the reducer: partial groups with the combiner, rows without.
+    pub shipped_records: u64,
+    /// Messages through the shuffle channel carrying them.
+    pub shipped_messages: u64,
+    /// CPU time of the mapper threads, ns.
+    pub map_cpu_ns: u64,
+    /// CPU time of the reducer thread (reduce and finish), ns.
+    pub reduce_cpu_ns: u64,
+}
+
+impl Q1Work {
+    /// The job's cumulative CPU time, ns.
+    pub fn cpu_ns(&self) -> u64 {
+        self.map_cpu_ns + self.reduce_cpu_ns
+    }
+}
+
 /// Result of a job: the answer plus counts and timings.
 #[derive(Clone, Debug)]
 pub struct Q1Output {
@@ -104,6 +125,8 @@ pub struct Q1Output {
     pub splits: usize,
     /// Timings.
     pub timings: Q1Timings,
+    /// Records shipped and CPU time.
+    pub work: Q1Work,
 }
 
 /// Live progress shared with a display: bytes mapped so far and partials reduced.
@@ -184,6 +207,7 @@ pub fn run_splits(
     let cut = DateCut::new(cut);
     let shared = Shared::default();
     let (tx, rx) = sync_channel::<Msg>(CHANNEL_CAPACITY);
+    let reducer_cpu = crate::cpu::thread_cpu_ns();
     let (groups, reduce) = std::thread::scope(|scope| {
         for m in 0..config.mappers.max(1) {
             let tx = tx.clone();
@@ -214,6 +238,7 @@ pub fn run_splits(
     let finish_start = clock.ns();
     let answer = groups.into_answer();
     let finish_end = clock.ns();
+    let reduce_cpu_ns = crate::cpu::thread_cpu_ns().saturating_sub(reducer_cpu);
     progress.done.store(true, Ordering::Relaxed);
     let mut map = shared
         .map_times
@@ -233,6 +258,12 @@ pub fn run_splits(
                 end: finish_end,
             },
             total: clock.ns(),
+        },
+        work: Q1Work {
+            shipped_records: shared.shipped_records.into_inner(),
+            shipped_messages: shared.shipped_messages.into_inner(),
+            map_cpu_ns: shared.map_cpu_ns.into_inner(),
+            reduce_cpu_ns,
         },
     })
 }
@@ -270,6 +301,9 @@ struct Shared {
     first_error: Mutex<Option<(usize, Q1Error)>>,
     map_times: Mutex<Vec<MapTiming>>,
     total_lines: AtomicU64,
+    shipped_records: AtomicU64,
+    shipped_messages: AtomicU64,
+    map_cpu_ns: AtomicU64,
 }
 
 /// One mapper thread and what it reads from.
@@ -286,8 +320,16 @@ struct Mapper<'a> {
 }
 
 impl Mapper<'_> {
-    /// Takes splits in order until none is left, a map task fails, or the reducer is gone.
+    /// Takes splits in order until none is left, a map task fails, or the reducer is gone; adds
+    /// the thread's CPU time to the job's.
     fn run(&self, tx: SyncSender<Msg>) {
+        let cpu = crate::cpu::thread_cpu_ns();
+        self.take_splits(tx);
+        let used = crate::cpu::thread_cpu_ns().saturating_sub(cpu);
+        self.shared.map_cpu_ns.fetch_add(used, Ordering::Relaxed);
+    }
+
+    fn take_splits(&self, tx: SyncSender<Msg>) {
         loop {
             if self.shared.failed.load(Ordering::Relaxed) {
                 return;
@@ -326,6 +368,7 @@ impl Mapper<'_> {
                 batch.push(row);
                 if batch.len() == ROWS_PER_MESSAGE {
                     let full = std::mem::replace(&mut batch, Vec::with_capacity(ROWS_PER_MESSAGE));
+                    self.shipped(full.len());
                     lost_reducer |= tx.send(Msg::Rows(full)).is_err();
                 }
             })
@@ -334,8 +377,10 @@ impl Mapper<'_> {
             Ok(lines) => {
                 self.shared.total_lines.fetch_add(lines, Ordering::Relaxed);
                 let msg = if combiner {
+                    self.shipped(local.len());
                     Msg::Partial(Box::new(local))
                 } else {
+                    self.shipped(batch.len());
                     Msg::Rows(batch)
                 };
                 lost_reducer |= tx.send(msg).is_err();
@@ -360,6 +405,14 @@ impl Mapper<'_> {
                 false
             }
         }
+    }
+
+    /// Counts one message of `records` records sent to the reducer.
+    fn shipped(&self, records: usize) {
+        let s = self.shared;
+        s.shipped_records
+            .fetch_add(records as u64, Ordering::Relaxed);
+        s.shipped_messages.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Keeps the error of split `i` if it is the earliest bad line in input order so far, whichever
@@ -526,6 +579,40 @@ mod tests {
                 );
                 assert_eq!(other.lines, 5000);
                 assert_eq!(other.timings.map.len(), n);
+            }
+        }
+    }
+
+    /// Issue 34 item 5: the combiner's effect in records shipped, and the job's CPU time. With the
+    /// combiner each map task ships its partial groups (at most the 4 of the sample); without it,
+    /// every row that passed the filter, in messages of ROWS_PER_MESSAGE rows and a last one.
+    #[test]
+    fn records_shipped_and_cpu_time_show_the_combiner() {
+        let (_d, inputs) = sample_file(5000);
+        for mappers in [1, 3] {
+            let splits = plan_splits(&inputs, mappers);
+            let on = answer_of(&inputs, &splits, mappers, true, false);
+            let rows = on.answer.rows_aggregated();
+            assert!(on.work.shipped_records >= on.answer.rows.len() as u64);
+            assert!(
+                on.work.shipped_records <= 4 * splits.len() as u64,
+                "{:?}",
+                on.work
+            );
+            assert_eq!(on.work.shipped_messages, splits.len() as u64);
+            let off = answer_of(&inputs, &splits, mappers, false, false);
+            assert_eq!(
+                off.work.shipped_records, rows,
+                "every aggregated row shipped"
+            );
+            assert!(off.work.shipped_messages >= splits.len() as u64);
+            assert!(
+                off.work.shipped_messages
+                    <= splits.len() as u64 + rows.div_ceil(ROWS_PER_MESSAGE as u64)
+            );
+            for w in [on.work, off.work] {
+                assert!(w.map_cpu_ns > 0 && w.reduce_cpu_ns > 0, "{w:?}");
+                assert_eq!(w.cpu_ns(), w.map_cpu_ns + w.reduce_cpu_ns);
             }
         }
     }

@@ -37,8 +37,8 @@ pub fn sql_with_cutoff(cutoff: &str) -> String {
 }
 pub use explain::explain;
 pub use job::{
-    run, run_splits, MapTiming, Q1Config, Q1Output, Q1Progress, Q1Timings, Span, CHANNEL_CAPACITY,
-    DEFAULT_DELTA,
+    run, run_splits, MapTiming, Q1Config, Q1Output, Q1Progress, Q1Timings, Q1Work, Span,
+    CHANNEL_CAPACITY, DEFAULT_DELTA,
 };
 pub use parse::{cutoff, parse_line, DateCut};
 pub use split::{plan_splits, resolve_inputs, Input, Split};
