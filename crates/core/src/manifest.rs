@@ -410,6 +410,10 @@ pub struct Manifest {
     /// absent in runs made before it was recorded and in runs without a database.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage: Option<StorageInfo>,
+    /// The event the source calls its headline (`commit`, `lookup`, `q1`, …): what `history`
+    /// shows; absent where the source names none (then the most frequent event is shown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headline_event: Option<String>,
 }
 
 /// Where the database keeps its files: its data directory, the WAL, each tablespace the
@@ -488,6 +492,7 @@ impl Manifest {
             event_files: vec![crate::files::EVENTS_FILE.to_string()],
             events_written: None,
             storage: None,
+            headline_event: None,
         }
     }
 

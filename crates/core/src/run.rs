@@ -570,10 +570,17 @@ fn headline(run: &RunDir, e: &mut Entry) -> Result<()> {
             }
         }
     })?;
-    let Some((&top, &n)) = count
-        .iter()
-        .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
-    else {
+    // The source's own headline event when it names one that occurred, else the most frequent.
+    let named = run
+        .manifest
+        .headline_event
+        .as_deref()
+        .and_then(|h| count.iter().find(|(id, _)| names.name(**id) == h));
+    let Some((&top, &n)) = named.or_else(|| {
+        count
+            .iter()
+            .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
+    }) else {
         e.ops = Some(0);
         e.errors = Some(0);
         return Ok(());

@@ -305,6 +305,10 @@ fn history_lists_a_run_of_every_source() {
         assert_eq!(e["outcome"], "complete", "{e}");
         assert!(e["workload"].as_str().is_some_and(|w| !w.is_empty()), "{e}");
     }
+    // A source's own headline event, not its most frequent one (q1's map tasks outnumber it).
+    let q1 = all.iter().find(|e| e["dir"] == "q1").unwrap();
+    assert_eq!(q1["headline_event"], "q1", "{q1}");
+    assert_eq!(q1["ops"], 1, "{q1}");
     // The sweep's points are runs of the sweep's own runs directory, `points`.
     let points = ["history", "runs/sweep/points", "--json"];
     let points: Value = serde_json::from_str(&ok(d, &points)).unwrap();

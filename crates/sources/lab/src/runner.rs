@@ -236,6 +236,7 @@ pub fn run(
         probe.clone(),
     );
     rec.manifest_mut().storage = Some(opened.storage());
+    rec.manifest_mut().headline_event = Some(spec.workload.headline_event().to_string());
     let clock = rec.start_clock()?;
     // Shared with the workload's step marker, which takes a snapshot from a session's thread.
     let obs = Arc::new(Mutex::new(opened.start(&clock)));

@@ -83,6 +83,7 @@ fn record(
         0,
     );
     manifest.command_line = command_line;
+    manifest.headline_event = Some("q1".into());
     manifest.started_utc = started;
     manifest.clock_origin_unix_ns = started.timestamp_nanos_opt().unwrap_or(0);
     let mut rec = Recording::begin(out, manifest)?;
