@@ -14,7 +14,7 @@ pub mod script_plan;
 
 use anyhow::Context;
 use dbscope_core::Outcome;
-use dbscope_db::open_target;
+use dbscope_db::open_target_keyed;
 use dbscope_lab::plan::{RunPlan, WorkloadPlan};
 use dbscope_lab::runner::{self, Progress, RunResult, RunSpec};
 
@@ -83,7 +83,7 @@ fn in_run_dir<T>(plan: &RunPlan, f: impl FnOnce(&str) -> Result<T, Exit>) -> Res
 /// Runs a plan's workload (not `events`: see `events`) against the target `spec`.
 fn record(plan: &RunPlan, spec: &str, quiet: bool) -> Result<RunResult, Exit> {
     let config = plan.run_config().map_err(lab_error)?;
-    let target = open_target(spec, &plan.target.settings)?;
+    let target = open_target_keyed(spec, &plan.target.settings, plan.target.key_file.as_deref())?;
     let workload = plan.workload(target.dialect()).map_err(lab_error)?;
 
     let stop = stop_on_ctrl_c();
