@@ -81,6 +81,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub key_file: Option<PathBuf>,
 
+    /// `off`: run in a child process whose OpenSSL has AES-NI, carry-less multiply and VAES
+    /// masked (OPENSSL_ia32cap), verified there by OpenSSL's AES rate against this process's;
+    /// both rates and the mask go into the manifest (sqlcipher builds; docs/tde.md).
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
+    pub aes_ni: String,
+
     /// Concurrent sessions, each with its own connection.
     #[arg(
         long,

@@ -3,6 +3,7 @@
 //! The arguments become a run plan in [`plan`]; [`run`] runs a plan, [`run_point`] one of
 //! `sweep`'s.
 
+pub mod aesni;
 pub mod args;
 pub mod events;
 pub mod events_args;
@@ -27,6 +28,9 @@ use plan::lab_error;
 
 pub fn cmd_run(a: RunArgs) -> Result<u8, Exit> {
     let plan = plan::build(&a)?;
+    if let aesni::AesNi::RanInChild(code) = aesni::handle(a.aes_ni == "off")? {
+        return Ok(code);
+    }
     run(&plan, a.quiet)
 }
 

@@ -270,3 +270,81 @@ fn encrypted_scans_answer_as_clear_ones_and_time_the_key_derivation() {
     assert_eq!(scans(&engine)[2]["pages_read"], 0);
     assert_nowhere(KEY, &join(d, "enc"), &[]);
 }
+
+#[cfg(not(feature = "sqlcipher"))]
+#[test]
+fn aes_ni_off_without_sqlcipher_says_how_to_build_it() {
+    let dir = tempdir();
+    fails(
+        dir.path(),
+        &[
+            "run",
+            "scan",
+            "--target",
+            "sqlite:x.db",
+            "--ops",
+            "1",
+            "--aes-ni",
+            "off",
+        ],
+        2,
+        &["--features sqlcipher"],
+    );
+}
+
+#[cfg(feature = "sqlcipher")]
+#[test]
+fn aes_ni_off_runs_masked_in_a_child_and_the_probe_shows_it() {
+    let dir = tempdir();
+    let d = dir.path();
+    let cpu_has_aes = std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("flags"))
+        .is_some_and(|l| l.split_whitespace().any(|f| f == "aes"));
+    let out = dbscope(d)
+        .env("DBSCOPE_SQLITE_KEY", "aes-off-key")
+        .args([
+            "run",
+            "scan",
+            "--target",
+            "sqlcipher:e.db",
+            "--rows",
+            "2000",
+            "--ops",
+            "2",
+            "--aes-ni",
+            "off",
+            "--out",
+            "off",
+            "-q",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let m = manifest(&join(d, "off"));
+    let eff = &m["target"]["settings_effective"];
+    if !cpu_has_aes {
+        assert!(String::from_utf8_lossy(&out.stderr).contains("this CPU has no AES-NI"));
+        return;
+    }
+    assert_eq!(
+        eff["openssl_ia32cap"], "~0x200000200000000:~0x60000000000",
+        "{eff}"
+    );
+    let rate = |k: &str| eff[k].as_str().unwrap().parse::<f64>().unwrap();
+    let (masked, unmasked) = (rate("aes_probe_mb_s"), rate("aes_probe_unmasked_mb_s"));
+    assert!(
+        masked < 0.5 * unmasked,
+        "masked {masked} MB/s, unmasked {unmasked} MB/s"
+    );
+    assert!(m["host"]["cpu_flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f == "aes"));
+}

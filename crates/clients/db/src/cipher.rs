@@ -9,6 +9,10 @@ use crate::target::{TargetError, TargetResult};
 /// The environment variable a `sqlcipher:` target's key is read from without `--key-file`.
 pub const KEY_ENV: &str = "DBSCOPE_SQLITE_KEY";
 
+/// Where `--aes-ni off`'s parent hands its child OpenSSL's unmasked AES rate (MB/s), which the
+/// child records beside its own.
+pub const UNMASKED_RATE_ENV: &str = "DBSCOPE_AES_PROBE_UNMASKED_MB_S";
+
 /// True when this binary was built with SQLCipher (the `sqlcipher` feature).
 pub const BUILT_WITH_SQLCIPHER: bool = cfg!(feature = "sqlcipher");
 
@@ -142,5 +146,94 @@ mod tests {
         assert!(e.message.contains("cannot read it"), "{e}");
         assert!(check_cipher_setting("cipher").is_err());
         assert!(check_cipher_setting("kdf_iter").is_ok());
+    }
+}
+
+/// The `OPENSSL_ia32cap` mask that turns off AES-NI and carry-less multiply (first word: bits 57
+/// and 33 of CPUID(1) ECX:EDX) and VAES and VPCLMULQDQ (second word: bits 41 and 42, CPUID(7)
+/// ECX bits 9 and 10) for OpenSSL in a process started with it.
+pub const AES_NI_OFF_MASK: &str = "~0x200000200000000:~0x60000000000";
+
+/// OpenSSL's AES-256-CBC decryption rate in this process, in MB/s (10^6 bytes), over about
+/// `millis` ms of 1 MiB buffers: what SQLCipher's page decryption can reach at best. `None` in
+/// a binary without SQLCipher (no libcrypto linked) or when OpenSSL refuses.
+pub fn aes_probe_mb_s(millis: u64) -> Option<f64> {
+    #[cfg(feature = "sqlcipher")]
+    {
+        probe::aes_256_cbc_decrypt_mb_s(millis)
+    }
+    #[cfg(not(feature = "sqlcipher"))]
+    {
+        let _ = millis;
+        None
+    }
+}
+
+/// OpenSSL's EVP interface, from the libcrypto SQLCipher links.
+#[cfg(feature = "sqlcipher")]
+#[allow(unsafe_code)]
+mod probe {
+    use std::ffi::{c_int, c_void};
+    use std::time::{Duration, Instant};
+
+    extern "C" {
+        fn EVP_CIPHER_CTX_new() -> *mut c_void;
+        fn EVP_CIPHER_CTX_free(ctx: *mut c_void);
+        fn EVP_aes_256_cbc() -> *const c_void;
+        fn EVP_DecryptInit_ex(
+            ctx: *mut c_void,
+            cipher: *const c_void,
+            engine: *mut c_void,
+            key: *const u8,
+            iv: *const u8,
+        ) -> c_int;
+        fn EVP_CIPHER_CTX_set_padding(ctx: *mut c_void, pad: c_int) -> c_int;
+        fn EVP_DecryptUpdate(
+            ctx: *mut c_void,
+            out: *mut u8,
+            outl: *mut c_int,
+            input: *const u8,
+            inl: c_int,
+        ) -> c_int;
+    }
+
+    pub fn aes_256_cbc_decrypt_mb_s(millis: u64) -> Option<f64> {
+        const LEN: usize = 1 << 20;
+        let key = [7u8; 32];
+        let iv = [9u8; 16];
+        let input: Vec<u8> = (0..LEN).map(|i| (i * 131 % 251) as u8).collect();
+        // One block more than the input: EVP may hold back the last block without padding off.
+        let mut out = vec![0u8; LEN + 32];
+        // SAFETY: the context is created, used and freed here only; key and IV are 32 and 16
+        // bytes as AES-256-CBC needs; `out` has room for the input plus a block; lengths fit c_int.
+        unsafe {
+            let ctx = EVP_CIPHER_CTX_new();
+            if ctx.is_null() {
+                return None;
+            }
+            let ok = EVP_DecryptInit_ex(
+                ctx,
+                EVP_aes_256_cbc(),
+                std::ptr::null_mut(),
+                key.as_ptr(),
+                iv.as_ptr(),
+            ) == 1
+                && EVP_CIPHER_CTX_set_padding(ctx, 0) == 1;
+            let mut bytes = 0u64;
+            let started = Instant::now();
+            let limit = Duration::from_millis(millis.max(1));
+            let mut failed = !ok;
+            while !failed && started.elapsed() < limit {
+                let mut n: c_int = 0;
+                failed =
+                    EVP_DecryptUpdate(ctx, out.as_mut_ptr(), &mut n, input.as_ptr(), LEN as c_int)
+                        != 1;
+                bytes += LEN as u64;
+            }
+            let secs = started.elapsed().as_secs_f64();
+            EVP_CIPHER_CTX_free(ctx);
+            std::hint::black_box(&out);
+            (!failed && secs > 0.0).then(|| bytes as f64 / 1e6 / secs)
+        }
     }
 }

@@ -287,6 +287,8 @@ impl Target for SqliteTarget {
         Some(std::path::absolute(&self.path).unwrap_or_else(|_| self.path.clone()))
     }
     fn describe(&self) -> TargetResult<TargetInfo> {
+        // SQLCipher derives the key at the first read of page 1: a new (empty) file has none yet.
+        let had_pages = std::fs::metadata(&self.path).is_ok_and(|m| m.len() > 0);
         let Opened {
             conn,
             key_derivation,
@@ -310,12 +312,28 @@ impl Target for SqliteTarget {
             }
         }
         effective.insert("busy_handler".into(), busy_handler_text(&self.settings));
+        // `--aes-ni off` runs in a child with OpenSSL's AES-NI masked: said, with OpenSSL's AES
+        // rate in this process (and in the parent, unmasked, when it measured it).
+        if let Ok(mask) = std::env::var("OPENSSL_ia32cap") {
+            effective.insert("openssl_ia32cap".into(), mask);
+        }
+        if let Ok(rate) = std::env::var(crate::cipher::UNMASKED_RATE_ENV) {
+            effective.insert("aes_probe_unmasked_mb_s".into(), rate);
+        }
+        if key_derivation.is_some() {
+            if let Some(rate) = crate::cipher::aes_probe_mb_s(100) {
+                effective.insert("aes_probe_mb_s".into(), format!("{rate:.0}"));
+            }
+        }
         if let Some((_, d)) = key_derivation {
             effective.insert("encryption".into(), "SQLCipher (keyed)".into());
             // The first read after PRAGMA key: PBKDF2 over the passphrase, then one page.
             effective.insert(
                 "key_derivation_ms".into(),
-                format!("{:.3}", d.as_secs_f64() * 1e3),
+                match had_pages {
+                    true => format!("{:.3}", d.as_secs_f64() * 1e3),
+                    false => "- (a new file: the key is derived at its first write)".into(),
+                },
             );
         }
         let location = std::path::absolute(&self.path)
