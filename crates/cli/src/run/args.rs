@@ -87,6 +87,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
     pub aes_ni: String,
 
+    /// scan: seed 000's table in one command: clear text (sqlite:NAME-clear.EXT beside the
+    /// --target sqlcipher: file) and encrypted × AES-NI on/off × --cache cold/os/engine, each a run
+    /// in --out DIR, then the median scan times and encrypted's ratio to clear (docs/tde.md).
+    #[arg(long)]
+    pub matrix: bool,
+
     /// Concurrent sessions, each with its own connection.
     #[arg(
         long,

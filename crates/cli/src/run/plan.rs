@@ -150,6 +150,7 @@ fn workload_options(a: &RunArgs) -> Vec<(&'static str, bool, &'static [WorkloadN
         ),
         ("--dist", l.dist.is_some(), &[Commit, Lookup, Events]),
         ("--cache", l.cache.is_some(), &[Lookup, Scan]),
+        ("--matrix", a.matrix, &[Scan]),
         ("--restart-cmd", l.restart_cmd.is_some(), &[Lookup]),
         ("--restart-timeout", l.restart_timeout.is_some(), &[Lookup]),
         ("--groups", l.groups.is_some(), &[Bulkload]),
