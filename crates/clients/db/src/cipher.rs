@@ -126,29 +126,6 @@ pub fn check_cipher_setting(name: &str) -> TargetResult<()> {
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn key_file_is_read_trimmed_and_never_shown() {
-        let d = tempfile::tempdir().unwrap();
-        let f = d.path().join("k");
-        std::fs::write(&f, "s3cret-'quoted'\n").unwrap();
-        let k = Key::load(Some(&f)).unwrap();
-        assert_eq!(k.text(), "s3cret-'quoted'");
-        assert!(!format!("{k:?}").contains("s3cret"));
-        assert_eq!(k.pragma(), "PRAGMA key = 's3cret-''quoted'''");
-        std::fs::write(&f, "\n").unwrap();
-        let e = Key::load(Some(&f)).unwrap_err();
-        assert!(e.message.contains("is empty"), "{e}");
-        let e = Key::load(Some(&d.path().join("missing"))).unwrap_err();
-        assert!(e.message.contains("cannot read it"), "{e}");
-        assert!(check_cipher_setting("cipher").is_err());
-        assert!(check_cipher_setting("kdf_iter").is_ok());
-    }
-}
-
 /// The `OPENSSL_ia32cap` mask that turns off AES-NI and carry-less multiply (first word: bits 57
 /// and 33 of CPUID(1) ECX:EDX) and VAES and VPCLMULQDQ (second word: bits 41 and 42, CPUID(7)
 /// ECX bits 9 and 10) for OpenSSL in a process started with it.
@@ -235,5 +212,28 @@ mod probe {
             std::hint::black_box(&out);
             (!failed && secs > 0.0).then(|| bytes as f64 / 1e6 / secs)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_file_is_read_trimmed_and_never_shown() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("k");
+        std::fs::write(&f, "s3cret-'quoted'\n").unwrap();
+        let k = Key::load(Some(&f)).unwrap();
+        assert_eq!(k.text(), "s3cret-'quoted'");
+        assert!(!format!("{k:?}").contains("s3cret"));
+        assert_eq!(k.pragma(), "PRAGMA key = 's3cret-''quoted'''");
+        std::fs::write(&f, "\n").unwrap();
+        let e = Key::load(Some(&f)).unwrap_err();
+        assert!(e.message.contains("is empty"), "{e}");
+        let e = Key::load(Some(&d.path().join("missing"))).unwrap_err();
+        assert!(e.message.contains("cannot read it"), "{e}");
+        assert!(check_cipher_setting("cipher").is_err());
+        assert!(check_cipher_setting("kdf_iter").is_ok());
     }
 }
