@@ -348,3 +348,48 @@ fn aes_ni_off_runs_masked_in_a_child_and_the_probe_shows_it() {
         .iter()
         .any(|f| f == "aes"));
 }
+
+#[test]
+fn scan_reads_an_existing_table_as_it_is_and_never_drops_it() {
+    let dir = tempdir();
+    let d = dir.path();
+    let db = d.join("mine.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE orders (o_id INTEGER PRIMARY KEY, note TEXT, qty INTEGER);
+         WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < 3000)
+         INSERT INTO orders SELECT i, printf('order %d', i), i % 7 FROM k;",
+    )
+    .unwrap();
+    drop(conn);
+    let target = format!("sqlite:{}", s(&db));
+    let args = |out: &'static str| {
+        [
+            "run", "scan", "--target", &target, "--table", "orders", "--cache", "engine", "--ops",
+            "2", "--out", out, "-q",
+        ]
+        .map(String::from)
+    };
+    let a = args("a");
+    ok(d, &a.iter().map(String::as_str).collect::<Vec<_>>());
+    let r = report_json(d, &join(d, "a"));
+    assert!(
+        r["scan"]["answer"].as_str().unwrap().starts_with("3000 "),
+        "{}",
+        r["scan"]
+    );
+    assert_eq!(scans(&r)[1]["pages_read"], 0);
+    let mut f: Vec<String> = args("b").to_vec();
+    f.push("--fresh".into());
+    fails(
+        d,
+        &f.iter().map(String::as_str).collect::<Vec<_>>(),
+        2,
+        &["--fresh would drop table orders, which dbscope did not make"],
+    );
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let n: i64 = conn
+        .query_row("SELECT count(*) FROM orders", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 3000, "the user's table is untouched");
+}

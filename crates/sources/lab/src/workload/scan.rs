@@ -105,6 +105,9 @@ pub struct ScanWorkload {
     facts: Arc<Mutex<TableFacts>>,
     scans: Arc<Mutex<Vec<ScanStat>>>,
     fill_s: Mutex<Option<f64>>,
+    /// The scan statement: ours ([`ScanWorkload::own_scan_sql`]), or one built for an existing
+    /// table's columns by setup.
+    sql: Mutex<String>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -141,12 +144,13 @@ impl ScanWorkload {
             ));
         }
         Ok(ScanWorkload {
-            cfg,
             dialect,
             notes: Arc::default(),
             facts: Arc::default(),
             scans: Arc::default(),
             fill_s: Mutex::new(None),
+            sql: Mutex::new(Self::own_scan_sql(&cfg.table)),
+            cfg,
         })
     }
 
@@ -156,29 +160,66 @@ impl ScanWorkload {
 
     /// The scan: every row's id and the last character of its pad (which makes SQLite read the
     /// pad itself, overflow pages included, where `length()` would not).
-    fn scan_sql(&self) -> String {
-        format!(
-            "SELECT count(*), sum(id), sum(unicode(substr(pad, -1))) FROM {}",
-            self.cfg.table
-        )
+    fn own_scan_sql(table: &str) -> String {
+        format!("SELECT count(*), sum(id), sum(unicode(substr(pad, -1))) FROM {table}")
+    }
+
+    /// The scan of a table dbscope did not make: every column's bytes (the CAST makes SQLite read
+    /// each value, which `length()` of a column alone would not).
+    fn foreign_scan_sql(s: &mut dyn Session, table: &str) -> TargetResult<String> {
+        let cols = s.query_rows(
+            &format!("SELECT name FROM pragma_table_info('{table}')"),
+            &[],
+        )?;
+        let terms: Vec<String> = cols
+            .iter()
+            .filter_map(|r| r.first().cloned().flatten())
+            .map(|c| {
+                format!(
+                    "coalesce(length(CAST(\"{}\" AS BLOB)), 0)",
+                    c.replace('"', "\"\"")
+                )
+            })
+            .collect();
+        if terms.is_empty() {
+            return Err(TargetError::config(format!(
+                "table {table} has no columns to scan"
+            )));
+        }
+        Ok(format!(
+            "SELECT count(*), sum({}) FROM {table}",
+            terms.join(" + ")
+        ))
     }
 
     fn setup_sqlite(&self, s: &mut dyn Session) -> TargetResult<()> {
         let t = &self.cfg.table;
-        if self.cfg.fresh {
-            s.batch(&format!("DROP TABLE IF EXISTS {t}"))?;
-        }
         let shape = format!("rows={} row_bytes={}", self.cfg.rows, self.cfg.row_bytes);
         let exists = place::table_exists(s, Dialect::Sqlite, "", t)?;
-        let same = exists
-            && s.query_rows(
-                "SELECT shape FROM dbscope_scan_shape WHERE tbl = ?1",
-                &[dbscope_db::Param::Text(t.clone())],
-            )
-            .ok()
-            .and_then(|r| r.first().and_then(|r| r.first().cloned().flatten()))
-                == Some(shape.clone());
-        if same {
+        // The shape dbscope recorded when it made the table; none: not dbscope's table.
+        let ours = match place::table_exists(s, Dialect::Sqlite, "", "dbscope_scan_shape")? {
+            false => None,
+            true => s
+                .query_rows(
+                    "SELECT shape FROM dbscope_scan_shape WHERE tbl = ?1",
+                    &[dbscope_db::Param::Text(t.clone())],
+                )?
+                .first()
+                .and_then(|r| r.first().cloned().flatten()),
+        };
+        if exists && ours.is_none() {
+            if self.cfg.fresh {
+                return Err(TargetError::config(format!(
+                    "--fresh would drop table {t}, which dbscope did not make: scan it as it is \
+                     (without --fresh), or name another --table"
+                )));
+            }
+            *lock(&self.sql) = Self::foreign_scan_sql(s, t)?;
+            self.note(format!(
+                "table {t} exists and is not dbscope's: scanned as it is (every column of every \
+                 row; --rows and --row-bytes do not apply)"
+            ));
+        } else if exists && !self.cfg.fresh && ours.as_deref() == Some(shape.as_str()) {
             self.note(format!("table {t} reused ({shape})"));
         } else {
             if exists {
@@ -223,7 +264,7 @@ impl ScanWorkload {
         let pages = one(s, "PRAGMA page_count")?;
         // The answer, read now (this also leaves the file in the OS page cache for `os`).
         let answer = s
-            .query_rows(&self.scan_sql(), &[])?
+            .query_rows(&lock(&self.sql).clone(), &[])?
             .into_iter()
             .next()
             .unwrap_or_default();
@@ -303,7 +344,7 @@ impl Workload for ScanWorkload {
     fn session(&self, _session: u32, _seed: u64) -> Box<dyn SessionWork> {
         Box::new(ScanSession {
             cache: self.cfg.cache,
-            sql: self.scan_sql(),
+            sql: lock(&self.sql).clone(),
             facts: self.facts.clone(),
             notes: self.notes.clone(),
             scans: self.scans.clone(),
