@@ -393,3 +393,58 @@ fn scan_reads_an_existing_table_as_it_is_and_never_drops_it() {
         .unwrap();
     assert_eq!(n, 3000, "the user's table is untouched");
 }
+
+#[cfg(feature = "sqlcipher")]
+#[test]
+fn the_matrix_makes_twelve_runs_and_the_seeds_table() {
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::write(d.join("key"), "matrix-key-55\n").unwrap();
+    let out = ok(
+        d,
+        &[
+            "run",
+            "scan",
+            "--matrix",
+            "--target",
+            "sqlcipher:m.db",
+            "--key-file",
+            "key",
+            "--rows",
+            "2000",
+            "--ops",
+            "3",
+            "--out",
+            "mx",
+        ],
+    );
+    for kind in ["clear", "encrypted"] {
+        for aes in ["on", "off"] {
+            for cache in ["cold", "os", "engine"] {
+                let run = join(d, &format!("mx/{kind}-aesni-{aes}-{cache}"));
+                let m = manifest(&run);
+                assert_eq!(m["outcome"], "complete", "{}", run.display());
+                assert_eq!(m["workload"]["params"]["cache"], cache);
+                let eff = &m["target"]["settings_effective"];
+                assert_eq!(
+                    eff.get("encryption").is_some(),
+                    kind == "encrypted",
+                    "{eff}"
+                );
+            }
+        }
+    }
+    for row in ["cold", "os", "engine"] {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(row))
+            .unwrap_or_else(|| panic!("{out}"));
+        assert_eq!(line.matches('x').count(), 2, "two ratios: {line}");
+        assert!(!line.contains(" - "), "every cell measured: {line}");
+    }
+    assert!(
+        d.join("m-clear.db").exists(),
+        "the clear twin beside the encrypted file"
+    );
+    assert_nowhere("matrix-key-55", &join(d, "mx"), &[&out]);
+}
