@@ -61,6 +61,8 @@ pub fn handle(off: bool) -> Result<AesNi, Exit> {
         .ok_or_else(|| anyhow!("--aes-ni off: OpenSSL's AES-256-CBC probe failed"))?;
     let exe = std::env::current_exe()
         .map_err(|e| anyhow!("--aes-ni off: cannot find this program to run it again: {e}"))?;
+    // Ctrl-C is the child's to handle (it keeps what it recorded): this process waits for it.
+    let _ = ctrlc::set_handler(|| {});
     let status = Command::new(exe)
         .args(without_aes_ni(std::env::args_os().skip(1)))
         .env("OPENSSL_ia32cap", AES_NI_OFF_MASK)

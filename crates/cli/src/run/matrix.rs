@@ -11,7 +11,7 @@ use std::process::Command;
 
 use anyhow::{anyhow, Context};
 
-use crate::exit::{Exit, EXIT_FAILED};
+use crate::exit::{Exit, EXIT_FAILED, EXIT_INTERRUPTED};
 
 /// The cells' order: cache states as rows; clear/encrypted × AES-NI on/off as columns.
 const CACHES: [&str; 3] = ["cold", "os", "engine"];
@@ -51,7 +51,9 @@ pub fn run_matrix(m: &MatrixArgs) -> Result<u8, Exit> {
         .with_context(|| format!("cannot create {}", m.out.display()))?;
     let mut worst = 0u8;
     let mut cells = Vec::new();
-    for cache in CACHES {
+    // Ctrl-C is the running cell's to handle (it keeps what it recorded); the matrix then stops.
+    let _ = ctrlc::set_handler(|| {});
+    'cells: for cache in CACHES {
         for aes in AES {
             for (kind, target) in [("clear", &clear), ("encrypted", &m.target)] {
                 let name = format!("{kind}-aesni-{aes}-{cache}");
@@ -75,6 +77,10 @@ pub fn run_matrix(m: &MatrixArgs) -> Result<u8, Exit> {
                 let code = status.code().map_or(EXIT_FAILED, |c| c.clamp(0, 255) as u8);
                 worst = worst.max(code);
                 cells.push((cache, aes, kind, dir, code));
+                if code == EXIT_INTERRUPTED {
+                    eprintln!("dbscope: matrix: interrupted; the cells not run are left out (-)");
+                    break 'cells;
+                }
             }
         }
     }
