@@ -33,6 +33,10 @@ pub enum WorkloadName {
     /// execution is a transaction event named after its script, every command an event named
     /// after its script and line; `report` prints pgbench's figures beside R's.
     Script,
+    /// Full scans of one table (seed 000's TDE experiment, docs/tde.md): --rows, --row-bytes,
+    /// --cache cold|os|engine; sqlite: or sqlcipher: targets, one session. Events `scan`, `open`
+    /// and (SQLCipher) `key_derivation`; per scan: pages read, cache hits, bytes, MB/s.
+    Scan,
 }
 
 #[derive(Debug, Args)]
@@ -51,6 +55,8 @@ pub enum WorkloadName {
   dbscope run bulkload --rows 20000000 --groups 4100 --sessions 4 --into unlogged --target postgres://…
   dbscope run script -b tpcb-like --init tpcb --scale 10 -c 4 -j 2 --duration 60s --target postgres://…
   dbscope run script -f my.sql@3 -f other.sql -M prepared --max-tries 10 --rate 500 -c 8
+  DBSCOPE_SQLITE_KEY=… dbscope run scan --target sqlcipher:enc.db --rows 200000 --cache os --ops 10
+  dbscope run scan --target sqlcipher:enc.db --key-file key.txt --cache engine --ops 10
 
 Ctrl-C stops the run and keeps everything recorded (outcome: interrupted).")]
 pub struct RunArgs {
@@ -69,6 +75,23 @@ pub struct RunArgs {
     /// SQLite pragmas (e.g. journal_mode=wal, synchronous=full). Repeatable. Read back and recorded.
     #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
     pub settings: Vec<(String, String)>,
+
+    /// The key of a sqlcipher:PATH target, read from this file (one trailing newline is not part
+    /// of it; x'64 hex digits' is a raw key). Without it: $DBSCOPE_SQLITE_KEY. Never recorded.
+    #[arg(long, value_name = "FILE")]
+    pub key_file: Option<PathBuf>,
+
+    /// `off`: run in a child process whose OpenSSL has AES-NI, carry-less multiply and VAES
+    /// masked (OPENSSL_ia32cap), verified there by OpenSSL's AES rate against this process's;
+    /// both rates and the mask go into the manifest (sqlcipher builds; docs/tde.md).
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
+    pub aes_ni: String,
+
+    /// scan: seed 000's table in one command: clear text (sqlite:NAME-clear.EXT beside the
+    /// --target sqlcipher: file) and encrypted × AES-NI on/off × --cache cold/os/engine, each a run
+    /// in --out DIR, then the median scan times and encrypted's ratio to clear (docs/tde.md).
+    #[arg(long)]
+    pub matrix: bool,
 
     /// Concurrent sessions, each with its own connection.
     #[arg(

@@ -14,7 +14,6 @@ use dbscope_core::{
     Column, CounterSection, CounterTable, CounterValue, Event, Manifest, Outcome, RunDir,
     WorkloadInfo,
 };
-use dbscope_db::open_target;
 use dbscope_lab::plan::{strategies_left_out, EventsPlan, RunPlan};
 use dbscope_lab::runner::{self, Progress, RunConfig, RunSpec};
 use dbscope_lab::workload::events::{EventsConfig, EventsWorkload, Strategy};
@@ -35,7 +34,11 @@ pub fn run_events(
     point: bool,
 ) -> Result<(u8, Outcome), Exit> {
     let out = &plan.out;
-    let target = open_target(spec, &plan.target.settings)?;
+    let target = dbscope_db::open_target_keyed(
+        spec,
+        &plan.target.settings,
+        plan.target.key_file.as_deref(),
+    )?;
     let dialect = target.dialect();
     let clients = e.clients;
     let rate = e.rate;

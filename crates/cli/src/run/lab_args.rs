@@ -12,13 +12,13 @@ use crate::parse::parse_duration;
 /// `lookup` / `bulkload` options.
 #[derive(Debug, Args)]
 pub struct LabArgs {
-    /// lookup, bulkload: rows in the table (lookup: keys 1..=N, default 1000000; bulkload: rows
-    /// loaded, default 1000000).
+    /// lookup, bulkload, scan: rows in the table (lookup: keys 1..=N, default 1000000; bulkload:
+    /// rows loaded, default 1000000; scan: default 100000).
     #[arg(long, value_name = "N")]
     pub rows: Option<u64>,
 
-    /// lookup, bulkload: bytes of user data per row: an 8-byte id plus a text pad of the rest
-    /// (lookup default 100; bulkload default 16).
+    /// lookup, bulkload, scan: bytes of user data per row: an 8-byte id plus a text pad of the
+    /// rest (lookup and scan default 100; bulkload default 16).
     #[arg(long, value_name = "BYTES")]
     pub row_bytes: Option<u32>,
 
@@ -38,8 +38,10 @@ pub struct LabArgs {
     /// lookup: cache state before the lookups: `warm` (the default) reads everything once first;
     /// `cold` empties what dbscope can (new connections, SQLite's page cache, the OS page cache
     /// of the table's files) and records what it could not (PostgreSQL's shared_buffers, unless
-    /// --restart-cmd).
-    #[arg(long, value_name = "cold|warm")]
+    /// --restart-cmd). scan: `cold` (OS page cache emptied and a new connection before each
+    /// scan), `os` (the default: OS cache warm, SQLite's too small: every scan reads and decrypts
+    /// every page) or `engine` (SQLite's cache holds the table: later scans read nothing).
+    #[arg(long, value_name = "cold|warm|os|engine")]
     pub cache: Option<String>,
 
     /// lookup --cache cold on PostgreSQL: a shell command that restarts the server, which is

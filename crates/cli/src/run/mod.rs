@@ -3,18 +3,20 @@
 //! The arguments become a run plan in [`plan`]; [`run`] runs a plan, [`run_point`] one of
 //! `sweep`'s.
 
+pub mod aesni;
 pub mod args;
 pub mod events;
 pub mod events_args;
 pub mod flags;
 pub mod lab_args;
+pub mod matrix;
 pub mod plan;
 pub mod script_args;
 pub mod script_plan;
 
 use anyhow::Context;
 use dbscope_core::Outcome;
-use dbscope_db::open_target;
+use dbscope_db::open_target_keyed;
 use dbscope_lab::plan::{RunPlan, WorkloadPlan};
 use dbscope_lab::runner::{self, Progress, RunResult, RunSpec};
 
@@ -26,8 +28,59 @@ use crate::run::args::RunArgs;
 use plan::lab_error;
 
 pub fn cmd_run(a: RunArgs) -> Result<u8, Exit> {
+    if a.matrix {
+        return cmd_matrix(&a);
+    }
     let plan = plan::build(&a)?;
+    if let aesni::AesNi::RanInChild(code) = aesni::handle(a.aes_ni == "off")? {
+        return Ok(code);
+    }
     run(&plan, a.quiet)
+}
+
+/// `run scan --matrix`: the options every cell shares, checked, then the cells ([`matrix`]).
+fn cmd_matrix(a: &RunArgs) -> Result<u8, Exit> {
+    use anyhow::anyhow;
+    if a.workload != args::WorkloadName::Scan {
+        return Err(anyhow!("--matrix applies to the scan workload only").into());
+    }
+    if a.lab.cache.is_some() || a.aes_ni != "on" || a.fresh {
+        return Err(anyhow!(
+            "--matrix runs every --cache and --aes-ni itself, on the tables as they are (no --fresh)"
+        )
+        .into());
+    }
+    // Checked as a plain scan run would be, before twelve of them start.
+    plan::build(a)?;
+    let target = a
+        .target
+        .clone()
+        .ok_or_else(|| anyhow!("--matrix needs --target sqlcipher:PATH"))?;
+    let mut pass_on = Vec::new();
+    let mut give = |flag: &str, v: Option<String>| {
+        if let Some(v) = v {
+            pass_on.extend([flag.to_string(), v]);
+        }
+    };
+    give("--rows", a.lab.rows.map(|v| v.to_string()));
+    give("--row-bytes", a.lab.row_bytes.map(|v| v.to_string()));
+    give("--ops", a.ops.map(|v| v.to_string()));
+    give(
+        "--duration",
+        a.duration.map(|d| format!("{}ms", d.as_millis())),
+    );
+    give("--table", a.table.clone());
+    give("--seed", Some(a.seed.to_string()));
+    let out = match &a.out {
+        Some(p) => p.clone(),
+        None => crate::common::default_run_dir("scan-matrix")?,
+    };
+    matrix::run_matrix(&matrix::MatrixArgs {
+        target,
+        key_file: a.key_file.clone(),
+        pass_on,
+        out,
+    })
 }
 
 /// Runs `plan` and says how it went (`quiet`: no progress display and no report, only the run
@@ -83,7 +136,7 @@ fn in_run_dir<T>(plan: &RunPlan, f: impl FnOnce(&str) -> Result<T, Exit>) -> Res
 /// Runs a plan's workload (not `events`: see `events`) against the target `spec`.
 fn record(plan: &RunPlan, spec: &str, quiet: bool) -> Result<RunResult, Exit> {
     let config = plan.run_config().map_err(lab_error)?;
-    let target = open_target(spec, &plan.target.settings)?;
+    let target = open_target_keyed(spec, &plan.target.settings, plan.target.key_file.as_deref())?;
     let workload = plan.workload(target.dialect()).map_err(lab_error)?;
 
     let stop = stop_on_ctrl_c();

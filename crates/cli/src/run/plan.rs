@@ -12,6 +12,10 @@ use dbscope_lab::runner::RunConfig;
 use dbscope_lab::workload::bulkload::BulkloadConfig;
 use dbscope_lab::workload::lookup::{LookupConfig, DEFAULT_RESTART_TIMEOUT};
 use dbscope_lab::workload::place::Placement;
+use dbscope_lab::workload::scan::ScanConfig;
+
+/// `scan`'s table size without --rows: 100,000 rows of 100 bytes, about 12 MB.
+const DEFAULT_SCAN_ROWS: u64 = 100_000;
 
 use crate::common::default_run_dir;
 use crate::exit::Exit;
@@ -32,6 +36,7 @@ pub fn build(a: &RunArgs) -> Result<RunPlan, Exit> {
         spec: a.target.clone(),
         fallback: std::env::var("DATABASE_URL").ok().filter(|u| !u.is_empty()),
         settings: a.settings.clone(),
+        key_file: a.key_file.clone(),
     };
     let observe = dbscope_lab::observe::ObserveConfig {
         sample_hz: a.sample_hz,
@@ -81,6 +86,19 @@ pub fn build(a: &RunArgs) -> Result<RunPlan, Exit> {
             a.ops.is_some() || a.duration.is_some(),
         )?),
         WorkloadName::Script => WorkloadPlan::Script(crate::run::script_plan::script(&a.script)?),
+        WorkloadName::Scan => WorkloadPlan::Scan(ScanConfig {
+            table: table.unwrap_or("dbscope_scan").to_string(),
+            rows: a.lab.rows.unwrap_or(DEFAULT_SCAN_ROWS),
+            row_bytes: a.lab.row_bytes.unwrap_or(100),
+            cache: a
+                .lab
+                .cache
+                .as_deref()
+                .unwrap_or("os")
+                .parse()
+                .map_err(lab_error)?,
+            fresh: a.fresh,
+        }),
         WorkloadName::Events => unreachable!("returned above"),
     };
     let plan = RunPlan {
@@ -103,27 +121,36 @@ fn workload_options(a: &RunArgs) -> Vec<(&'static str, bool, &'static [WorkloadN
         (
             "--rate",
             a.rate.is_some(),
-            &[Commit, TpchQ1, Lookup, Events, Script],
+            &[Commit, TpchQ1, Lookup, Events, Script, Scan],
         ),
         (
             "--warmup",
             !a.warmup.is_zero(),
-            &[Commit, TpchQ1, Lookup, Events, Script],
+            &[Commit, TpchQ1, Lookup, Events, Script, Scan],
         ),
         ("--keys", a.keys.is_some(), &[Commit]),
-        ("--table", a.table.is_some(), &[Commit, Lookup, Bulkload]),
+        (
+            "--table",
+            a.table.is_some(),
+            &[Commit, Lookup, Bulkload, Scan],
+        ),
         // bulkload always loads a new table; tpch-q1 reads what `tpch load` made.
-        ("--fresh", a.fresh, &[Commit, Lookup, Events]),
+        ("--fresh", a.fresh, &[Commit, Lookup, Events, Scan]),
         ("--delta", a.delta.is_some(), &[TpchQ1]),
-        ("--rows", l.rows.is_some(), &[Lookup, Bulkload]),
-        ("--row-bytes", l.row_bytes.is_some(), &[Lookup, Bulkload]),
+        ("--rows", l.rows.is_some(), &[Lookup, Bulkload, Scan]),
+        (
+            "--row-bytes",
+            l.row_bytes.is_some(),
+            &[Lookup, Bulkload, Scan],
+        ),
         (
             "--tablespace-dir",
             l.tablespace_dir.is_some(),
             &[Lookup, Bulkload],
         ),
         ("--dist", l.dist.is_some(), &[Commit, Lookup, Events]),
-        ("--cache", l.cache.is_some(), &[Lookup]),
+        ("--cache", l.cache.is_some(), &[Lookup, Scan]),
+        ("--matrix", a.matrix, &[Scan]),
         ("--restart-cmd", l.restart_cmd.is_some(), &[Lookup]),
         ("--restart-timeout", l.restart_timeout.is_some(), &[Lookup]),
         ("--groups", l.groups.is_some(), &[Bulkload]),
@@ -274,6 +301,7 @@ pub fn workload_name(w: WorkloadName) -> &'static str {
         WorkloadName::Lookup => w_::lookup::LookupWorkload::NAME,
         WorkloadName::Bulkload => w_::bulkload::BulkloadWorkload::NAME,
         WorkloadName::Script => w_::script::ScriptWorkload::NAME,
+        WorkloadName::Scan => w_::scan::ScanWorkload::NAME,
     }
 }
 

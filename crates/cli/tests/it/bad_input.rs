@@ -205,11 +205,11 @@ fn issue_34_options_that_do_not_apply_to_the_workload_are_refused() {
         ),
         (
             Argv::run("tpch-q1").opt("--cache", "cold"),
-            "--cache applies to the lookup workload only, not tpch-q1",
+            "--cache applies to the lookup and scan workloads, not tpch-q1",
         ),
         (
             Argv::run("commit").rows(5),
-            "--rows applies to the lookup and bulkload workloads, not commit",
+            "--rows applies to the lookup, bulkload and scan workloads, not commit",
         ),
         (
             Argv::run("commit").opt("--restart-cmd", "true"),
@@ -221,11 +221,11 @@ fn issue_34_options_that_do_not_apply_to_the_workload_are_refused() {
         ),
         (
             Argv::run("bulkload").fresh(),
-            "--fresh applies to the commit, lookup and events workloads, not bulkload",
+            "--fresh applies to the commit, lookup, events and scan workloads, not bulkload",
         ),
         (
             Argv::run("tpch-q1").opt("--table", "t"),
-            "--table applies to the commit, lookup and bulkload workloads, not tpch-q1",
+            "--table applies to the commit, lookup, bulkload and scan workloads, not tpch-q1",
         ),
         (
             Argv::run("lookup").strategy("row"),
@@ -237,7 +237,7 @@ fn issue_34_options_that_do_not_apply_to_the_workload_are_refused() {
         ),
         (
             Argv::run("bulkload").opt("--warmup", "1s"),
-            "--warmup applies to the commit, tpch-q1, lookup, events and script workloads, not bulkload",
+            "--warmup applies to the commit, tpch-q1, lookup, events, script and scan workloads, not bulkload",
         ),
         (
             Argv::run("lookup").opt("--restart-timeout", "5s"),

@@ -31,6 +31,7 @@ mod sqlite;
 mod step_counters;
 mod storage;
 mod sweep;
+mod tde;
 mod tpch;
 mod trace;
 mod transfer;

@@ -3,6 +3,7 @@
 //! `dbscope-pgwire`, [`pg`]), MariaDB/MySQL (the `mysql` crate, [`my`]) and `null` (does nothing: measures the harness itself, [`null`]).
 //! A further database is one more module beside these, and one more arm in [`open_target`].
 
+pub mod cipher;
 mod my;
 mod null;
 mod pg;
@@ -26,8 +27,38 @@ pub use target::{
 
 /// Parses a `--target` string: `sqlite:PATH`, `postgres://…` / `postgresql://…` (libpq URI or
 /// key/value string after `postgres:`), or `null`. `settings` are `--set NAME=VALUE` pairs.
+/// A `sqlcipher:PATH` target takes its key from `$DBSCOPE_SQLITE_KEY` ([`open_target_keyed`]).
 pub fn open_target(spec: &str, settings: &[(String, String)]) -> TargetResult<Box<dyn Target>> {
+    open_target_keyed(spec, settings, None)
+}
+
+/// [`open_target`], with `sqlcipher:PATH`'s key read from `key_file` (`--key-file`) when given,
+/// else from `$DBSCOPE_SQLITE_KEY`; a key file for any other target is refused.
+pub fn open_target_keyed(
+    spec: &str,
+    settings: &[(String, String)],
+    key_file: Option<&Path>,
+) -> TargetResult<Box<dyn Target>> {
     let spec = spec.trim();
+    if let Some(path) = spec.strip_prefix("sqlcipher:") {
+        let path = path.strip_prefix("//").unwrap_or(path);
+        if path.is_empty() {
+            return Err(TargetError::config(
+                "sqlcipher target needs a file path, e.g. sqlcipher:secret.db",
+            ));
+        }
+        let key = cipher::Key::load(key_file)?;
+        return Ok(Box::new(SqliteTarget::encrypted(
+            Path::new(path),
+            settings,
+            key,
+        )?));
+    }
+    if key_file.is_some() {
+        return Err(TargetError::config(
+            "--key-file is the key of a sqlcipher:PATH target; this target takes none",
+        ));
+    }
     if spec == "null" {
         return Ok(Box::new(NullTarget::new(settings)?));
     }
@@ -51,7 +82,7 @@ pub fn open_target(spec: &str, settings: &[(String, String)]) -> TargetResult<Bo
     }
     let scheme = spec.split(':').next().unwrap_or(spec);
     Err(TargetError::config(format!(
-        "unknown target {:?}: expected sqlite:PATH, postgres://[user[:password]@][host][:port][/db][?param=value…], \
+        "unknown target {:?}: expected sqlite:PATH, sqlcipher:PATH, postgres://[user[:password]@][host][:port][/db][?param=value…], \
          postgres:KEY=VALUE…, mysql://[user[:password]@][host][:port]/db[?socket=PATH], or null",
         dbscope_core::redact::redact(scheme)
     )))

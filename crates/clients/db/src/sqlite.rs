@@ -1,4 +1,5 @@
-//! The SQLite target (rusqlite, bundled): the embedded default, one connection per session to one file.
+//! The SQLite target (rusqlite, bundled): the embedded default, one connection per session to one
+//! file; with a key (`sqlcipher:PATH`, the `sqlcipher` feature) the same file encrypted by SQLCipher.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -8,6 +9,7 @@ use dbscope_core::TargetInfo;
 use rusqlite::types::{ToSqlOutput, Value};
 use rusqlite::{Connection, OpenFlags, ToSql};
 
+use crate::cipher::{Key, CIPHER_PRAGMAS, CIPHER_REPORTED};
 use crate::target::{
     Dialect, Param, ScriptSend, Session, StmtId, StmtResult, Target, TargetError, TargetResult,
 };
@@ -46,11 +48,20 @@ fn busy_handler_text(settings: &[(String, String)]) -> String {
     }
 }
 
-/// A SQLite database file.
-#[derive(Debug)]
+/// A SQLite database file (encrypted by SQLCipher when it has a key).
+#[derive(Debug, Clone)]
 pub struct SqliteTarget {
     path: PathBuf,
     settings: Vec<(String, String)>,
+    key: Option<Key>,
+}
+
+/// A connection and how long its key derivation took (SQLCipher derives the page key from the
+/// passphrase at the first read: PBKDF2 with `kdf_iter` rounds, slow on purpose).
+struct Opened {
+    conn: Connection,
+    /// When the key derivation started, and how long it took.
+    key_derivation: Option<(std::time::Instant, Duration)>,
 }
 
 impl SqliteTarget {
@@ -70,10 +81,99 @@ impl SqliteTarget {
         Ok(SqliteTarget {
             path: path.to_owned(),
             settings: settings.to_vec(),
+            key: None,
         })
     }
 
+    /// A SQLCipher target: `path` encrypted with `key`; cipher pragmas among `settings`
+    /// ([`CIPHER_PRAGMAS`]) are applied after the key. Needs the `sqlcipher` feature.
+    pub fn encrypted(path: &Path, settings: &[(String, String)], key: Key) -> TargetResult<Self> {
+        if !crate::cipher::BUILT_WITH_SQLCIPHER {
+            return Err(TargetError::config(
+                "sqlcipher: targets need a dbscope built with SQLCipher:                  cargo build --release --features sqlcipher (needs libssl-dev; docs/tde.md)",
+            ));
+        }
+        for (name, _) in settings {
+            crate::cipher::check_cipher_setting(name)?;
+        }
+        let mut t = SqliteTarget::new(path, settings)?;
+        t.key = Some(key);
+        Ok(t)
+    }
+
     fn open(&self) -> TargetResult<Connection> {
+        self.open_timed().map(|o| o.conn)
+    }
+
+    /// `sqlcipher:PATH` or `sqlite:PATH`, for messages.
+    fn spec(&self) -> String {
+        let scheme = if self.key.is_some() {
+            "sqlcipher"
+        } else {
+            "sqlite"
+        };
+        format!("{scheme}:{}", self.path.display())
+    }
+
+    /// Keys a new connection: the key, the cipher pragmas, then a first read that derives the
+    /// page key and checks it (a wrong key reads as "file is not a database"). Errors never hold
+    /// the key: SQLite's message for `PRAGMA key` is replaced, not passed on.
+    fn apply_key(
+        &self,
+        conn: &Connection,
+        key: &Key,
+    ) -> TargetResult<(std::time::Instant, Duration)> {
+        conn.execute_batch(&key.pragma()).map_err(|e| {
+            let code = match &e {
+                rusqlite::Error::SqliteFailure(f, _) => format!("{:?}", f.code),
+                _ => "other".into(),
+            };
+            TargetError::config(format!(
+                "{}: SQLCipher refused the key ({code}; the key is not shown)",
+                self.spec()
+            ))
+        })?;
+        // SQLCipher logs a failed page check to stderr ("hmac check failed for pgno=1") before
+        // the error below says it plainly; the run's output stays dbscope's.
+        let _ = run_pragma(conn, "PRAGMA cipher_log_level = NONE");
+        for (name, value) in &self.settings {
+            if CIPHER_PRAGMAS.contains(&name.as_str()) {
+                run_pragma(conn, &format!("PRAGMA {name} = {value}")).map_err(|e| {
+                    TargetError::config(format!(
+                        "--set {name}={value}: SQLCipher refused it: {}",
+                        e.message
+                    ))
+                })?;
+            }
+        }
+        let started = std::time::Instant::now();
+        let read = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| {
+            r.get::<_, i64>(0)
+        });
+        let took = started.elapsed();
+        match read {
+            Ok(_) => Ok((started, took)),
+            Err(rusqlite::Error::SqliteFailure(f, _))
+                if f.code == rusqlite::ErrorCode::NotADatabase =>
+            {
+                Err(TargetError {
+                    class: "sqlite:WrongKey".into(),
+                    sqlstate: None,
+                    message: format!(
+                        "{}: the key does not open this file: a wrong key, cipher settings other \
+                         than the file was written with (--set kdf_iter, cipher_page_size, \
+                         cipher_use_hmac, cipher_hmac_algorithm, cipher_kdf_algorithm), or not a \
+                         SQLCipher file (SQLite said: file is not a database)",
+                        self.spec()
+                    ),
+                    connection_lost: false,
+                })
+            }
+            Err(e) => Err(classify(e)),
+        }
+    }
+
+    fn open_timed(&self) -> TargetResult<Opened> {
         let conn = Connection::open_with_flags(
             &self.path,
             OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -97,8 +197,15 @@ impl SqliteTarget {
         conn.busy_handler(Some(prompt_busy_handler))
             .map_err(classify)?;
         conn.set_prepared_statement_cache_capacity(32);
+        let key_derivation = match &self.key {
+            Some(key) => Some(self.apply_key(&conn, key)?),
+            None => None,
+        };
         let known = known_pragmas(&conn)?;
         for (name, value) in &self.settings {
+            if self.key.is_some() && CIPHER_PRAGMAS.contains(&name.as_str()) {
+                continue; // applied with the key
+            }
             if !known.iter().any(|k| k == name) {
                 return Err(TargetError::config(format!(
                     "--set {name}={value}: SQLite has no pragma named {name:?} (see PRAGMA pragma_list)"
@@ -111,7 +218,10 @@ impl SqliteTarget {
                 ))
             })?;
         }
-        Ok(conn)
+        Ok(Opened {
+            conn,
+            key_derivation,
+        })
     }
 }
 
@@ -169,24 +279,63 @@ impl Target for SqliteTarget {
         Ok(Box::new(SqliteSession {
             conn: self.open()?,
             stmts: Vec::new(),
+            target: self.clone(),
+            carried: Vec::new(),
         }))
     }
     fn data_path(&self) -> Option<PathBuf> {
         Some(std::path::absolute(&self.path).unwrap_or_else(|_| self.path.clone()))
     }
     fn describe(&self) -> TargetResult<TargetInfo> {
-        let conn = self.open()?;
+        // SQLCipher derives the key at the first read of page 1: a new (empty) file has none yet.
+        let had_pages = std::fs::metadata(&self.path).is_ok_and(|m| m.len() > 0);
+        let Opened {
+            conn,
+            key_derivation,
+        } = self.open_timed()?;
         let mut effective = BTreeMap::new();
+        let cipher_names = match self.key {
+            Some(_) => &CIPHER_REPORTED[..],
+            None => &[],
+        };
         let names = REPORTED
             .iter()
+            .chain(cipher_names)
             .map(|s| s.to_string())
             .chain(self.settings.iter().map(|(n, _)| n.clone()));
         for name in names {
+            if effective.contains_key(&name) {
+                continue;
+            }
             if let Some(v) = run_pragma(&conn, &format!("PRAGMA {name}"))? {
                 effective.insert(name, v);
             }
         }
         effective.insert("busy_handler".into(), busy_handler_text(&self.settings));
+        // `--aes-ni off` runs in a child with OpenSSL's AES-NI masked: said, with OpenSSL's AES
+        // rate in this process (and in the parent, unmasked, when it measured it).
+        if let Ok(mask) = std::env::var("OPENSSL_ia32cap") {
+            effective.insert("openssl_ia32cap".into(), mask);
+        }
+        if let Ok(rate) = std::env::var(crate::cipher::UNMASKED_RATE_ENV) {
+            effective.insert("aes_probe_unmasked_mb_s".into(), rate);
+        }
+        if key_derivation.is_some() {
+            if let Some(rate) = crate::cipher::aes_probe_mb_s(100) {
+                effective.insert("aes_probe_mb_s".into(), format!("{rate:.0}"));
+            }
+        }
+        if let Some((_, d)) = key_derivation {
+            effective.insert("encryption".into(), "SQLCipher (keyed)".into());
+            // The first read after PRAGMA key: PBKDF2 over the passphrase, then one page.
+            effective.insert(
+                "key_derivation_ms".into(),
+                match had_pages {
+                    true => format!("{:.3}", d.as_secs_f64() * 1e3),
+                    false => "- (a new file: the key is derived at its first write)".into(),
+                },
+            );
+        }
         let location = std::path::absolute(&self.path)
             .unwrap_or_else(|_| self.path.clone())
             .display()
@@ -194,7 +343,10 @@ impl Target for SqliteTarget {
         Ok(TargetInfo {
             kind: "sqlite".into(),
             location,
-            server_version: format!("SQLite {}", rusqlite::version()),
+            server_version: match crate::cipher::BUILT_WITH_SQLCIPHER {
+                true => format!("SQLite {} (SQLCipher build)", rusqlite::version()),
+                false => format!("SQLite {}", rusqlite::version()),
+            },
             settings_requested: self.settings.clone(),
             settings_effective: effective,
         })
@@ -204,6 +356,11 @@ impl Target for SqliteTarget {
 struct SqliteSession {
     conn: Connection,
     stmts: Vec<String>,
+    /// How to open the connection again ([`Session::reopen`]).
+    target: SqliteTarget,
+    /// The counters of the connections closed by [`Session::reopen`], so that
+    /// [`Session::status_counters`] stays cumulative over the session.
+    carried: Vec<(&'static str, i64)>,
 }
 
 impl ToSql for Param {
@@ -234,10 +391,20 @@ fn db_status(conn: &Connection, op: i32) -> Option<i64> {
 }
 
 impl Session for SqliteSession {
+    fn reopen(&mut self) -> TargetResult<Option<(std::time::Instant, Duration)>> {
+        let opened = self.target.open_timed()?;
+        self.carried = self.status_counters();
+        // The old connection (and its page cache) is closed when replaced.
+        self.conn = opened.conn;
+        Ok(opened.key_derivation)
+    }
     fn status_counters(&mut self) -> Vec<(&'static str, i64)> {
         DB_STATUS
             .iter()
-            .filter_map(|&(name, op)| db_status(&self.conn, op).map(|v| (name, v)))
+            .filter_map(|&(name, op)| {
+                let before = self.carried.iter().find(|c| c.0 == name).map_or(0, |c| c.1);
+                db_status(&self.conn, op).map(|v| (name, before + v))
+            })
             .collect()
     }
     fn batch(&mut self, sql: &str) -> TargetResult<()> {
@@ -454,5 +621,84 @@ mod tests {
         let t = SqliteTarget::new(&dir.path().join("nope/a.db"), &[]).unwrap();
         let e = t.describe().unwrap_err();
         assert!(e.message.contains("does not exist"), "{e}");
+    }
+}
+
+/// SQLCipher targets (issue 31): built with `--features sqlcipher`.
+#[cfg(all(test, feature = "sqlcipher"))]
+mod cipher_tests {
+    use super::*;
+
+    const MARKER: &str = "row-marker-5e1f";
+
+    fn key(dir: &Path, text: &str) -> Key {
+        let f = dir.join("key");
+        std::fs::write(&f, format!("{text}\n")).unwrap();
+        Key::load(Some(&f)).unwrap()
+    }
+
+    fn fill(t: &SqliteTarget) -> Vec<Vec<Option<String>>> {
+        let mut s = t.connect().unwrap();
+        s.batch("CREATE TABLE t(id INTEGER PRIMARY KEY, pad TEXT)")
+            .unwrap();
+        s.begin().unwrap();
+        let ins = s.prepare("INSERT INTO t VALUES (?1, ?2)").unwrap();
+        for i in 1..=500 {
+            s.execute(ins, &[Param::Int(i), Param::Text(format!("{MARKER}-{i}"))])
+                .unwrap();
+        }
+        s.commit().unwrap();
+        s.query_rows("SELECT count(*), sum(length(pad)), max(pad) FROM t", &[])
+            .unwrap()
+    }
+
+    #[test]
+    fn clear_and_encrypted_answer_alike_and_only_the_clear_file_shows_rows() {
+        let d = tempfile::tempdir().unwrap();
+        let clear = SqliteTarget::new(&d.path().join("clear.db"), &[]).unwrap();
+        let k = key(d.path(), "correct horse");
+        let settings = [("kdf_iter".to_string(), "4000".to_string())];
+        let enc = SqliteTarget::encrypted(&d.path().join("enc.db"), &settings, k.clone()).unwrap();
+        assert_eq!(fill(&clear), fill(&enc));
+        let bytes = |f: &str| std::fs::read(d.path().join(f)).unwrap();
+        let has = |b: &[u8]| b.windows(MARKER.len()).any(|w| w == MARKER.as_bytes());
+        assert!(has(&bytes("clear.db")), "the clear file holds the rows");
+        assert!(!has(&bytes("enc.db")), "an encrypted page shows no row");
+        assert!(!bytes("enc.db").starts_with(b"SQLite format 3"));
+
+        let info = enc.describe().unwrap();
+        let e = &info.settings_effective;
+        assert_eq!(e["kdf_iter"], "4000", "{e:?}");
+        assert!(e["cipher_version"].starts_with('4'), "{e:?}");
+        assert_eq!(e["cipher_page_size"], "4096");
+        assert!(e["cipher_hmac_algorithm"].contains("SHA512"), "{e:?}");
+        assert!(e.contains_key("key_derivation_ms"));
+        let json = format!("{info:?}");
+        assert!(!json.contains("correct horse"), "{json}");
+    }
+
+    #[test]
+    fn a_wrong_key_is_a_clear_error_that_never_shows_a_key() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("enc.db");
+        let right = SqliteTarget::encrypted(&path, &[], key(d.path(), "right-key-1")).unwrap();
+        fill(&right);
+        let wrong = SqliteTarget::encrypted(&path, &[], key(d.path(), "wrong-key-2")).unwrap();
+        let e = wrong.connect().err().expect("a wrong key must fail");
+        assert_eq!(e.class, "sqlite:WrongKey");
+        assert!(e.message.contains("the key does not open this file"), "{e}");
+        assert!(!e.message.contains("wrong-key-2") && !e.message.contains("right-key-1"));
+        // Other cipher settings than the file's read as the same refusal.
+        let other = SqliteTarget::encrypted(
+            &path,
+            &[("kdf_iter".into(), "1000".into())],
+            key(d.path(), "right-key-1"),
+        )
+        .unwrap();
+        assert_eq!(other.describe().unwrap_err().class, "sqlite:WrongKey");
+        // A reopened session derives its key again.
+        let mut s = right.connect().unwrap();
+        assert!(s.reopen().unwrap().is_some());
+        assert_eq!(s.query_i64("SELECT count(*) FROM t").unwrap(), vec![500]);
     }
 }

@@ -166,6 +166,14 @@ pub trait Session: Send {
     fn status_counters(&mut self) -> Vec<(&'static str, i64)> {
         Vec::new()
     }
+    /// Closes the connection and opens a new one with the same settings (an empty page cache):
+    /// returns when the new connection's key derivation started and how long it took, where it
+    /// has one (SQLCipher). Targets that cannot reopen say so.
+    fn reopen(&mut self) -> TargetResult<Option<(std::time::Instant, std::time::Duration)>> {
+        Err(TargetError::config(
+            "this target cannot reopen a session's connection",
+        ))
+    }
     /// Lets this session share its thread with others ([`mux`](crate::mux)): its connection
     /// waits for the server in [`mux::wait_fd`](crate::mux::wait_fd) from now on. Returns false
     /// where the target cannot (SQLite and null run in the client's thread; they keep a thread

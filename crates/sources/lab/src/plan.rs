@@ -18,6 +18,7 @@ use crate::runner::RunConfig;
 use crate::workload::bulkload::{BulkloadConfig, BulkloadWorkload};
 use crate::workload::events::{EventsWorkload, Strategy};
 use crate::workload::lookup::{LookupConfig, LookupWorkload};
+use crate::workload::scan::{ScanConfig, ScanWorkload};
 use crate::workload::script::{ScriptConfig, ScriptWorkload};
 use crate::workload::tpch::TpchQ1Workload;
 use crate::workload::{CommitWorkload, Keys, Workload};
@@ -51,6 +52,8 @@ pub enum WorkloadPlan {
     Bulkload(BulkloadConfig),
     /// The user's own transactions in pgbench's script language.
     Script(ScriptConfig),
+    /// Full scans in a cache state (seed 000's TDE experiment).
+    Scan(ScanConfig),
 }
 
 /// The `events` workload's options (the runner's sessions are its connections).
@@ -92,6 +95,8 @@ pub struct TargetPlan {
     pub fallback: Option<String>,
     /// Settings applied to every session (name, value).
     pub settings: Vec<(String, String)>,
+    /// The key file of a `sqlcipher:` target (`--key-file`); `None`: `$DBSCOPE_SQLITE_KEY`.
+    pub key_file: Option<PathBuf>,
 }
 
 impl TargetPlan {
@@ -128,6 +133,7 @@ impl WorkloadPlan {
             WorkloadPlan::Lookup(_) => LookupWorkload::NAME,
             WorkloadPlan::Bulkload(_) => BulkloadWorkload::NAME,
             WorkloadPlan::Script(_) => ScriptWorkload::NAME,
+            WorkloadPlan::Scan(_) => ScanWorkload::NAME,
         }
     }
 
@@ -141,6 +147,7 @@ impl WorkloadPlan {
             WorkloadPlan::Lookup(_) => LookupWorkload::HEADLINE,
             WorkloadPlan::Bulkload(_) => BulkloadWorkload::HEADLINE,
             WorkloadPlan::Script(c) => ScriptWorkload::headline_of(&c.scripts),
+            WorkloadPlan::Scan(_) => ScanWorkload::HEADLINE,
         }
     }
 }
@@ -202,7 +209,8 @@ impl RunPlan {
             WorkloadPlan::Commit { .. }
             | WorkloadPlan::TpchQ1 { .. }
             | WorkloadPlan::Events(_)
-            | WorkloadPlan::Script(_) => {}
+            | WorkloadPlan::Script(_)
+            | WorkloadPlan::Scan(_) => {}
         }
         c.validate()?;
         Ok(c)
@@ -236,6 +244,7 @@ impl RunPlan {
                 seed: self.config.seed,
                 ..cfg.clone()
             })?),
+            WorkloadPlan::Scan(cfg) => Box::new(ScanWorkload::new(cfg.clone(), dialect)?),
             WorkloadPlan::Events(_) => {
                 return Err(Error::Config(
                     "the events workload runs once per strategy, with its own sessions".into(),
@@ -333,6 +342,7 @@ mod tests {
                 spec: None,
                 fallback: None,
                 settings: Vec::new(),
+                key_file: None,
             },
             config: RunConfig {
                 sessions,

@@ -233,6 +233,7 @@ mod tests {
                 spec: Some("null".into()),
                 fallback: None,
                 settings: Vec::new(),
+                key_file: None,
             },
             config: RunConfig {
                 sessions: 1,

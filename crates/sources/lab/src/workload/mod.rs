@@ -7,6 +7,7 @@ pub mod keys;
 pub mod lookup;
 pub mod place;
 pub mod restart;
+pub mod scan;
 pub mod script;
 pub mod tpcc;
 pub mod tpch;
