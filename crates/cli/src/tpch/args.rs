@@ -202,6 +202,10 @@ pub struct LoadArgs {
     /// Setting applied to the loading sessions (PostgreSQL parameters, SQLite pragmas). Repeatable.
     #[arg(long = "set", value_name = "NAME=VALUE", value_parser = dbscope_db::parse_setting)]
     pub settings: Vec<(String, String)>,
+    /// The key of a sqlcipher:PATH target, read from this file (as `run --key-file`). Without
+    /// it: $DBSCOPE_SQLITE_KEY. Never recorded.
+    #[arg(long, value_name = "FILE")]
+    pub key_file: Option<PathBuf>,
     /// Drop and recreate the tables first.
     #[arg(long)]
     pub fresh: bool,

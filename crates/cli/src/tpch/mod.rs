@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use dbscope_db::open_target;
+use dbscope_db::open_target_keyed;
 use dbscope_lab::workload::tpch::{load, load_run};
 use dbscope_tpch::answer::{compare, official_q1_sf1, rounded, SF1_LINEITEM_ROWS};
 use dbscope_tpch::gen::{self, GenConfig, GenFormat, GenProgress, TABLES};
@@ -326,7 +326,7 @@ fn cmd_load(a: LoadArgs) -> Result<u8, Exit> {
         return Err(anyhow::anyhow!("--commit-every must be at least 1").into());
     }
     let files = load::find_files(&a.dir)?;
-    let target = open_target(&a.target, &a.settings)?;
+    let target = open_target_keyed(&a.target, &a.settings, a.key_file.as_deref())?;
     let expected: u64 = files
         .iter()
         .map(|f| {

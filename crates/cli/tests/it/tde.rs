@@ -448,3 +448,60 @@ fn the_matrix_makes_twelve_runs_and_the_seeds_table() {
     );
     assert_nowhere("matrix-key-55", &join(d, "mx"), &[&out]);
 }
+
+/// `tpch load` takes `--key-file` as `run` does: a clear target refuses it (no key in the
+/// message); with SQLCipher the lineitem table is loaded into an encrypted file that only the
+/// key opens.
+#[test]
+fn tpch_load_takes_the_key_file() {
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::write(d.join("k"), "tpch-key-5521\n").unwrap();
+    let gen = [
+        "tpch", "gen", "--sf", "0.01", "--table", "lineitem", "--out", "data", "-q",
+    ];
+    ok(d, &gen);
+    let clear = [
+        "tpch",
+        "load",
+        "data",
+        "--target",
+        "sqlite:c.db",
+        "--key-file",
+        "k",
+    ];
+    let err = fails(
+        d,
+        &clear,
+        2,
+        &["--key-file is the key of a sqlcipher:PATH target"],
+    );
+    assert!(!err.contains("tpch-key-5521"));
+    #[cfg(feature = "sqlcipher")]
+    {
+        let enc = [
+            "tpch",
+            "load",
+            "data",
+            "--target",
+            "sqlcipher:e.db",
+            "--key-file",
+            "k",
+        ];
+        let out = ok(d, &enc);
+        assert!(!out.contains("tpch-key-5521"), "{out}");
+        let db = std::fs::read(d.join("e.db")).unwrap();
+        assert!(!db.starts_with(b"SQLite format 3"), "the file is encrypted");
+        std::fs::write(d.join("wrong"), "wrong-key\n").unwrap();
+        let wrong = [
+            "tpch",
+            "load",
+            "data",
+            "--target",
+            "sqlcipher:e.db",
+            "--key-file",
+            "wrong",
+        ];
+        fails(d, &wrong, 4, &["the key does not open this file"]);
+    }
+}
