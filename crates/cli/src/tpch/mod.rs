@@ -365,10 +365,10 @@ fn cmd_load(a: LoadArgs) -> Result<u8, Exit> {
     let summary = match recorded.result {
         Ok(s) => s,
         Err(e) => {
-            return Err(anyhow::anyhow!(
-                "{e} (the load is recorded as failed in {})",
-                recorded.run.display()
-            )
+            return Err(RecordedFailure {
+                run: recorded.run,
+                source: e,
+            }
             .into())
         }
     };
@@ -435,4 +435,29 @@ fn cmd_load(a: LoadArgs) -> Result<u8, Exit> {
         )?;
     }
     Ok(0)
+}
+
+/// A load that failed and was recorded as failed: the load's error stays in the chain, so the exit
+/// code follows its kind (a refusing database exits 4).
+#[derive(Debug)]
+struct RecordedFailure {
+    run: PathBuf,
+    source: load::LoadError,
+}
+
+impl std::fmt::Display for RecordedFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (the load is recorded as failed in {})",
+            self.source,
+            self.run.display()
+        )
+    }
+}
+
+impl std::error::Error for RecordedFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
 }

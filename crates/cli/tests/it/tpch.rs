@@ -773,7 +773,8 @@ fn postgres_copy_refuses_a_bad_line_and_loads_nothing_of_that_file() {
             "--run",
             "bad-run",
         ],
-        2,
+        // A malformed input file is bad input (exit 3), as for every other reader.
+        3,
         &["region.tbl:3: expected 3 '|'-terminated fields for table region, found 2"],
     );
     // Issue 15: recorded as a failed run, the file's event failed with it.
