@@ -33,6 +33,13 @@ pub enum WorkloadName {
     /// execution is a transaction event named after its script, every command an event named
     /// after its script and line; `report` prints pgbench's figures beside R's.
     Script,
+    /// TPC-C as HammerDB's TPROC-C runs it: --warehouses W built (COPY with --build-sessions
+    /// on PostgreSQL; recorded as a run of its own, reused when the shape matches, --fresh to
+    /// rebuild), then New-Order, Payment, Order-Status, Delivery and Stock-Level in the --mix
+    /// (45,43,4,4,4), a home warehouse per session, --max-tries on 40001/40P01. Each transaction
+    /// an event named after its type; `report` prints NOPM and TPM first; the consistency
+    /// checks after the run (--no-check to skip).
+    Tpcc,
 }
 
 #[derive(Debug, Args)]
@@ -51,6 +58,7 @@ pub enum WorkloadName {
   dbscope run bulkload --rows 20000000 --groups 4100 --sessions 4 --into unlogged --target postgres://…
   dbscope run script -b tpcb-like --init tpcb --scale 10 -c 4 -j 2 --duration 60s --target postgres://…
   dbscope run script -f my.sql@3 -f other.sql -M prepared --max-tries 10 --rate 500 -c 8
+  dbscope run tpcc --warehouses 4 --build-sessions 4 -c 16 -d 5m --max-tries 10 --target postgres://…
 
 Ctrl-C stops the run and keeps everything recorded (outcome: interrupted).")]
 pub struct RunArgs {
@@ -173,6 +181,9 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub script: crate::run::script_args::ScriptArgs,
+
+    #[command(flatten)]
+    pub tpcc: crate::run::tpcc_args::TpccArgs,
 }
 
 fn parse_set(s: &str) -> Result<(String, String), dbscope_db::TargetError> {

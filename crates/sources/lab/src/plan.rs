@@ -19,6 +19,7 @@ use crate::workload::bulkload::{BulkloadConfig, BulkloadWorkload};
 use crate::workload::events::{EventsWorkload, Strategy};
 use crate::workload::lookup::{LookupConfig, LookupWorkload};
 use crate::workload::script::{ScriptConfig, ScriptWorkload};
+use crate::workload::tpcc::{TpccConfig, TpccWorkload};
 use crate::workload::tpch::TpchQ1Workload;
 use crate::workload::{CommitWorkload, Keys, Workload};
 
@@ -51,6 +52,8 @@ pub enum WorkloadPlan {
     Bulkload(BulkloadConfig),
     /// The user's own transactions in pgbench's script language.
     Script(ScriptConfig),
+    /// TPC-C's five transactions (HammerDB's TPROC-C) on W warehouses.
+    Tpcc(TpccConfig),
 }
 
 /// The `events` workload's options (the runner's sessions are its connections).
@@ -128,6 +131,7 @@ impl WorkloadPlan {
             WorkloadPlan::Lookup(_) => LookupWorkload::NAME,
             WorkloadPlan::Bulkload(_) => BulkloadWorkload::NAME,
             WorkloadPlan::Script(_) => ScriptWorkload::NAME,
+            WorkloadPlan::Tpcc(_) => TpccWorkload::NAME,
         }
     }
 
@@ -141,6 +145,7 @@ impl WorkloadPlan {
             WorkloadPlan::Lookup(_) => LookupWorkload::HEADLINE,
             WorkloadPlan::Bulkload(_) => BulkloadWorkload::HEADLINE,
             WorkloadPlan::Script(c) => ScriptWorkload::headline_of(&c.scripts),
+            WorkloadPlan::Tpcc(_) => TpccWorkload::HEADLINE,
         }
     }
 }
@@ -202,7 +207,8 @@ impl RunPlan {
             WorkloadPlan::Commit { .. }
             | WorkloadPlan::TpchQ1 { .. }
             | WorkloadPlan::Events(_)
-            | WorkloadPlan::Script(_) => {}
+            | WorkloadPlan::Script(_)
+            | WorkloadPlan::Tpcc(_) => {}
         }
         c.validate()?;
         Ok(c)
@@ -236,6 +242,13 @@ impl RunPlan {
                 seed: self.config.seed,
                 ..cfg.clone()
             })?),
+            WorkloadPlan::Tpcc(cfg) => Box::new(TpccWorkload::new(
+                TpccConfig {
+                    seed: self.config.seed,
+                    ..cfg.clone()
+                },
+                dialect,
+            )?),
             WorkloadPlan::Events(_) => {
                 return Err(Error::Config(
                     "the events workload runs once per strategy, with its own sessions".into(),
