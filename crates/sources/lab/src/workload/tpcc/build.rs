@@ -317,50 +317,60 @@ fn load_time() -> String {
 }
 
 /// Rows gathered per table until a batch is full: a COPY body (PostgreSQL) or a multi-row
-/// INSERT (SQLite).
+/// INSERT (SQLite). The population interleaves tables (a customer, its history row; an order, its
+/// lines, its new-order row), so each table has a batch of its own: one batch for all would be
+/// sent every few rows.
 struct Batcher<'a> {
     sess: &'a mut dyn Session,
     d: schema::Dialect,
-    pending: Option<(Table, String, u64)>,
+    pending: Vec<(Table, String, u64)>,
     counts: &'a mut Vec<(Table, u64)>,
 }
 
 impl Batcher<'_> {
     fn push(&mut self, (t, v): Row) -> TargetResult<()> {
-        if let Some((pt, body, n)) = self.pending.as_mut() {
-            let room = match self.d {
-                schema::Dialect::Postgres => body.len() < (8 << 20),
-                schema::Dialect::Sqlite => *n < 500,
-            };
-            if *pt == t && room {
-                match self.d {
-                    schema::Dialect::Postgres => body.push_str(&copy_line(&v)),
-                    schema::Dialect::Sqlite => {
-                        body.push(',');
-                        literal_row(body, &v);
-                    }
-                }
-                *n += 1;
-                return Ok(());
-            }
-        }
-        self.flush()?;
-        let body = match self.d {
-            schema::Dialect::Postgres => copy_line(&v),
-            schema::Dialect::Sqlite => {
-                let mut sql = format!("INSERT INTO {} VALUES ", t.name());
-                literal_row(&mut sql, &v);
-                sql
+        let at = match self.pending.iter().position(|(pt, _, _)| *pt == t) {
+            Some(i) => i,
+            None => {
+                self.pending.push((t, String::new(), 0));
+                self.pending.len() - 1
             }
         };
-        self.pending = Some((t, body, 1));
+        let (_, body, n) = &mut self.pending[at];
+        match self.d {
+            schema::Dialect::Postgres => body.push_str(&copy_line(&v)),
+            schema::Dialect::Sqlite => {
+                if *n == 0 {
+                    body.push_str(&format!("INSERT INTO {} VALUES ", t.name()));
+                } else {
+                    body.push(',');
+                }
+                literal_row(body, &v);
+            }
+        }
+        *n += 1;
+        let full = match self.d {
+            schema::Dialect::Postgres => body.len() >= (8 << 20),
+            schema::Dialect::Sqlite => *n >= 500,
+        };
+        if full {
+            let (t, body, n) = std::mem::replace(&mut self.pending[at], (t, String::new(), 0));
+            self.send(t, body, n)?;
+        }
         Ok(())
     }
 
+    /// Sends every table's batch.
     fn flush(&mut self) -> TargetResult<()> {
-        let Some((t, body, n)) = self.pending.take() else {
-            return Ok(());
-        };
+        for (t, body, n) in std::mem::take(&mut self.pending) {
+            if n > 0 {
+                self.send(t, body, n)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn send(&mut self, t: Table, body: String, n: u64) -> TargetResult<()> {
         match self.d {
             schema::Dialect::Postgres => {
                 let mut body = Some(body.into_bytes());
@@ -385,7 +395,7 @@ impl Batcher<'_> {
 }
 
 /// Loads ITEM (when `items_too`, and always on SQLite's single loader) and warehouses `ws`
-/// through one session; on SQLite in one transaction.
+/// through one session, in one transaction.
 #[allow(clippy::too_many_arguments)]
 fn load(
     sess: &mut dyn Session,
@@ -398,13 +408,13 @@ fn load(
     counts: &mut Vec<(Table, u64)>,
 ) -> TargetResult<()> {
     let sqlite = d == schema::Dialect::Sqlite;
-    if sqlite {
-        sess.begin()?;
-    }
+    // One transaction per loader: a commit (a WAL or journal sync) per batch would be most of
+    // the build's time.
+    sess.begin()?;
     let mut b = Batcher {
         sess,
         d,
-        pending: None,
+        pending: Vec::new(),
         counts,
     };
     let r = (|| {
@@ -416,16 +426,13 @@ fn load(
         }
         b.flush()
     })();
-    if sqlite {
-        match r {
-            Ok(()) => b.sess.commit()?,
-            Err(e) => {
-                let _ = b.sess.rollback();
-                return Err(e);
-            }
+    match r {
+        Ok(()) => b.sess.commit(),
+        Err(e) => {
+            let _ = b.sess.rollback();
+            Err(e)
         }
     }
-    r
 }
 
 /// `(1, 'text', NULL, 12.34)` appended to `sql`.
