@@ -212,7 +212,9 @@ fn build_steps(
                 opts.seed,
                 &now_text,
                 &nu,
-                None,
+                // The one loader loads ITEM too (it was left out on PostgreSQL: every
+                // New-Order then rolled back for want of items).
+                Some(()),
                 (1..=w).collect(),
                 &mut c,
             )?;
