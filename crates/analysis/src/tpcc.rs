@@ -105,7 +105,9 @@ impl TpccFigures {
         }
         out.push_str(match self.consistent {
             Some(true) => "          consistency conditions 3.3.2.1-3.3.2.4 hold\n",
-            Some(false) => "          CONSISTENCY CONDITIONS FAILED after the run (section tpcc_check)\n",
+            Some(false) => {
+                "          CONSISTENCY CONDITIONS FAILED after the run (section tpcc_check)\n"
+            }
             None => "          consistency not checked\n",
         });
         out
@@ -139,10 +141,19 @@ mod tests {
         assert_eq!(f.nopm, Some(12_324.4));
         assert_eq!(f.consistent, Some(false));
         let text = f.render();
-        assert!(text.starts_with("TPC-C     NOPM 12,324   TPM 30,442\n"), "{text}");
-        assert!(text.contains("1,059 (schema) = 1,059 committed; 6 rolled back"), "{text}");
+        assert!(
+            text.starts_with("TPC-C     NOPM 12,324   TPM 30,442\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("1,059 (schema) = 1,059 committed; 6 rolled back"),
+            "{text}"
+        );
         assert!(text.contains("FAILED"), "{text}");
-        assert_eq!(TpccFigures::from_counters(&[tpcc]).unwrap().consistent, None);
+        assert_eq!(
+            TpccFigures::from_counters(&[tpcc]).unwrap().consistent,
+            None
+        );
         assert!(TpccFigures::from_counters(&[]).is_none());
     }
 }

@@ -55,7 +55,11 @@ pub fn cmd_tpcc(a: TpccArgs) -> Result<u8, Exit> {
             refuse_target(target.dialect())?;
             let violations = check(target.as_ref())?;
             print_check(&violations);
-            Ok(if violations.is_empty() { 0 } else { EXIT_FAILED })
+            Ok(if violations.is_empty() {
+                0
+            } else {
+                EXIT_FAILED
+            })
         }
     }
 }
@@ -78,7 +82,10 @@ fn conditions() -> Vec<&'static str> {
 
 /// The build run's directory beside the run's: `<out>-build`.
 fn build_dir(out: &Path) -> PathBuf {
-    let mut name = out.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    let mut name = out
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
     name.push("-build");
     out.with_file_name(name)
 }
@@ -117,7 +124,11 @@ pub fn run_tpcc(
         )
         .map_err(|e| Exit(crate::exit::EXIT_INPUT, anyhow!(e)))?;
         if let Err(e) = b.result {
-            let code = if e.is_database() { EXIT_DATABASE } else { EXIT_FAILED };
+            let code = if e.is_database() {
+                EXIT_DATABASE
+            } else {
+                EXIT_FAILED
+            };
             return Err(Exit(
                 code,
                 anyhow!(

@@ -29,6 +29,7 @@ mod sqlite;
 mod step_counters;
 mod storage;
 mod sweep;
+mod tpcc;
 mod tpch;
 mod trace;
 mod transfer;

@@ -185,16 +185,23 @@ fn build_steps(
         });
     }
     let mut sess = target.connect()?;
-    step(steps, now, 0, "create-tables", |_| 0, || {
-        for s in drop_tables() {
-            sess.batch(&s)?;
-        }
-        sess.batch(&format!("DROP TABLE IF EXISTS {SHAPE_TABLE}"))?;
-        for s in create_tables(d) {
-            sess.batch(&s)?;
-        }
-        Ok(())
-    })?;
+    step(
+        steps,
+        now,
+        0,
+        "create-tables",
+        |_| 0,
+        || {
+            for s in drop_tables() {
+                sess.batch(&s)?;
+            }
+            sess.batch(&format!("DROP TABLE IF EXISTS {SHAPE_TABLE}"))?;
+            for s in create_tables(d) {
+                sess.batch(&s)?;
+            }
+            Ok(())
+        },
+    )?;
     let nu = NuConstants::draw(&mut Gen::new(opts.seed));
     let now_text = load_time();
     let sessions = match d {
@@ -261,12 +268,19 @@ fn build_steps(
             }
         }
     }
-    step(steps, now, 0, "create-indexes", |_| 0, || {
-        for s in create_indexes(d) {
-            sess.batch(&s)?;
-        }
-        Ok(())
-    })?;
+    step(
+        steps,
+        now,
+        0,
+        "create-indexes",
+        |_| 0,
+        || {
+            for s in create_indexes(d) {
+                sess.batch(&s)?;
+            }
+            Ok(())
+        },
+    )?;
     sess.batch(&format!(
         "CREATE TABLE {SHAPE_TABLE} (warehouses INTEGER NOT NULL, c_last INTEGER NOT NULL)"
     ))?;
@@ -275,10 +289,17 @@ fn build_steps(
         nu.c_last
     ))?;
     if d == schema::Dialect::Postgres {
-        step(steps, now, 0, "analyze", |_| 0, || {
-            sess.batch(&format!("ANALYZE {}", schema::TABLES.join(", ")))
-        })?;
+        step(
+            steps,
+            now,
+            0,
+            "analyze",
+            |_| 0,
+            || sess.batch(&format!("ANALYZE {}", schema::TABLES.join(", "))),
+        )?;
     }
+    // In the schema's order, whichever loader sent a table first.
+    counts.sort_by_key(|(t, _)| schema::TABLES.iter().position(|x| *x == t.name()));
     Ok(Built {
         built: true,
         rows: counts.into_iter().map(|(t, n)| (t.name(), n)).collect(),

@@ -36,7 +36,9 @@ impl SessionWork for TpccSession {
 
     fn step(&mut self, sess: &mut dyn Session, rec: &mut Recorder) -> Result<(), TargetError> {
         let Some(stmts) = self.stmts.as_ref() else {
-            return Err(TargetError::config("the TPC-C statements were not prepared"));
+            return Err(TargetError::config(
+                "the TPC-C statements were not prepared",
+            ));
         };
         let kind = self.mix.pick(self.gen.int(0, 99) as u32);
         let input = Input::draw(kind, &self.home, &mut self.gen, &self.nu);

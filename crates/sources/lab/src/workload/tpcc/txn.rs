@@ -204,28 +204,40 @@ impl Stmts {
             ))?);
         }
         Ok(Stmts {
-            no_cust: p("SELECT c_discount, c_last, c_credit, w_tax FROM customer, warehouse \
-                        WHERE w_id = $1 AND c_w_id = w_id AND c_d_id = $2 AND c_id = $3")?,
+            no_cust: p(
+                "SELECT c_discount, c_last, c_credit, w_tax FROM customer, warehouse \
+                        WHERE w_id = $1 AND c_w_id = w_id AND c_d_id = $2 AND c_id = $3",
+            )?,
             no_dist: p("UPDATE district SET d_next_o_id = d_next_o_id + 1 \
                         WHERE d_w_id = $1 AND d_id = $2 RETURNING d_next_o_id - 1, d_tax")?,
-            no_order: p("INSERT INTO orders (o_id, o_d_id, o_w_id, o_c_id, o_entry_d, \
+            no_order: p(
+                "INSERT INTO orders (o_id, o_d_id, o_w_id, o_c_id, o_entry_d, \
                          o_carrier_id, o_ol_cnt, o_all_local) \
-                         VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP, NULL, $5, $6)")?,
+                         VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP, NULL, $5, $6)",
+            )?,
             no_new: p("INSERT INTO new_order (no_o_id, no_d_id, no_w_id) VALUES ($1, $2, $3)")?,
             no_item: p("SELECT i_price, i_name, i_data FROM item WHERE i_id = $1")?,
             no_stock,
-            no_line: p("INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, \
+            no_line: p(
+                "INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, \
                         ol_supply_w_id, ol_delivery_d, ol_quantity, ol_amount, ol_dist_info) \
-                        VALUES ($1, $2, $3, $4, $5, $6, NULL, $7, $8, $9)")?,
+                        VALUES ($1, $2, $3, $4, $5, $6, NULL, $7, $8, $9)",
+            )?,
             pay_w: p("UPDATE warehouse SET w_ytd = w_ytd + $1 WHERE w_id = $2 \
                       RETURNING w_name, w_street_1, w_street_2, w_city, w_state, w_zip")?,
-            pay_d: p("UPDATE district SET d_ytd = d_ytd + $1 WHERE d_w_id = $2 AND d_id = $3 \
-                      RETURNING d_name, d_street_1, d_street_2, d_city, d_state, d_zip")?,
-            by_name: p("SELECT c_id FROM customer WHERE c_w_id = $1 AND c_d_id = $2 \
-                        AND c_last = $3 ORDER BY c_first")?,
-            pay_c: p("SELECT c_first, c_middle, c_last, c_street_1, c_street_2, c_city, c_state, \
+            pay_d: p(
+                "UPDATE district SET d_ytd = d_ytd + $1 WHERE d_w_id = $2 AND d_id = $3 \
+                      RETURNING d_name, d_street_1, d_street_2, d_city, d_state, d_zip",
+            )?,
+            by_name: p(
+                "SELECT c_id FROM customer WHERE c_w_id = $1 AND c_d_id = $2 \
+                        AND c_last = $3 ORDER BY c_first",
+            )?,
+            pay_c: p(
+                "SELECT c_first, c_middle, c_last, c_street_1, c_street_2, c_city, c_state, \
                       c_zip, c_phone, c_since, c_credit, c_credit_lim, c_discount, c_balance \
-                      FROM customer WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3")?,
+                      FROM customer WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3",
+            )?,
             pay_cdata: p("SELECT c_data FROM customer \
                           WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3")?,
             pay_upd_bc: p("UPDATE customer SET c_balance = c_balance - $1, \
@@ -234,15 +246,21 @@ impl Stmts {
             pay_upd: p("UPDATE customer SET c_balance = c_balance - $1, \
                         c_ytd_payment = c_ytd_payment + $1, c_payment_cnt = c_payment_cnt + 1 \
                         WHERE c_w_id = $2 AND c_d_id = $3 AND c_id = $4")?,
-            pay_hist: p("INSERT INTO history (h_c_id, h_c_d_id, h_c_w_id, h_d_id, h_w_id, \
+            pay_hist: p(
+                "INSERT INTO history (h_c_id, h_c_d_id, h_c_w_id, h_d_id, h_w_id, \
                          h_date, h_amount, h_data) \
-                         VALUES ($1, $2, $3, $4, $5, CURRENT_TIMESTAMP, $6, $7)")?,
+                         VALUES ($1, $2, $3, $4, $5, CURRENT_TIMESTAMP, $6, $7)",
+            )?,
             os_c: p("SELECT c_balance, c_first, c_middle, c_last FROM customer \
                      WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3")?,
-            os_o: p("SELECT o_id, o_carrier_id, o_entry_d FROM orders \
-                     WHERE o_w_id = $1 AND o_d_id = $2 AND o_c_id = $3 ORDER BY o_id DESC LIMIT 1")?,
-            os_ol: p("SELECT ol_i_id, ol_supply_w_id, ol_quantity, ol_amount, ol_delivery_d \
-                      FROM order_line WHERE ol_w_id = $1 AND ol_d_id = $2 AND ol_o_id = $3")?,
+            os_o: p(
+                "SELECT o_id, o_carrier_id, o_entry_d FROM orders \
+                     WHERE o_w_id = $1 AND o_d_id = $2 AND o_c_id = $3 ORDER BY o_id DESC LIMIT 1",
+            )?,
+            os_ol: p(
+                "SELECT ol_i_id, ol_supply_w_id, ol_quantity, ol_amount, ol_delivery_d \
+                      FROM order_line WHERE ol_w_id = $1 AND ol_d_id = $2 AND ol_o_id = $3",
+            )?,
             dl_min: p("SELECT min(no_o_id) FROM new_order WHERE no_w_id = $1 AND no_d_id = $2")?,
             dl_del: p("DELETE FROM new_order \
                        WHERE no_w_id = $1 AND no_d_id = $2 AND no_o_id = $3")?,
@@ -300,7 +318,12 @@ fn missing(what: &str) -> TargetError {
 }
 
 /// Row `row`, column `col` of `r` as text (`None` for NULL); an error when the row is missing.
-fn cell<'a>(r: &'a StmtResult, row: usize, col: usize, what: &str) -> TargetResult<Option<&'a str>> {
+fn cell<'a>(
+    r: &'a StmtResult,
+    row: usize,
+    col: usize,
+    what: &str,
+) -> TargetResult<Option<&'a str>> {
     r.rows
         .get(row)
         .and_then(|x| x.get(col))
@@ -421,7 +444,9 @@ pub fn attempt(
                 let c = int(&o, 0, 0, "the delivered order")?;
                 run!(sess, st.dl_ol, w, d, o_id)?;
                 let s = run!(sess, st.dl_sum, w, d, o_id)?;
-                let total = cell(&s, 0, 0, "the order's lines")?.unwrap_or("0").to_string();
+                let total = cell(&s, 0, 0, "the order's lines")?
+                    .unwrap_or("0")
+                    .to_string();
                 run!(sess, st.dl_c, total, w, d, c)?;
             }
             Ended {
@@ -523,15 +548,19 @@ mod tests {
                 Input::NewOrder { d, c, lines } => {
                     assert!((1..=10).contains(&d) && (1..=3000).contains(&c));
                     assert!((5..=15).contains(&lines.len()));
-                    assert!(lines.iter().all(|l| (1..=10).contains(&l.qty)
-                        && (1..=3).contains(&l.supply_w)));
+                    assert!(lines
+                        .iter()
+                        .all(|l| (1..=10).contains(&l.qty) && (1..=3).contains(&l.supply_w)));
                     rollbacks += lines.iter().filter(|l| l.item == ITEMS + 1).count();
                 }
                 other => panic!("{other:?}"),
             }
             match Input::draw(TxKind::Payment, &home, &mut g, &nu) {
                 Input::Payment {
-                    c_w, customer, cents, ..
+                    c_w,
+                    customer,
+                    cents,
+                    ..
                 } => {
                     payments += 1;
                     assert!((100..=500_000).contains(&cents));
@@ -543,7 +572,10 @@ mod tests {
         }
         // 1 % rolled back, 60 % by name, 15 % remote: within a few standard deviations.
         assert!((140..=260).contains(&rollbacks), "{rollbacks}");
-        assert!((11_600..=12_400).contains(&by_name), "{by_name} of {payments}");
+        assert!(
+            (11_600..=12_400).contains(&by_name),
+            "{by_name} of {payments}"
+        );
         assert!((2_700..=3_300).contains(&remote), "{remote}");
         for _ in 0..100 {
             match Input::draw(TxKind::StockLevel, &home, &mut g, &nu) {

@@ -258,7 +258,10 @@ impl Workload for TpccWorkload {
     fn counters(&self) -> Option<CounterSection> {
         let a = self.around();
         let t = &self.tally;
-        let minutes = a.elapsed.map(|d| d.as_secs_f64() / 60.0).filter(|m| *m > 0.0);
+        let minutes = a
+            .elapsed
+            .map(|d| d.as_secs_f64() / 60.0)
+            .filter(|m| *m > 0.0);
         let per_min = |n: Option<i64>| match (n, minutes) {
             (Some(n), Some(m)) => CounterValue::Float(n as f64 / m),
             _ => CounterValue::None,
@@ -320,17 +323,14 @@ impl Workload for TpccWorkload {
                 xacts.map_or(CounterValue::None, CounterValue::Int),
                 "",
             ),
-            Counter::new(
-                "minutes",
-                "measured",
-                CounterValue::float(minutes),
-                "min",
-            )
-            .decimals(3),
+            Counter::new("minutes", "measured", CounterValue::float(minutes), "min").decimals(3),
             Counter::new(
                 "delivery_skipped",
                 "Delivery districts skipped (no new order)",
-                CounterValue::count(t.delivery_skipped.load(std::sync::atomic::Ordering::Relaxed)),
+                CounterValue::count(
+                    t.delivery_skipped
+                        .load(std::sync::atomic::Ordering::Relaxed),
+                ),
                 "",
             ),
         ];
