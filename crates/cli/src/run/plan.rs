@@ -153,6 +153,7 @@ fn workload_options(a: &RunArgs) -> Vec<(&'static str, bool, &'static [WorkloadN
         ("--build-sessions", tp.build_sessions.is_some(), &[Tpcc]),
         ("--mix", tp.mix.is_some(), &[Tpcc]),
         ("--no-check", tp.no_check, &[Tpcc]),
+        ("--all-warehouses", tp.all_warehouses, &[Tpcc]),
     ]
 }
 

@@ -21,6 +21,11 @@ pub struct TpccArgs {
     #[arg(long, value_name = "NO,P,OS,D,SL")]
     pub mix: Option<String>,
 
+    /// tpcc: each transaction at a warehouse drawn uniformly from all W (the I/O-heavy variant:
+    /// every session touches every warehouse's data), instead of the session's home warehouse.
+    #[arg(long)]
+    pub all_warehouses: bool,
+
     /// tpcc: skip the consistency checks (clause 3.3.2.1–3.3.2.4) after the run; they run by
     /// default, and a failed condition fails the run's exit code (1).
     #[arg(long)]

@@ -34,5 +34,6 @@ pub fn tpcc(a: &RunArgs) -> Result<TpccConfig, Exit> {
         seed: a.seed,
         build_run: None,
         check: !t.no_check,
+        all_warehouses: t.all_warehouses,
     })
 }

@@ -368,3 +368,79 @@ fn tpcc_bad_input_is_refused() {
         "refused runs leave no run directory"
     );
 }
+
+/// `--all-warehouses`: one session's transactions land on every warehouse, where without it a
+/// session keeps to its home warehouse.
+#[test]
+fn tpcc_all_warehouses_spreads_one_session_over_every_warehouse() {
+    let dir = tempdir();
+    let db = dir.path().join("tpcc.db");
+    let target = format!("sqlite:{}", s(&db));
+    let orders_per_warehouse = || -> Vec<i64> {
+        let out = std::process::Command::new("sqlite3")
+            .arg(&db)
+            .arg("SELECT sum(d_next_o_id) FROM district GROUP BY d_w_id ORDER BY d_w_id")
+            .output()
+            .expect("the sqlite3 shell runs");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.trim().parse().unwrap())
+            .collect()
+    };
+    let home = dir.path().join("home");
+    ok(
+        dir.path(),
+        &[
+            "run",
+            "tpcc",
+            "--warehouses",
+            "2",
+            "--mix",
+            "100,0,0,0,0",
+            "--ops",
+            "40",
+            "--target",
+            &target,
+            "-o",
+            s(&home),
+            "-q",
+        ],
+    );
+    let loaded = 10 * 3001;
+    assert_eq!(
+        orders_per_warehouse(),
+        [
+            loaded + n(&report_json(dir.path(), &home)["tpcc"]["new_orders"]),
+            loaded
+        ],
+        "one session keeps to warehouse 1"
+    );
+    let all = dir.path().join("all");
+    ok(
+        dir.path(),
+        &[
+            "run",
+            "tpcc",
+            "--warehouses",
+            "2",
+            "--mix",
+            "100,0,0,0,0",
+            "--ops",
+            "200",
+            "--all-warehouses",
+            "--target",
+            &target,
+            "-o",
+            s(&all),
+            "-q",
+        ],
+    );
+    let after = orders_per_warehouse();
+    assert!(after[1] > loaded, "warehouse 2 took new orders: {after:?}");
+    let r = report_json(dir.path(), &all);
+    assert_eq!(
+        r["run"]["params"]["home_warehouse"],
+        "any (--all-warehouses)"
+    );
+    assert_eq!(r["tpcc"]["consistent"], true);
+}

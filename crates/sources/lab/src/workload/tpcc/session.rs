@@ -21,6 +21,8 @@ pub(super) struct TpccSession {
     pub gen: Gen,
     pub nu: NuConstants,
     pub max_tries: u32,
+    /// Draw each transaction's warehouse from all of them (`--all-warehouses`).
+    pub all_warehouses: bool,
     pub dialect: Dialect,
     pub tally: Arc<Tally>,
     pub stmts: Option<Stmts>,
@@ -40,6 +42,9 @@ impl SessionWork for TpccSession {
                 "the TPC-C statements were not prepared",
             ));
         };
+        if self.all_warehouses {
+            self.home.w = self.gen.int(1, self.home.warehouses);
+        }
         let kind = self.mix.pick(self.gen.int(0, 99) as u32);
         let input = Input::draw(kind, &self.home, &mut self.gen, &self.nu);
         let name = self.names[index(kind)];

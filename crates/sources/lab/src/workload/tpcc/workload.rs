@@ -40,6 +40,8 @@ pub struct TpccConfig {
     pub build_run: Option<String>,
     /// Run the consistency checks after the run (the front end does: [`super::check`]).
     pub check: bool,
+    /// Each transaction at a warehouse drawn uniformly, not the session's home warehouse.
+    pub all_warehouses: bool,
 }
 
 /// Figures taken from the database around the sessions.
@@ -142,7 +144,14 @@ impl Workload for TpccWorkload {
             ("build_sessions".to_string(), self.cfg.build_sessions.into()),
             ("mix".to_string(), mix.join(",").into()),
             ("max_tries".to_string(), self.cfg.max_tries.into()),
-            ("home_warehouse".to_string(), "per session".into()),
+            (
+                "home_warehouse".to_string(),
+                match self.cfg.all_warehouses {
+                    true => "any (--all-warehouses)",
+                    false => "per session",
+                }
+                .into(),
+            ),
             ("sql".to_string(), "client-side".into()),
             (
                 "build".to_string(),
@@ -225,6 +234,7 @@ impl Workload for TpccWorkload {
             gen: Gen::new(seed),
             nu,
             max_tries: self.cfg.max_tries,
+            all_warehouses: self.cfg.all_warehouses,
             dialect: self.dialect,
             tally: self.tally.clone(),
             stmts: None,
