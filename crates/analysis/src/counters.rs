@@ -14,7 +14,8 @@ use crate::text::{
 
 /// Top-level fields of the report's JSON that a section must not replace (`top` is added by
 /// `dbscope report --top`); a section with one of these keys goes under `counters_<key>`.
-pub const RESERVED_KEYS: [&str; 7] = [
+pub const RESERVED_KEYS: [&str; 8] = [
+    "tpcc",
     "run",
     "incomplete",
     "settings",

@@ -17,4 +17,5 @@ pub mod summary;
 pub mod sweep;
 pub mod text;
 pub mod top;
+pub mod tpcc;
 pub mod usl;

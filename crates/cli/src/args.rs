@@ -57,6 +57,9 @@ pub enum Command {
     /// TPC-H: `tpch gen` (tpchgen data), `tpch q1` (Query 1 as a parallel map/combine/reduce job,
     /// exact), `tpch load` (tables into a database for `run tpch-q1`).
     Tpch(crate::tpch::args::TpchArgs),
+    /// TPC-C: `tpcc check --target …` runs the consistency conditions on a database that
+    /// `dbscope run tpcc` built and ran (the run itself: `dbscope run tpcc`).
+    Tpcc(crate::run::tpcc::TpccArgs),
     /// Capture what an application does to PostgreSQL: `capture proxy` (a wire-protocol proxy
     /// that records every call), `capture info` (what a capture holds).
     Capture(crate::capture::args::CaptureArgs),

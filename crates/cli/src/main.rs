@@ -49,6 +49,7 @@ fn main() -> ExitCode {
         Command::Trace(a) => trace::cmd_trace(a),
         Command::Io(a) => io::cmd_io(a),
         Command::Tpch(a) => tpch::cmd_tpch(a),
+        Command::Tpcc(a) => run::tpcc::cmd_tpcc(a),
         Command::Capture(a) => capture::cmd_capture(a),
         Command::Replay(a) => capture::cmd_replay(a),
         Command::RestorePoint(a) => capture::cmd_restore_point(a),

@@ -90,6 +90,7 @@ pub fn build(run: &RunDir, opts: &ReportOptions) -> Result<Report, Error> {
             .unwrap_or(d.num_milliseconds() as f64 / 1e3)
     });
     Ok(Report {
+        tpcc: crate::tpcc::TpccFigures::from_counters(&counters),
         run: RunReport {
             path: run.path.display().to_string(),
             source: m.source.clone(),

@@ -21,6 +21,9 @@ pub struct ReportOptions {
 /// The report of one run; serialized as is for `--json`.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
+    /// TPC-C's headline figures (NOPM, TPM, tpmC), first, for a `tpcc` run ([`crate::tpcc`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tpcc: Option<crate::tpcc::TpccFigures>,
     /// What the run was: workload, target, runner, period, outcome, host.
     pub run: RunReport,
     /// Why the data may be incomplete (no end recorded, a torn or damaged event file, a missing event

@@ -48,6 +48,10 @@ pub fn render_text(r: &Report) -> String {
         ),
         Outcome::Running | Outcome::Complete => {}
     }
+    // A TPC-C run's figures first, as HammerDB and go-tpc print them.
+    if let Some(t) = &r.tpcc {
+        out.push_str(&t.render());
+    }
 
     let outcome = match run.outcome {
         Outcome::Running => "(running: no end recorded)".to_string(),

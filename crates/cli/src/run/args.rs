@@ -37,6 +37,13 @@ pub enum WorkloadName {
     /// --cache cold|os|engine; sqlite: or sqlcipher: targets, one session. Events `scan`, `open`
     /// and (SQLCipher) `key_derivation`; per scan: pages read, cache hits, bytes, MB/s.
     Scan,
+    /// TPC-C as HammerDB's TPROC-C runs it: --warehouses W built (COPY with --build-sessions
+    /// on PostgreSQL; recorded as a run of its own, reused when the shape matches, --fresh to
+    /// rebuild), then New-Order, Payment, Order-Status, Delivery and Stock-Level in the --mix
+    /// (45,43,4,4,4), a home warehouse per session, --max-tries on 40001/40P01. Each transaction
+    /// an event named after its type; `report` prints NOPM and TPM first; the consistency
+    /// checks after the run (--no-check to skip).
+    Tpcc,
 }
 
 #[derive(Debug, Args)]
@@ -57,6 +64,7 @@ pub enum WorkloadName {
   dbscope run script -f my.sql@3 -f other.sql -M prepared --max-tries 10 --rate 500 -c 8
   DBSCOPE_SQLITE_KEY=… dbscope run scan --target sqlcipher:enc.db --rows 200000 --cache os --ops 10
   dbscope run scan --target sqlcipher:enc.db --key-file key.txt --cache engine --ops 10
+  dbscope run tpcc --warehouses 4 --build-sessions 4 -c 16 -d 5m --max-tries 10 --target postgres://…
 
 Ctrl-C stops the run and keeps everything recorded (outcome: interrupted).")]
 pub struct RunArgs {
@@ -196,6 +204,9 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub script: crate::run::script_args::ScriptArgs,
+
+    #[command(flatten)]
+    pub tpcc: crate::run::tpcc_args::TpccArgs,
 }
 
 fn parse_set(s: &str) -> Result<(String, String), dbscope_db::TargetError> {

@@ -13,6 +13,9 @@ pub mod matrix;
 pub mod plan;
 pub mod script_args;
 pub mod script_plan;
+pub mod tpcc;
+pub mod tpcc_args;
+pub mod tpcc_plan;
 
 use anyhow::Context;
 use dbscope_core::Outcome;
@@ -91,6 +94,10 @@ pub fn run(plan: &RunPlan, quiet: bool) -> Result<u8, Exit> {
             return crate::run::events::run_events(plan, e, spec, quiet, false)
                 .map(|(code, _)| code);
         }
+        if let WorkloadPlan::Tpcc(t) = &plan.workload {
+            return crate::run::tpcc::run_tpcc(plan, t, spec, quiet, |p| record(p, spec, quiet))
+                .map(|(code, _)| code);
+        }
         let result = record(plan, spec, quiet)?;
         finish_run(
             &result.dir,
@@ -108,6 +115,10 @@ pub fn run_point(plan: &RunPlan) -> Result<Outcome, Exit> {
     in_run_dir(plan, |spec| {
         if let WorkloadPlan::Events(e) = &plan.workload {
             return crate::run::events::run_events(plan, e, spec, true, true).map(|(_, o)| o);
+        }
+        if let WorkloadPlan::Tpcc(t) = &plan.workload {
+            return crate::run::tpcc::run_tpcc(plan, t, spec, true, |p| record(p, spec, true))
+                .map(|(_, o)| o);
         }
         Ok(record(plan, spec, true)?.outcome)
     })

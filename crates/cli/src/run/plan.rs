@@ -99,6 +99,7 @@ pub fn build(a: &RunArgs) -> Result<RunPlan, Exit> {
                 .map_err(lab_error)?,
             fresh: a.fresh,
         }),
+        WorkloadName::Tpcc => WorkloadPlan::Tpcc(crate::run::tpcc_plan::tpcc(a)?),
         WorkloadName::Events => unreachable!("returned above"),
     };
     let plan = RunPlan {
@@ -114,7 +115,7 @@ pub fn build(a: &RunArgs) -> Result<RunPlan, Exit> {
 /// The workload-specific options: each flag, whether `a` gives it, and the workloads it applies to.
 fn workload_options(a: &RunArgs) -> Vec<(&'static str, bool, &'static [WorkloadName])> {
     use WorkloadName::*;
-    let (l, e, sc) = (&a.lab, &a.events, &a.script);
+    let (l, e, sc, tp) = (&a.lab, &a.events, &a.script, &a.tpcc);
     vec![
         // bulkload runs its steps once per session: no schedule to pace, nothing to warm up
         // (every step would start in the warm-up and be left out of the statistics).
@@ -135,7 +136,7 @@ fn workload_options(a: &RunArgs) -> Vec<(&'static str, bool, &'static [WorkloadN
             &[Commit, Lookup, Bulkload, Scan],
         ),
         // bulkload always loads a new table; tpch-q1 reads what `tpch load` made.
-        ("--fresh", a.fresh, &[Commit, Lookup, Events, Scan]),
+        ("--fresh", a.fresh, &[Commit, Lookup, Events, Scan, Tpcc]),
         ("--delta", a.delta.is_some(), &[TpchQ1]),
         ("--rows", l.rows.is_some(), &[Lookup, Bulkload, Scan]),
         (
@@ -170,11 +171,16 @@ fn workload_options(a: &RunArgs) -> Vec<(&'static str, bool, &'static [WorkloadN
         ("-b/--builtin", !sc.builtins.is_empty(), &[Script]),
         ("-D/--define", !sc.defines.is_empty(), &[Script]),
         ("-M/--protocol", sc.protocol.is_some(), &[Script]),
-        ("--max-tries", sc.max_tries.is_some(), &[Script]),
+        ("--max-tries", sc.max_tries.is_some(), &[Script, Tpcc]),
         ("--latency-limit", sc.latency_limit.is_some(), &[Script]),
         ("--on-error", sc.on_error.is_some(), &[Script]),
         ("--init", sc.init.is_some(), &[Script]),
         ("--scale", sc.scale.is_some(), &[Script]),
+        ("--warehouses", tp.warehouses.is_some(), &[Tpcc]),
+        ("--build-sessions", tp.build_sessions.is_some(), &[Tpcc]),
+        ("--mix", tp.mix.is_some(), &[Tpcc]),
+        ("--no-check", tp.no_check, &[Tpcc]),
+        ("--all-warehouses", tp.all_warehouses, &[Tpcc]),
     ]
 }
 
@@ -302,6 +308,7 @@ pub fn workload_name(w: WorkloadName) -> &'static str {
         WorkloadName::Bulkload => w_::bulkload::BulkloadWorkload::NAME,
         WorkloadName::Script => w_::script::ScriptWorkload::NAME,
         WorkloadName::Scan => w_::scan::ScanWorkload::NAME,
+        WorkloadName::Tpcc => w_::tpcc::TpccWorkload::NAME,
     }
 }
 

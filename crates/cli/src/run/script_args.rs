@@ -34,7 +34,7 @@ pub struct ScriptArgs {
     )]
     pub protocol: Option<String>,
 
-    /// script: tries per transaction: one that fails with a serialization failure or deadlock
+    /// script, tpcc: tries per transaction: one that fails with a serialization failure or deadlock
     /// (40001, 40P01; SQLite busy) runs again from its start with the same random values, up to
     /// N tries in all (pgbench 15's --max-tries). Default 1: no retry.
     #[arg(long, value_name = "N")]

@@ -201,7 +201,7 @@ fn issue_34_options_that_do_not_apply_to_the_workload_are_refused() {
         ),
         (
             Argv::run("lookup").opt("--max-tries", "3"),
-            "--max-tries applies to the script workload only, not lookup",
+            "--max-tries applies to the script and tpcc workloads, not lookup",
         ),
         (
             Argv::run("tpch-q1").opt("--cache", "cold"),
@@ -221,7 +221,7 @@ fn issue_34_options_that_do_not_apply_to_the_workload_are_refused() {
         ),
         (
             Argv::run("bulkload").fresh(),
-            "--fresh applies to the commit, lookup, events and scan workloads, not bulkload",
+            "--fresh applies to the commit, lookup, events, scan and tpcc workloads, not bulkload",
         ),
         (
             Argv::run("tpch-q1").opt("--table", "t"),

@@ -32,6 +32,7 @@ mod step_counters;
 mod storage;
 mod sweep;
 mod tde;
+mod tpcc;
 mod tpch;
 mod trace;
 mod transfer;

@@ -20,6 +20,7 @@ use crate::workload::events::{EventsWorkload, Strategy};
 use crate::workload::lookup::{LookupConfig, LookupWorkload};
 use crate::workload::scan::{ScanConfig, ScanWorkload};
 use crate::workload::script::{ScriptConfig, ScriptWorkload};
+use crate::workload::tpcc::{TpccConfig, TpccWorkload};
 use crate::workload::tpch::TpchQ1Workload;
 use crate::workload::{CommitWorkload, Keys, Workload};
 
@@ -54,6 +55,8 @@ pub enum WorkloadPlan {
     Script(ScriptConfig),
     /// Full scans in a cache state (seed 000's TDE experiment).
     Scan(ScanConfig),
+    /// TPC-C's five transactions (HammerDB's TPROC-C) on W warehouses.
+    Tpcc(TpccConfig),
 }
 
 /// The `events` workload's options (the runner's sessions are its connections).
@@ -134,6 +137,7 @@ impl WorkloadPlan {
             WorkloadPlan::Bulkload(_) => BulkloadWorkload::NAME,
             WorkloadPlan::Script(_) => ScriptWorkload::NAME,
             WorkloadPlan::Scan(_) => ScanWorkload::NAME,
+            WorkloadPlan::Tpcc(_) => TpccWorkload::NAME,
         }
     }
 
@@ -148,6 +152,7 @@ impl WorkloadPlan {
             WorkloadPlan::Bulkload(_) => BulkloadWorkload::HEADLINE,
             WorkloadPlan::Script(c) => ScriptWorkload::headline_of(&c.scripts),
             WorkloadPlan::Scan(_) => ScanWorkload::HEADLINE,
+            WorkloadPlan::Tpcc(_) => TpccWorkload::HEADLINE,
         }
     }
 }
@@ -210,7 +215,8 @@ impl RunPlan {
             | WorkloadPlan::TpchQ1 { .. }
             | WorkloadPlan::Events(_)
             | WorkloadPlan::Script(_)
-            | WorkloadPlan::Scan(_) => {}
+            | WorkloadPlan::Scan(_)
+            | WorkloadPlan::Tpcc(_) => {}
         }
         c.validate()?;
         Ok(c)
@@ -245,6 +251,13 @@ impl RunPlan {
                 ..cfg.clone()
             })?),
             WorkloadPlan::Scan(cfg) => Box::new(ScanWorkload::new(cfg.clone(), dialect)?),
+            WorkloadPlan::Tpcc(cfg) => Box::new(TpccWorkload::new(
+                TpccConfig {
+                    seed: self.config.seed,
+                    ..cfg.clone()
+                },
+                dialect,
+            )?),
             WorkloadPlan::Events(_) => {
                 return Err(Error::Config(
                     "the events workload runs once per strategy, with its own sessions".into(),

@@ -320,6 +320,7 @@ pub fn run(
     observer().finish();
 
     let elapsed = Duration::from_nanos(clock.now_ns());
+    spec.workload.after_sessions(spec.target, elapsed);
     let mut sections: Vec<_> = spec.workload.counters().into_iter().collect();
     if let Some(p) = &cfg.pacing {
         sections.push(crate::pace::section(

@@ -111,3 +111,21 @@ fn postgres_parallel_copy_build_is_consistent_and_reused() {
         .collect();
     assert_eq!(at, vec![("3.3.2.2", 1, 7)], "{v:?}");
 }
+
+/// Issue 29: with one build session on PostgreSQL ITEM was not loaded at all, so every New-Order
+/// rolled back; the one loader loads it.
+#[test]
+fn postgres_single_loader_loads_item() {
+    let cluster = pg::PgCluster::shared();
+    let db = cluster.create_db("tpcc_one_loader");
+    let target = open_target(&cluster.uri(&db), &[]).unwrap();
+    let b = build(target.as_ref(), &opts(1, 1, false)).unwrap();
+    assert_eq!(b.sessions, 1);
+    assert_eq!(rows(&b, "item"), 100_000);
+    let in_db: i64 = cluster
+        .query(&db, "SELECT count(*) FROM item")
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(in_db, 100_000);
+}

@@ -36,6 +36,10 @@ pub trait Workload: Send + Sync {
     fn setup(&self, target: &dyn Target, sessions: u32, stop: &StopSignal) -> TargetResult<()>;
     /// The operation stream of one session; `seed` is already specific to the session.
     fn session(&self, session: u32, seed: u64) -> Box<dyn SessionWork>;
+    /// Called once the sessions have finished (and before [`Workload::counters`]), with the
+    /// sessions' measured time: a workload reads what the database counted during the run
+    /// (tpcc's `sum(d_next_o_id)` and `pg_stat_database` after the run). Most have nothing to do.
+    fn after_sessions(&self, _target: &dyn Target, _elapsed: std::time::Duration) {}
     /// Run-level counters the workload kept itself (e.g. `events`' per-event latencies), written
     /// when the sessions have finished; most workloads have none.
     fn counters(&self) -> Option<dbscope_core::CounterSection> {

@@ -67,93 +67,190 @@ fn existing(sess: &mut dyn Session, d: schema::Dialect) -> TargetResult<Vec<Stri
     Ok(names)
 }
 
-/// Builds (or reuses) the tables; see the module docs. A database holding some of TPC-C's tables
-/// but not a build of this shape is refused unless `fresh`, so nobody's tables are dropped by
-/// surprise.
-pub fn build(target: &dyn Target, opts: &BuildOptions) -> TargetResult<Built> {
-    let w = dbscope_tpcc::warehouses(opts.warehouses)
-        .map_err(|e| TargetError::config(e.to_string()))?;
+/// What a database holds, for a build of a given shape ([`inspect`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// A dbscope build of this shape: reused, with the load's C_LAST constant.
+    Reuse { c_last: i64 },
+    /// Nothing of TPC-C's (or `fresh`): build.
+    Build,
+}
+
+/// Says whether a build of `warehouses` would reuse the tables there or build them; a database
+/// holding some of TPC-C's tables but not a build of this shape is refused (a `config` error
+/// saying to pass `--fresh`) unless `fresh`, so nobody's tables are dropped by surprise.
+pub fn inspect(target: &dyn Target, warehouses: i64, fresh: bool) -> TargetResult<Shape> {
+    let w = dbscope_tpcc::warehouses(warehouses).map_err(|e| TargetError::config(e.to_string()))?;
     let d = tdialect(target)?;
     let mut sess = target.connect()?;
     let there = existing(sess.as_mut(), d)?;
-    if !opts.fresh && !there.is_empty() {
-        let shape = if there.iter().any(|t| t == SHAPE_TABLE) {
-            sess.query_rows(
-                &format!("SELECT warehouses, c_last FROM {SHAPE_TABLE}"),
-                &[],
-            )?
-        } else {
-            Vec::new()
-        };
-        let recorded = shape.first().and_then(|r| {
-            Some((
-                r.first()?.as_deref()?.parse::<i64>().ok()?,
-                r.get(1)?.as_deref()?.parse::<i64>().ok()?,
-            ))
+    if fresh || there.is_empty() {
+        return Ok(Shape::Build);
+    }
+    let shape = if there.iter().any(|t| t == SHAPE_TABLE) {
+        sess.query_rows(
+            &format!("SELECT warehouses, c_last FROM {SHAPE_TABLE}"),
+            &[],
+        )?
+    } else {
+        Vec::new()
+    };
+    let recorded = shape.first().and_then(|r| {
+        Some((
+            r.first()?.as_deref()?.parse::<i64>().ok()?,
+            r.get(1)?.as_deref()?.parse::<i64>().ok()?,
+        ))
+    });
+    match recorded {
+        Some((rw, c_last)) if rw == w && there.len() == schema::TABLES.len() + 1 => {
+            Ok(Shape::Reuse { c_last })
+        }
+        Some((rw, _)) => Err(TargetError::config(format!(
+            "the database holds a TPC-C build of {rw} warehouse(s), not {w}: pass --fresh to drop and rebuild it"
+        ))),
+        None => Err(TargetError::config(format!(
+            "the database holds tables named like TPC-C's ({}) but no recorded dbscope build: pass --fresh to drop and rebuild them",
+            there.join(", ")
+        ))),
+    }
+}
+
+/// One timed step of a build ([`build_timed`]): `create-tables`, `load` (one per build
+/// session, its rows), `create-indexes`, `analyze`; times in ns on the clock given.
+#[derive(Clone, Debug)]
+pub struct BuildStep {
+    pub session: u32,
+    pub name: &'static str,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub rows: u64,
+    /// The step's error class when it failed.
+    pub error: Option<String>,
+}
+
+/// Builds (or reuses) the tables; see the module docs and [`inspect`].
+pub fn build(target: &dyn Target, opts: &BuildOptions) -> TargetResult<Built> {
+    build_timed(target, opts, &|| 0).0
+}
+
+/// [`build`], timing each step with `now` (ns): what the build did, and its steps.
+pub fn build_timed(
+    target: &dyn Target,
+    opts: &BuildOptions,
+    now: &(dyn Fn() -> u64 + Sync),
+) -> (TargetResult<Built>, Vec<BuildStep>) {
+    let steps = std::sync::Mutex::new(Vec::new());
+    let r = build_steps(target, opts, now, &steps);
+    (r, steps.into_inner().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Runs `f` as step `name` of build session `session`, recording it in `steps`.
+fn step<T>(
+    steps: &std::sync::Mutex<Vec<BuildStep>>,
+    now: &(dyn Fn() -> u64 + Sync),
+    session: u32,
+    name: &'static str,
+    rows: impl FnOnce(&T) -> u64,
+    f: impl FnOnce() -> TargetResult<T>,
+) -> TargetResult<T> {
+    let start_ns = now();
+    let r = f();
+    let s = BuildStep {
+        session,
+        name,
+        start_ns,
+        end_ns: now(),
+        rows: r.as_ref().map_or(0, rows),
+        error: r.as_ref().err().map(|e| e.class.clone()),
+    };
+    steps.lock().unwrap_or_else(|e| e.into_inner()).push(s);
+    r
+}
+
+fn build_steps(
+    target: &dyn Target,
+    opts: &BuildOptions,
+    now: &(dyn Fn() -> u64 + Sync),
+    steps: &std::sync::Mutex<Vec<BuildStep>>,
+) -> TargetResult<Built> {
+    let w = dbscope_tpcc::warehouses(opts.warehouses)
+        .map_err(|e| TargetError::config(e.to_string()))?;
+    let d = tdialect(target)?;
+    if let Shape::Reuse { c_last } = inspect(target, w, opts.fresh)? {
+        return Ok(Built {
+            built: false,
+            rows: Vec::new(),
+            c_last,
+            sessions: 0,
         });
-        return match recorded {
-            Some((rw, c_last)) if rw == w && there.len() == schema::TABLES.len() + 1 => Ok(Built {
-                built: false,
-                rows: Vec::new(),
-                c_last,
-                sessions: 0,
-            }),
-            Some((rw, _)) => Err(TargetError::config(format!(
-                "the database holds a TPC-C build of {rw} warehouse(s), not {w}: pass --fresh to drop and rebuild it"
-            ))),
-            None => Err(TargetError::config(format!(
-                "the database holds tables named like TPC-C's ({}) but no recorded dbscope build: pass --fresh to drop and rebuild them",
-                there.join(", ")
-            ))),
-        };
     }
-    for s in drop_tables() {
-        sess.batch(&s)?;
-    }
-    sess.batch(&format!("DROP TABLE IF EXISTS {SHAPE_TABLE}"))?;
-    for s in create_tables(d) {
-        sess.batch(&s)?;
-    }
+    let mut sess = target.connect()?;
+    step(
+        steps,
+        now,
+        0,
+        "create-tables",
+        |_| 0,
+        || {
+            for s in drop_tables() {
+                sess.batch(&s)?;
+            }
+            sess.batch(&format!("DROP TABLE IF EXISTS {SHAPE_TABLE}"))?;
+            for s in create_tables(d) {
+                sess.batch(&s)?;
+            }
+            Ok(())
+        },
+    )?;
     let nu = NuConstants::draw(&mut Gen::new(opts.seed));
-    let now = load_time();
+    let now_text = load_time();
     let sessions = match d {
         schema::Dialect::Sqlite => 1,
         schema::Dialect::Postgres => opts.build_sessions.clamp(1, w as u32),
     };
+    let total = |c: &Vec<(Table, u64)>| -> u64 { c.iter().map(|(_, n)| n).sum() };
     let mut counts: Vec<(Table, u64)> = Vec::new();
     if sessions == 1 {
-        load(
-            sess.as_mut(),
-            d,
-            opts.seed,
-            &now,
-            &nu,
-            None,
-            (1..=w).collect(),
-            &mut counts,
-        )?;
+        counts = step(steps, now, 0, "load", total, || {
+            let mut c = Vec::new();
+            load(
+                sess.as_mut(),
+                d,
+                opts.seed,
+                &now_text,
+                &nu,
+                // The one loader loads ITEM too (it was left out on PostgreSQL: every
+                // New-Order then rolled back for want of items).
+                Some(()),
+                (1..=w).collect(),
+                &mut c,
+            )?;
+            Ok(c)
+        })?;
     } else {
         let results: Vec<TargetResult<Vec<(Table, u64)>>> = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..sessions as i64)
                 .map(|s| {
                     let mine: Vec<i64> =
                         (1..=w).filter(|x| (x - 1) % sessions as i64 == s).collect();
-                    let now = now.clone();
+                    let now_text = now_text.clone();
                     scope.spawn(move || {
                         let mut sess = target.connect()?;
-                        let mut c = Vec::new();
-                        let items_too = (s == 0).then_some(());
-                        load(
-                            sess.as_mut(),
-                            d,
-                            opts.seed,
-                            &now,
-                            &nu,
-                            items_too,
-                            mine,
-                            &mut c,
-                        )?;
-                        Ok(c)
+                        step(steps, now, s as u32, "load", total, || {
+                            let mut c = Vec::new();
+                            let items_too = (s == 0).then_some(());
+                            load(
+                                sess.as_mut(),
+                                d,
+                                opts.seed,
+                                &now_text,
+                                &nu,
+                                items_too,
+                                mine,
+                                &mut c,
+                            )?;
+                            Ok(c)
+                        })
                     })
                 })
                 .collect();
@@ -171,9 +268,19 @@ pub fn build(target: &dyn Target, opts: &BuildOptions) -> TargetResult<Built> {
             }
         }
     }
-    for s in create_indexes(d) {
-        sess.batch(&s)?;
-    }
+    step(
+        steps,
+        now,
+        0,
+        "create-indexes",
+        |_| 0,
+        || {
+            for s in create_indexes(d) {
+                sess.batch(&s)?;
+            }
+            Ok(())
+        },
+    )?;
     sess.batch(&format!(
         "CREATE TABLE {SHAPE_TABLE} (warehouses INTEGER NOT NULL, c_last INTEGER NOT NULL)"
     ))?;
@@ -182,8 +289,17 @@ pub fn build(target: &dyn Target, opts: &BuildOptions) -> TargetResult<Built> {
         nu.c_last
     ))?;
     if d == schema::Dialect::Postgres {
-        sess.batch(&format!("ANALYZE {}", schema::TABLES.join(", ")))?;
+        step(
+            steps,
+            now,
+            0,
+            "analyze",
+            |_| 0,
+            || sess.batch(&format!("ANALYZE {}", schema::TABLES.join(", "))),
+        )?;
     }
+    // In the schema's order, whichever loader sent a table first.
+    counts.sort_by_key(|(t, _)| schema::TABLES.iter().position(|x| *x == t.name()));
     Ok(Built {
         built: true,
         rows: counts.into_iter().map(|(t, n)| (t.name(), n)).collect(),
@@ -224,50 +340,60 @@ fn load_time() -> String {
 }
 
 /// Rows gathered per table until a batch is full: a COPY body (PostgreSQL) or a multi-row
-/// INSERT (SQLite).
+/// INSERT (SQLite). The population interleaves tables (a customer, its history row; an order, its
+/// lines, its new-order row), so each table has a batch of its own: one batch for all would be
+/// sent every few rows.
 struct Batcher<'a> {
     sess: &'a mut dyn Session,
     d: schema::Dialect,
-    pending: Option<(Table, String, u64)>,
+    pending: Vec<(Table, String, u64)>,
     counts: &'a mut Vec<(Table, u64)>,
 }
 
 impl Batcher<'_> {
     fn push(&mut self, (t, v): Row) -> TargetResult<()> {
-        if let Some((pt, body, n)) = self.pending.as_mut() {
-            let room = match self.d {
-                schema::Dialect::Postgres => body.len() < (8 << 20),
-                schema::Dialect::Sqlite => *n < 500,
-            };
-            if *pt == t && room {
-                match self.d {
-                    schema::Dialect::Postgres => body.push_str(&copy_line(&v)),
-                    schema::Dialect::Sqlite => {
-                        body.push(',');
-                        literal_row(body, &v);
-                    }
-                }
-                *n += 1;
-                return Ok(());
-            }
-        }
-        self.flush()?;
-        let body = match self.d {
-            schema::Dialect::Postgres => copy_line(&v),
-            schema::Dialect::Sqlite => {
-                let mut sql = format!("INSERT INTO {} VALUES ", t.name());
-                literal_row(&mut sql, &v);
-                sql
+        let at = match self.pending.iter().position(|(pt, _, _)| *pt == t) {
+            Some(i) => i,
+            None => {
+                self.pending.push((t, String::new(), 0));
+                self.pending.len() - 1
             }
         };
-        self.pending = Some((t, body, 1));
+        let (_, body, n) = &mut self.pending[at];
+        match self.d {
+            schema::Dialect::Postgres => body.push_str(&copy_line(&v)),
+            schema::Dialect::Sqlite => {
+                if *n == 0 {
+                    body.push_str(&format!("INSERT INTO {} VALUES ", t.name()));
+                } else {
+                    body.push(',');
+                }
+                literal_row(body, &v);
+            }
+        }
+        *n += 1;
+        let full = match self.d {
+            schema::Dialect::Postgres => body.len() >= (8 << 20),
+            schema::Dialect::Sqlite => *n >= 500,
+        };
+        if full {
+            let (t, body, n) = std::mem::replace(&mut self.pending[at], (t, String::new(), 0));
+            self.send(t, body, n)?;
+        }
         Ok(())
     }
 
+    /// Sends every table's batch.
     fn flush(&mut self) -> TargetResult<()> {
-        let Some((t, body, n)) = self.pending.take() else {
-            return Ok(());
-        };
+        for (t, body, n) in std::mem::take(&mut self.pending) {
+            if n > 0 {
+                self.send(t, body, n)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn send(&mut self, t: Table, body: String, n: u64) -> TargetResult<()> {
         match self.d {
             schema::Dialect::Postgres => {
                 let mut body = Some(body.into_bytes());
@@ -292,7 +418,7 @@ impl Batcher<'_> {
 }
 
 /// Loads ITEM (when `items_too`, and always on SQLite's single loader) and warehouses `ws`
-/// through one session; on SQLite in one transaction.
+/// through one session, in one transaction.
 #[allow(clippy::too_many_arguments)]
 fn load(
     sess: &mut dyn Session,
@@ -305,13 +431,13 @@ fn load(
     counts: &mut Vec<(Table, u64)>,
 ) -> TargetResult<()> {
     let sqlite = d == schema::Dialect::Sqlite;
-    if sqlite {
-        sess.begin()?;
-    }
+    // One transaction per loader: a commit (a WAL or journal sync) per batch would be most of
+    // the build's time.
+    sess.begin()?;
     let mut b = Batcher {
         sess,
         d,
-        pending: None,
+        pending: Vec::new(),
         counts,
     };
     let r = (|| {
@@ -323,16 +449,13 @@ fn load(
         }
         b.flush()
     })();
-    if sqlite {
-        match r {
-            Ok(()) => b.sess.commit()?,
-            Err(e) => {
-                let _ = b.sess.rollback();
-                return Err(e);
-            }
+    match r {
+        Ok(()) => b.sess.commit(),
+        Err(e) => {
+            let _ = b.sess.rollback();
+            Err(e)
         }
     }
-    r
 }
 
 /// `(1, 'text', NULL, 12.34)` appended to `sql`.

@@ -1,0 +1,33 @@
+//! Options of the `tpcc` workload, flattened into `dbscope run` (clap). `--max-tries` and
+//! `--fresh` are shared with `script` and the table workloads.
+
+use clap::Args;
+
+/// `tpcc` options.
+#[derive(Debug, Args)]
+pub struct TpccArgs {
+    /// tpcc: warehouses (W) to build and run on (default 1). A build of the same W is reused;
+    /// another W is refused unless --fresh.
+    #[arg(long, value_name = "W", allow_negative_numbers = true)]
+    pub warehouses: Option<i64>,
+
+    /// tpcc: connections loading warehouses at once when the tables are built (PostgreSQL, COPY;
+    /// at most one per warehouse; SQLite loads with one). Default: one per CPU.
+    #[arg(long, value_name = "N")]
+    pub build_sessions: Option<u32>,
+
+    /// tpcc: percentages of New-Order, Payment, Order-Status, Delivery and Stock-Level, five
+    /// whole numbers adding up to 100 (default 45,43,4,4,4).
+    #[arg(long, value_name = "NO,P,OS,D,SL")]
+    pub mix: Option<String>,
+
+    /// tpcc: each transaction at a warehouse drawn uniformly from all W (the I/O-heavy variant:
+    /// every session touches every warehouse's data), instead of the session's home warehouse.
+    #[arg(long)]
+    pub all_warehouses: bool,
+
+    /// tpcc: skip the consistency checks (clause 3.3.2.1–3.3.2.4) after the run; they run by
+    /// default, and a failed condition fails the run's exit code (1).
+    #[arg(long)]
+    pub no_check: bool,
+}

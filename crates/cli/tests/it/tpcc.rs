@@ -1,0 +1,446 @@
+//! `dbscope run tpcc` (issue 29) on a real PostgreSQL and a real SQLite file: the build recorded
+//! as its own run and reused, the five transactions as events named after their types, NOPM from
+//! the schema equal to the New-Orders dbscope saw commit (the 1 % rolled back counted apart, not
+//! as errors), the consistency conditions after the run, `tpcc check` naming a broken district,
+//! and bad input refused.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::cli::*;
+use crate::common::pg::PgCluster;
+
+const TYPES: [&str; 5] = [
+    "new_order",
+    "payment",
+    "order_status",
+    "delivery",
+    "stock_level",
+];
+
+fn n(v: &Value) -> i64 {
+    v.as_i64().unwrap_or_else(|| panic!("a whole number: {v}"))
+}
+
+/// What every tpcc run must show: NOPM first in the text, the schema's new orders equal to the
+/// committed ones dbscope counted, every type recorded by every session, rollbacks not errors,
+/// and the consistency conditions held.
+fn assert_run(dir: &Path, run: &Path, sessions: usize) -> Value {
+    let text = ok(dir, &["report", s(run)]);
+    assert!(text.starts_with("TPC-C     NOPM "), "{text}");
+    let r = report_json(dir, run);
+    let t = &r["tpcc"];
+    assert!(
+        t.as_object().is_some(),
+        "tpcc figures come first in JSON: {r}"
+    );
+    let committed = n(&t["new_orders_committed"]);
+    assert!(committed > 0, "{t}");
+    assert_eq!(
+        n(&t["new_orders"]),
+        committed,
+        "NOPM's count from sum(d_next_o_id) is the New-Orders that committed: {t}"
+    );
+    assert!(t["nopm"].as_f64().unwrap() > 0.0, "{t}");
+    assert!(t["tpm"].as_f64().unwrap() > 0.0, "{t}");
+    assert_eq!(t["consistent"], true, "{r}");
+    let counters = &r["counters_tpcc"];
+    for (i, ty) in TYPES.iter().enumerate() {
+        let e = event(&r, ty);
+        let row = &counters["transactions"][i];
+        assert_eq!(row["type"], *ty);
+        // Every transaction is one event: committed, rolled back, or failed (its error class).
+        assert_eq!(
+            n(&e["count"]),
+            n(&row["committed"]) + n(&row["rolled_back"]) + n(&row["failed"]),
+            "{ty}: {e} {row}"
+        );
+        assert_eq!(n(&e["errors"]), n(&row["failed"]), "{ty}");
+    }
+    let no = event(&r, "new_order");
+    assert_eq!(
+        no["sessions"]["per_session"].as_object().unwrap().len(),
+        sessions,
+        "every session ran New-Orders: {no}"
+    );
+    assert_eq!(
+        n(&counters["transactions"][0]["rolled_back"]),
+        n(&t["new_orders_rolled_back"])
+    );
+    r
+}
+
+#[test]
+fn tpcc_on_postgres_builds_runs_consistent_reuses_and_checks() {
+    let pg = PgCluster::shared();
+    let dir = tempdir();
+    let db = pg.create_db("tpcc_run");
+    let uri = pg.uri(&db);
+    let run1 = dir.path().join("run1");
+    ok(
+        dir.path(),
+        &[
+            "run",
+            "tpcc",
+            "--warehouses",
+            "2",
+            "--build-sessions",
+            "2",
+            "-c",
+            "4",
+            "-d",
+            "4s",
+            "--max-tries",
+            "10",
+            "--target",
+            &uri,
+            "-o",
+            s(&run1),
+            "-q",
+        ],
+    );
+    // The build is a run of its own beside it, one event per step.
+    let build = dir.path().join("run1-build");
+    let b = report_json(dir.path(), &build);
+    assert_eq!(b["run"]["workload"], "tpcc-build");
+    assert_eq!(
+        n(&event(&b, "load")["count"]),
+        2,
+        "one load per build session"
+    );
+    for step in ["create-tables", "create-indexes", "analyze"] {
+        assert_eq!(n(&event(&b, step)["count"]), 1, "{step}");
+    }
+    let tables: Vec<(String, i64)> = b["tpcc_build"]["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["table"].as_str().unwrap().to_string(), n(&t["rows"])))
+        .collect();
+    assert_eq!(tables.len(), 9, "{b}");
+    assert_eq!(
+        tables[0],
+        ("warehouse".to_string(), 2),
+        "in the schema's order"
+    );
+    assert!(
+        tables.contains(&("item".to_string(), 100_000)),
+        "ITEM once: {b}"
+    );
+    assert!(tables.contains(&("stock".to_string(), 200_000)), "{b}");
+    let r = assert_run(dir.path(), &run1, 4);
+    assert_eq!(
+        r["tpcc"]["tpm_source"],
+        "pg_stat_database: xact_commit + xact_rollback of the database"
+    );
+    let m = manifest(&run1);
+    assert!(
+        m["workload"]["params"]["build"]
+            .as_str()
+            .unwrap()
+            .starts_with("built, recorded in"),
+        "{m}"
+    );
+
+    // The same shape again: reused, no build run.
+    let run2 = dir.path().join("run2");
+    ok(
+        dir.path(),
+        &[
+            "run",
+            "tpcc",
+            "--warehouses",
+            "2",
+            "-c",
+            "2",
+            "-d",
+            "2s",
+            "--max-tries",
+            "10",
+            "--target",
+            &uri,
+            "-o",
+            s(&run2),
+            "-q",
+        ],
+    );
+    assert!(!dir.path().join("run2-build").exists());
+    assert_eq!(manifest(&run2)["workload"]["params"]["build"], "reused");
+    assert_run(dir.path(), &run2, 2);
+
+    // Another shape without --fresh is refused, naming --fresh.
+    fails(
+        dir.path(),
+        &[
+            "run",
+            "tpcc",
+            "--warehouses",
+            "3",
+            "--target",
+            &uri,
+            "-d",
+            "1s",
+        ],
+        2,
+        &["2 warehouse(s), not 3", "--fresh"],
+    );
+
+    // `tpcc check` on demand: holds; then a broken district is named and the exit code is 1.
+    let out = ok(dir.path(), &["tpcc", "check", "--target", &uri]);
+    assert!(out.contains("hold"), "{out}");
+    pg.query(
+        &db,
+        "UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = 2 AND d_id = 7",
+    );
+    let o = run(dir.path(), &["tpcc", "check", "--target", &uri]);
+    assert_eq!(o.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("condition 3.3.2.2") && text.contains("warehouse 2 district 7"),
+        "{text}"
+    );
+
+    // A run after the breakage: its check fails the exit code and is recorded in the run.
+    let run3 = dir.path().join("run3");
+    let o = run(
+        dir.path(),
+        &[
+            "run",
+            "tpcc",
+            "--warehouses",
+            "2",
+            "-c",
+            "2",
+            "-d",
+            "1s",
+            "--max-tries",
+            "10",
+            "--target",
+            &uri,
+            "-o",
+            s(&run3),
+            "-q",
+        ],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r3 = report_json(dir.path(), &run3);
+    assert_eq!(r3["tpcc"]["consistent"], false);
+    let notes = r3["tpcc_check"]["notes"].to_string();
+    assert!(notes.contains("warehouse 2 district 7"), "{notes}");
+}
+
+#[test]
+fn tpcc_on_sqlite_every_session_progresses_and_stays_consistent() {
+    let dir = tempdir();
+    let db = dir.path().join("tpcc.db");
+    let target = format!("sqlite:{}", s(&db));
+    let run = dir.path().join("run");
+    ok(
+        dir.path(),
+        &[
+            "run",
+            "tpcc",
+            "--warehouses",
+            "1",
+            "-c",
+            "3",
+            "-d",
+            "3s",
+            "--max-tries",
+            "5",
+            "--target",
+            &target,
+            "-o",
+            s(&run),
+            "-q",
+        ],
+    );
+    let r = assert_run(dir.path(), &run, 3);
+    assert!(
+        r["tpcc"]["tpm_source"]
+            .as_str()
+            .unwrap()
+            .starts_with("dbscope's count"),
+        "{r}"
+    );
+    let b = report_json(dir.path(), &dir.path().join("run-build"));
+    assert_eq!(
+        n(&event(&b, "load")["count"]),
+        1,
+        "SQLite loads with one writer"
+    );
+
+    // --mix: only Payment.
+    let run2 = dir.path().join("run2");
+    ok(
+        dir.path(),
+        &[
+            "run",
+            "tpcc",
+            "--mix",
+            "0,100,0,0,0",
+            "-d",
+            "1s",
+            "--target",
+            &target,
+            "-o",
+            s(&run2),
+            "-q",
+        ],
+    );
+    let r2 = report_json(dir.path(), &run2);
+    let names: Vec<&str> = r2["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["payment"], "{r2}");
+    assert_eq!(r2["tpcc"]["consistent"], true);
+}
+
+#[test]
+fn tpcc_bad_input_is_refused() {
+    let dir = tempdir();
+    let target = format!("sqlite:{}", s(&dir.path().join("x.db")));
+    fails(
+        dir.path(),
+        &["run", "tpcc", "--warehouses", "0", "--target", &target],
+        2,
+        &["--warehouses 0: expected a whole number of at least 1"],
+    );
+    fails(
+        dir.path(),
+        &["run", "tpcc", "--mix", "45,43,4,4,5", "--target", &target],
+        2,
+        &["--mix", "add up to 101, not 100"],
+    );
+    fails(
+        dir.path(),
+        &["run", "tpcc", "--mix", "45,43,4,4", "--target", &target],
+        2,
+        &["five percentages"],
+    );
+    fails(
+        dir.path(),
+        &["run", "tpcc", "--rate", "100", "--target", &target],
+        2,
+        &["--rate applies to", "not tpcc"],
+    );
+    fails(
+        dir.path(),
+        &["run", "commit", "--warehouses", "2", "--target", &target],
+        2,
+        &["--warehouses applies to the tpcc workload only"],
+    );
+    fails(
+        dir.path(),
+        &["run", "tpcc", "--target", "null"],
+        2,
+        &["tpcc needs a database"],
+    );
+    // Tables named like TPC-C's that no dbscope build recorded are not dropped.
+    let db = dir.path().join("theirs.db");
+    let made = std::process::Command::new("sqlite3")
+        .arg(&db)
+        .arg("CREATE TABLE warehouse (w_id int)")
+        .status()
+        .expect("the sqlite3 shell runs");
+    assert!(made.success());
+    fails(
+        dir.path(),
+        &["run", "tpcc", "--target", &format!("sqlite:{}", s(&db))],
+        2,
+        &["no recorded dbscope build", "--fresh"],
+    );
+    assert!(
+        !dir.path().join("runs").exists()
+            || std::fs::read_dir(dir.path().join("runs"))
+                .unwrap()
+                .next()
+                .is_none(),
+        "refused runs leave no run directory"
+    );
+}
+
+/// `--all-warehouses`: one session's transactions land on every warehouse, where without it a
+/// session keeps to its home warehouse.
+#[test]
+fn tpcc_all_warehouses_spreads_one_session_over_every_warehouse() {
+    let dir = tempdir();
+    let db = dir.path().join("tpcc.db");
+    let target = format!("sqlite:{}", s(&db));
+    let orders_per_warehouse = || -> Vec<i64> {
+        let out = std::process::Command::new("sqlite3")
+            .arg(&db)
+            .arg("SELECT sum(d_next_o_id) FROM district GROUP BY d_w_id ORDER BY d_w_id")
+            .output()
+            .expect("the sqlite3 shell runs");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.trim().parse().unwrap())
+            .collect()
+    };
+    let home = dir.path().join("home");
+    ok(
+        dir.path(),
+        &[
+            "run",
+            "tpcc",
+            "--warehouses",
+            "2",
+            "--mix",
+            "100,0,0,0,0",
+            "--ops",
+            "40",
+            "--target",
+            &target,
+            "-o",
+            s(&home),
+            "-q",
+        ],
+    );
+    let loaded = 10 * 3001;
+    assert_eq!(
+        orders_per_warehouse(),
+        [
+            loaded + n(&report_json(dir.path(), &home)["tpcc"]["new_orders"]),
+            loaded
+        ],
+        "one session keeps to warehouse 1"
+    );
+    let all = dir.path().join("all");
+    ok(
+        dir.path(),
+        &[
+            "run",
+            "tpcc",
+            "--warehouses",
+            "2",
+            "--mix",
+            "100,0,0,0,0",
+            "--ops",
+            "200",
+            "--all-warehouses",
+            "--target",
+            &target,
+            "-o",
+            s(&all),
+            "-q",
+        ],
+    );
+    let after = orders_per_warehouse();
+    assert!(after[1] > loaded, "warehouse 2 took new orders: {after:?}");
+    let r = report_json(dir.path(), &all);
+    assert_eq!(
+        r["run"]["params"]["home_warehouse"],
+        "any (--all-warehouses)"
+    );
+    assert_eq!(r["tpcc"]["consistent"], true);
+}

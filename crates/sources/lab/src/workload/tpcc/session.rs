@@ -1,0 +1,84 @@
+//! One session of the TPC-C workload: draws each transaction's type from the mix and its inputs
+//! for the session's home warehouse, runs it ([`txn::attempt`]), retries what pgbench retries
+//! (`workload::script::retryable`, up to `--max-tries`), and records one event per transaction
+//! named after its type (`rows`: its tries).
+
+use std::sync::Arc;
+
+use dbscope_core::{NameId, Recorder};
+use dbscope_db::{Dialect, Session, TargetError, TargetResult};
+use dbscope_tpcc::random::{Gen, NuConstants};
+use dbscope_tpcc::{Mix, TxKind};
+
+use super::tally::{index, Tally};
+use super::txn::{self, Home, Input, Stmts};
+use crate::workload::script::retryable;
+use crate::workload::work::SessionWork;
+
+pub(super) struct TpccSession {
+    pub home: Home,
+    pub mix: Mix,
+    pub gen: Gen,
+    pub nu: NuConstants,
+    pub max_tries: u32,
+    /// Draw each transaction's warehouse from all of them (`--all-warehouses`).
+    pub all_warehouses: bool,
+    pub dialect: Dialect,
+    pub tally: Arc<Tally>,
+    pub stmts: Option<Stmts>,
+    pub names: [NameId; 5],
+}
+
+impl SessionWork for TpccSession {
+    fn prepare(&mut self, sess: &mut dyn Session, rec: &Recorder) -> TargetResult<()> {
+        self.stmts = Some(Stmts::prepare(sess, self.dialect)?);
+        self.names = TxKind::ALL.map(|k| rec.name(k.name()));
+        Ok(())
+    }
+
+    fn step(&mut self, sess: &mut dyn Session, rec: &mut Recorder) -> Result<(), TargetError> {
+        let Some(stmts) = self.stmts.as_ref() else {
+            return Err(TargetError::config(
+                "the TPC-C statements were not prepared",
+            ));
+        };
+        if self.all_warehouses {
+            self.home.w = self.gen.int(1, self.home.warehouses);
+        }
+        let kind = self.mix.pick(self.gen.int(0, 99) as u32);
+        let input = Input::draw(kind, &self.home, &mut self.gen, &self.nu);
+        let name = self.names[index(kind)];
+        let start = rec.now();
+        let mut tries = 1u32;
+        loop {
+            let result = txn::attempt(sess, stmts, &self.home, &input);
+            let end = rec.now();
+            let e = match result {
+                Ok(ended) => {
+                    rec.push(name, start, end, None, 0, tries as u64);
+                    let t = &self.tally;
+                    match ended.rolled_back {
+                        true => Tally::add(&t.rolled_back, kind, 1),
+                        false => Tally::add(&t.committed, kind, 1),
+                    }
+                    Tally::add(&t.retries, kind, (tries - 1) as u64);
+                    t.delivery_skipped
+                        .fetch_add(ended.skipped, std::sync::atomic::Ordering::Relaxed);
+                    return Ok(());
+                }
+                Err(e) => e,
+            };
+            if !e.connection_lost {
+                let _ = sess.rollback();
+            }
+            if retryable(&e) && !e.connection_lost && tries < self.max_tries {
+                tries += 1;
+                continue;
+            }
+            rec.push(name, start, end, None, rec.outcome(&e.class), tries as u64);
+            Tally::add(&self.tally.failed, kind, 1);
+            Tally::add(&self.tally.retries, kind, (tries - 1) as u64);
+            return Err(e);
+        }
+    }
+}
