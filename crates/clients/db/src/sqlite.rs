@@ -153,6 +153,7 @@ fn classify(e: rusqlite::Error) -> TargetError {
     TargetError {
         class,
         sqlstate: None,
+        mysql_code: None,
         message: e.to_string(),
         connection_lost: false,
     }
@@ -379,6 +380,7 @@ fn script_step(
         return Err(TargetError {
             class: "sqlite:Bind".into(),
             sqlstate: None,
+            mysql_code: None,
             message: format!(
                 "the statement has {} parameters and the command gives {}",
                 st.parameter_count(),

@@ -142,6 +142,7 @@ mod tests {
         TargetError {
             class: class.into(),
             sqlstate: None,
+            mysql_code: None,
             message: "no".into(),
             connection_lost: false,
         }

@@ -323,6 +323,7 @@ impl Workload for TpchQ1Workload {
             .map_err(|m| TargetError {
                 class: "tpch:mismatch".into(),
                 sqlstate: None,
+                mysql_code: None,
                 message: m,
                 connection_lost: false,
             })?;
@@ -341,6 +342,7 @@ impl Workload for TpchQ1Workload {
             compare(&rounded(&answer), &official_q1_sf1()).map_err(|m| TargetError {
                 class: "tpch:mismatch".into(),
                 sqlstate: None,
+                mysql_code: None,
                 message: format!("SF 1 answer differs from the official TPC-H answer: {m}"),
                 connection_lost: false,
             })?;
@@ -421,6 +423,7 @@ impl SessionWork for Q1Session {
                 .map_err(|m| TargetError {
                     class: "tpch:mismatch".into(),
                     sqlstate: None,
+                    mysql_code: None,
                     message: m,
                     connection_lost: false,
                 })
