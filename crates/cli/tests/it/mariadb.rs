@@ -411,3 +411,176 @@ fn script_on_mariadb_binds_variables_and_reads_rows_back_in_every_mode() {
         );
     }
 }
+
+fn figure(r: &serde_json::Value, key: &str) -> Option<f64> {
+    r["observe"]["counters"]
+        .as_array()?
+        .iter()
+        .find(|f| f["key"] == key)?["value"]
+        .as_f64()
+}
+
+/// The database's side on MariaDB: SHOW GLOBAL STATUS and INNODB_METRICS deltas per commit, the
+/// run's own threads' measured waits as the top timed events, I/O by file type, the server
+/// process's CPU. With innodb_flush_log_at_trx_commit=1 every commit syncs the redo log; with
+/// =2 it is written at commit and synced about once a second, so fsyncs per commit drop, and
+/// `compare` sees the commit latency move. A server of the test's own: the counters are global.
+#[test]
+fn database_side_on_mariadb_and_flush_log_at_trx_commit_1_vs_2() {
+    let my = MariaDb::private();
+    let db = my.create_db("side");
+    let dir = tempdir();
+    for (out, flush) in [("one", "1"), ("two", "2")] {
+        let o = run(
+            dir.path(),
+            &Argv::run("commit")
+                .target(my.uri(&db))
+                .sessions(2)
+                .ops(400)
+                .set(format!("global.innodb_flush_log_at_trx_commit={flush}"))
+                .quiet()
+                .out(out)
+                .args(),
+        );
+        assert!(o.status.success(), "{}", all_output(&o));
+    }
+    let one = report_json(dir.path(), &join(dir.path(), "one"));
+    let two = report_json(dir.path(), &join(dir.path(), "two"));
+    for r in [&one, &two] {
+        let obs = &r["observe"];
+        assert_eq!(obs["target"], "mysql", "{obs}");
+        assert_eq!(obs["wait_interface"], true, "{obs}");
+        let missing = obs["missing"].as_object().unwrap();
+        for name in [
+            "mysql.status",
+            "mysql.innodb_metrics",
+            "mysql.waits",
+            "os.server",
+        ] {
+            assert!(!missing.contains_key(name), "{name} missing: {obs}");
+        }
+        assert_eq!(
+            figure(r, "commits_per_s").map(|v| v > 0.0),
+            Some(true),
+            "{obs}"
+        );
+        assert!(figure(r, "redo_bytes_per_commit").unwrap() > 50.0, "{obs}");
+        assert!(figure(r, "buffer_hit_pct").is_some(), "{obs}");
+        let top = obs["top_events"]["rows"].as_array().unwrap();
+        assert!(
+            !top.is_empty(),
+            "the run's threads waited on something: {obs}"
+        );
+        assert!(
+            top.iter()
+                .all(|t| t["event"].as_str().unwrap().starts_with("wait/")),
+            "{obs}"
+        );
+        let cpu = obs["cpu"].as_array().unwrap();
+        assert!(cpu.iter().any(|f| f["key"] == "server_cpu_s"), "{obs}");
+        assert!(
+            obs["io_by_file_type"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|x| x["file_type"] == "redo"),
+            "{obs}"
+        );
+    }
+    let (f1, f2) = (
+        figure(&one, "fsyncs_per_commit").unwrap(),
+        figure(&two, "fsyncs_per_commit").unwrap(),
+    );
+    eprintln!(
+        "fsyncs per commit: flush=1 {f1:.3}, flush=2 {f2:.3}; redo writes per commit {:?} {:?}; \
+         top wait =1 {}",
+        figure(&one, "redo_writes_per_commit"),
+        figure(&two, "redo_writes_per_commit"),
+        one["observe"]["top_events"]["rows"][0]
+    );
+    assert!(f1 > 0.3, "flush=1 syncs at (group) commit: {f1}");
+    assert!(
+        f2 < f1 / 4.0,
+        "flush=2 syncs about once a second: {f2} vs {f1}"
+    );
+    let c: serde_json::Value =
+        serde_json::from_str(&ok(dir.path(), &["compare", "two", "one", "--json"])).unwrap();
+    let commit = c["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "commit")
+        .unwrap();
+    // The median commit pays the redo fsync with =1; the tails can go either way (=2 syncs
+    // once a second in the background), so the call may be `mixed`: it must not be `none`, and
+    // the shift (Hodges-Lehmann) must be up, beyond doubt.
+    assert_ne!(
+        commit["verdict"]["call"], "none",
+        "the commit latency moved: {commit}"
+    );
+    assert!(commit["hl_shift_us"].as_f64().unwrap() > 0.0, "{commit}");
+    assert!(
+        commit["rank_test"]["p_value"].as_f64().unwrap() < 1e-3,
+        "{commit}"
+    );
+    let text = ok(dir.path(), &["report", "one"]);
+    assert!(
+        text.contains("performance_schema waits of the run's threads"),
+        "{text}"
+    );
+    assert!(!text.contains("no server process"), "{text}");
+}
+
+/// A user with its own database only (no PROCESS, no performance_schema): the run succeeds and
+/// the report names what it could not read and the grant that would enable it.
+#[test]
+fn database_side_without_privileges_names_what_it_could_not_read() {
+    let my = MariaDb::shared();
+    let db = my.create_db("nopriv");
+    my.root_query(&format!(
+        "CREATE USER 'plain'@'localhost' IDENTIFIED BY 'plainpw9'; \
+         GRANT ALL ON {db}.* TO 'plain'@'localhost'"
+    ));
+    let dir = tempdir();
+    let uri = format!(
+        "mysql://plain:plainpw9@/{db}?socket={}",
+        my.socket().display()
+    );
+    let o = run(
+        dir.path(),
+        &Argv::run("commit")
+            .target(&uri)
+            .ops(50)
+            .quiet()
+            .out("p")
+            .args(),
+    );
+    assert!(o.status.success(), "{}", all_output(&o));
+    let r = report_json(dir.path(), &join(dir.path(), "p"));
+    let obs = &r["observe"];
+    let missing = obs["missing"].as_object().unwrap();
+    let why = |k: &str| {
+        missing
+            .get(k)
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(why("mysql.innodb_metrics").contains("PROCESS"), "{obs}");
+    assert!(
+        why("mysql.waits").contains("GRANT SELECT ON performance_schema"),
+        "{obs}"
+    );
+    assert!(!missing.contains_key("mysql.status"), "{obs}");
+    assert!(
+        obs["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("no timed waits")),
+        "{obs}"
+    );
+    let text = ok(dir.path(), &["report", "p"]);
+    assert!(!text.contains("no server process"), "{text}");
+    assert!(!text.contains("plainpw9"));
+}

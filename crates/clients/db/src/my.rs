@@ -618,6 +618,12 @@ impl Session for MySession {
     fn rollback(&mut self) -> TargetResult<()> {
         self.conn.query_drop("ROLLBACK").map_err(classify)
     }
+    fn connection_id(&self) -> Option<u64> {
+        Some(self.conn.connection_id() as u64)
+    }
+    fn stats_end_with_connection(&self) -> bool {
+        true
+    }
     fn set_label(&mut self, label: &str) -> TargetResult<()> {
         // MariaDB/MySQL have no settable connection name; the run's observer finds its sessions
         // by connection id (CONNECTION_ID()) instead.

@@ -192,6 +192,18 @@ pub trait Session: Send {
     fn status_counters(&mut self) -> Vec<(&'static str, i64)> {
         Vec::new()
     }
+    /// The server's id of this connection (MariaDB/MySQL's `CONNECTION_ID()`, the
+    /// `PROCESSLIST_ID` of `performance_schema.threads`), so the run's observer can find the
+    /// run's own threads; `None` where the target has none to give.
+    fn connection_id(&self) -> Option<u64> {
+        None
+    }
+    /// True when the server forgets this connection's own statistics as soon as it closes
+    /// (MariaDB/MySQL's per-thread `performance_schema` summaries): the runner then keeps the
+    /// connection open until the run's end snapshot has read them.
+    fn stats_end_with_connection(&self) -> bool {
+        false
+    }
     /// Lets this session share its thread with others ([`mux`](crate::mux)): its connection
     /// waits for the server in [`mux::wait_fd`](crate::mux::wait_fd) from now on. Returns false
     /// where the target cannot (SQLite and null run in the client's thread; they keep a thread
