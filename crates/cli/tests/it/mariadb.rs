@@ -476,6 +476,14 @@ fn database_side_on_mariadb_and_flush_log_at_trx_commit_1_vs_2() {
                 .all(|t| t["event"].as_str().unwrap().starts_with("wait/")),
             "{obs}"
         );
+        assert!(
+            obs["disks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|d| d["role"].as_str().unwrap().contains("data")),
+            "the data directory's device: {obs}"
+        );
         let cpu = obs["cpu"].as_array().unwrap();
         assert!(cpu.iter().any(|f| f["key"] == "server_cpu_s"), "{obs}");
         assert!(

@@ -23,7 +23,7 @@ pub struct DbProbe {
     no_conn: Option<String>,
     /// PostgreSQL's `server_version_num`.
     version_num: u32,
-    /// PostgreSQL's data directory, when this role may read it.
+    /// PostgreSQL's data directory, when this role may read it; MariaDB/MySQL's `@@datadir`.
     data_directory: Result<PathBuf, String>,
     /// `track_wal_io_timing`.
     wal_timing: bool,
@@ -58,6 +58,16 @@ impl DbProbe {
             match target.connect() {
                 Ok(mut s) => {
                     p.server_pid = mysql::server_pid(s.as_mut());
+                    p.data_directory = s
+                        .query_rows("SELECT @@datadir", &[])
+                        .map_err(|e| e.message)
+                        .and_then(|r| {
+                            r.into_iter()
+                                .next()
+                                .and_then(|r| r.into_iter().next().flatten())
+                                .ok_or_else(|| "@@datadir is empty".to_string())
+                        })
+                        .map(PathBuf::from);
                     p.sess = Some(s);
                 }
                 Err(e) => {
@@ -109,6 +119,21 @@ impl DbProbe {
                     format!("SHOW data_directory: {e} (needs superuser or pg_read_all_settings)")
                 })?;
                 if d.join("PG_VERSION").exists() {
+                    Ok(d)
+                } else {
+                    Err(format!(
+                        "the data directory {} is not on this machine (a remote server)",
+                        d.display()
+                    )
+                    .into())
+                }
+            }
+            "mysql" => {
+                let d = self
+                    .data_directory
+                    .clone()
+                    .map_err(|e| format!("SELECT @@datadir: {e}"))?;
+                if d.is_dir() {
                     Ok(d)
                 } else {
                     Err(format!(
