@@ -313,6 +313,7 @@ mod tests {
         let refused = TargetError {
             class: "pg:28P01".into(),
             sqlstate: dbscope_db::SqlState::parse("28P01"),
+            mysql_code: None,
             message: "password authentication failed".into(),
             connection_lost: true,
         };
@@ -321,6 +322,7 @@ mod tests {
         let check = TargetError {
             class: "check:groupby".into(),
             sqlstate: None,
+            mysql_code: None,
             message: "wrong result".into(),
             connection_lost: false,
         };

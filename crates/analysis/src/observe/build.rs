@@ -9,6 +9,7 @@ use dbscope_core::RunDir;
 
 use super::join::{top_from_samples, SampleJoin};
 use super::model::ObserveReport;
+use super::mysql::my_figures;
 use super::os::os_figures;
 use super::postgres::pg_figures;
 use super::sqlite::sqlite_figures;
@@ -64,7 +65,7 @@ pub fn build_joined(
     let mut r = ObserveReport {
         target: target.clone(),
         snapshots: snaps.len() as u64,
-        wait_interface: target == "postgres",
+        wait_interface: target == "postgres" || target == "mysql",
         storage: run.manifest.storage.clone(),
         ..ObserveReport::default()
     };
@@ -101,6 +102,7 @@ pub fn build_joined(
     let client_commits = client_commits.filter(|&n| n > 0.0 && last.label == "end");
     match target.as_str() {
         "postgres" => pg_figures(&mut r, &d, span, client_commits),
+        "mysql" => my_figures(&mut r, &d, span, client_commits),
         "sqlite" => {
             r.notes.push(
                 "SQLite has no wait interface: there are no wait events to sample; its own counters \

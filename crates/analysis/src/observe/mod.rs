@@ -5,7 +5,7 @@
 //! - `model`: what the section holds ([`ObserveReport`] and its rows);
 //! - `build`: the five entry points that build it for a run;
 //! - `join`: active-session samples joined to the client events, the top timed events;
-//! - `postgres`, `sqlite`, `os`: the figures of each side from a snapshot delta;
+//! - `postgres`, `mysql`, `sqlite`, `os`: the figures of each side from a snapshot delta;
 //! - `steps`: the counters of each step of a workload that marks them (bulkload);
 //! - `trace`: an imported Oracle trace's waits as the top timed events;
 //! - `text`: the section as text;
@@ -15,6 +15,7 @@ mod build;
 mod compare;
 mod join;
 mod model;
+mod mysql;
 mod os;
 mod postgres;
 mod sqlite;

@@ -317,6 +317,7 @@ fn cmd_q1(a: Q1Args) -> Result<u8, Exit> {
 fn load_method(dialect: dbscope_db::Dialect) -> &'static str {
     match dialect {
         dbscope_db::Dialect::Postgres => "COPY … FROM STDIN",
+        dbscope_db::Dialect::Mysql => "LOAD DATA LOCAL INFILE",
         _ => "prepared multi-row INSERTs",
     }
 }

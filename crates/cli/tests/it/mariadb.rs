@@ -1,5 +1,7 @@
 //! The MariaDB/MySQL target (issue 30) on a real MariaDB server (`common::mariadb`).
 
+use std::path::Path;
+
 use crate::cli::*;
 use crate::common::argv::Argv;
 use crate::common::mariadb::MariaDb;
@@ -107,10 +109,10 @@ fn workloads_not_yet_ported_refuse_mariadb_by_name() {
     let dir = tempdir();
     let out = run(
         dir.path(),
-        &Argv::run("lookup")
+        &Argv::run("events")
             .target(my.uri(&db))
-            .ops(1)
-            .out("l")
+            .duration("1s")
+            .out("e")
             .args(),
     );
     let printed = all_output(&out);
@@ -119,4 +121,474 @@ fn workloads_not_yet_ported_refuse_mariadb_by_name() {
         printed.contains("does not run on MariaDB/MySQL targets yet"),
         "{printed}"
     );
+}
+
+fn setup_notes(run: &Path) -> Vec<String> {
+    let m = manifest(run);
+    m["workload"]["params"]["setup"]
+        .as_array()
+        .unwrap_or_else(|| panic!("setup notes in {m}"))
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// lookup on MariaDB: the table filled once by LOAD DATA LOCAL INFILE (every row, every pad of
+/// the asked length), reused by the next run, each lookup an event finding its one row; a cold
+/// run says what it could and could not empty.
+#[test]
+fn lookup_on_mariadb_fills_by_load_data_and_reuses_the_table() {
+    let my = MariaDb::shared();
+    let db = my.create_db("lookup");
+    let dir = tempdir();
+    let lookup = |out: &str, cache: &str| {
+        let o = run(
+            dir.path(),
+            &Argv::run("lookup")
+                .target(my.uri(&db))
+                .rows(20000)
+                .opt("--row-bytes", 100)
+                .opt("--cache", cache)
+                .sessions(2)
+                .ops(300)
+                .quiet()
+                .out(out)
+                .args(),
+        );
+        assert!(o.status.success(), "{}", all_output(&o));
+        join(dir.path(), out)
+    };
+    let first = lookup("a", "warm");
+    let r = report_json(dir.path(), &first);
+    assert_eq!(
+        event(&r, "lookup")["count"],
+        300,
+        "--ops is the run's total"
+    );
+    assert!(r["errors"].as_object().is_none_or(|e| e.is_empty()), "{r}");
+    let notes = setup_notes(&first);
+    assert!(
+        notes[0].contains("filled by LOAD DATA LOCAL INFILE"),
+        "{notes:?}"
+    );
+    assert!(
+        notes.iter().any(|n| n.contains("InnoDB buffer pool")),
+        "{notes:?}"
+    );
+    assert_eq!(
+        my.query(
+            &db,
+            "SELECT COUNT(*), COUNT(DISTINCT id), MIN(id), MAX(id), MIN(LENGTH(pad)), \
+             MAX(LENGTH(pad)) FROM dbscope_lookup"
+        ),
+        "20000\t20000\t1\t20000\t92\t92"
+    );
+    assert_eq!(
+        manifest(&first)["target"]["settings_effective"]["innodb_flush_method"]
+            .as_str()
+            .map(|s| !s.is_empty()),
+        Some(true)
+    );
+    let cold = lookup("b", "cold");
+    let notes = setup_notes(&cold);
+    assert!(notes[0].contains("reused"), "{notes:?}");
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("InnoDB buffer pool: NOT emptied")),
+        "{notes:?}"
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("OS page cache of dbscope_lookup")),
+        "{notes:?}"
+    );
+    let r = report_json(dir.path(), &cold);
+    assert_eq!(
+        event(&r, "lookup")["count"],
+        300,
+        "--ops is the run's total"
+    );
+}
+
+/// bulkload on MariaDB: every row loaded in parallel by LOAD DATA LOCAL INFILE, the GROUP BY's
+/// answer checked to the last count (as on the other targets), into a logged InnoDB table and a
+/// temporary one; unlogged is refused with the reason.
+#[test]
+fn bulkload_on_mariadb_loads_every_row_and_checks_the_groups() {
+    let my = MariaDb::shared();
+    let db = my.create_db("bulk");
+    let dir = tempdir();
+    for (into, rows, groups, sessions, repeat) in [
+        ("logged", 30011u64, 4100u64, 3u64, 1u64),
+        ("temp", 5000, 7, 1, 2),
+    ] {
+        let out = format!("b-{into}");
+        let o = run(
+            dir.path(),
+            &Argv::run("bulkload")
+                .target(my.uri(&db))
+                .rows(rows)
+                .opt("--groups", groups)
+                .opt("--into", into)
+                .opt("--repeat", repeat)
+                .sessions(sessions)
+                .quiet()
+                .out(&out)
+                .args(),
+        );
+        assert!(o.status.success(), "{}", all_output(&o));
+        let r = report_json(dir.path(), &join(dir.path(), &out));
+        assert_eq!(event(&r, "load")["count"], sessions * repeat);
+        assert_eq!(event(&r, "groupby2")["count"], repeat);
+        let b = &r["bulkload"];
+        assert_eq!(b["rows_loaded"], rows, "{b}");
+        assert_eq!(
+            b["check"],
+            format!("ok: {} groups, counts sum to {rows}", groups.min(rows)),
+            "{b}"
+        );
+        assert_eq!(
+            b["steps"].as_array().unwrap().len() as u64,
+            3 * repeat,
+            "{b}"
+        );
+        if into == "logged" {
+            assert_eq!(
+                my.query(
+                    &db,
+                    "SELECT COUNT(*), COUNT(DISTINCT id), MIN(id), MAX(id), COUNT(DISTINCT col) \
+                     FROM dbscope_bulkload"
+                ),
+                "30011\t30011\t1\t30011\t4100"
+            );
+        }
+    }
+    let o = run(
+        dir.path(),
+        &Argv::run("bulkload")
+            .target(my.uri(&db))
+            .rows(10)
+            .opt("--into", "unlogged")
+            .out("u")
+            .args(),
+    );
+    let printed = all_output(&o);
+    assert!(!o.status.success());
+    assert!(
+        printed.contains("InnoDB has no unlogged tables"),
+        "{printed}"
+    );
+}
+
+/// Two rows updated in opposite orders by four sessions: InnoDB deadlocks (1213). With enough
+/// tries every transaction commits in the end, the retries counted; with one try the failures
+/// are counted by the server's error number and nothing is lost from the counts.
+const DEADLOCK: &str = "\\set a random(1, 2)
+\\set b 3 - :a
+BEGIN;
+UPDATE hot SET v = v + 1 WHERE id = :a;
+\\sleep 2 ms
+UPDATE hot SET v = v + 1 WHERE id = :b;
+COMMIT;
+";
+
+#[test]
+fn script_on_mariadb_retries_deadlocks_and_counts_them_by_error_number() {
+    let my = MariaDb::shared();
+    let dir = tempdir();
+    let f = dir.path().join("deadlock.sql");
+    std::fs::write(&f, DEADLOCK).unwrap();
+    for (tries, mode, out) in [("100", "prepared", "retried"), ("1", "extended", "once")] {
+        let db = my.create_db("deadlock");
+        my.query(
+            &db,
+            "CREATE TABLE hot(id INT PRIMARY KEY, v INT NOT NULL) ENGINE=InnoDB; \
+             INSERT INTO hot VALUES (1, 0), (2, 0)",
+        );
+        let o = run(
+            dir.path(),
+            &[
+                "run",
+                "script",
+                "-f",
+                s(&f),
+                "-M",
+                mode,
+                "-c",
+                "4",
+                "--ops",
+                "40",
+                "--max-tries",
+                tries,
+                "--target",
+                &my.uri(&db),
+                "--out",
+                out,
+                "-q",
+            ],
+        );
+        let r = report_json(dir.path(), &join(dir.path(), out));
+        let p = &r["pgbench"];
+        let n = |v: &serde_json::Value| v.as_u64().unwrap_or_else(|| panic!("a count: {v}"));
+        let processed = n(&p["processed"]);
+        let failed: u64 = p["failed"].as_object().unwrap().values().map(n).sum();
+        assert_eq!(
+            processed + failed,
+            160,
+            "every transaction counted once: {p}"
+        );
+        let v: u64 = my.query(&db, "SELECT SUM(v) FROM hot").parse().unwrap();
+        assert_eq!(
+            v,
+            2 * processed,
+            "the rows hold the committed transactions: {p}"
+        );
+        if tries == "100" {
+            assert!(o.status.success(), "{}", all_output(&o));
+            assert_eq!(failed, 0, "{p}");
+            assert!(
+                n(&p["retried"]) > 0 && n(&p["retries"]) >= n(&p["retried"]),
+                "deadlocks retried: {p}"
+            );
+        } else {
+            assert!(
+                n(&p["failed"]["mysql:1213"]) > 0,
+                "failures by error number: {p}"
+            );
+            assert_eq!(n(&p["retried"]), 0, "{p}");
+            assert_eq!(p["failed"].as_object().unwrap().len(), 1, "{p}");
+        }
+    }
+}
+
+/// A script in MariaDB's dialect in each query mode: variables bound as parameters (or
+/// substituted), `\gset` reading a row back, the rows written checked on the server.
+#[test]
+fn script_on_mariadb_binds_variables_and_reads_rows_back_in_every_mode() {
+    let my = MariaDb::shared();
+    let dir = tempdir();
+    let f = dir.path().join("log.sql");
+    std::fs::write(
+        &f,
+        "\\set k random(1, 1000)\nSELECT :k + 1 AS k1, :k * 2 AS k2 \\gset got_\n\
+         INSERT INTO log(k, k1, k2) VALUES (:k, :got_k1, :got_k2);\n",
+    )
+    .unwrap();
+    for mode in ["simple", "extended", "prepared"] {
+        let db = my.create_db("script");
+        my.query(&db, "CREATE TABLE log(k INT, k1 INT, k2 INT)");
+        let out = format!("s-{mode}");
+        let o = run(
+            dir.path(),
+            &[
+                "run",
+                "script",
+                "-f",
+                s(&f),
+                "-M",
+                mode,
+                "-c",
+                "2",
+                "--ops",
+                "25",
+                "--target",
+                &my.uri(&db),
+                "--out",
+                &out,
+                "-q",
+            ],
+        );
+        assert!(o.status.success(), "{mode}: {}", all_output(&o));
+        assert_eq!(
+            my.query(
+                &db,
+                "SELECT COUNT(*), SUM(k1 = k + 1), SUM(k2 = 2 * k) FROM log"
+            ),
+            "50\t50\t50",
+            "{mode}"
+        );
+    }
+}
+
+fn figure(r: &serde_json::Value, key: &str) -> Option<f64> {
+    r["observe"]["counters"]
+        .as_array()?
+        .iter()
+        .find(|f| f["key"] == key)?["value"]
+        .as_f64()
+}
+
+/// The database's side on MariaDB: SHOW GLOBAL STATUS and INNODB_METRICS deltas per commit, the
+/// run's own threads' measured waits as the top timed events, I/O by file type, the server
+/// process's CPU. With innodb_flush_log_at_trx_commit=1 every commit syncs the redo log; with
+/// =2 it is written at commit and synced about once a second, so fsyncs per commit drop, and
+/// `compare` sees the commit latency move. A server of the test's own: the counters are global.
+#[test]
+fn database_side_on_mariadb_and_flush_log_at_trx_commit_1_vs_2() {
+    let my = MariaDb::private();
+    let db = my.create_db("side");
+    let dir = tempdir();
+    for (out, flush) in [("one", "1"), ("two", "2")] {
+        let o = run(
+            dir.path(),
+            &Argv::run("commit")
+                .target(my.uri(&db))
+                .sessions(2)
+                .ops(400)
+                .set(format!("global.innodb_flush_log_at_trx_commit={flush}"))
+                .quiet()
+                .out(out)
+                .args(),
+        );
+        assert!(o.status.success(), "{}", all_output(&o));
+    }
+    let one = report_json(dir.path(), &join(dir.path(), "one"));
+    let two = report_json(dir.path(), &join(dir.path(), "two"));
+    for r in [&one, &two] {
+        let obs = &r["observe"];
+        assert_eq!(obs["target"], "mysql", "{obs}");
+        assert_eq!(obs["wait_interface"], true, "{obs}");
+        let missing = obs["missing"].as_object().unwrap();
+        for name in [
+            "mysql.status",
+            "mysql.innodb_metrics",
+            "mysql.waits",
+            "os.server",
+        ] {
+            assert!(!missing.contains_key(name), "{name} missing: {obs}");
+        }
+        assert_eq!(
+            figure(r, "commits_per_s").map(|v| v > 0.0),
+            Some(true),
+            "{obs}"
+        );
+        assert!(figure(r, "redo_bytes_per_commit").unwrap() > 50.0, "{obs}");
+        assert!(figure(r, "buffer_hit_pct").is_some(), "{obs}");
+        let top = obs["top_events"]["rows"].as_array().unwrap();
+        assert!(
+            !top.is_empty(),
+            "the run's threads waited on something: {obs}"
+        );
+        assert!(
+            top.iter()
+                .all(|t| t["event"].as_str().unwrap().starts_with("wait/")),
+            "{obs}"
+        );
+        assert!(
+            obs["disks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|d| d["role"].as_str().unwrap().contains("data")),
+            "the data directory's device: {obs}"
+        );
+        let cpu = obs["cpu"].as_array().unwrap();
+        assert!(cpu.iter().any(|f| f["key"] == "server_cpu_s"), "{obs}");
+        assert!(
+            obs["io_by_file_type"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|x| x["file_type"] == "redo"),
+            "{obs}"
+        );
+    }
+    let (f1, f2) = (
+        figure(&one, "fsyncs_per_commit").unwrap(),
+        figure(&two, "fsyncs_per_commit").unwrap(),
+    );
+    eprintln!(
+        "fsyncs per commit: flush=1 {f1:.3}, flush=2 {f2:.3}; redo writes per commit {:?} {:?}; \
+         top wait =1 {}",
+        figure(&one, "redo_writes_per_commit"),
+        figure(&two, "redo_writes_per_commit"),
+        one["observe"]["top_events"]["rows"][0]
+    );
+    assert!(f1 > 0.3, "flush=1 syncs at (group) commit: {f1}");
+    assert!(
+        f2 < f1 / 4.0,
+        "flush=2 syncs about once a second: {f2} vs {f1}"
+    );
+    let c: serde_json::Value =
+        serde_json::from_str(&ok(dir.path(), &["compare", "two", "one", "--json"])).unwrap();
+    let commit = c["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "commit")
+        .unwrap();
+    // The median commit pays the redo fsync with =1; the tails can go either way (=2 syncs
+    // once a second in the background), so the call may be `mixed`: it must not be `none`, and
+    // the shift (Hodges-Lehmann) must be up, beyond doubt.
+    assert_ne!(
+        commit["verdict"]["call"], "none",
+        "the commit latency moved: {commit}"
+    );
+    assert!(commit["hl_shift_us"].as_f64().unwrap() > 0.0, "{commit}");
+    assert!(
+        commit["rank_test"]["p_value"].as_f64().unwrap() < 1e-3,
+        "{commit}"
+    );
+    let text = ok(dir.path(), &["report", "one"]);
+    assert!(
+        text.contains("performance_schema waits of the run's threads"),
+        "{text}"
+    );
+    assert!(!text.contains("no server process"), "{text}");
+}
+
+/// A user with its own database only (no PROCESS, no performance_schema): the run succeeds and
+/// the report names what it could not read and the grant that would enable it.
+#[test]
+fn database_side_without_privileges_names_what_it_could_not_read() {
+    let my = MariaDb::shared();
+    let db = my.create_db("nopriv");
+    my.root_query(&format!(
+        "CREATE USER 'plain'@'localhost' IDENTIFIED BY 'plainpw9'; \
+         GRANT ALL ON {db}.* TO 'plain'@'localhost'"
+    ));
+    let dir = tempdir();
+    let uri = format!(
+        "mysql://plain:plainpw9@/{db}?socket={}",
+        my.socket().display()
+    );
+    let o = run(
+        dir.path(),
+        &Argv::run("commit")
+            .target(&uri)
+            .ops(50)
+            .quiet()
+            .out("p")
+            .args(),
+    );
+    assert!(o.status.success(), "{}", all_output(&o));
+    let r = report_json(dir.path(), &join(dir.path(), "p"));
+    let obs = &r["observe"];
+    let missing = obs["missing"].as_object().unwrap();
+    let why = |k: &str| {
+        missing
+            .get(k)
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(why("mysql.innodb_metrics").contains("PROCESS"), "{obs}");
+    assert!(
+        why("mysql.waits").contains("GRANT SELECT ON performance_schema"),
+        "{obs}"
+    );
+    assert!(!missing.contains_key("mysql.status"), "{obs}");
+    assert!(
+        obs["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("no timed waits")),
+        "{obs}"
+    );
+    let text = ok(dir.path(), &["report", "p"]);
+    assert!(!text.contains("no server process"), "{text}");
+    assert!(!text.contains("plainpw9"));
 }

@@ -583,6 +583,8 @@ fn load_run_and_detect_a_mismatch(dir: &Path, target: &str, parts: &str, corrupt
     // Issue 13: the closing line names the way the rows went in.
     let method = if target.starts_with("postgres") {
         "COPY … FROM STDIN"
+    } else if target.starts_with("mysql") {
+        "LOAD DATA LOCAL INFILE"
     } else {
         "prepared multi-row INSERTs"
     };
@@ -742,6 +744,23 @@ fn postgres_load_and_run_tpch_q1() {
     // Three parts per table: loaded by parallel sessions.
     load_run_and_detect_a_mismatch(dir.path(), &uri, "3", || {
         pg.query(
+            &db,
+            "UPDATE lineitem SET l_extendedprice = l_extendedprice + 0.01 \
+             WHERE l_orderkey = 1 AND l_linenumber = 1",
+        );
+    });
+}
+
+/// Issue 30: the same on MariaDB: LOAD DATA LOCAL INFILE by parallel sessions, Q1's sums exact
+/// and its averages (with div_precision_increment 30) to 10⁻¹², a corrupted price caught.
+#[test]
+fn mariadb_load_and_run_tpch_q1() {
+    let my = crate::common::mariadb::MariaDb::shared();
+    let db = my.create_db("tpch");
+    let dir = tempdir();
+    let uri = my.uri(&db);
+    load_run_and_detect_a_mismatch(dir.path(), &uri, "3", || {
+        my.query(
             &db,
             "UPDATE lineitem SET l_extendedprice = l_extendedprice + 0.01 \
              WHERE l_orderkey = 1 AND l_linenumber = 1",

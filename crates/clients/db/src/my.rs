@@ -8,7 +8,11 @@ use dbscope_core::TargetInfo;
 use mysql::prelude::Queryable;
 use mysql::{Conn, OptsBuilder, Value};
 
-use crate::target::{Dialect, Param, Session, StmtId, Target, TargetError, TargetResult};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::target::{
+    Dialect, Param, ScriptSend, Session, StmtId, StmtResult, Target, TargetError, TargetResult,
+};
 
 /// Variables always read back and recorded, besides those the user sets (missing ones, e.g. a
 /// MySQL-only name on MariaDB, are left out).
@@ -191,24 +195,28 @@ fn classify(e: mysql::Error) -> TargetError {
         mysql::Error::MySqlError(m) => TargetError {
             class: format!("mysql:{}", m.code),
             sqlstate: None,
+            mysql_code: Some(m.code),
             connection_lost: CONNECTION_ENDED.contains(&m.code),
             message: format!("{} ({}, SQLSTATE {})", m.message, m.code, m.state),
         },
         mysql::Error::IoError(e) => TargetError {
             class: "mysql:connection".into(),
             sqlstate: None,
+            mysql_code: None,
             message: format!("connection lost: {e}"),
             connection_lost: true,
         },
         mysql::Error::DriverError(e) => TargetError {
             class: "mysql:driver".into(),
             sqlstate: None,
+            mysql_code: None,
             message: redact(&e.to_string()),
             connection_lost: true,
         },
         e => TargetError {
             class: "mysql:client".into(),
             sqlstate: None,
+            mysql_code: None,
             message: redact(&e.to_string()),
             connection_lost: false,
         },
@@ -302,10 +310,20 @@ impl Target for MyTarget {
         Dialect::Mysql
     }
     fn connect(&self) -> TargetResult<Box<dyn Session>> {
-        let conn = self.open()?;
+        let mut conn = self.open()?;
+        // LOAD DATA LOCAL INFILE (copy_in) reads what copy_in put in this slot; the handler is
+        // 'static, so the data goes through a shared buffer rather than the caller's closure.
+        let infile: Arc<Mutex<Vec<u8>>> = Arc::default();
+        let slot = infile.clone();
+        conn.set_local_infile_handler(Some(mysql::LocalInfileHandler::new(move |_, w| {
+            use std::io::Write;
+            let data = std::mem::take(&mut *slot.lock().unwrap_or_else(PoisonError::into_inner));
+            w.write_all(&data)
+        })));
         Ok(Box::new(MySession {
             conn,
             stmts: Vec::new(),
+            infile,
         }))
     }
     fn describe(&self) -> TargetResult<TargetInfo> {
@@ -362,7 +380,129 @@ impl Target for MyTarget {
 
 struct MySession {
     conn: Conn,
-    stmts: Vec<mysql::Statement>,
+    /// Prepared statements, with the order of the `$n` parameters their `?` stand for.
+    stmts: Vec<(mysql::Statement, Vec<usize>)>,
+    /// The data the next `LOAD DATA LOCAL INFILE` sends ([`Session::copy_in`]).
+    infile: Arc<Mutex<Vec<u8>>>,
+}
+
+/// Bytes of data per `LOAD DATA LOCAL INFILE` statement in [`Session::copy_in`].
+const LOAD_CHUNK: usize = 8 << 20;
+
+/// Rewrites PostgreSQL-style `$1`, `$2`… parameters (what the script workload's extended and
+/// prepared modes send) as MySQL's `?`, and returns the parameter number (from 0) each `?`
+/// stands for, in order. Quoted strings, quoted identifiers and comments are left as they are,
+/// and so is a `?` already there (returned as the next parameter in order).
+fn to_positional(sql: &str) -> (String, Vec<usize>) {
+    let b = sql.as_bytes();
+    let mut out = String::with_capacity(sql.len());
+    let mut order = Vec::new();
+    let mut i = 0;
+    let mut plain_start = 0;
+    while i < b.len() {
+        match b[i] {
+            q @ (b'\'' | b'"' | b'`') => {
+                i += 1;
+                while i < b.len() {
+                    if b[i] == b'\\' && q != b'`' {
+                        i += 2;
+                        continue;
+                    }
+                    if b[i] == q {
+                        if b.get(i + 1) == Some(&q) {
+                            i += 2;
+                            continue;
+                        }
+                        break;
+                    }
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'-' if b.get(i + 1) == Some(&b'-') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'#' => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
+                    i += 1;
+                }
+                i += 2;
+            }
+            b'?' => {
+                order.push(order.len());
+                i += 1;
+            }
+            b'$' if b.get(i + 1).is_some_and(u8::is_ascii_digit) => {
+                let mut j = i + 1;
+                while j < b.len() && b[j].is_ascii_digit() {
+                    j += 1;
+                }
+                match sql[i + 1..j].parse::<usize>() {
+                    Ok(n) if n >= 1 => {
+                        out.push_str(&sql[plain_start..i]);
+                        out.push('?');
+                        order.push(n - 1);
+                        plain_start = j;
+                    }
+                    _ => {}
+                }
+                i = j;
+            }
+            _ => i += 1,
+        }
+    }
+    out.push_str(&sql[plain_start.min(sql.len())..]);
+    (out, order)
+}
+
+/// A script's text parameter as the server should see it: an integer as one (arithmetic on a
+/// string would be done in floating point), anything else as text.
+fn script_value(p: &str) -> Value {
+    match p.parse::<i64>() {
+        Ok(i) => Value::Int(i),
+        Err(_) => Value::Bytes(p.as_bytes().to_vec()),
+    }
+}
+
+/// Reads every result set of a query: one [`StmtResult`] each, rows kept when asked.
+fn collect_sets<T: mysql::prelude::Protocol>(
+    mut r: mysql::QueryResult<'_, '_, '_, T>,
+    keep_rows: bool,
+) -> TargetResult<Vec<StmtResult>> {
+    let mut out = Vec::new();
+    while let Some(set) = r.iter() {
+        let columns: Vec<String> = set
+            .columns()
+            .as_ref()
+            .iter()
+            .map(|c| c.name_str().into_owned())
+            .collect();
+        let has_rows = !columns.is_empty();
+        let affected = set.affected_rows();
+        let mut rows = Vec::new();
+        let mut n = 0u64;
+        for row in set {
+            let row = row.map_err(classify)?;
+            n += 1;
+            if keep_rows {
+                rows.push(row.unwrap().into_iter().map(text).collect());
+            }
+        }
+        out.push(StmtResult {
+            affected: if has_rows { n } else { affected },
+            columns: if keep_rows { columns } else { Vec::new() },
+            rows,
+        });
+    }
+    Ok(out)
 }
 
 fn values(params: &[Param]) -> mysql::Params {
@@ -400,17 +540,30 @@ impl Session for MySession {
         self.conn.query_drop(sql).map_err(classify)
     }
     fn prepare(&mut self, sql: &str) -> TargetResult<StmtId> {
+        let (sql, order) = to_positional(sql);
         let s = self.conn.prep(sql).map_err(classify)?;
-        self.stmts.push(s);
+        self.stmts.push((s, order));
         Ok(StmtId(self.stmts.len() - 1))
     }
     fn execute(&mut self, stmt: StmtId, params: &[Param]) -> TargetResult<u64> {
-        let s = self
+        let (s, order) = self
             .stmts
             .get(stmt.0)
             .ok_or_else(|| TargetError::config("unknown prepared statement"))?
             .clone();
-        let mut r = self.conn.exec_iter(&s, values(params)).map_err(classify)?;
+        let bound: Vec<Param> = order
+            .iter()
+            .map(|&i| {
+                params.get(i).cloned().ok_or_else(|| {
+                    TargetError::config(format!(
+                        "the statement uses parameter {} and {} were given",
+                        i + 1,
+                        params.len()
+                    ))
+                })
+            })
+            .collect::<TargetResult<_>>()?;
+        let mut r = self.conn.exec_iter(&s, values(&bound)).map_err(classify)?;
         let mut n = 0u64;
         let mut returns_rows = false;
         while let Some(set) = r.iter() {
@@ -434,6 +587,7 @@ impl Session for MySession {
                 t.parse::<i64>().map_err(|_| TargetError {
                     class: "mysql:type".into(),
                     sqlstate: None,
+                    mysql_code: None,
                     message: format!("expected an integer, got {t:?}"),
                     connection_lost: false,
                 })
@@ -463,6 +617,116 @@ impl Session for MySession {
     }
     fn rollback(&mut self) -> TargetResult<()> {
         self.conn.query_drop("ROLLBACK").map_err(classify)
+    }
+    fn connection_id(&self) -> Option<u64> {
+        Some(self.conn.connection_id() as u64)
+    }
+    fn stats_end_with_connection(&self) -> bool {
+        true
+    }
+    fn set_label(&mut self, label: &str) -> TargetResult<()> {
+        // MariaDB/MySQL have no settable connection name; the run's observer finds its sessions
+        // by connection id (CONNECTION_ID()) instead.
+        let _ = label;
+        Ok(())
+    }
+    fn script(
+        &mut self,
+        send: ScriptSend<'_>,
+        params: &[&str],
+        keep_rows: bool,
+    ) -> TargetResult<Vec<StmtResult>> {
+        let (stmt, order) = match send {
+            ScriptSend::Simple(sql) => {
+                let r = self.conn.query_iter(sql).map_err(classify)?;
+                return collect_sets(r, keep_rows);
+            }
+            ScriptSend::Unnamed(sql) => {
+                let (sql, order) = to_positional(sql);
+                (self.conn.prep(sql).map_err(classify)?, order)
+            }
+            ScriptSend::Prepared(id) => self
+                .stmts
+                .get(id.0)
+                .cloned()
+                .ok_or_else(|| TargetError::config("unknown prepared statement"))?,
+        };
+        let values = order
+            .iter()
+            .map(|&i| {
+                params
+                    .get(i)
+                    .map(|p| script_value(p))
+                    .ok_or_else(|| TargetError {
+                        class: "mysql:bind".into(),
+                        sqlstate: None,
+                        mysql_code: None,
+                        message: format!(
+                            "the statement uses parameter ${} and the command gives {}",
+                            i + 1,
+                            params.len()
+                        ),
+                        connection_lost: false,
+                    })
+            })
+            .collect::<TargetResult<Vec<Value>>>()?;
+        let p = if values.is_empty() {
+            mysql::Params::Empty
+        } else {
+            mysql::Params::Positional(values)
+        };
+        let result = {
+            let r = self.conn.exec_iter(&stmt, p).map_err(classify)?;
+            collect_sets(r, keep_rows)
+        };
+        if matches!(send, ScriptSend::Unnamed(_)) {
+            // The unnamed statement lives for one execution, as PostgreSQL's does.
+            let _ = self.conn.close(stmt);
+        }
+        result
+    }
+    /// `sql` is a `LOAD DATA LOCAL INFILE 'NAME' INTO TABLE …` statement; `fill`'s data is
+    /// PostgreSQL COPY's text format, which is LOAD DATA's default (tab between fields, newline
+    /// after each row, backslash escapes). The data is sent as one LOAD DATA statement per
+    /// [`LOAD_CHUNK`] bytes: each is its own statement, so the caller wraps them in a
+    /// transaction ([`Session::begin`]) to make the load all or nothing. Rows the server skipped
+    /// or changed (its warnings) show as fewer rows than sent: the caller checks the count.
+    fn copy_in(
+        &mut self,
+        sql: &str,
+        fill: &mut dyn FnMut(&mut Vec<u8>) -> Result<bool, String>,
+    ) -> TargetResult<u64> {
+        let mut total = 0u64;
+        let mut buf = Vec::with_capacity(LOAD_CHUNK + (1 << 20));
+        // `fill` appends one chunk to an empty buffer (it decides its size by the buffer's
+        // length), so chunks are made one at a time and gathered into `buf`.
+        let mut chunk = Vec::new();
+        loop {
+            let mut more = true;
+            while more && buf.len() < LOAD_CHUNK {
+                chunk.clear();
+                more = fill(&mut chunk).map_err(TargetError::config)?;
+                buf.extend_from_slice(&chunk);
+            }
+            if buf.is_empty() {
+                return Ok(total);
+            }
+            *self.infile.lock().unwrap_or_else(PoisonError::into_inner) = std::mem::take(&mut buf);
+            self.conn.query_drop(sql).map_err(|e| {
+                let mut e = classify(e);
+                if e.mysql_code == Some(1148) || e.mysql_code == Some(4166) {
+                    e.message.push_str(
+                        " (LOAD DATA LOCAL INFILE needs local_infile=ON on the server: \
+                         SET GLOBAL local_infile = ON)",
+                    );
+                }
+                e
+            })?;
+            total += self.conn.affected_rows();
+            if !more {
+                return Ok(total);
+            }
+        }
     }
 }
 
@@ -517,6 +781,23 @@ mod tests {
         }
         let t = MyTarget::new("mysql://u:hunter2@h/db", &[]).unwrap();
         assert!(!format!("{t:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn dollar_parameters_become_question_marks_outside_quotes() {
+        let (sql, order) = to_positional("UPDATE t SET v = v + $2 WHERE id = $1 AND s = '$3'");
+        assert_eq!(sql, "UPDATE t SET v = v + ? WHERE id = ? AND s = '$3'");
+        assert_eq!(order, [1, 0]);
+        let (sql, order) = to_positional("SELECT `a$1`, \"$1\", 'it''s $1' -- $1\n, $10 /* $2 */");
+        assert_eq!(sql, "SELECT `a$1`, \"$1\", 'it''s $1' -- $1\n, ? /* $2 */");
+        assert_eq!(order, [9]);
+        let (sql, order) = to_positional("SELECT pad FROM t WHERE id = ? AND k = ?");
+        assert_eq!(sql, "SELECT pad FROM t WHERE id = ? AND k = ?");
+        assert_eq!(order, [0, 1]);
+        assert_eq!(
+            to_positional("SELECT 'a\\'$1' , $1").0,
+            "SELECT 'a\\'$1' , ?"
+        );
     }
 
     #[test]

@@ -73,6 +73,7 @@ impl PgTarget {
             ConnectError::Unreachable(why) => TargetError {
                 class: "pg:connection".into(),
                 sqlstate: None,
+                mysql_code: None,
                 message: redact(&format!(
                     "cannot connect to PostgreSQL at {}: {}",
                     self.location,
@@ -86,6 +87,7 @@ impl PgTarget {
                     _ => "pg:connection".into(),
                 },
                 sqlstate: error.sqlstate(),
+                mysql_code: None,
                 message: redact(&format!(
                     "cannot connect to PostgreSQL at {} ({}): {error}",
                     self.info.location(Some(endpoint)),
@@ -113,17 +115,20 @@ fn classify(e: WireError, conn: &WireConn) -> TargetError {
             connection_lost: lost || code.ends_session(),
             class: format!("pg:{code}"),
             sqlstate: Some(code),
+            mysql_code: None,
             message,
         },
         WireError::Io(e) => TargetError {
             class: "pg:connection".into(),
             sqlstate: None,
+            mysql_code: None,
             message: format!("connection lost: {e}"),
             connection_lost: true,
         },
         WireError::Protocol(m) => TargetError {
             class: "pg:protocol".into(),
             sqlstate: None,
+            mysql_code: None,
             message: m,
             connection_lost: true,
         },
@@ -272,6 +277,7 @@ impl Session for PgSession {
                 v.parse::<i64>().map_err(|_| TargetError {
                     class: "pg:type".into(),
                     sqlstate: None,
+                    mysql_code: None,
                     message: format!("expected an integer, got {v:?}"),
                     connection_lost: false,
                 })

@@ -159,6 +159,7 @@ impl SqliteTarget {
                 Err(TargetError {
                     class: "sqlite:WrongKey".into(),
                     sqlstate: None,
+                    mysql_code: None,
                     message: format!(
                         "{}: the key does not open this file: a wrong key, cipher settings other \
                          than the file was written with (--set kdf_iter, cipher_page_size, \
@@ -263,6 +264,7 @@ fn classify(e: rusqlite::Error) -> TargetError {
     TargetError {
         class,
         sqlstate: None,
+        mysql_code: None,
         message: e.to_string(),
         connection_lost: false,
     }
@@ -546,6 +548,7 @@ fn script_step(
         return Err(TargetError {
             class: "sqlite:Bind".into(),
             sqlstate: None,
+            mysql_code: None,
             message: format!(
                 "the statement has {} parameters and the command gives {}",
                 st.parameter_count(),

@@ -20,6 +20,10 @@ pub struct TargetError {
     /// code), for callers that decide by code: retry on [`SqlState::is_serialization_failure`],
     /// reconnect on [`SqlState::ends_session`].
     pub sqlstate: Option<SqlState>,
+    /// The server's error number when MariaDB/MySQL reported the error (`class` is then
+    /// `mysql:` and the number), for callers that decide by code: retry on 1213 (deadlock) and
+    /// 1205 (lock wait timeout), [`TargetError::is_retryable_conflict`].
+    pub mysql_code: Option<u16>,
     /// The database's message (never contains a password).
     pub message: String,
     /// True when the session's connection is gone and must be re-established.
@@ -32,6 +36,7 @@ impl TargetError {
         TargetError {
             class: "config".into(),
             sqlstate: None,
+            mysql_code: None,
             message: message.into(),
             connection_lost: false,
         }
@@ -43,6 +48,21 @@ impl TargetError {
             "{what} does not run on MariaDB/MySQL targets yet (issue 30); \
              commit runs there, or use a sqlite: or postgres:// target"
         ))
+    }
+
+    /// True for a conflict between transactions that succeeds when the transaction is run
+    /// again from its start: PostgreSQL's serialization failure and deadlock (40001, 40P01),
+    /// MariaDB/MySQL's deadlock (1213) and lock wait timeout (1205), SQLite's busy and locked
+    /// database. What pgbench (and the script workload) retries.
+    pub fn is_retryable_conflict(&self) -> bool {
+        self.sqlstate.is_some_and(|s| s.is_serialization_failure())
+            || self
+                .mysql_code
+                .is_some_and(|c| MYSQL_RETRYABLE.contains(&c))
+            || matches!(
+                self.class.as_str(),
+                "sqlite:DatabaseBusy" | "sqlite:DatabaseLocked"
+            )
     }
 
     /// True for an error in the user's input or setup ([`TargetError::config`]).
@@ -59,6 +79,12 @@ impl TargetError {
             || self.class.starts_with("mysql:")
     }
 }
+
+/// MariaDB/MySQL errors after which the transaction was rolled back (1213
+/// ER_LOCK_DEADLOCK) or its statement was (1205 ER_LOCK_WAIT_TIMEOUT; with the default
+/// `innodb_rollback_on_timeout=OFF` the transaction stays open, so the retry rolls it back first,
+/// as every retry does).
+pub const MYSQL_RETRYABLE: [u16; 2] = [1213, 1205];
 
 /// Result with [`TargetError`].
 pub type TargetResult<T> = Result<T, TargetError>;
@@ -173,6 +199,18 @@ pub trait Session: Send {
         Err(TargetError::config(
             "this target cannot reopen a session's connection",
         ))
+    }
+    /// The server's id of this connection (MariaDB/MySQL's `CONNECTION_ID()`, the
+    /// `PROCESSLIST_ID` of `performance_schema.threads`), so the run's observer can find the
+    /// run's own threads; `None` where the target has none to give.
+    fn connection_id(&self) -> Option<u64> {
+        None
+    }
+    /// True when the server forgets this connection's own statistics as soon as it closes
+    /// (MariaDB/MySQL's per-thread `performance_schema` summaries): the runner then keeps the
+    /// connection open until the run's end snapshot has read them.
+    fn stats_end_with_connection(&self) -> bool {
+        false
     }
     /// Lets this session share its thread with others ([`mux`](crate::mux)): its connection
     /// waits for the server in [`mux::wait_fd`](crate::mux::wait_fd) from now on. Returns false

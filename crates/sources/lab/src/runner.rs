@@ -213,6 +213,7 @@ pub fn run(
             })
         })?;
         s.set_label(&probe.label(i))?;
+        probe.register(s.as_ref());
         sessions.push(s);
     }
     let threads = client_threads(cfg, &mut sessions)?;
@@ -318,6 +319,7 @@ pub fn run(
         observer().stop_sampler(sampler);
     });
     observer().finish();
+    observer().sessions().release();
 
     let elapsed = Duration::from_nanos(clock.now_ns());
     spec.workload.after_sessions(spec.target, elapsed);
@@ -584,6 +586,9 @@ fn session_loop(mut c: SessionCtx<'_>) {
         }
     }
     c.rec.flush();
+    // MariaDB/MySQL forget a thread's waits when its connection closes: kept until the end
+    // snapshot.
+    c.probe.park(c.sess);
 }
 
 /// Reconnects with growing pauses for up to [`RECONNECT_FOR`], unless the run is stopping.
@@ -593,6 +598,7 @@ fn reconnect(c: &mut SessionCtx<'_>) -> Result<(), String> {
     loop {
         let attempt = c.target.connect().and_then(|mut s| {
             s.set_label(&c.probe.label(c.rec.session()))?;
+            c.probe.register(s.as_ref());
             if c.multiplexed {
                 s.multiplex()?;
             }

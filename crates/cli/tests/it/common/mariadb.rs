@@ -49,6 +49,29 @@ impl MariaDb {
         }
     }
 
+    /// A server of the caller's own (for tests that read the server's global counters or set
+    /// global variables, which the shared server's parallel tests would disturb); stopped and
+    /// removed when dropped.
+    pub fn private() -> MariaDb {
+        MariaDb::start().unwrap_or_else(|msg| panic!("cannot start a MariaDB server:\n{msg}"))
+    }
+
+    /// Runs `sql` as the server's root (over the socket, as the OS user root may).
+    pub fn root_query(&self, sql: &str) -> String {
+        let out = Command::new("mariadb")
+            .arg("--no-defaults")
+            .arg(format!("--socket={}", self.socket.display()))
+            .args(["-u", "root", "-N", "-B", "-e", sql])
+            .output()
+            .expect("run mariadb");
+        assert!(
+            out.status.success(),
+            "mariadb -u root -e {sql:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
     /// `mysql://dbscope:PW@/db?socket=…`.
     pub fn uri(&self, db: &str) -> String {
         format!(

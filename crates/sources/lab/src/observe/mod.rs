@@ -11,6 +11,7 @@
 
 pub mod ash;
 pub use dbscope_core::os;
+pub mod mysql;
 mod probe;
 pub mod snapshot;
 mod storage;
@@ -317,6 +318,7 @@ impl Observer {
     /// takes a periodic snapshot when one is due.
     pub fn tick(&mut self) {
         self.read_backends();
+        self.probe.read_waits(&self.sessions.connection_ids());
         self.read_temp_tables();
         if let Some(every) = self.config.snapshot_every {
             if self.last_periodic.elapsed() >= every {
@@ -381,6 +383,7 @@ impl Observer {
 
     /// Takes one snapshot of every section and appends it to `snapshots.jsonl`.
     pub fn take(&mut self, label: &str) -> Snapshot {
+        self.probe.read_waits(&self.sessions.connection_ids());
         let mut sections = self.probe.snapshot();
         if self.probe.kind() == "sqlite" {
             sections.insert(
@@ -420,6 +423,26 @@ impl Observer {
                 (None, Err(why)) if self.probe.kind() == "postgres" => {
                     Section::missing(format!("the server's processes are not visible: {why}"))
                 }
+                (None, _) if self.probe.kind() == "mysql" => match self.probe.server_pid() {
+                    Ok(pid) => match os::pid_cpu(&pid.to_string()) {
+                        Some((u, s)) => {
+                            let mut sec = os::cpu_times(u, s);
+                            sec.text.insert(
+                                "scope".into(),
+                                format!(
+                                    "the whole server process (pid {pid}, every thread: the                                      run's and the server's own)"
+                                ),
+                            );
+                            sec
+                        }
+                        None => Section::missing(format!(
+                            "/proc/{pid}/stat of the server (pid from @@pid_file) is not readable"
+                        )),
+                    },
+                    Err(why) => {
+                        Section::missing(format!("the server's process is not visible: {why}"))
+                    }
+                },
                 (None, _) => Section::missing("no server process (an embedded or null target)"),
             },
         );

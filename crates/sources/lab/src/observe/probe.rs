@@ -16,6 +16,11 @@ pub struct SessionProbe {
     run_id: String,
     ops: Vec<AtomicU64>,
     status: Vec<Mutex<StatusSlot>>,
+    /// The server's ids of every connection the run's sessions opened (MariaDB/MySQL), in order.
+    connections: Mutex<Vec<u64>>,
+    /// Connections kept open after their session ended, until the end snapshot read their
+    /// statistics ([`Session::stats_end_with_connection`]).
+    parked: Mutex<Vec<Box<dyn Session>>>,
 }
 
 /// How often (run-clock ns) a session publishes its connection's counters: 100 ms.
@@ -52,6 +57,8 @@ impl SessionProbe {
             run_id: run_id.into(),
             ops: (0..sessions).map(|_| AtomicU64::new(0)).collect(),
             status: (0..sessions).map(|_| Mutex::default()).collect(),
+            connections: Mutex::default(),
+            parked: Mutex::default(),
         }
     }
 
@@ -68,6 +75,44 @@ impl SessionProbe {
     /// The `LIKE` pattern matching every session of the run.
     pub fn pattern(&self) -> String {
         format!("dbscope/{}/%", self.run_id)
+    }
+
+    /// Notes a connection a session opened (at the start, or replacing a lost one): the observer
+    /// reads the server's per-connection statistics by its id.
+    pub fn register(&self, sess: &dyn Session) {
+        if let Some(id) = sess.connection_id() {
+            self.connections
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(id);
+        }
+    }
+
+    /// The server's ids of the run's connections so far.
+    pub fn connection_ids(&self) -> Vec<u64> {
+        self.connections
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// A session ended: its connection is kept open until [`SessionProbe::release`] when the
+    /// server would forget its statistics with it; else it closes now.
+    pub fn park(&self, sess: Box<dyn Session>) {
+        if sess.stats_end_with_connection() {
+            self.parked
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(sess);
+        }
+    }
+
+    /// Closes the connections kept by [`SessionProbe::park`] (after the end snapshot).
+    pub fn release(&self) {
+        self.parked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
     }
 
     /// Marks operation `seq` (1 = the session's first) as in flight.

@@ -1,6 +1,7 @@
 //! Database counter snapshots: PostgreSQL's statistics views (database, WAL, bgwriter and
-//! checkpointer, table I/O, pg_stat_statements, pg_stat_io) and SQLite's file sizes, each a
-//! [`Section`]; a view that is absent or refused becomes a missing section with the reason.
+//! checkpointer, table I/O, pg_stat_statements, pg_stat_io), MariaDB/MySQL's ([`super::mysql`])
+//! and SQLite's file sizes, each a [`Section`]; a view that is absent or refused becomes a
+//! missing section with the reason.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -8,6 +9,8 @@ use std::path::{Path, PathBuf};
 use dbscope_core::observe::Section;
 
 use dbscope_db::{Param, Session, Target};
+
+use super::mysql::{self, RunWaits};
 
 /// How many pg_stat_statements entries a snapshot keeps (by total execution time).
 const TOP_STATEMENTS: usize = 10;
@@ -20,12 +23,17 @@ pub struct DbProbe {
     no_conn: Option<String>,
     /// PostgreSQL's `server_version_num`.
     version_num: u32,
-    /// PostgreSQL's data directory, when this role may read it.
+    /// PostgreSQL's data directory, when this role may read it; MariaDB/MySQL's `@@datadir`.
     data_directory: Result<PathBuf, String>,
     /// `track_wal_io_timing`.
     wal_timing: bool,
     tables: Vec<String>,
     sqlite_path: Option<PathBuf>,
+    /// MariaDB/MySQL: the run's threads' waits, and the connections they were read for.
+    waits: RunWaits,
+    connections: Vec<u64>,
+    /// MariaDB/MySQL: the server process, when it runs here (its pid file is readable).
+    server_pid: Result<u32, String>,
 }
 
 impl DbProbe {
@@ -42,7 +50,33 @@ impl DbProbe {
             wal_timing: false,
             tables: tables.to_vec(),
             sqlite_path: target.data_path(),
+            waits: RunWaits::default(),
+            connections: Vec::new(),
+            server_pid: Err("not MariaDB/MySQL".into()),
         };
+        if p.kind == "mysql" {
+            match target.connect() {
+                Ok(mut s) => {
+                    p.server_pid = mysql::server_pid(s.as_mut());
+                    p.data_directory = s
+                        .query_rows("SELECT @@datadir", &[])
+                        .map_err(|e| e.message)
+                        .and_then(|r| {
+                            r.into_iter()
+                                .next()
+                                .and_then(|r| r.into_iter().next().flatten())
+                                .ok_or_else(|| "@@datadir is empty".to_string())
+                        })
+                        .map(PathBuf::from);
+                    p.sess = Some(s);
+                }
+                Err(e) => {
+                    p.no_conn = Some(format!("cannot connect: {}", e.message));
+                    p.server_pid = Err("the observer cannot connect".into());
+                }
+            }
+            return p;
+        }
         if p.kind != "postgres" {
             return p;
         }
@@ -85,6 +119,21 @@ impl DbProbe {
                     format!("SHOW data_directory: {e} (needs superuser or pg_read_all_settings)")
                 })?;
                 if d.join("PG_VERSION").exists() {
+                    Ok(d)
+                } else {
+                    Err(format!(
+                        "the data directory {} is not on this machine (a remote server)",
+                        d.display()
+                    )
+                    .into())
+                }
+            }
+            "mysql" => {
+                let d = self
+                    .data_directory
+                    .clone()
+                    .map_err(|e| format!("SELECT @@datadir: {e}"))?;
+                if d.is_dir() {
                     Ok(d)
                 } else {
                     Err(format!(
@@ -248,6 +297,23 @@ impl DbProbe {
         .unwrap_or_default()
     }
 
+    /// MariaDB/MySQL: the server process's pid when it runs on this machine, else why not.
+    pub fn server_pid(&self) -> Result<u32, String> {
+        self.server_pid.clone()
+    }
+
+    /// MariaDB/MySQL: reads the timed waits of the run's connections `ids` now (each keeps its
+    /// last reading once gone). Other targets: nothing.
+    pub fn read_waits(&mut self, ids: &[u64]) {
+        if self.kind != "mysql" {
+            return;
+        }
+        self.connections = ids.to_vec();
+        if let Some(s) = self.sess.as_mut() {
+            self.waits.read(s.as_mut(), ids);
+        }
+    }
+
     /// The database's counters now, by section name. PostgreSQL sections that cannot be read
     /// are present with `missing` set; SQLite gives its file sizes (the per-connection
     /// `sqlite3_db_status` counters come from the sessions themselves).
@@ -255,6 +321,26 @@ impl DbProbe {
         let mut out = BTreeMap::new();
         match self.kind {
             "postgres" => self.pg_sections(&mut out),
+            "mysql" => match self.sess.as_mut() {
+                Some(s) => {
+                    let s = s.as_mut();
+                    out.insert("mysql.status".into(), mysql::global_status(s));
+                    out.insert("mysql.innodb_metrics".into(), mysql::innodb_metrics(s));
+                    out.insert("mysql.file_io".into(), mysql::file_io(s));
+                    out.insert("mysql.waits".into(), self.waits.section(&self.connections));
+                }
+                None => {
+                    let why = self.no_conn.clone().unwrap_or_default();
+                    for name in [
+                        "mysql.status",
+                        "mysql.innodb_metrics",
+                        "mysql.file_io",
+                        "mysql.waits",
+                    ] {
+                        out.insert(name.into(), Section::missing(why.clone()));
+                    }
+                }
+            },
             "sqlite" => {
                 if let Some(p) = &self.sqlite_path {
                     out.insert("sqlite.files".into(), sqlite_files(p));

@@ -1,4 +1,5 @@
-//! Where the database keeps its files and on which block devices: the data directory, the WAL
+//! Where the database keeps its files and on which block devices: the data directory (MariaDB/MySQL:
+//! `@@datadir`, redo log included unless moved), the WAL
 //! (a `pg_wal` symlink followed), each tablespace the workload uses, the temp tablespace and the
 //! run directory, found once when the observer starts, recorded in the manifest, and read from
 //! `/proc/diskstats` in every snapshot as `os.disk.<role>` (issue 34 item 7).
@@ -58,6 +59,17 @@ pub(super) fn find(
                 raw.push((role, name, path, remote.clone()));
             }
         }
+        "mysql" => match probe.files_path() {
+            Ok(d) => raw.push(("data".into(), None, d, None)),
+            Err(why) => raw.push((
+                "data".into(),
+                None,
+                probe
+                    .data_directory()
+                    .map_or_else(|| PathBuf::from("?"), Path::to_path_buf),
+                Some(why.to_string()),
+            )),
+        },
         "sqlite" => {
             if let Ok(p) = probe.files_path() {
                 raw.push(("data".into(), None, p, None));

@@ -164,8 +164,13 @@ impl Shape<'_> {
     /// to go on.
     pub fn check(&self, sess: &mut dyn Session, dialect: Dialect) -> TargetResult<Found> {
         let meta = self.meta();
+        // MariaDB/MySQL cannot index a TEXT column without a prefix length.
+        let key = match dialect {
+            Dialect::Mysql => "VARCHAR(64)",
+            _ => "TEXT",
+        };
         sess.batch(&format!(
-            "CREATE TABLE IF NOT EXISTS {meta} (tbl TEXT PRIMARY KEY, shape TEXT NOT NULL)"
+            "CREATE TABLE IF NOT EXISTS {meta} (tbl {key} PRIMARY KEY, shape TEXT NOT NULL)"
         ))?;
         if !table_exists(sess, dialect, self.prefix, self.table)? {
             return Ok(Found::Missing);
@@ -323,6 +328,45 @@ pub fn pg_make_cold(sess: &mut dyn Session, relations: &[String], restarted: boo
                 path.display()
             )),
         }
+    }
+    notes
+}
+
+/// Empties what can be emptied of a MariaDB/MySQL table's caches before a cold run, and returns
+/// one line per cache saying whether it was: InnoDB's buffer pool cannot be emptied short of a
+/// restart; the OS page cache of the table's `.ibd` file can when the server runs here and the
+/// file is readable (with `innodb_flush_method=O_DIRECT` InnoDB reads bypass that cache anyway).
+pub fn my_make_cold(sess: &mut dyn Session, table: &str) -> Vec<String> {
+    let mut notes = vec![
+        "InnoDB buffer pool: NOT emptied (InnoDB cannot evict a table's pages; only a server \
+         restart with innodb_buffer_pool_load_at_startup=OFF empties it)"
+            .to_string(),
+    ];
+    let facts = sess.query_rows("SELECT @@datadir, DATABASE(), @@innodb_flush_method", &[]);
+    let row = match facts {
+        Ok(r) => r.into_iter().next().unwrap_or_default(),
+        Err(e) => {
+            notes.push(format!(
+                "OS page cache: NOT emptied: cannot read @@datadir ({})",
+                e.message
+            ));
+            return notes;
+        }
+    };
+    let get = |i: usize| row.get(i).cloned().flatten().unwrap_or_default();
+    let (datadir, db, method) = (get(0), get(1), get(2));
+    let path = Path::new(&datadir).join(&db).join(format!("{table}.ibd"));
+    match drop_os_cache(&path, false) {
+        Ok(bytes) => notes.push(format!(
+            "OS page cache of {table}: emptied (posix_fadvise DONTNEED on {}, {bytes} bytes; \
+             innodb_flush_method={method})",
+            path.display()
+        )),
+        Err(e) => notes.push(format!(
+            "OS page cache of {table}: NOT emptied ({}: {e}; the server's files must be \
+             reachable from this machine)",
+            path.display()
+        )),
     }
     notes
 }

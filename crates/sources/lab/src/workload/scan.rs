@@ -584,6 +584,7 @@ impl SessionWork for ScanSession {
                 got => Err(TargetError {
                     class: "check:scan".into(),
                     sqlstate: None,
+                    mysql_code: None,
                     message: format!("the scan answered {got:?}, setup's answer was {answer:?}"),
                     connection_lost: false,
                 }),

@@ -146,6 +146,7 @@ mod tests {
         TargetError {
             class: class.into(),
             sqlstate: None,
+            mysql_code: None,
             message: "no".into(),
             connection_lost: false,
         }

@@ -39,12 +39,9 @@ impl OnError {
     }
 }
 
-/// True for the failures pgbench retries: serialization failure and deadlock (40001, 40P01), and
-/// SQLite's busy and locked database.
+/// True for the failures pgbench retries: serialization failure and deadlock (40001, 40P01),
+/// and the same conflicts on the other targets: MariaDB/MySQL's deadlock and lock wait timeout
+/// (1213, 1205), SQLite's busy and locked database ([`TargetError::is_retryable_conflict`]).
 pub fn retryable(e: &TargetError) -> bool {
-    e.sqlstate.is_some_and(|s| s.is_serialization_failure())
-        || matches!(
-            e.class.as_str(),
-            "sqlite:DatabaseBusy" | "sqlite:DatabaseLocked"
-        )
+    e.is_retryable_conflict()
 }

@@ -62,6 +62,7 @@ fn eval_error(e: EvalError) -> TargetError {
     TargetError {
         class: e.class.to_string(),
         sqlstate: None,
+        mysql_code: None,
         message: e.message,
         connection_lost: false,
     }

@@ -312,6 +312,7 @@ fn missing(what: &str) -> TargetError {
     TargetError {
         class: "check:tpcc".into(),
         sqlstate: None,
+        mysql_code: None,
         message: format!("TPC-C: {what}"),
         connection_lost: false,
     }

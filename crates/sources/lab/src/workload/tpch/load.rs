@@ -457,7 +457,7 @@ fn load_inner(
         created?;
     }
     let workers = match dialect {
-        Dialect::Postgres => parallel.clamp(1, files.len().max(1)),
+        Dialect::Postgres | Dialect::Mysql => parallel.clamp(1, files.len().max(1)),
         _ => 1,
     };
     let next = AtomicU64::new(0);
@@ -490,7 +490,9 @@ fn load_inner(
                         rows_before: 0,
                     };
                     let loaded = match dialect {
-                        Dialect::Postgres => copy_file(sess.as_mut(), f, progress, &mut chunks),
+                        Dialect::Postgres | Dialect::Mysql => {
+                            copy_file(sess.as_mut(), dialect, f, progress, &mut chunks)
+                        }
                         _ => load_file(sess.as_mut(), f, commit_every, progress, &mut chunks),
                     };
                     timings
@@ -541,10 +543,13 @@ fn load_inner(
     Ok(summary)
 }
 
-/// Loads one file into PostgreSQL with `COPY … FROM STDIN` (one transaction per file), streaming
-/// it in 1 MiB chunks; every line is checked as in [`load_file`] before it is sent.
+/// Loads one file into PostgreSQL with `COPY … FROM STDIN` (one transaction per file), or into
+/// MariaDB/MySQL with `LOAD DATA LOCAL INFILE` (the same rows: COPY's text format is its default;
+/// one transaction per file), streaming it in 1 MiB chunks; every line is checked as in
+/// [`load_file`] before it is sent.
 fn copy_file(
     sess: &mut dyn Session,
+    dialect: Dialect,
     f: &LoadFile,
     progress: &AtomicU64,
     chunks: &mut Chunks,
@@ -556,11 +561,25 @@ fn copy_file(
         .expect("known table");
     let ncols = columns.len();
     let names: Vec<&str> = columns.iter().map(|(n, _)| *n).collect();
-    let sql = format!(
-        "COPY {} ({}) FROM STDIN WITH (FORMAT text, DELIMITER '|')",
-        f.table,
-        names.join(", ")
-    );
+    let sql = match dialect {
+        Dialect::Mysql => format!(
+            "LOAD DATA LOCAL INFILE 'dbscope-{}' INTO TABLE {} CHARACTER SET utf8mb4 \
+             FIELDS TERMINATED BY '|' ({})",
+            f.table,
+            f.table,
+            names.join(", ")
+        ),
+        _ => format!(
+            "COPY {} ({}) FROM STDIN WITH (FORMAT text, DELIMITER '|')",
+            f.table,
+            names.join(", ")
+        ),
+    };
+    // LOAD DATA sends a statement per chunk: one transaction makes the file all or nothing, as
+    // one COPY is.
+    if dialect == Dialect::Mysql {
+        sess.begin()?;
+    }
     let file = std::fs::File::open(&f.path).map_err(|e| LoadError::Io {
         path: f.path.clone(),
         source: e,
@@ -621,6 +640,14 @@ fn copy_file(
         Ok(true)
     });
     chunks.mark(rows);
+    let result = match (dialect, result) {
+        (Dialect::Mysql, Ok(n)) if bad.is_none() => sess.commit().map(|()| n),
+        (Dialect::Mysql, r) => {
+            let _ = sess.rollback();
+            r
+        }
+        (_, r) => r,
+    };
     match (result, bad) {
         (_, Some(e)) => Err(e),
         (Err(e), None) => Err(e.into()),
