@@ -607,26 +607,16 @@ impl Workload for LookupWorkload {
     fn counters(&self) -> Option<CounterSection> {
         // The buffer hits and reads of the table and its index during the run are the snapshots'
         // (pg_statio_user_tables of `tables`, sqlite3_db_status): the report's Database and OS.
-        let mut counters = vec![
-            Counter::new(
-                "rows",
-                "rows in the table",
-                CounterValue::count(self.cfg.rows),
-                "rows",
-            ),
-            Counter::new(
-                "row_bytes",
-                "bytes per row (id + pad)",
-                CounterValue::count(self.cfg.row_bytes as u64),
-                "B",
-            ),
-            Counter::new(
-                "placement",
-                "placement",
-                CounterValue::Text(self.cfg.place.describe()),
-                "",
-            ),
-        ];
+        let mut counters = vec![Counter::new(
+            "placement",
+            "placement",
+            CounterValue::Text(self.cfg.place.describe()),
+            "",
+        )];
+        counters.splice(
+            0..0,
+            super::work::table_shape_counters(self.cfg.rows, self.cfg.row_bytes as u64),
+        );
         if let Some(s) = *self.fill_s.lock().unwrap_or_else(PoisonError::into_inner) {
             counters
                 .push(Counter::new("fill_s", "fill time", CounterValue::Float(s), "s").decimals(3));

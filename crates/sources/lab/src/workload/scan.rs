@@ -361,18 +361,6 @@ impl Workload for ScanWorkload {
         let mb = |bytes: f64, s: f64| (s > 0.0).then(|| bytes / 1e6 / s);
         let mut counters = vec![
             Counter::new(
-                "rows",
-                "rows in the table",
-                CounterValue::count(self.cfg.rows),
-                "rows",
-            ),
-            Counter::new(
-                "row_bytes",
-                "bytes per row (id + pad)",
-                CounterValue::count(self.cfg.row_bytes as u64),
-                "B",
-            ),
-            Counter::new(
                 "cache",
                 "cache state",
                 CounterValue::Text(self.cfg.cache.as_str().into()),
@@ -416,6 +404,10 @@ impl Workload for ScanWorkload {
                 "",
             ),
         ];
+        counters.splice(
+            0..0,
+            super::work::table_shape_counters(self.cfg.rows, self.cfg.row_bytes as u64),
+        );
         if let Some(s) = *lock(&self.fill_s) {
             counters
                 .push(Counter::new("fill_s", "fill time", CounterValue::Float(s), "s").decimals(3));

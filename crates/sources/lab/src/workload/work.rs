@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use dbscope_core::{Recorder, StopSignal};
+use dbscope_core::{Counter, CounterValue, Recorder, StopSignal};
 use dbscope_db::{Param, Session, Target, TargetError, TargetResult};
 
 use crate::error::Error;
@@ -94,6 +94,25 @@ pub struct Statement {
 /// `op` returns, ok with the rows `rows` counts from its value, or failed with the error's class.
 /// `rows` may refuse the value (a wrong answer): the event fails with that error's class, and the
 /// check is not in its time. Returns the result and the event's end.
+/// The counters saying the shape of the table a workload fills (lookup, scan): its rows and the
+/// bytes of each.
+pub(crate) fn table_shape_counters(rows: u64, row_bytes: u64) -> [Counter; 2] {
+    [
+        Counter::new(
+            "rows",
+            "rows in the table",
+            CounterValue::count(rows),
+            "rows",
+        ),
+        Counter::new(
+            "row_bytes",
+            "bytes per row (id + pad)",
+            CounterValue::count(row_bytes),
+            "B",
+        ),
+    ]
+}
+
 pub(crate) fn timed<T>(
     rec: &mut Recorder,
     name: dbscope_core::NameId,
