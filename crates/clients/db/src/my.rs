@@ -584,13 +584,7 @@ impl Session for MySession {
         rows.into_iter()
             .map(|v| {
                 let t = text(v).unwrap_or_default();
-                t.parse::<i64>().map_err(|_| TargetError {
-                    class: "mysql:type".into(),
-                    sqlstate: None,
-                    mysql_code: None,
-                    message: format!("expected an integer, got {t:?}"),
-                    connection_lost: false,
-                })
+                TargetError::parse_i64("mysql", &t)
             })
             .collect()
     }

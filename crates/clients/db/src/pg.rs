@@ -274,13 +274,7 @@ impl Session for PgSession {
         rows.into_iter()
             .map(|r| {
                 let v = r.into_iter().next().flatten().unwrap_or_default();
-                v.parse::<i64>().map_err(|_| TargetError {
-                    class: "pg:type".into(),
-                    sqlstate: None,
-                    mysql_code: None,
-                    message: format!("expected an integer, got {v:?}"),
-                    connection_lost: false,
-                })
+                TargetError::parse_i64("pg", &v)
             })
             .collect()
     }

@@ -31,6 +31,18 @@ pub struct TargetError {
 }
 
 impl TargetError {
+    /// `text` read as an integer, or a `<db>:type` error saying what came instead (`db`: the
+    /// target's class prefix, `pg` or `mysql`).
+    pub fn parse_i64(db: &str, text: &str) -> TargetResult<i64> {
+        text.parse::<i64>().map_err(|_| TargetError {
+            class: format!("{db}:type"),
+            sqlstate: None,
+            mysql_code: None,
+            message: format!("expected an integer, got {text:?}"),
+            connection_lost: false,
+        })
+    }
+
     /// An error in the user's input or setup (bad URI, unknown setting): not a database failure.
     pub fn config(message: impl Into<String>) -> Self {
         TargetError {
