@@ -33,6 +33,11 @@ impl LoopFs {
     /// Makes a 96 MiB image, attaches it to a free loop device, makes ext4 on it and mounts it
     /// on a directory every user may traverse. `Err` says why it cannot be done here.
     pub fn new(tag: &str) -> Result<LoopFs, String> {
+        LoopFs::with_size(tag, 96 << 20)
+    }
+
+    /// [`LoopFs::new`] with an image of `bytes` (sparse: only what is written takes space).
+    pub fn with_size(tag: &str, bytes: u64) -> Result<LoopFs, String> {
         let base = PathBuf::from(format!("/tmp/dbscope-loop-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&base);
         std::fs::create_dir_all(&base).map_err(|e| e.to_string())?;
@@ -40,7 +45,7 @@ impl LoopFs {
             .map_err(|e| e.to_string())?;
         let img = base.join("fs.img");
         let f = std::fs::File::create(&img).map_err(|e| e.to_string())?;
-        f.set_len(96 << 20).map_err(|e| e.to_string())?;
+        f.set_len(bytes).map_err(|e| e.to_string())?;
         let dev = run(Command::new("losetup").args(["-f", "--show"]).arg(&img))?;
         let mnt = base.join("mnt");
         let fs = LoopFs {
