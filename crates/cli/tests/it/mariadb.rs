@@ -592,3 +592,52 @@ fn database_side_without_privileges_names_what_it_could_not_read() {
     assert!(!text.contains("no server process"), "{text}");
     assert!(!text.contains("plainpw9"));
 }
+
+/// Issue 30's faults: the server killed mid-run. The broken connections are counted as lost
+/// connections (`mysql:connection`, also when the client library reports a broken packet
+/// stream), not as client errors, and the run that lost its server says so and keeps what it
+/// recorded.
+#[test]
+fn a_server_killed_mid_run_is_counted_as_lost_connections_and_the_run_is_kept() {
+    let my = MariaDb::private();
+    let db = my.create_db("killed");
+    let pid_file = my.root_query("SELECT @@pid_file");
+    let dir = tempdir();
+    let child = dbscope(dir.path())
+        .args(
+            Argv::run("lookup")
+                .target(my.uri(&db))
+                .rows(5000)
+                .sessions(2)
+                .duration("8s")
+                .quiet()
+                .out("r")
+                .args(),
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let pid = std::fs::read_to_string(pid_file.trim()).unwrap();
+    let killed = std::process::Command::new("kill")
+        .args(["-9", pid.trim()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    let text = all_output(&out);
+    let run = join(dir.path(), "r");
+    let m = manifest(&run);
+    let r = report_json(dir.path(), &run);
+    let lookup = event(&r, "lookup");
+    assert!(
+        lookup["count"].as_u64().unwrap() > 0,
+        "recorded before the kill: {lookup}"
+    );
+    let classes = lookup["error_classes"].to_string();
+    assert!(classes.contains("mysql:connection"), "{classes}");
+    assert!(!classes.contains("mysql:client"), "{classes}");
+    assert_ne!(out.status.code(), Some(0), "{text}\n{m}");
+    assert_ne!(m["outcome"], "complete", "{m}");
+}

@@ -206,6 +206,15 @@ fn classify(e: mysql::Error) -> TargetError {
             message: format!("connection lost: {e}"),
             connection_lost: true,
         },
+        // A broken packet stream (its I/O failed, or packets out of sync): the connection is
+        // gone, as the crate's own `is_connectivity_error` says; the session reconnects.
+        mysql::Error::CodecError(e) => TargetError {
+            class: "mysql:connection".into(),
+            sqlstate: None,
+            mysql_code: None,
+            message: format!("connection lost: {e}"),
+            connection_lost: true,
+        },
         mysql::Error::DriverError(e) => TargetError {
             class: "mysql:driver".into(),
             sqlstate: None,
