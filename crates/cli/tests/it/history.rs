@@ -131,7 +131,10 @@ fn fail_if_gates_a_regression_and_passes_an_improvement_or_no_difference() {
             .out("off")
             .args(),
     );
-    let gate = ["--event", "commit", "--fail-if", "p99>+5%,mean>+5%"];
+    // p90, not p99: of 200 commits the fast side's p99 lands on whichever of its two slowest
+    // commits a noisy machine stalled (a CI run saw 3.3 ms among 20 µs ones), so the p99
+    // interval honestly spans zero and that condition does not hold. p90 needs 20 stalls.
+    let gate = ["--event", "commit", "--fail-if", "p90>+5%,mean>+5%"];
     let cmp = |a: &str, b: &str, extra: &[&str]| {
         let mut args = vec!["compare", a, b];
         args.extend_from_slice(&gate);
