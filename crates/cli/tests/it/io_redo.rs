@@ -214,7 +214,7 @@ fn every_acknowledged_commit_survives_sigkill() {
 
 /// Races `slow` against `fast` into the run `dir/race`: one committer, 300 commits, 80 ms delays
 /// injected on 5% of the slow destination's writes, outliers over 50 ms.
-fn race(dir: &Path, slow: &Path, fast: &Path) {
+fn race(dir: &Path, slow: &Path, fast: &Path, inject: &str) {
     ok(
         dir,
         &[
@@ -225,7 +225,7 @@ fn race(dir: &Path, slow: &Path, fast: &Path) {
             "--dest",
             &format!("fast={}", s(fast)),
             "--inject",
-            "slow:p=0.05:80ms",
+            inject,
             "--outlier",
             "50ms",
             "--sessions",
@@ -251,6 +251,7 @@ fn issue_13_prevented_outliers_are_the_losers_own_slow_writes() {
         shm.path(),
         &join(shm.path(), "slow.log"),
         &join(shm.path(), "fast.log"),
+        "slow:p=0.05:80ms",
     );
     let c = counters(&join(shm.path(), "race"));
     let d = c["destinations"].as_array().unwrap();
@@ -267,7 +268,10 @@ fn race_with_a_slow_destination() {
     let shm = shm_tempdir();
     let slow = join(disk.path(), "slow.log");
     let fast = join(shm.path(), "fast.log");
-    race(disk.path(), &slow, &fast);
+    // Every write of the disk log is delayed 80 ms: at p = 0.05 a CI run's disk, busy with
+    // compilers, coalesced the 300 commits into 5 writes, none drawn for a delay, and the
+    // prevented-outlier check had nothing to see. Each delayed write the tmpfs log beat is one.
+    race(disk.path(), &slow, &fast, "slow:80ms");
     let run_dir = join(disk.path(), "race");
     let c = counters(&run_dir);
     let d = c["destinations"].as_array().unwrap();
@@ -450,7 +454,10 @@ fn issue_13_a_race_stops_issuing_at_its_duration_and_drains() {
         ],
     );
     let wall = started.elapsed().as_secs_f64();
-    assert!(wall < 4.0, "a 2 s run took {wall:.1} s");
+    // The bound is the recorded stop and drain below; the wall clock also holds creating and
+    // syncing two 16 MiB logs, which took 4 s more on a disk busy with compilers (6.1 s in
+    // all). The old fault took 10 s; 8 s still catches it.
+    assert!(wall < 8.0, "a 2 s run took {wall:.1} s");
     assert!(
         text.contains("stopped issuing at 2.00 s; drained ") && text.contains(" writes in "),
         "{text}"
