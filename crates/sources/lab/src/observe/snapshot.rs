@@ -11,6 +11,7 @@ use dbscope_core::observe::Section;
 use dbscope_db::{Param, Session, Target};
 
 use super::mysql::{self, RunWaits};
+use super::probe::SessionProbe;
 
 /// How many pg_stat_statements entries a snapshot keeps (by total execution time).
 const TOP_STATEMENTS: usize = 10;
@@ -34,6 +35,8 @@ pub struct DbProbe {
     connections: Vec<u64>,
     /// MariaDB/MySQL: the server process, when it runs here (its pid file is readable).
     server_pid: Result<u32, String>,
+    /// PostgreSQL: the database the probe is connected to, whose counters it reads.
+    database: Option<String>,
 }
 
 impl DbProbe {
@@ -53,6 +56,7 @@ impl DbProbe {
             waits: RunWaits::default(),
             connections: Vec::new(),
             server_pid: Err("not MariaDB/MySQL".into()),
+            database: None,
         };
         if p.kind == "mysql" {
             match target.connect() {
@@ -89,11 +93,21 @@ impl DbProbe {
                     .unwrap_or(0);
                 p.data_directory = setting(s.as_mut(), "data_directory").map(PathBuf::from);
                 p.wal_timing = setting(s.as_mut(), "track_wal_io_timing").is_ok_and(|v| v == "on");
+                p.database = s
+                    .query_rows("SELECT current_database()", &[])
+                    .ok()
+                    .and_then(|r| r.into_iter().next()?.into_iter().next()?);
                 p.sess = Some(s);
             }
             Err(e) => p.no_conn = Some(format!("cannot connect: {}", e.message)),
         }
         p
+    }
+
+    /// PostgreSQL: the database the probe reads the counters of (`pg_stat_database`, tables,
+    /// `pg_stat_statements`), when connected.
+    pub fn database(&self) -> Option<&str> {
+        self.database.as_deref()
     }
 
     /// The target kind (`postgres`, `sqlite`, `null`).
@@ -280,14 +294,16 @@ impl DbProbe {
         )
     }
 
-    /// The pids of the run's backends (`application_name LIKE pattern`), for their CPU time.
-    pub fn backend_pids(&mut self, pattern: &str) -> Vec<u32> {
+    /// The pids of the run's backends that are connected now (`ended_too`: and those whose
+    /// connection was closed but that have not exited yet), for their CPU time.
+    pub fn backend_pids(&mut self, sessions: &SessionProbe, ended_too: bool) -> Vec<u32> {
         let Some(s) = self.sess.as_mut() else {
             return Vec::new();
         };
+        let filter = sessions.backend_filter(ended_too);
         s.query_rows(
-            "SELECT pid FROM pg_stat_activity WHERE application_name LIKE $1",
-            &[Param::Text(pattern.into())],
+            &format!("SELECT pid FROM pg_stat_activity WHERE {}", filter.sql),
+            &[Param::Text(filter.param)],
         )
         .map(|rows| {
             rows.into_iter()
