@@ -80,7 +80,11 @@ fn cmd_proxy(a: CaptureProxyArgs) -> Result<u8, Exit> {
         threads: usize::from(a.threads),
         command_line: redacted_command_line(),
         socket_mode: a.socket_mode.unwrap_or(proxy::DEFAULT_SOCKET_MODE),
-        watch: watch::open_watch(&a.observe, &a.upstream)?,
+        watch: watch::open_watch(
+            &a.observe,
+            &a.upstream,
+            Some("capture proxy (dbscope, its observer included)"),
+        )?,
     };
     let live = !a.quiet && std::io::stderr().is_terminal();
     let quiet = a.quiet;
@@ -150,7 +154,7 @@ pub fn cmd_replay(a: crate::capture::args::ReplayArgs) -> Result<u8, Exit> {
             out.display()
         )));
     }
-    let observer = watch::open_watch(&a.observe, &a.target)?;
+    let observer = watch::open_watch(&a.observe, &a.target, None)?;
     if let Some(name) = &a.restore {
         let rp = restore::reset(&a.target, name)?;
         if !a.quiet {

@@ -47,7 +47,12 @@ impl Backends for Log {
 /// The watcher of a capture (`server` = its --upstream) or a replay (its --target), unless
 /// `--no-observe`. A connection string that cannot be parsed is refused here (bad usage); one
 /// the observer cannot connect with only leaves the section's figures missing, with the reason.
-pub fn open_watch(a: &ObserveArgs, server: &str) -> Result<Option<OpenWatch>, Exit> {
+/// `client`: what this process is to the sessions when it is not their client (the proxy).
+pub fn open_watch(
+    a: &ObserveArgs,
+    server: &str,
+    client: Option<&'static str>,
+) -> Result<Option<OpenWatch>, Exit> {
     if a.no_observe {
         return Ok(None);
     }
@@ -59,8 +64,9 @@ pub fn open_watch(a: &ObserveArgs, server: &str) -> Result<Option<OpenWatch>, Ex
         .validate()
         .map_err(|e| Exit(EXIT_USAGE, anyhow!("{e}")))?;
     let uri = a.observe.as_deref().unwrap_or(server).trim().to_string();
-    // The proxy and the replay take libpq's strings, URI or key=value; the targets are named.
-    let spec = if uri.starts_with("postgres://") || uri.starts_with("postgresql://") {
+    // The proxy and the replay take libpq's strings, URI or key=value (bare or after
+    // `postgres:`, as a --target); a target is named by its scheme.
+    let spec = if uri.starts_with("postgres:") || uri.starts_with("postgresql://") {
         uri
     } else {
         format!("postgres:{uri}")
@@ -83,7 +89,11 @@ pub fn open_watch(a: &ObserveArgs, server: &str) -> Result<Option<OpenWatch>, Ex
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take()?;
-        Some(Box::new(Observed(Attached::open(target, dir, &config))))
+        let mut observer = Attached::open(target, dir, &config);
+        if let Some(who) = client {
+            observer.client_is(who);
+        }
+        Some(Box::new(Observed(observer)))
     });
     Ok(Some(open))
 }

@@ -141,6 +141,21 @@ fn a_capture_and_its_replay_watch_the_server_and_their_own_backends_only() {
             .contains_key("pg_stat_activity"),
         "{o}"
     );
+    // The capture names no tables: every user table's I/O is read, pgbench's among them.
+    let tables = o["tables"].as_array().unwrap();
+    let accounts = tables
+        .iter()
+        .find(|t| t["table"] == "pgbench_accounts")
+        .unwrap_or_else(|| panic!("{tables:?}"));
+    assert!(
+        accounts["heap_blks_hit"].as_f64().unwrap() > 0.0,
+        "{accounts}"
+    );
+    // This process is the proxy, not the application: its CPU is said as the proxy's.
+    assert!(
+        report.contains("capture proxy (dbscope, its observer included) CPU"),
+        "{report}"
+    );
     // A local server: its data directory's device is known, and so its iostat row.
     let manifest: Value =
         serde_json::from_str(&std::fs::read_to_string(cap.join("manifest.json")).unwrap()).unwrap();
@@ -218,4 +233,80 @@ fn a_capture_and_its_replay_watch_the_server_and_their_own_backends_only() {
     );
     // calls() reads the same file: one call per captured statement, none lost to the observer.
     assert!(calls(&cap).len() as u64 >= 7 * n);
+}
+
+/// An observer whose role may not read the captured sessions' activity (no pg_monitor, no
+/// pg_read_all_settings) says what it lacks, and the capture still succeeds with what it can read;
+/// an observer that cannot connect at all (the upstream as given carries no password) leaves the
+/// figures missing with the reason, and the capture succeeds too.
+#[test]
+fn an_observer_without_pg_monitor_names_what_it_lacks_and_the_capture_succeeds() {
+    let pg = PgCluster::shared();
+    let d = tempdir();
+    let db = pg.create_db("cap_observe_weak");
+    pgbench_init(pg, &db);
+    let role = format!("weak_{}", std::process::id());
+    let password = "weak-Secret-42";
+    pg.query(
+        &db,
+        &format!("CREATE ROLE {role} LOGIN PASSWORD '{password}'"),
+    );
+    let weak = format!(
+        "postgres://{role}:{password}@/{db}?host={}&port={}",
+        pg.socket_dir().display(),
+        pg.port()
+    );
+    let proxy = spawn_proxy(
+        d.path(),
+        pg,
+        "127.0.0.1:0",
+        &["--observe", &weak, "--sample-hz", "50"],
+    );
+    let out = pgbench_through(&proxy, pg, 2, 2, "simple", &db);
+    let n = transactions(&out);
+    let (_, cap) = proxy.stop();
+    assert!(calls(&cap).len() as u64 >= 7 * n);
+    // What any role may read is there: the database's commits.
+    let commits = db_delta(&cap, "xact_commit");
+    assert!(commits >= n as f64, "xact_commit +{commits} < {n}");
+    // The captured (superuser's) sessions were seen but not readable: no sample, and said so.
+    let (_, _, samples) = sampled(&cap);
+    assert_eq!(samples, 0, "samples of sessions the role may not see");
+    let r: Value = serde_json::from_str(&ok(d.path(), &["report", s(&cap), "--json"])).unwrap();
+    let missing = &r["observe"]["missing"];
+    let activity = missing["pg_stat_activity"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{missing}"));
+    assert!(
+        activity.contains(&role) && activity.contains("pg_monitor"),
+        "{activity}"
+    );
+    let report = ok(d.path(), &["report", s(&cap)]);
+    assert!(report.contains("grant it pg_monitor"), "{report}");
+    // The data directory needs pg_read_all_settings: the manifest's storage says so.
+    let manifest = std::fs::read_to_string(cap.join("manifest.json")).unwrap();
+    assert!(manifest.contains("pg_read_all_settings"), "{manifest}");
+    for f in ["manifest.json", "snapshots.jsonl", "samples.jsonl"] {
+        let text = std::fs::read_to_string(cap.join(f)).unwrap();
+        assert!(
+            !text.contains(password),
+            "{f} holds the observer's password"
+        );
+    }
+    assert!(!report.contains(password));
+
+    // The upstream as the tests give it has no user or password: the observer cannot log in.
+    let d2 = tempdir();
+    let proxy = spawn_proxy(d2.path(), pg, "127.0.0.1:0", &[]);
+    let out = pgbench_through(&proxy, pg, 1, 1, "simple", &db);
+    assert!(transactions(&out) > 0);
+    let (_, cap) = proxy.stop();
+    let r: Value = serde_json::from_str(&ok(d2.path(), &["report", s(&cap), "--json"])).unwrap();
+    let missing = &r["observe"]["missing"];
+    let why = missing["pg_stat_database"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{missing}"));
+    assert!(why.contains("cannot connect"), "{why}");
+    assert!(!r.to_string().contains(pg.password()));
+    pg.query(&db, &format!("DROP ROLE {role}"));
 }

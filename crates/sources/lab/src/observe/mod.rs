@@ -153,6 +153,8 @@ pub struct Observer {
     sampler: Option<SamplerReport>,
     /// What the report should say about the figures' scope (the `observe` section's `note`).
     note: Option<String>,
+    /// What this process is, when it is not the workload's client (`os.client`'s `who`).
+    client_who: Option<String>,
 }
 
 /// The size of the database's temp tables, polled with the backends' CPU time.
@@ -188,6 +190,7 @@ pub struct Opened {
     run_dir: PathBuf,
     files: Result<PathBuf, Unavailable>,
     storage: Vec<storage::Watched>,
+    client_who: Option<String>,
 }
 
 impl Opened {
@@ -222,6 +225,7 @@ impl Opened {
             stop_sampler: Arc::new(AtomicBool::new(false)),
             sampler: None,
             note: None,
+            client_who: self.client_who,
         };
         obs.read_backends();
         obs.take("start");
@@ -255,6 +259,7 @@ impl Observer {
             run_dir: run_dir.to_owned(),
             files,
             storage,
+            client_who: None,
         }
     }
 
@@ -416,7 +421,13 @@ impl Observer {
         sections.insert(
             "os.client".into(),
             match os::pid_cpu("self") {
-                Some((u, s)) => os::cpu_times(u, s),
+                Some((u, s)) => {
+                    let mut sec = os::cpu_times(u, s);
+                    if let Some(w) = &self.client_who {
+                        sec.text.insert("who".into(), w.clone());
+                    }
+                    sec
+                }
                 None => Section::missing("/proc/self/stat is not readable"),
             },
         );
@@ -519,6 +530,7 @@ pub struct Attached {
     opened: Option<Opened>,
     observer: Option<Observer>,
     sampler: Option<std::thread::JoinHandle<SamplerReport>>,
+    client_who: Option<String>,
 }
 
 /// Where a source tells the observer of its sessions' backends (cheap to clone, safe to call
@@ -555,7 +567,9 @@ impl Attached {
     pub fn open(target: Box<dyn Target>, run_dir: &Path, config: &ObserveConfig) -> Attached {
         let target: Arc<dyn Target> = Arc::from(target);
         let sessions = Arc::new(SessionProbe::by_backend_pid(&run_id()));
-        let opened = Observer::open(&*target, &[], &[], run_dir, config, sessions.clone());
+        let mut opened = Observer::open(&*target, &[], &[], run_dir, config, sessions.clone());
+        // The sessions' tables are not known beforehand: every user table's I/O is read.
+        opened.probe.read_all_tables();
         Attached {
             target,
             log: BackendLog {
@@ -565,6 +579,7 @@ impl Attached {
             opened: Some(opened),
             observer: None,
             sampler: None,
+            client_who: None,
         }
     }
 
@@ -574,6 +589,12 @@ impl Attached {
         self.opened.as_ref().map(Opened::storage)
     }
 
+    /// What this process is to the sessions, when it is not their client: `os.client`'s CPU
+    /// is reported as that (`capture proxy`). Call before [`Attached::start`].
+    pub fn client_is(&mut self, who: &str) {
+        self.client_who = Some(who.to_string());
+    }
+
     /// Where the source tells the observer of its sessions' backends.
     pub fn backends(&self) -> BackendLog {
         self.log.clone()
@@ -581,9 +602,10 @@ impl Attached {
 
     /// Takes the start snapshot and starts the sampler.
     pub fn start(&mut self, clock: &RunClock) {
-        let Some(opened) = self.opened.take() else {
+        let Some(mut opened) = self.opened.take() else {
             return;
         };
+        opened.client_who = self.client_who.take();
         let obs = opened.start(clock);
         if let Some((spec, out)) = obs.sampler_parts() {
             let target = self.target.clone();

@@ -37,7 +37,12 @@ pub struct DbProbe {
     server_pid: Result<u32, String>,
     /// PostgreSQL: the database the probe is connected to, whose counters it reads.
     database: Option<String>,
+    /// Read every user table's I/O (up to [`ALL_TABLES_MAX`]), for sessions that name none.
+    all_tables: bool,
 }
+
+/// The most user tables whose I/O a probe of every table reads; a database with more is said.
+pub const ALL_TABLES_MAX: usize = 1000;
 
 impl DbProbe {
     /// Opens the probe's own connection (named `label` on PostgreSQL) and reads the server's
@@ -57,6 +62,7 @@ impl DbProbe {
             connections: Vec::new(),
             server_pid: Err("not MariaDB/MySQL".into()),
             database: None,
+            all_tables: false,
         };
         if p.kind == "mysql" {
             match target.connect() {
@@ -108,6 +114,13 @@ impl DbProbe {
     /// `pg_stat_statements`), when connected.
     pub fn database(&self) -> Option<&str> {
         self.database.as_deref()
+    }
+
+    /// Reads the I/O of every user table of the database (`pg_statio_user_tables`, up to
+    /// [`ALL_TABLES_MAX`]) rather than the workload's: for sessions dbscope does not run (a
+    /// capture's, a replay's), whose tables are not known beforehand.
+    pub fn read_all_tables(&mut self) {
+        self.all_tables = true;
     }
 
     /// The target kind (`postgres`, `sqlite`, `null`).
@@ -495,7 +508,10 @@ impl DbProbe {
             out.insert("pg_stat_bgwriter".into(), bg);
             out.insert("pg_stat_checkpointer".into(), cp);
         }
-        out.insert("pg_statio_user_tables".into(), statio(s, &self.tables));
+        out.insert(
+            "pg_statio_user_tables".into(),
+            statio(s, (!self.all_tables).then_some(&self.tables[..])),
+        );
         out.insert("pg_stat_statements".into(), statements(s));
         out.insert("pg_ls_tmpdir".into(), temp_dirs(s));
         out.insert(
@@ -562,8 +578,9 @@ fn numbers(cols: &[&str], row: &[Option<String>]) -> BTreeMap<String, f64> {
         .collect()
 }
 
-fn statio(s: &mut dyn Session, tables: &[String]) -> Section {
-    if tables.is_empty() {
+/// The I/O of the workload's `tables`, or (`None`) of every user table of the database.
+fn statio(s: &mut dyn Session, tables: Option<&[String]>) -> Section {
+    if tables.is_some_and(<[String]>::is_empty) {
         return Section::missing("the workload names no tables");
     }
     let cols = [
@@ -574,11 +591,29 @@ fn statio(s: &mut dyn Session, tables: &[String]) -> Section {
         "toast_blks_read",
         "toast_blks_hit",
     ];
-    let sql = format!(
-        "SELECT relname, {} FROM pg_statio_user_tables WHERE relname = ANY(string_to_array($1, ','))",
-        cols.join(", ")
-    );
-    match s.query_rows(&sql, &[Param::Text(tables.join(","))]) {
+    let (sql, params) = match tables {
+        Some(t) => (
+            format!(
+                "SELECT relname, {} FROM pg_statio_user_tables WHERE relname = ANY(string_to_array($1, ','))",
+                cols.join(", ")
+            ),
+            vec![Param::Text(t.join(","))],
+        ),
+        // Schema-qualified where the name alone is not the table's (another schema than public).
+        None => (
+            format!(
+                "SELECT CASE WHEN schemaname = 'public' THEN relname ELSE schemaname || '.' || relname END, \
+                 {} FROM pg_statio_user_tables LIMIT {}",
+                cols.join(", "),
+                ALL_TABLES_MAX + 1
+            ),
+            Vec::new(),
+        ),
+    };
+    match s.query_rows(&sql, &params) {
+        Ok(rows) if tables.is_none() && rows.len() > ALL_TABLES_MAX => Section::missing(format!(
+            "the database has more than {ALL_TABLES_MAX} user tables: their I/O is not read"
+        )),
         Ok(rows) => Section {
             rows: rows
                 .into_iter()
