@@ -662,3 +662,12 @@ impl Attached {
         self.observer = None;
     }
 }
+
+/// A source that failed before [`Attached::finish`] leaves no sampler running behind it.
+impl Drop for Attached {
+    fn drop(&mut self) {
+        if let Some(o) = &self.observer {
+            o.stop_sampler.store(true, Ordering::Relaxed);
+        }
+    }
+}
