@@ -309,4 +309,23 @@ fn an_observer_without_pg_monitor_names_what_it_lacks_and_the_capture_succeeds()
     assert!(why.contains("cannot connect"), "{why}");
     assert!(!r.to_string().contains(pg.password()));
     pg.query(&db, &format!("DROP ROLE {role}"));
+
+    // An observer of another database than the sessions': its counters are that database's, and
+    // the report says which database the sessions used.
+    let d3 = tempdir();
+    let proxy = spawn_proxy(
+        d3.path(),
+        pg,
+        "127.0.0.1:0",
+        &["--observe", &pg.uri("postgres")],
+    );
+    let out = pgbench_through(&proxy, pg, 1, 1, "simple", &db);
+    assert!(transactions(&out) > 0);
+    let (_, cap) = proxy.stop();
+    let r: Value = serde_json::from_str(&ok(d3.path(), &["report", s(&cap), "--json"])).unwrap();
+    let notes = r["observe"]["notes"].to_string();
+    assert!(
+        notes.contains("are database postgres's") && notes.contains(&format!("used {db} (")),
+        "{notes}"
+    );
 }
