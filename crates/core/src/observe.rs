@@ -146,6 +146,10 @@ pub struct Sample {
     /// The client operation in flight: the session's operation sequence number (1 = first).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub op: Option<u64>,
+    /// The backend's process id, when the sampler selects backends by pid (a capture's or a
+    /// replay's sessions, which dbscope does not name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
 }
 
 /// A stretch of time the sampler could not sample (its connection died).

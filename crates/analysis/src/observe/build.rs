@@ -97,6 +97,14 @@ pub fn build_joined(
             r.missing.insert(name.clone(), why.clone());
         }
     }
+    // What the observer says about its figures' scope (a capture's sessions in another database).
+    if let Some(n) = last
+        .sections
+        .get("observe")
+        .and_then(|s| s.text.get("note"))
+    {
+        r.notes.push(n.clone());
+    }
     // The client's commits span the whole run: they match the snapshots only when the last one
     // is the end snapshot.
     let client_commits = client_commits.filter(|&n| n > 0.0 && last.label == "end");

@@ -229,6 +229,7 @@ mod tests {
             query_id: None,
             query: None,
             op: None,
+            pid: None,
         })
     }
 

@@ -92,17 +92,19 @@ pub(super) fn os_figures(r: &mut ObserveReport, d: &Snapshot, span: f64, client:
     for (name, who) in [("os.client", "client"), ("os.server", "server backends")] {
         if let Some(s) = sec(d, name) {
             let t = s.counter("user_s").unwrap_or(0.0) + s.counter("system_s").unwrap_or(0.0);
+            // What the client process is when it is not a workload's (a capture's proxy).
+            let label = s.text.get("who").map_or(who, String::as_str);
             push(
                 &mut r.cpu,
                 &format!("{}_cpu_s", who.split(' ').next().unwrap_or(who)),
-                &format!("{who} CPU"),
+                &format!("{label} CPU"),
                 Some(t),
                 "s",
             );
             push(
                 &mut r.cpu,
                 &format!("{}_cpu_us_per_commit", who.split(' ').next().unwrap_or(who)),
-                &format!("{who} CPU per commit"),
+                &format!("{label} CPU per commit"),
                 ratio(Some(t * 1e6), client),
                 "µs",
             );

@@ -114,9 +114,32 @@ pub struct CaptureProxyArgs {
     /// path as --listen.
     #[arg(long, value_name = "OCTAL", value_parser = parse_socket_mode)]
     pub socket_mode: Option<u32>,
+    #[command(flatten)]
+    pub observe: ObserveArgs,
     /// No progress line.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// How the server is watched while a capture or a replay runs (the report's "Database and OS").
+#[derive(Debug, Args)]
+pub struct ObserveArgs {
+    /// The observer's own connection to the server (a libpq connection string, with the user,
+    /// password and database to read the counters of). Default: the capture's --upstream or the
+    /// replay's --target as given. Its database is the one whose counters (pg_stat_database,
+    /// pg_stat_statements) are read; its role should have pg_monitor to see other users'
+    /// sessions' waits.
+    #[arg(long = "observe", value_name = "URI")]
+    pub observe: Option<String>,
+    /// Do not watch the server (no "Database and OS" section).
+    #[arg(long, conflicts_with_all = ["observe", "sample_hz", "snapshot_every"])]
+    pub no_observe: bool,
+    /// Active-session samples per second of the sessions' backends (told by pid); 0: none.
+    #[arg(long, default_value_t = 10.0, value_name = "HZ")]
+    pub sample_hz: f64,
+    /// Besides the start and the end, snapshot the server's and the OS's counters this often.
+    #[arg(long, value_name = "DURATION", value_parser = crate::parse::parse_duration)]
+    pub snapshot_every: Option<Duration>,
 }
 
 /// `--socket-mode`: octal permission bits, 0 to 0777 (an optional leading `0o`).
@@ -215,6 +238,8 @@ pub struct ReplayArgs {
     /// The run directory to create (default: runs/<timestamp>-replay).
     #[arg(long, value_name = "RUN")]
     pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub observe: ObserveArgs,
     /// Print only the run directory at the end.
     #[arg(long, short)]
     pub quiet: bool,

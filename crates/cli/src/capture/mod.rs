@@ -1,6 +1,7 @@
 //! `dbscope capture proxy|info|log`, `dbscope replay` and `dbscope restore-point …`.
 
 pub mod args;
+mod watch;
 
 use std::io::{IsTerminal, Write};
 
@@ -79,6 +80,11 @@ fn cmd_proxy(a: CaptureProxyArgs) -> Result<u8, Exit> {
         threads: usize::from(a.threads),
         command_line: redacted_command_line(),
         socket_mode: a.socket_mode.unwrap_or(proxy::DEFAULT_SOCKET_MODE),
+        watch: watch::open_watch(
+            &a.observe,
+            &a.upstream,
+            Some("capture proxy (dbscope, its observer included)"),
+        )?,
     };
     let live = !a.quiet && std::io::stderr().is_terminal();
     let quiet = a.quiet;
@@ -148,6 +154,7 @@ pub fn cmd_replay(a: crate::capture::args::ReplayArgs) -> Result<u8, Exit> {
             out.display()
         )));
     }
+    let observer = watch::open_watch(&a.observe, &a.target, None)?;
     if let Some(name) = &a.restore {
         let rp = restore::reset(&a.target, name)?;
         if !a.quiet {
@@ -167,6 +174,7 @@ pub fn cmd_replay(a: crate::capture::args::ReplayArgs) -> Result<u8, Exit> {
         sync_slack: a.sync_slack,
         restored_from: a.restore.clone(),
         command_line: redacted_command_line(),
+        watch: observer,
     };
     let live = !a.quiet && std::io::stderr().is_terminal();
     let result = replay::run(&cfg, &stop, |t| {

@@ -31,7 +31,7 @@ pub(crate) fn start_proxy(dir: &Path, pg: &PgCluster) -> Proxy {
 }
 
 /// `dbscope capture proxy --listen LISTEN … EXTRA…`, once it says where clients connect.
-fn spawn_proxy(dir: &Path, pg: &PgCluster, listen: &str, extra: &[&str]) -> Proxy {
+pub(crate) fn spawn_proxy(dir: &Path, pg: &PgCluster, listen: &str, extra: &[&str]) -> Proxy {
     let out = dir.join("cap");
     let mut child = dbscope(dir)
         .args(["capture", "proxy", "--listen", listen])
@@ -100,7 +100,7 @@ impl Drop for Proxy {
 }
 
 /// Every call of a capture, as JSON.
-fn calls(cap: &Path) -> Vec<Value> {
+pub(crate) fn calls(cap: &Path) -> Vec<Value> {
     std::fs::read_to_string(cap.join("capture-calls.jsonl"))
         .unwrap()
         .lines()
@@ -110,7 +110,7 @@ fn calls(cap: &Path) -> Vec<Value> {
 }
 
 /// `pgbench -i -s 1` on `db`, straight to the server.
-fn pgbench_init(pg: &PgCluster, db: &str) {
+pub(crate) fn pgbench_init(pg: &PgCluster, db: &str) {
     let sock = pg.socket_dir().display().to_string();
     let port = pg.port().to_string();
     pg.pgbench(&["-i", "-s", "1", "-q", "-h", &sock, "-p", &port, db]);
@@ -118,7 +118,7 @@ fn pgbench_init(pg: &PgCluster, db: &str) {
 
 /// pgbench's TPC-B-like script through the proxy: `clients` clients (2 threads) for `secs`
 /// seconds with protocol `mode`; pgbench's output.
-fn pgbench_through(
+pub(crate) fn pgbench_through(
     proxy: &Proxy,
     pg: &PgCluster,
     clients: u32,
@@ -149,7 +149,7 @@ fn pgbench_through(
 }
 
 /// pgbench's own count of transactions.
-fn transactions(out: &str) -> u64 {
+pub(crate) fn transactions(out: &str) -> u64 {
     out.lines()
         .find_map(|l| l.strip_prefix("number of transactions actually processed: "))
         .and_then(|n| n.split('/').next())

@@ -8,6 +8,7 @@ mod bad_input;
 mod baseline;
 mod bulkload;
 mod capture;
+mod capture_observe;
 mod cli;
 #[cfg(feature = "cluster")]
 mod cluster;

@@ -31,6 +31,8 @@ pub struct WireConn {
     pub(crate) rbuf: BytesMut,
     pub(crate) wbuf: BytesMut,
     pub(crate) broken: bool,
+    /// The server process serving this connection (its `BackendKeyData`).
+    pub(crate) backend_pid: Option<u32>,
 }
 
 impl WireConn {
@@ -57,6 +59,7 @@ impl WireConn {
                 rbuf: BytesMut::with_capacity(READ_SIZE),
                 wbuf: BytesMut::with_capacity(1024),
                 broken: false,
+                backend_pid: None,
             };
             let started = conn
                 .stream
@@ -84,6 +87,12 @@ impl WireConn {
     /// True once the connection failed and can no longer be used.
     pub fn is_broken(&self) -> bool {
         self.broken
+    }
+
+    /// The process id of the server backend serving this connection, as the server said at
+    /// startup (`BackendKeyData`; `pg_stat_activity.pid`).
+    pub fn backend_pid(&self) -> Option<u32> {
+        self.backend_pid
     }
 
     fn startup(&mut self, info: &ConnInfo) -> Result<(), WireError> {
@@ -154,9 +163,10 @@ impl WireConn {
                 }
                 Message::ErrorResponse(body) => return Err(db_error(&body)),
                 Message::ReadyForQuery(_) => return Ok(()),
-                Message::ParameterStatus(_)
-                | Message::BackendKeyData(_)
-                | Message::NoticeResponse(_) => {}
+                Message::BackendKeyData(body) => {
+                    self.backend_pid = u32::try_from(body.process_id()).ok();
+                }
+                Message::ParameterStatus(_) | Message::NoticeResponse(_) => {}
                 _ => {
                     return Err(WireError::Protocol(
                         "unsupported authentication method (this client does trust, password, md5, scram-sha-256)"

@@ -16,6 +16,7 @@ pub mod private;
 pub mod proxy;
 pub mod replay;
 pub mod restore;
+pub mod watch;
 pub mod wire;
 
 use std::path::{Path, PathBuf};

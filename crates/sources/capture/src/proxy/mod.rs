@@ -38,11 +38,12 @@ use dbscope_pgwire::connect_socket;
 use serde_json::json;
 use tokio::sync::watch;
 
+use crate::watch::OpenWatch;
 use crate::{CaptureError, CALLS_FILE};
 
 use listen::{loops_back, raise_fd_limit, sessions_within, Listener};
 use session::serve_all;
-use shared::{Base, FLUSH_EVERY};
+use shared::{Base, FLUSH_EVERY, WATCH_EVERY};
 
 /// What to run.
 pub struct ProxyConfig {
@@ -62,6 +63,9 @@ pub struct ProxyConfig {
     /// Permissions of a Unix socket (PostgreSQL's `unix_socket_permissions`, default 0777: any
     /// local user may connect, authentication decides); ignored for TCP.
     pub socket_mode: u32,
+    /// Watches the upstream server while the capture runs (its counters, devices and the
+    /// captured sessions' waits): the binary gives the lab's observer; `None`: not watched.
+    pub watch: Option<OpenWatch>,
 }
 
 /// PostgreSQL's default `unix_socket_permissions`.
@@ -162,7 +166,16 @@ pub fn run(
     let mut rec = Recording::begin(&cfg.out, manifest)?;
     crate::private::private_dir(&cfg.out).map_err(|e| CaptureError::io(&cfg.out, e))?;
     let calls = Arc::new(CallsFile::create(&cfg.out.join(CALLS_FILE))?);
+    // The observer's connection is opened and the server's places found before the clock starts
+    // (the manifest records them), its start snapshot taken before any client is let in.
+    let mut watch = cfg.watch.as_ref().and_then(|open| open(rec.dir()));
+    if let Some(w) = &watch {
+        rec.manifest_mut().storage = w.storage();
+    }
     let clock = rec.start_clock()?;
+    if let Some(w) = watch.as_mut() {
+        w.start(&clock);
+    }
     let (sessions, batches) = rec.sessions(&clock, 0, 256);
     let live = Arc::new(Live::default());
     let started = Instant::now();
@@ -174,6 +187,7 @@ pub fn run(
         clock,
         calls: Arc::clone(&calls),
         live: Arc::clone(&live),
+        backends: watch.as_ref().map(|w| w.backends()),
     });
     // The stop reaches the event loop through a channel (set below by the recording thread's
     // ticks), so the loop has no timer of its own and sleeps in epoll_wait without a timeout.
@@ -191,7 +205,14 @@ pub fn run(
     };
     let mut last_flush = Instant::now();
     let mut last_progress = Instant::now();
+    let mut last_watch = Instant::now();
     let write_error = rec.pump(batches, FLUSH_EVERY, |_| {
+        if last_watch.elapsed() >= WATCH_EVERY {
+            if let Some(w) = watch.as_mut() {
+                w.tick();
+            }
+            last_watch = Instant::now();
+        }
         if cfg.duration.is_some_and(|d| started.elapsed() >= d) {
             stop.interrupt();
         }
@@ -209,6 +230,11 @@ pub fn run(
     });
     let _ = forward.join();
     calls.flush();
+    // Every session's connection is closed: the end snapshot waits for their backends to exit
+    // (they hand their last statistics to the server as they do).
+    if let Some(w) = watch.as_mut() {
+        w.finish();
+    }
     let seconds = started.elapsed().as_secs_f64();
     let calls_error = calls
         .error

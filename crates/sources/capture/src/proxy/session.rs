@@ -2,7 +2,7 @@
 //! them: forwarding both ways, the calls tracked and handed to the calls file.
 
 use std::io;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -270,9 +270,16 @@ fn client_keeps(kind: u8) -> bool {
     matches!(kind, b'Q' | b'P' | b'B' | b'E' | b'F')
 }
 
-/// Which server messages the tracker reads the body of.
+/// Which server messages the tracker reads the body of (and `BackendKeyData`, for the
+/// backend's pid).
 fn server_keeps(kind: u8) -> bool {
-    matches!(kind, b'C' | b'E' | b'Z')
+    matches!(kind, b'C' | b'E' | b'Z' | b'K')
+}
+
+/// The backend's process id from a `BackendKeyData` body (pid, then the secret key).
+fn backend_pid(body: &[u8]) -> Option<u32> {
+    let b: [u8; 4] = body.get(..4)?.try_into().ok()?;
+    u32::try_from(i32::from_be_bytes(b)).ok().filter(|&p| p > 0)
 }
 
 /// Forwards both directions until either side closes or the capture stops; records the calls.
@@ -296,6 +303,13 @@ async fn relay(
         rec,
     });
     let lock = || shared.lock().unwrap_or_else(PoisonError::into_inner);
+    // The session's backend, from the server's BackendKeyData (0 until then).
+    let pid = AtomicU32::new(0);
+    let database = line
+        .get("database")
+        .or_else(|| line.get("user"))
+        .and_then(|d| d.as_str())
+        .map(str::to_string);
     let client_to_server = async {
         let mut framer = Framer::new(client_keeps);
         let mut buf = vec![0u8; BUF];
@@ -323,7 +337,15 @@ async fn relay(
             let done = {
                 let mut s = lock();
                 let s = &mut *s;
-                framer.feed(&buf[..n], |m| s.tracker.server(&m, t));
+                framer.feed(&buf[..n], |m| {
+                    if m.kind == b'K' {
+                        if let (Some(p), Some(b)) = (backend_pid(m.body), &base.backends) {
+                            pid.store(p, Ordering::Relaxed);
+                            b.connected(session, p, database.as_deref());
+                        }
+                    }
+                    s.tracker.server(&m, t)
+                });
                 take_done(s, base)
             };
             base.calls.push_calls(done);
@@ -336,6 +358,13 @@ async fn relay(
         _ = until_stopped(stopped) => {}
     }
     let end = base.clock.now_ns();
+    let pid = pid.into_inner();
+    if pid > 0 {
+        line["backend_pid"] = json!(pid);
+        if let Some(b) = &base.backends {
+            b.ended(pid);
+        }
+    }
     let mut s = shared.into_inner().unwrap_or_else(PoisonError::into_inner);
     s.tracker.end(end);
     let done = take_done(&mut s, base);

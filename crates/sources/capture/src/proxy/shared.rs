@@ -8,11 +8,14 @@ use std::time::Duration;
 use dbscope_core::RunClock;
 
 use super::calls_file::CallsFile;
+use crate::watch::Backends;
 
 /// How long a client may take to send its startup message.
 pub(super) const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// How often the calls file is written and flushed (so a crash loses at most this much).
 pub(super) const FLUSH_EVERY: Duration = Duration::from_millis(200);
+/// How often the watcher of the upstream ticks (its backends' CPU time, periodic snapshots).
+pub(super) const WATCH_EVERY: Duration = Duration::from_millis(250);
 /// Bytes read at once from a socket.
 pub(super) const BUF: usize = 1 << 16;
 
@@ -47,4 +50,6 @@ pub(super) struct Base {
     pub(super) clock: RunClock,
     pub(super) calls: Arc<CallsFile>,
     pub(super) live: Arc<Live>,
+    /// Told each session's backend (when the server is watched).
+    pub(super) backends: Option<Arc<dyn Backends>>,
 }

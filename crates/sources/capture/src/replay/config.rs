@@ -47,6 +47,9 @@ pub struct ReplayConfig {
     pub restored_from: Option<String>,
     /// The command line (redacted in the manifest).
     pub command_line: Vec<String>,
+    /// Watches the target while the replay runs (its counters, devices and the replay's
+    /// sessions' waits): the binary gives the lab's observer; `None`: not watched.
+    pub watch: Option<crate::watch::OpenWatch>,
 }
 
 /// What a replay did.

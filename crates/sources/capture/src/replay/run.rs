@@ -87,7 +87,16 @@ pub fn run(
     });
     let mut rec = Recording::begin(&cfg.out, manifest)?;
     crate::private::private_dir(&cfg.out).map_err(|e| CaptureError::io(&cfg.out, e))?;
+    // The target's observer: its places recorded before the clock starts, its start snapshot
+    // taken before any replay session connects.
+    let mut watch = cfg.watch.as_ref().and_then(|open| open(rec.dir()));
+    if let Some(w) = &watch {
+        rec.manifest_mut().storage = w.storage();
+    }
     let clock = rec.start_clock()?;
+    if let Some(w) = watch.as_mut() {
+        w.start(&clock);
+    }
     let (sessions, batches) = rec.sessions(&clock, 0, 256);
     let order = CommitOrder::new(plan.commits.len());
     let ctx = Ctx {
@@ -97,6 +106,7 @@ pub fn run(
         clock: clock.clone(),
         order: &order,
         stop,
+        backends: watch.as_ref().map(|w| w.backends()),
     };
     let started = Instant::now();
     let mut tally = Tally::default();
@@ -112,7 +122,14 @@ pub fn run(
             .collect();
         drop(sessions);
         let mut last = Instant::now();
+        let mut last_watch = Instant::now();
         let err = rec.pump(batches, Duration::from_millis(200), |_| {
+            if last_watch.elapsed() >= Duration::from_millis(250) {
+                if let Some(w) = watch.as_mut() {
+                    w.tick();
+                }
+                last_watch = Instant::now();
+            }
             if last.elapsed() >= Duration::from_secs(1) {
                 progress(started.elapsed());
                 last = Instant::now();
@@ -127,6 +144,10 @@ pub fn run(
         err
     });
     let replay_ns = clock.now_ns().saturating_sub(ctx.t0);
+    // Every replay session's connection is closed: the end snapshot waits for their backends.
+    if let Some(w) = watch.as_mut() {
+        w.finish();
+    }
     let path = cfg.out.join(DIVERGENCE_FILE);
     let mut text = String::new();
     for d in &tally.divergences {

@@ -4,6 +4,7 @@
 //! preceded it in the capture; its answer becomes an event and is checked for divergence.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use dbscope_core::{Recorder, RunClock, StopSignal};
@@ -16,6 +17,7 @@ use super::tally::{Tally, LOST_IN_TRANSACTION, NO_CONNECTION};
 use super::{connect_with, Answer, ReplayCall, WireConn, WireError};
 use crate::calls::{Call, Protocol};
 use crate::proxy::event_name;
+use crate::watch::Backends;
 
 /// How a replayed call differs from the captured one, if it does.
 fn divergence(c: &Call, a: &Answer) -> Option<&'static str> {
@@ -71,6 +73,18 @@ pub(super) struct Ctx<'a> {
     pub(super) stop: &'a StopSignal,
     /// The replay's time 0 on the run clock.
     pub(super) t0: u64,
+    /// Told each connection's backend (when the target is watched).
+    pub(super) backends: Option<Arc<dyn Backends>>,
+}
+
+impl Ctx<'_> {
+    /// Closes the session's connection, if it has one, and tells the watcher.
+    fn close(&self, conn: &mut Option<WireConn>) {
+        let pid = conn.take().and_then(|c| c.backend_pid());
+        if let (Some(pid), Some(b)) = (pid, &self.backends) {
+            b.ended(pid);
+        }
+    }
 }
 
 impl Ctx<'_> {
@@ -128,7 +142,12 @@ pub(super) fn replay_session(s: &SessionPlan, ctx: &Ctx<'_>, mut rec: Recorder) 
     let mut skipping: Option<&'static str> = None;
     let mut prepared: HashSet<String> = HashSet::new();
     let connect = |t: &mut Tally| match connect_with(&ctx.cfg.target, &app, None) {
-        Ok((c, _)) => Some(c),
+        Ok((c, _)) => {
+            if let (Some(pid), Some(b)) = (c.backend_pid(), &ctx.backends) {
+                b.connected(s.id, pid, None);
+            }
+            Some(c)
+        }
         Err(why) => {
             t.connect_errors.push(format!("session {}: {}", s.id, why));
             None
@@ -198,6 +217,7 @@ pub(super) fn replay_session(s: &SessionPlan, ctx: &Ctx<'_>, mut rec: Recorder) 
         }
         if conn.as_ref().is_none_or(WireConn::is_broken) {
             prepared.clear();
+            ctx.close(&mut conn);
             conn = connect(&mut t);
         }
         let name = rec.name(&event_name(c));
@@ -285,7 +305,7 @@ pub(super) fn replay_session(s: &SessionPlan, ctx: &Ctx<'_>, mut rec: Recorder) 
                 t.divergences.push(v);
                 // Whatever the server did with the session's open transaction, it is gone: the
                 // next call reconnects, and the rest of this one is not replayed.
-                conn = None;
+                ctx.close(&mut conn);
                 in_transaction = false;
                 if inside_transaction(c) {
                     skipping = Some(LOST_IN_TRANSACTION);
@@ -299,6 +319,7 @@ pub(super) fn replay_session(s: &SessionPlan, ctx: &Ctx<'_>, mut rec: Recorder) 
     for i in mine {
         ctx.order.mark(i);
     }
+    ctx.close(&mut conn);
     rec.flush();
     t
 }

@@ -27,14 +27,21 @@ pub struct SamplerReport {
     pub gap_s: f64,
     /// Why sampling stopped early or never started, if it did.
     pub error: Option<String>,
+    /// Backend readings the observer's role was not allowed to see (`pg_stat_activity` shows
+    /// another user's session as `<insufficient privilege>` without `pg_read_all_stats`): not
+    /// written as samples.
+    pub denied: u64,
+    /// The observer's role, as the server names it (for the message about `denied`).
+    pub role: Option<String>,
 }
+
+/// What `pg_stat_activity` shows in place of the query of a session the reader may not see.
+const INSUFFICIENT_PRIVILEGE: &str = "<insufficient privilege>";
 
 /// What the sampler thread needs.
 pub struct SamplerSpec {
     /// Samples per second.
     pub hz: f64,
-    /// `dbscope/<run id>/%`.
-    pub pattern: String,
     /// The sampler connection's own `application_name`.
     pub label: String,
     /// PostgreSQL's `server_version_num` (query_id needs 14).
@@ -63,9 +70,13 @@ pub fn run(target: &dyn Target, spec: SamplerSpec, mut out: JsonLines) -> Sample
     } else {
         "NULL::bigint"
     };
+    // The run's backends: named `dbscope/<run id>/<session>`, or given by pid (a capture's or a
+    // replay's sessions), which the filter says afresh each tick as sessions come and go.
+    let filter_sql = spec.sessions.backend_filter(false).sql;
     let sql = format!(
         "SELECT split_part(application_name, '/', 3), state, wait_event_type, wait_event, {query_id}, \
-         left(query, 40) FROM pg_stat_activity WHERE application_name LIKE $1"
+         left(query, 40), pid, query = '{INSUFFICIENT_PRIVILEGE}' AND state IS NULL \
+         FROM pg_stat_activity WHERE {filter_sql}"
     );
     let period = Duration::from_secs_f64(1.0 / spec.hz);
     let mut conn: Option<Box<dyn Session>> = None;
@@ -79,7 +90,15 @@ pub fn run(target: &dyn Target, spec: SamplerSpec, mut out: JsonLines) -> Sample
                 s.set_label(&spec.label)?;
                 Ok(s)
             }) {
-                Ok(s) => conn = Some(s),
+                Ok(mut s) => {
+                    if rep.role.is_none() {
+                        rep.role = s
+                            .query_rows("SELECT current_user", &[])
+                            .ok()
+                            .and_then(|r| r.into_iter().next()?.into_iter().next()?);
+                    }
+                    conn = Some(s);
+                }
                 Err(e) if first => {
                     rep.error = Some(format!("the sampler cannot connect: {}", e.message));
                     return rep;
@@ -92,7 +111,8 @@ pub fn run(target: &dyn Target, spec: SamplerSpec, mut out: JsonLines) -> Sample
         first = false;
         if let Some(s) = conn.as_mut() {
             let t0 = spec.clock.now_ns();
-            match s.query_rows(&sql, &[Param::Text(spec.pattern.clone())]) {
+            let param = spec.sessions.backend_filter(false).param;
+            match s.query_rows(&sql, &[Param::Text(param)]) {
                 Ok(rows) => {
                     let t = t0 + (spec.clock.now_ns() - t0) / 2;
                     let mut lines = Vec::with_capacity(rows.len() + 2);
@@ -105,13 +125,20 @@ pub fn run(target: &dyn Target, spec: SamplerSpec, mut out: JsonLines) -> Sample
                             reason,
                         }));
                     }
+                    let denied = |r: &Vec<Option<String>>| {
+                        r.get(7).is_some_and(|d| d.as_deref() == Some("t"))
+                    };
                     lines.push(SampleLine::Tick {
                         t_ns: t,
-                        seen: rows.len() as u32,
+                        seen: rows.iter().filter(|r| !denied(r)).count() as u32,
                     });
                     for r in rows {
-                        let Some(session) = r[0].as_deref().and_then(|v| v.parse::<u32>().ok())
-                        else {
+                        let pid = r.get(6).cloned().flatten().and_then(|p| p.parse().ok());
+                        if denied(&r) {
+                            rep.denied += 1;
+                            continue;
+                        }
+                        let Some(session) = spec.sessions.session_of(pid, r[0].as_deref()) else {
                             continue;
                         };
                         let op = spec.sessions.current_op(session);
@@ -126,6 +153,7 @@ pub fn run(target: &dyn Target, spec: SamplerSpec, mut out: JsonLines) -> Sample
                             query_id: next_text().and_then(|q| q.parse().ok()).filter(|&q| q != 0),
                             query: next_text(),
                             op,
+                            pid,
                         }));
                         rep.samples += 1;
                     }

@@ -151,6 +151,10 @@ pub struct Observer {
     last_periodic: Instant,
     stop_sampler: Arc<AtomicBool>,
     sampler: Option<SamplerReport>,
+    /// What the report should say about the figures' scope (the `observe` section's `note`).
+    note: Option<String>,
+    /// What this process is, when it is not the workload's client (`os.client`'s `who`).
+    client_who: Option<String>,
 }
 
 /// The size of the database's temp tables, polled with the backends' CPU time.
@@ -186,6 +190,7 @@ pub struct Opened {
     run_dir: PathBuf,
     files: Result<PathBuf, Unavailable>,
     storage: Vec<storage::Watched>,
+    client_who: Option<String>,
 }
 
 impl Opened {
@@ -219,6 +224,8 @@ impl Opened {
             last_periodic: Instant::now(),
             stop_sampler: Arc::new(AtomicBool::new(false)),
             sampler: None,
+            note: None,
+            client_who: self.client_who,
         };
         obs.read_backends();
         obs.take("start");
@@ -252,6 +259,7 @@ impl Observer {
             run_dir: run_dir.to_owned(),
             files,
             storage,
+            client_who: None,
         }
     }
 
@@ -278,6 +286,15 @@ impl Observer {
         scope: &'scope Scope<'scope, 'env>,
         target: &'env dyn Target,
     ) -> Option<ScopedJoinHandle<'scope, SamplerReport>> {
+        let (spec, out) = self.sampler_parts()?;
+        std::thread::Builder::new()
+            .name("sampler".into())
+            .spawn_scoped(scope, move || ash::run(target, spec, out))
+            .ok()
+    }
+
+    /// What the sampler thread needs, when it is to run (PostgreSQL, `sample_hz` > 0).
+    fn sampler_parts(&self) -> Option<(ash::SamplerSpec, JsonLines)> {
         if self.probe.kind() != "postgres" || self.config.sample_hz <= 0.0 {
             return None;
         }
@@ -290,17 +307,13 @@ impl Observer {
         };
         let spec = ash::SamplerSpec {
             hz: self.config.sample_hz,
-            pattern: self.sessions.pattern(),
             label: format!("dbscope-sampler/{}", self.sessions.run_id()),
             version_num: self.probe.version_num(),
             clock: self.clock.clone(),
             sessions: self.sessions.clone(),
             stop: self.stop_sampler.clone(),
         };
-        std::thread::Builder::new()
-            .name("sampler".into())
-            .spawn_scoped(scope, move || ash::run(target, spec, out))
-            .ok()
+        Some((spec, out))
     }
 
     /// Stops the sampler (the sessions are done) and keeps its report for the end snapshot.
@@ -340,9 +353,10 @@ impl Observer {
     pub fn finish(&mut self) {
         self.read_backends();
         if self.probe.kind() == "postgres" {
-            let pattern = self.sessions.pattern();
             let until = Instant::now() + Duration::from_secs(2);
-            while !self.probe.backend_pids(&pattern).is_empty() && Instant::now() < until {
+            while !self.probe.backend_pids(&self.sessions, true).is_empty()
+                && Instant::now() < until
+            {
                 std::thread::sleep(Duration::from_millis(20));
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -371,7 +385,7 @@ impl Observer {
         let Some(known) = self.backends.as_mut() else {
             return;
         };
-        for pid in self.probe.backend_pids(&self.sessions.pattern()) {
+        for pid in self.probe.backend_pids(&self.sessions, false) {
             if !os::is_postgres(pid) {
                 continue;
             }
@@ -407,7 +421,13 @@ impl Observer {
         sections.insert(
             "os.client".into(),
             match os::pid_cpu("self") {
-                Some((u, s)) => os::cpu_times(u, s),
+                Some((u, s)) => {
+                    let mut sec = os::cpu_times(u, s);
+                    if let Some(w) = &self.client_who {
+                        sec.text.insert("who".into(), w.clone());
+                    }
+                    sec
+                }
                 None => Section::missing("/proc/self/stat is not readable"),
             },
         );
@@ -449,6 +469,9 @@ impl Observer {
         let mut me = Section::default();
         me.text
             .insert("run_id".into(), self.sessions.run_id().to_string());
+        if let Some(n) = &self.note {
+            me.text.insert("note".into(), n.clone());
+        }
         if self.probe.kind() == "postgres" {
             me.gauges.insert("sample_hz".into(), self.config.sample_hz);
         }
@@ -457,8 +480,25 @@ impl Observer {
             me.counters.insert("samples".into(), r.samples as f64);
             me.counters.insert("sample_gaps".into(), r.gaps as f64);
             me.counters.insert("sample_gap_s".into(), r.gap_s);
+            me.counters.insert("samples_denied".into(), r.denied as f64);
             if let Some(e) = &r.error {
                 me.text.insert("sampler_error".into(), e.clone());
+                sections.insert(
+                    "pg_stat_activity".into(),
+                    Section::missing(format!("no wait-event samples: {e}")),
+                );
+            } else if r.denied > 0 {
+                let role = r.role.as_deref().unwrap_or("?");
+                sections.insert(
+                    "pg_stat_activity".into(),
+                    Section::missing(format!(
+                        "the observer's role {role} may not see the sessions' activity ({} of \
+                         its readings showed <insufficient privilege>, and those waits are not \
+                         sampled): grant it pg_monitor (or pg_read_all_stats), or observe as a \
+                         role that has it",
+                        r.denied
+                    )),
+                );
             }
         }
         sections.insert("observe".into(), me);
@@ -475,5 +515,159 @@ impl Observer {
             }
         }
         snap
+    }
+}
+
+/// The observer of sessions dbscope does not open itself — the clients of a capture proxy, the
+/// connections of a replay — whose backends it is told by pid ([`BackendLog`]). It owns its
+/// target and its sampler thread, so a source with its own loop drives it:
+/// [`Attached::open`] before the clock starts (the manifest records [`Attached::storage`]),
+/// [`Attached::start`] once it has, [`Attached::tick`] about four times a second,
+/// [`Attached::finish`] when the sessions have ended.
+pub struct Attached {
+    target: Arc<dyn Target>,
+    log: BackendLog,
+    opened: Option<Opened>,
+    observer: Option<Observer>,
+    sampler: Option<std::thread::JoinHandle<SamplerReport>>,
+    client_who: Option<String>,
+}
+
+/// Where a source tells the observer of its sessions' backends (cheap to clone, safe to call
+/// from any thread).
+#[derive(Clone)]
+pub struct BackendLog {
+    sessions: Arc<SessionProbe>,
+    databases: Arc<Mutex<BTreeMap<String, u32>>>,
+}
+
+impl BackendLog {
+    /// Session `session` is connected to backend `pid`, in `database` (as its startup asked).
+    pub fn connected(&self, session: u32, pid: u32, database: Option<&str>) {
+        self.sessions.add_backend(session, pid);
+        if let Some(d) = database {
+            *self
+                .databases
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .entry(d.to_string())
+                .or_default() += 1;
+        }
+    }
+
+    /// Backend `pid`'s connection was closed.
+    pub fn ended(&self, pid: u32) {
+        self.sessions.end_backend(pid);
+    }
+}
+
+impl Attached {
+    /// Opens the observer's connection to `target` (the server the sessions use) and finds where
+    /// its files are. Never fails: what cannot be read is written down as missing.
+    pub fn open(target: Box<dyn Target>, run_dir: &Path, config: &ObserveConfig) -> Attached {
+        let target: Arc<dyn Target> = Arc::from(target);
+        let sessions = Arc::new(SessionProbe::by_backend_pid(&run_id()));
+        let mut opened = Observer::open(&*target, &[], &[], run_dir, config, sessions.clone());
+        // The sessions' tables are not known beforehand: every user table's I/O is read.
+        opened.probe.read_all_tables();
+        Attached {
+            target,
+            log: BackendLog {
+                sessions,
+                databases: Arc::default(),
+            },
+            opened: Some(opened),
+            observer: None,
+            sampler: None,
+            client_who: None,
+        }
+    }
+
+    /// Where the database keeps its files and the run its own (for the manifest, before
+    /// [`Attached::start`]).
+    pub fn storage(&self) -> Option<StorageInfo> {
+        self.opened.as_ref().map(Opened::storage)
+    }
+
+    /// What this process is to the sessions, when it is not their client: `os.client`'s CPU
+    /// is reported as that (`capture proxy`). Call before [`Attached::start`].
+    pub fn client_is(&mut self, who: &str) {
+        self.client_who = Some(who.to_string());
+    }
+
+    /// Where the source tells the observer of its sessions' backends.
+    pub fn backends(&self) -> BackendLog {
+        self.log.clone()
+    }
+
+    /// Takes the start snapshot and starts the sampler.
+    pub fn start(&mut self, clock: &RunClock) {
+        let Some(mut opened) = self.opened.take() else {
+            return;
+        };
+        opened.client_who = self.client_who.take();
+        let obs = opened.start(clock);
+        if let Some((spec, out)) = obs.sampler_parts() {
+            let target = self.target.clone();
+            self.sampler = std::thread::Builder::new()
+                .name("sampler".into())
+                .spawn(move || ash::run(&*target, spec, out))
+                .ok();
+        }
+        self.observer = Some(obs);
+    }
+
+    /// Reads the backends' CPU time and takes a periodic snapshot when one is due.
+    pub fn tick(&mut self) {
+        if let Some(o) = self.observer.as_mut() {
+            o.tick();
+        }
+    }
+
+    /// Stops the sampler and takes the end snapshot (after the sessions' backends have gone).
+    /// The figures are the observed database's: when the sessions used others, the report says so.
+    pub fn finish(&mut self) {
+        let Some(o) = self.observer.as_mut() else {
+            return;
+        };
+        o.stop_sampler.store(true, Ordering::Relaxed);
+        if let Some(h) = self.sampler.take() {
+            o.sampler = Some(h.join().unwrap_or_else(|_| SamplerReport {
+                error: Some("the sampler thread panicked".into()),
+                ..SamplerReport::default()
+            }));
+        }
+        let databases = self
+            .log
+            .databases
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(observed) = o.probe.database() {
+            let others: Vec<String> = databases
+                .iter()
+                .filter(|(d, _)| d.as_str() != observed)
+                .map(|(d, n)| format!("{d} ({n} session{})", if *n == 1 { "" } else { "s" }))
+                .collect();
+            if !others.is_empty() {
+                o.note = Some(format!(
+                    "the database counters (pg_stat_database, pg_stat_statements) are database \
+                     {observed}'s, the observer's; sessions also used {}: observe that database \
+                     to count theirs (its name in the observer's connection string)",
+                    others.join(", ")
+                ));
+            }
+        }
+        o.finish();
+        self.observer = None;
+    }
+}
+
+/// A source that failed before [`Attached::finish`] leaves no sampler running behind it.
+impl Drop for Attached {
+    fn drop(&mut self) {
+        if let Some(o) = &self.observer {
+            o.stop_sampler.store(true, Ordering::Relaxed);
+        }
     }
 }

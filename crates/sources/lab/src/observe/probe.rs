@@ -21,6 +21,19 @@ pub struct SessionProbe {
     /// Connections kept open after their session ended, until the end snapshot read their
     /// statistics ([`Session::stats_end_with_connection`]).
     parked: Mutex<Vec<Box<dyn Session>>>,
+    /// PostgreSQL backends given by pid (pid → session, and whether its connection is still
+    /// open) when the sessions are not dbscope's own and so not named by the run (a capture's, a
+    /// replay's): `None` selects by name.
+    by_pid: Option<Mutex<BTreeMap<u32, (u32, bool)>>>,
+}
+
+/// How the observer's queries pick the run's backends out of `pg_stat_activity`: a condition
+/// with one text parameter.
+pub(super) struct BackendFilter {
+    /// `application_name LIKE $1` or `pid = ANY($1::int[])`.
+    pub sql: &'static str,
+    /// The pattern, or the pids as an array literal (`{101,102}`).
+    pub param: String,
 }
 
 /// How often (run-clock ns) a session publishes its connection's counters: 100 ms.
@@ -59,6 +72,83 @@ impl SessionProbe {
             status: (0..sessions).map(|_| Mutex::default()).collect(),
             connections: Mutex::default(),
             parked: Mutex::default(),
+            by_pid: None,
+        }
+    }
+
+    /// For sessions dbscope does not open itself (the clients of a capture proxy, the
+    /// connections of a replay): their backends are told by pid ([`SessionProbe::add_backend`]),
+    /// as each connection's `BackendKeyData` gives it.
+    pub fn by_backend_pid(run_id: &str) -> Self {
+        SessionProbe {
+            by_pid: Some(Mutex::default()),
+            ..SessionProbe::new(run_id, 0)
+        }
+    }
+
+    /// Session `session`'s backend is `pid` (a reconnected session has several, one after the
+    /// other). Ignored when the backends are selected by name.
+    pub fn add_backend(&self, session: u32, pid: u32) {
+        if let Some(m) = &self.by_pid {
+            m.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(pid, (session, true));
+        }
+    }
+
+    /// The connection of backend `pid` was closed: it is no longer sampled (its pid may be
+    /// reused by another backend), and the end snapshot waits for it to be gone.
+    pub fn end_backend(&self, pid: u32) {
+        if let Some(m) = &self.by_pid {
+            if let Some(b) = m
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get_mut(&pid)
+            {
+                b.1 = false;
+            }
+        }
+    }
+
+    /// Whether the backends are given by pid ([`SessionProbe::by_backend_pid`]).
+    pub fn selects_by_pid(&self) -> bool {
+        self.by_pid.is_some()
+    }
+
+    /// The condition that picks the run's backends out of `pg_stat_activity`: those whose
+    /// connection is open, or (`ended_too`, for the end snapshot's wait for them to go) every
+    /// one the run had.
+    pub(super) fn backend_filter(&self, ended_too: bool) -> BackendFilter {
+        match &self.by_pid {
+            None => BackendFilter {
+                sql: "application_name LIKE $1",
+                param: self.pattern(),
+            },
+            Some(m) => {
+                let m = m.lock().unwrap_or_else(PoisonError::into_inner);
+                let pids: Vec<String> = m
+                    .iter()
+                    .filter(|(_, b)| ended_too || b.1)
+                    .map(|(pid, _)| pid.to_string())
+                    .collect();
+                BackendFilter {
+                    sql: "pid = ANY($1::int[])",
+                    param: format!("{{{}}}", pids.join(",")),
+                }
+            }
+        }
+    }
+
+    /// The session of a backend seen in `pg_stat_activity`: by its pid when the backends are
+    /// given by pid, else from its `application_name`'s last part (`name_part`).
+    pub(super) fn session_of(&self, pid: Option<u32>, name_part: Option<&str>) -> Option<u32> {
+        match &self.by_pid {
+            Some(m) => m
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(&pid?)
+                .map(|b| b.0),
+            None => name_part?.parse().ok(),
         }
     }
 

@@ -11,6 +11,7 @@ use dbscope_core::observe::Section;
 use dbscope_db::{Param, Session, Target};
 
 use super::mysql::{self, RunWaits};
+use super::probe::SessionProbe;
 
 /// How many pg_stat_statements entries a snapshot keeps (by total execution time).
 const TOP_STATEMENTS: usize = 10;
@@ -34,7 +35,14 @@ pub struct DbProbe {
     connections: Vec<u64>,
     /// MariaDB/MySQL: the server process, when it runs here (its pid file is readable).
     server_pid: Result<u32, String>,
+    /// PostgreSQL: the database the probe is connected to, whose counters it reads.
+    database: Option<String>,
+    /// Read every user table's I/O (up to [`ALL_TABLES_MAX`]), for sessions that name none.
+    all_tables: bool,
 }
+
+/// The most user tables whose I/O a probe of every table reads; a database with more is said.
+pub const ALL_TABLES_MAX: usize = 1000;
 
 impl DbProbe {
     /// Opens the probe's own connection (named `label` on PostgreSQL) and reads the server's
@@ -53,6 +61,8 @@ impl DbProbe {
             waits: RunWaits::default(),
             connections: Vec::new(),
             server_pid: Err("not MariaDB/MySQL".into()),
+            database: None,
+            all_tables: false,
         };
         if p.kind == "mysql" {
             match target.connect() {
@@ -89,11 +99,28 @@ impl DbProbe {
                     .unwrap_or(0);
                 p.data_directory = setting(s.as_mut(), "data_directory").map(PathBuf::from);
                 p.wal_timing = setting(s.as_mut(), "track_wal_io_timing").is_ok_and(|v| v == "on");
+                p.database = s
+                    .query_rows("SELECT current_database()", &[])
+                    .ok()
+                    .and_then(|r| r.into_iter().next()?.into_iter().next()?);
                 p.sess = Some(s);
             }
             Err(e) => p.no_conn = Some(format!("cannot connect: {}", e.message)),
         }
         p
+    }
+
+    /// PostgreSQL: the database the probe reads the counters of (`pg_stat_database`, tables,
+    /// `pg_stat_statements`), when connected.
+    pub fn database(&self) -> Option<&str> {
+        self.database.as_deref()
+    }
+
+    /// Reads the I/O of every user table of the database (`pg_statio_user_tables`, up to
+    /// [`ALL_TABLES_MAX`]) rather than the workload's: for sessions dbscope does not run (a
+    /// capture's, a replay's), whose tables are not known beforehand.
+    pub fn read_all_tables(&mut self) {
+        self.all_tables = true;
     }
 
     /// The target kind (`postgres`, `sqlite`, `null`).
@@ -280,14 +307,16 @@ impl DbProbe {
         )
     }
 
-    /// The pids of the run's backends (`application_name LIKE pattern`), for their CPU time.
-    pub fn backend_pids(&mut self, pattern: &str) -> Vec<u32> {
+    /// The pids of the run's backends that are connected now (`ended_too`: and those whose
+    /// connection was closed but that have not exited yet), for their CPU time.
+    pub fn backend_pids(&mut self, sessions: &SessionProbe, ended_too: bool) -> Vec<u32> {
         let Some(s) = self.sess.as_mut() else {
             return Vec::new();
         };
+        let filter = sessions.backend_filter(ended_too);
         s.query_rows(
-            "SELECT pid FROM pg_stat_activity WHERE application_name LIKE $1",
-            &[Param::Text(pattern.into())],
+            &format!("SELECT pid FROM pg_stat_activity WHERE {}", filter.sql),
+            &[Param::Text(filter.param)],
         )
         .map(|rows| {
             rows.into_iter()
@@ -479,7 +508,10 @@ impl DbProbe {
             out.insert("pg_stat_bgwriter".into(), bg);
             out.insert("pg_stat_checkpointer".into(), cp);
         }
-        out.insert("pg_statio_user_tables".into(), statio(s, &self.tables));
+        out.insert(
+            "pg_statio_user_tables".into(),
+            statio(s, (!self.all_tables).then_some(&self.tables[..])),
+        );
         out.insert("pg_stat_statements".into(), statements(s));
         out.insert("pg_ls_tmpdir".into(), temp_dirs(s));
         out.insert(
@@ -546,8 +578,9 @@ fn numbers(cols: &[&str], row: &[Option<String>]) -> BTreeMap<String, f64> {
         .collect()
 }
 
-fn statio(s: &mut dyn Session, tables: &[String]) -> Section {
-    if tables.is_empty() {
+/// The I/O of the workload's `tables`, or (`None`) of every user table of the database.
+fn statio(s: &mut dyn Session, tables: Option<&[String]>) -> Section {
+    if tables.is_some_and(<[String]>::is_empty) {
         return Section::missing("the workload names no tables");
     }
     let cols = [
@@ -558,11 +591,29 @@ fn statio(s: &mut dyn Session, tables: &[String]) -> Section {
         "toast_blks_read",
         "toast_blks_hit",
     ];
-    let sql = format!(
-        "SELECT relname, {} FROM pg_statio_user_tables WHERE relname = ANY(string_to_array($1, ','))",
-        cols.join(", ")
-    );
-    match s.query_rows(&sql, &[Param::Text(tables.join(","))]) {
+    let (sql, params) = match tables {
+        Some(t) => (
+            format!(
+                "SELECT relname, {} FROM pg_statio_user_tables WHERE relname = ANY(string_to_array($1, ','))",
+                cols.join(", ")
+            ),
+            vec![Param::Text(t.join(","))],
+        ),
+        // Schema-qualified where the name alone is not the table's (another schema than public).
+        None => (
+            format!(
+                "SELECT CASE WHEN schemaname = 'public' THEN relname ELSE schemaname || '.' || relname END, \
+                 {} FROM pg_statio_user_tables LIMIT {}",
+                cols.join(", "),
+                ALL_TABLES_MAX + 1
+            ),
+            Vec::new(),
+        ),
+    };
+    match s.query_rows(&sql, &params) {
+        Ok(rows) if tables.is_none() && rows.len() > ALL_TABLES_MAX => Section::missing(format!(
+            "the database has more than {ALL_TABLES_MAX} user tables: their I/O is not read"
+        )),
         Ok(rows) => Section {
             rows: rows
                 .into_iter()
