@@ -1047,3 +1047,100 @@ fn transfer_out_of_mariadb_is_one_snapshot_across_mappers() {
         ],
     );
 }
+
+/// Issue 30's faults: the server restarted mid-run (a clean shutdown, then started again). The
+/// sessions' failed calls are counted by class (lost connections, the server's "shutdown in
+/// progress"), the sessions reconnect once the server is back and the run goes on to its end.
+#[test]
+fn a_server_restarted_mid_run_is_counted_and_the_sessions_reconnect() {
+    let my = MariaDb::private();
+    let db = my.create_db("restarted");
+    let dir = tempdir();
+    let child = dbscope(dir.path())
+        .args(
+            Argv::run("lookup")
+                .target(my.uri(&db))
+                .rows(5000)
+                .sessions(2)
+                .duration("12s")
+                .quiet()
+                .out("r")
+                .args(),
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let before = my.root_query("SHOW GLOBAL STATUS LIKE 'Uptime'");
+    my.restart();
+    let out = child.wait_with_output().unwrap();
+    let text = all_output(&out);
+    // The server's own count of SELECTs since it came back: the sessions ran after the restart.
+    let selects: u64 = my
+        .root_query("SHOW GLOBAL STATUS LIKE 'Com_select'")
+        .split('\t')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let after = my.root_query("SHOW GLOBAL STATUS LIKE 'Uptime'");
+    let uptime = |s: &str| s.split('\t').nth(1).unwrap().parse::<u64>().unwrap();
+    assert!(
+        uptime(&after) < uptime(&before) + 12,
+        "restarted: {before} → {after}"
+    );
+    assert!(
+        selects > 100,
+        "lookups after the restart: {selects}\n{text}"
+    );
+    let run = join(dir.path(), "r");
+    let m = manifest(&run);
+    assert_eq!(out.status.code(), Some(0), "the run goes on: {text}\n{m}");
+    let r = report_json(dir.path(), &run);
+    let lookup = event(&r, "lookup");
+    let classes = lookup["error_classes"].to_string();
+    assert!(
+        classes.contains("mysql:connection") || classes.contains("mysql:1053"),
+        "{classes}"
+    );
+    assert!(!classes.contains("mysql:client"), "{classes}");
+    assert!(lookup["count"].as_u64().unwrap() > 0, "{lookup}");
+}
+
+/// Issue 30's faults: a server at its `max_connections` refuses a session: the run stops before
+/// it starts, naming the connection, the server's error (1040) and what to do. (MariaDB's
+/// smallest max_connections is 10.)
+#[test]
+fn a_connection_refused_at_max_connections_is_a_clear_error() {
+    let my = MariaDb::private();
+    let db = my.create_db("maxconn");
+    // A user without SUPER (which gets one connection beyond the limit).
+    my.root_query(&format!(
+        "CREATE USER 'lim'@'localhost' IDENTIFIED BY 'limpw3'; \
+         GRANT ALL ON {db}.* TO 'lim'@'localhost'; SET GLOBAL max_connections = 10"
+    ));
+    let uri = my
+        .uri(&db)
+        .replacen(&format!("dbscope:{}@", my.password()), "lim:limpw3@", 1);
+    let dir = tempdir();
+    let e = fails(
+        dir.path(),
+        &Argv::run("commit")
+            .target(&uri)
+            .sessions(16)
+            .ops(10)
+            .out("r")
+            .quiet()
+            .args(),
+        4,
+        &[
+            " of 16: ",
+            "1040",
+            "ask for fewer, or raise the server's limit",
+            "max_connections",
+        ],
+    );
+    assert!(!e.contains("limpw3"), "{e}");
+    assert!(!join(dir.path(), "r/manifest.json").exists());
+}
