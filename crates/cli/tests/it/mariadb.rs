@@ -1046,6 +1046,52 @@ fn transfer_out_of_mariadb_is_one_snapshot_across_mappers() {
             "-q",
         ],
     );
+
+    // Bad input: a table that is not there, a format not done for MariaDB, a text key.
+    let missing = my_table_uri(my, &db, "nosuch");
+    fails(
+        dir.path(),
+        &[
+            "transfer",
+            "--from",
+            &missing,
+            "--to",
+            s(&join(dir.path(), "m")),
+            "-q",
+        ],
+        2,
+        &["nosuch: no such table"],
+    );
+    fails(
+        dir.path(),
+        &[
+            "transfer",
+            "--from",
+            &from,
+            "--to",
+            s(&join(dir.path(), "pq")),
+            "--format",
+            "parquet",
+            "-q",
+        ],
+        2,
+        &["--format parquet: not from a MariaDB/MySQL table yet"],
+    );
+    fails(
+        dir.path(),
+        &[
+            "transfer",
+            "--from",
+            &from,
+            "--to",
+            s(&join(dir.path(), "k")),
+            "--key",
+            "pad",
+            "-q",
+        ],
+        2,
+        &["--key pad: a text column"],
+    );
 }
 
 /// Issue 30's faults: the server restarted mid-run (a clean shutdown, then started again). The
