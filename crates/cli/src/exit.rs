@@ -197,7 +197,7 @@ fn transfer(e: &dbscope_transfer::Error) -> Kind {
         E::Config(_) | E::Table(_) => Kind::Usage,
         E::Input(_) | E::Io(_) => Kind::Input,
         E::Connect { source, .. } => connect(source),
-        E::Database { .. } => Kind::Database,
+        E::Database { .. } | E::Server(_) => Kind::Database,
         E::Core(c) => core(c),
     }
 }

@@ -25,7 +25,7 @@ pub fn cmd_transfer(a: TransferArgs) -> Result<u8, Exit> {
         }
         (false, false) => {
             return Err(
-                anyhow!("neither --from nor --to is a table (postgres://…/DATABASE/TABLE)").into(),
+                anyhow!("neither --from nor --to is a table (postgres://…/DATABASE/TABLE, mysql://…/DATABASE/TABLE)").into(),
             )
         }
     };

@@ -10,10 +10,10 @@ use crate::cli::*;
 use crate::common::argv::Argv;
 use crate::common::pg::PgCluster;
 
-const STRATEGIES: [&str; 5] = ["row-trigger", "row", "batch", "staged", "partitioned"];
+pub(crate) const STRATEGIES: [&str; 5] = ["row-trigger", "row", "batch", "staged", "partitioned"];
 
 /// Per client (acknowledged, due) from the run's `archive` counters.
-fn acknowledged(dir: &Path, run: &Path) -> BTreeMap<u64, (u64, u64)> {
+pub(crate) fn acknowledged(dir: &Path, run: &Path) -> BTreeMap<u64, (u64, u64)> {
     let r = report_json(dir, run);
     r["archive"]["clients"]
         .as_array()
@@ -33,7 +33,12 @@ fn acknowledged(dir: &Path, run: &Path) -> BTreeMap<u64, (u64, u64)> {
 
 /// The checks, on rows as `client|count|distinct seqs|max seq + 1` and the count of `eventlastval` rows
 /// that do not hold their element's last history row.
-fn check(acked: &BTreeMap<u64, (u64, u64)>, per_client: &str, stale: &str, clients: u64) {
+pub(crate) fn check(
+    acked: &BTreeMap<u64, (u64, u64)>,
+    per_client: &str,
+    stale: &str,
+    clients: u64,
+) {
     assert_eq!(acked.len() as u64, clients, "{acked:?}");
     let mut stored = BTreeMap::new();
     for line in per_client.lines().filter(|l| !l.is_empty()) {
@@ -56,9 +61,10 @@ fn check(acked: &BTreeMap<u64, (u64, u64)>, per_client: &str, stale: &str, clien
     );
 }
 
-const PER_CLIENT: &str = "SELECT client, count(*), count(DISTINCT seq), max(seq) + 1 \
+pub(crate) const PER_CLIENT: &str = "SELECT client, count(*), count(DISTINCT seq), max(seq) + 1 \
                           FROM events_history GROUP BY client ORDER BY client";
-const STALE: &str = "SELECT count(*) FROM eventlastval l WHERE NOT EXISTS (SELECT 1 FROM \
+pub(crate) const STALE: &str =
+    "SELECT count(*) FROM eventlastval l WHERE NOT EXISTS (SELECT 1 FROM \
      events_history h WHERE h.client = l.client AND h.seq = l.seq AND h.value = l.value \
      AND h.element = l.element AND h.seq = (SELECT max(seq) FROM events_history m \
      WHERE m.client = l.client AND m.element = l.element))";

@@ -22,7 +22,8 @@ pub use null::NullTarget;
 pub use pg::PgTarget;
 pub use sqlite::SqliteTarget;
 pub use target::{
-    Dialect, Param, ScriptSend, Session, StmtId, StmtResult, Target, TargetError, TargetResult,
+    Dialect, Param, RowSink, ScriptSend, Session, StmtId, StmtResult, Target, TargetError,
+    TargetResult,
 };
 
 /// Parses a `--target` string: `sqlite:PATH`, `postgres://…` / `postgresql://…` (libpq URI or

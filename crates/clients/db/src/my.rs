@@ -688,6 +688,43 @@ impl Session for MySession {
         }
         result
     }
+    /// The text protocol's rows, one at a time: every value arrives as the server's text.
+    fn query_each(
+        &mut self,
+        sql: &str,
+        each: &mut crate::target::RowSink<'_>,
+    ) -> TargetResult<u64> {
+        let mut r = self.conn.query_iter(sql).map_err(classify)?;
+        let mut n = 0u64;
+        let mut stopped = None;
+        while let Some(set) = r.iter() {
+            for row in set {
+                let row = row.map_err(classify)?;
+                if stopped.is_some() {
+                    // Read to the end so the connection stays usable.
+                    continue;
+                }
+                let owned: Vec<Option<Vec<u8>>> = row
+                    .unwrap()
+                    .into_iter()
+                    .map(|v| match v {
+                        Value::NULL => None,
+                        Value::Bytes(b) => Some(b),
+                        v => text(v).map(String::into_bytes),
+                    })
+                    .collect();
+                let fields: Vec<Option<&[u8]>> = owned.iter().map(|f| f.as_deref()).collect();
+                if let Err(e) = each(&fields) {
+                    stopped = Some(e);
+                }
+                n += 1;
+            }
+        }
+        match stopped {
+            Some(e) => Err(TargetError::config(e)),
+            None => Ok(n),
+        }
+    }
     /// `sql` is a `LOAD DATA LOCAL INFILE 'NAME' INTO TABLE …` statement; `fill`'s data is
     /// PostgreSQL COPY's text format, which is LOAD DATA's default (tab between fields, newline
     /// after each row, backslash escapes). The data is sent as one LOAD DATA statement per

@@ -154,6 +154,9 @@ impl Dialect {
     }
 }
 
+/// What takes a streamed row ([`Session::query_each`]): its columns as text, `None` for NULL.
+pub type RowSink<'a> = dyn FnMut(&[Option<&[u8]>]) -> Result<(), String> + 'a;
+
 /// A database to run against. Shared by all sessions; each session opens its own connection.
 pub trait Target: Send + Sync {
     /// `sqlite`, `postgres` or `null`.
@@ -286,6 +289,16 @@ pub trait Session: Send {
         let _ = (sql, fill);
         Err(TargetError::config(
             "COPY … FROM STDIN is only available on PostgreSQL targets",
+        ))
+    }
+    /// Runs the query `sql` and hands its rows to `each` one at a time as they arrive, each
+    /// column as the server's text of it (`None` for NULL), without holding the result in
+    /// memory; an `Err` from `each` stops it and comes back as a `config`-class error. Returns
+    /// the rows read. Targets that cannot stream a result say so.
+    fn query_each(&mut self, sql: &str, each: &mut RowSink<'_>) -> TargetResult<u64> {
+        let _ = (sql, each);
+        Err(TargetError::config(
+            "streaming a query's rows is only available on MariaDB/MySQL targets",
         ))
     }
 }

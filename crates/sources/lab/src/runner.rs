@@ -193,12 +193,14 @@ pub fn run(
     for i in 0..cfg.sessions {
         let mut s = spec.target.connect().map_err(|e| {
             // The server's connection limit (SQLSTATE 53300, "too many clients", "remaining
-            // connection slots are reserved") gets the hint; other failures are said as they are.
+            // connection slots are reserved"; MariaDB/MySQL's 1040 max_connections and 1203
+            // max_user_connections) gets the hint; other failures are said as they are.
             let limit = e.class.ends_with("53300")
                 || e.message.contains("too many clients")
-                || e.message.contains("connection slots");
+                || e.message.contains("connection slots")
+                || matches!(e.mysql_code, Some(1040 | 1203));
             let hint = match limit {
-                true => "; each session (events: each of --connections) needs a connection of its own: ask for fewer, or raise the server's limit",
+                true => "; each session (events: each of --connections) needs a connection of its own: ask for fewer, or raise the server's limit (PostgreSQL's and MariaDB's max_connections, MariaDB's max_user_connections)",
                 false => "",
             };
             // Still the database's refusal (its class and SQLSTATE kept), said with the session.

@@ -127,12 +127,27 @@ pub struct TableUri {
     pub table: String,
 }
 
-/// True for `postgres://` and `postgresql://` strings, and `sqlite:FILE/TABLE` (in only).
+/// True for `postgres://` and `postgresql://` strings, `mysql://` and `mariadb://` ones, and
+/// `sqlite:FILE/TABLE` (in only).
 pub fn is_table_uri(s: &str) -> bool {
-    s.starts_with("postgres://") || s.starts_with("postgresql://") || s.starts_with("sqlite:")
+    [
+        "postgres://",
+        "postgresql://",
+        "mysql://",
+        "mariadb://",
+        "sqlite:",
+    ]
+    .iter()
+    .any(|p| s.starts_with(p))
 }
 
-/// Parses `postgres://[user[:password]@][host][:port]/DATABASE/TABLE[?params]`, or
+/// Whether a table's connection string is a MariaDB/MySQL one.
+pub(crate) fn is_mysql(conn: &str) -> bool {
+    conn.starts_with("mysql://") || conn.starts_with("mariadb://")
+}
+
+/// Parses `postgres://[user[:password]@][host][:port]/DATABASE/TABLE[?params]` (or the same
+/// with `mysql://`/`mariadb://`, the connection string then read by the MariaDB target's rules), or
 /// `sqlite:FILE/TABLE` (the connection string `sqlite:FILE`).
 pub fn parse_table_uri(s: &str) -> Result<TableUri, Error> {
     if let Some(rest) = s.strip_prefix("sqlite:") {
@@ -155,11 +170,15 @@ pub fn parse_table_uri(s: &str) -> Result<TableUri, Error> {
     }
     let bad = |why: &str| {
         Error::Config(format!(
-            "{}: {why}; expected postgres://[user@][host][:port]/DATABASE/TABLE[?host=…]",
+            "{}: {why}; expected postgres://[user@][host][:port]/DATABASE/TABLE[?host=…] \
+             (or mysql://…/DATABASE/TABLE)",
             redact(s)
         ))
     };
-    let scheme_end = s.find("://").ok_or_else(|| bad("not a postgres:// URI"))? + 3;
+    let scheme_end = s
+        .find("://")
+        .ok_or_else(|| bad("not a postgres:// or mysql:// URI"))?
+        + 3;
     let (main, query) = match s.find('?') {
         Some(q) => (&s[..q], &s[q..]),
         None => (s, ""),

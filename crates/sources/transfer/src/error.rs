@@ -38,6 +38,10 @@ pub enum Error {
     /// give instead.
     #[error("{0}")]
     Table(String),
+    /// A MariaDB/MySQL server refused a statement or could not be reached: what was being done
+    /// and the server's message with its error number (`dbscope-db`'s MariaDB client).
+    #[error("{0}")]
+    Server(String),
     /// The run directory could not be written.
     #[error(transparent)]
     Core(#[from] dbscope_core::Error),

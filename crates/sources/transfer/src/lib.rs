@@ -31,8 +31,12 @@
 
 mod config;
 mod error;
+#[cfg(any(feature = "sqlite", feature = "mysql"))]
+mod fields;
 mod files;
 mod load;
+#[cfg(feature = "mysql")]
+mod my;
 mod out;
 mod pq;
 mod record;

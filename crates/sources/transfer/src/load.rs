@@ -145,6 +145,20 @@ pub fn transfer_in(cfg: &TransferConfig) -> Result<TransferResult, Error> {
         let fopts = manifest.as_ref().map_or(&cfg.file, |m| &m.options);
         return sqlite::transfer_in_sqlite(cfg, &files, fopts, manifest.as_ref().map(|m| m.rows));
     }
+    if crate::config::is_mysql(&cfg.table.conn) {
+        #[cfg(feature = "mysql")]
+        return crate::my::transfer_in_mysql(
+            cfg,
+            &files,
+            manifest.as_ref().map_or(&cfg.file, |m| &m.options),
+            manifest.as_ref(),
+            unfinished.as_deref(),
+        );
+        #[cfg(not(feature = "mysql"))]
+        return Err(Error::Config(
+            "a MariaDB/MySQL table: this build of dbscope-transfer has no `mysql` feature".into(),
+        ));
+    }
     let spec = cfg.table.conn.as_str();
     let table = cfg.table.table.as_str();
     let mut coord = connect(spec, "dbscope/transfer").map_err(|e| Error::connect(spec, e))?;

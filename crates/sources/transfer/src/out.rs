@@ -33,6 +33,14 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
             "transfer out reads PostgreSQL tables; a SQLite table can only be loaded into".into(),
         ));
     }
+    if crate::config::is_mysql(&cfg.table.conn) {
+        #[cfg(feature = "mysql")]
+        return crate::my::transfer_out_mysql(cfg);
+        #[cfg(not(feature = "mysql"))]
+        return Err(Error::Config(
+            "a MariaDB/MySQL table: this build of dbscope-transfer has no `mysql` feature".into(),
+        ));
+    }
     let spec = cfg.table.conn.as_str();
     let table = cfg.table.table.as_str();
     let mut coord = connect(spec, "dbscope/transfer").map_err(|e| Error::connect(spec, e))?;

@@ -48,6 +48,8 @@ pub(crate) fn begin(
     m.target = Some(TargetInfo {
         kind: if spec.starts_with("sqlite:") {
             "sqlite"
+        } else if crate::config::is_mysql(spec) {
+            "mysql"
         } else {
             "postgres"
         }

@@ -13,6 +13,7 @@ use crate::config::{
     FileEntry, FileOptions, Format, LoadMode, MapperWork, TransferConfig, TransferResult,
 };
 use crate::error::Error;
+use crate::fields::{csv_fields, text_fields};
 use crate::files::{Compress, Decoder};
 use crate::pq::PqRows;
 use crate::record::{begin, finish};
@@ -20,118 +21,6 @@ use crate::record::{begin, finish};
 /// The SQLite file of a `sqlite:FILE` connection string.
 fn file_of(conn: &str) -> &Path {
     Path::new(conn.strip_prefix("sqlite:").unwrap_or(conn))
-}
-
-/// Splits one line of PostgreSQL's text format into fields (`None` for the NULL marker),
-/// undoing its backslash escapes.
-pub(crate) fn text_fields(line: &[u8], delim: u8, null: &[u8]) -> Vec<Option<Vec<u8>>> {
-    let line = line.strip_suffix(b"\n").unwrap_or(line);
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let mut out = Vec::new();
-    let (mut field, mut raw) = (Vec::new(), Vec::new());
-    let mut i = 0;
-    let mut push = |field: &mut Vec<u8>, raw: &mut Vec<u8>| {
-        let f = std::mem::take(field);
-        out.push((raw.as_slice() != null).then_some(f));
-        raw.clear();
-    };
-    while i < line.len() {
-        let b = line[i];
-        if b == delim {
-            push(&mut field, &mut raw);
-            i += 1;
-            continue;
-        }
-        if b != b'\\' || i + 1 == line.len() {
-            field.push(b);
-            raw.push(b);
-            i += 1;
-            continue;
-        }
-        let e = line[i + 1];
-        raw.extend_from_slice(&line[i..i + 2]);
-        i += 2;
-        match e {
-            b'b' => field.push(8),
-            b'f' => field.push(12),
-            b'n' => field.push(b'\n'),
-            b'r' => field.push(b'\r'),
-            b't' => field.push(b'\t'),
-            b'v' => field.push(11),
-            b'0'..=b'7' => {
-                let mut v = (e - b'0') as u32;
-                for _ in 0..2 {
-                    match line.get(i) {
-                        Some(d @ b'0'..=b'7') => {
-                            v = v * 8 + (d - b'0') as u32;
-                            raw.push(*d);
-                            i += 1;
-                        }
-                        _ => break,
-                    }
-                }
-                field.push(v as u8);
-            }
-            b'x' if line.get(i).is_some_and(u8::is_ascii_hexdigit) => {
-                let mut v = 0u32;
-                for _ in 0..2 {
-                    match line.get(i).and_then(|d| (*d as char).to_digit(16)) {
-                        Some(d) => {
-                            v = v * 16 + d;
-                            raw.push(line[i]);
-                            i += 1;
-                        }
-                        None => break,
-                    }
-                }
-                field.push(v as u8);
-            }
-            other => field.push(other),
-        }
-    }
-    push(&mut field, &mut raw);
-    out
-}
-
-/// Splits one CSV record (RFC 4180, PostgreSQL's CSV: an unquoted field equal to the NULL marker
-/// is NULL, a quoted one never) into fields; `None` while a quoted field is still open (the
-/// record goes on on the next line).
-pub(crate) fn csv_fields(rec: &[u8], delim: u8, null: &[u8]) -> Option<Vec<Option<Vec<u8>>>> {
-    let rec = rec.strip_suffix(b"\n").unwrap_or(rec);
-    let rec = rec.strip_suffix(b"\r").unwrap_or(rec);
-    let mut out = Vec::new();
-    let (mut field, mut quoted, mut inq) = (Vec::new(), false, false);
-    let mut i = 0;
-    while i < rec.len() {
-        let b = rec[i];
-        if inq {
-            if b == b'"' {
-                if rec.get(i + 1) == Some(&b'"') {
-                    field.push(b'"');
-                    i += 1;
-                } else {
-                    inq = false;
-                }
-            } else {
-                field.push(b);
-            }
-        } else if b == b'"' {
-            inq = true;
-            quoted = true;
-        } else if b == delim {
-            let f = std::mem::take(&mut field);
-            out.push((quoted || f != null).then_some(f));
-            quoted = false;
-        } else {
-            field.push(b);
-        }
-        i += 1;
-    }
-    if inq {
-        return None;
-    }
-    out.push((quoted || field != null).then_some(field));
-    Some(out)
 }
 
 /// Parquet's rows as COPY text, read as a stream.
@@ -540,36 +429,4 @@ fn load_file(
 /// Whether a table string names a SQLite table.
 pub(crate) fn is_sqlite(conn: &str) -> bool {
     conn.starts_with("sqlite:")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn f(v: &[Option<&str>]) -> Vec<Option<Vec<u8>>> {
-        v.iter().map(|o| o.map(|s| s.as_bytes().to_vec())).collect()
-    }
-
-    #[test]
-    fn text_format_fields() {
-        assert_eq!(
-            text_fields(b"1|a\\|b|\\N|x\\\\y\\n\\tz\\101\\x41\n", b'|', b"\\N"),
-            f(&[Some("1"), Some("a|b"), None, Some("x\\y\n\tzAA")])
-        );
-        assert_eq!(text_fields(b"|\n", b'|', b"\\N"), f(&[Some(""), Some("")]));
-        assert_eq!(text_fields(b"NULL|a", b'|', b"NULL"), f(&[None, Some("a")]));
-    }
-
-    #[test]
-    fn csv_records() {
-        assert_eq!(
-            csv_fields(b"1,\"a,\"\"b\"\"\",,\"\"\n", b',', b""),
-            Some(f(&[Some("1"), Some("a,\"b\""), None, Some("")]))
-        );
-        assert_eq!(csv_fields(b"1,\"a\n", b',', b""), None);
-        assert_eq!(
-            csv_fields(b"1,\"a\nb\"\n", b',', b""),
-            Some(f(&[Some("1"), Some("a\nb")]))
-        );
-    }
 }

@@ -11,7 +11,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::pg::{pick_port, random_hex};
@@ -36,7 +36,11 @@ pub struct MariaDb {
     socket: PathBuf,
     port: u16,
     password: String,
-    _lifeline: ChildStdin,
+    /// `mariadbd`'s arguments, to start it again ([`MariaDb::restart`]).
+    args: Vec<String>,
+    /// One per wrapper started (the first, then one per restart): each stops its server and
+    /// removes the dir when closed.
+    _lifelines: Mutex<Vec<ChildStdin>>,
 }
 
 impl MariaDb {
@@ -54,6 +58,72 @@ impl MariaDb {
     /// removed when dropped.
     pub fn private() -> MariaDb {
         MariaDb::start().unwrap_or_else(|msg| panic!("cannot start a MariaDB server:\n{msg}"))
+    }
+
+    /// Restarts the server as an operator would: SIGTERM (a clean shutdown: clients get
+    /// "server shutdown in progress" or lose their connection), wait for the process to end,
+    /// start `mariadbd` again on the same data dir and socket, wait until it accepts
+    /// connections. A new wrapper holds the new process, so it is stopped like the first.
+    pub fn restart(&self) {
+        let pid_file = self.root_query("SELECT @@pid_file");
+        let pid = fs::read_to_string(pid_file.trim()).expect("pid file");
+        let pid = pid.trim().to_string();
+        let st = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        assert!(st.success(), "kill -TERM {pid}");
+        let until = Instant::now() + Duration::from_secs(60);
+        // Its parent (the first wrapper) reaps it only when the test binary exits: a zombie
+        // has stopped.
+        let running = || {
+            fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| s.rsplit_once(") ").map(|(_, r)| !r.starts_with('Z')))
+                .unwrap_or(false)
+        };
+        while running() {
+            assert!(
+                Instant::now() < until,
+                "mariadbd {pid} did not stop in 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let lifeline = spawn_wrapper(&self.base_dir, &self.args).expect("start mariadbd again");
+        self._lifelines
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(lifeline);
+        self.wait_ready()
+            .expect("mariadbd accepts connections again");
+    }
+
+    /// Polls `SELECT 1` as `dbscope` until it answers (30 s at most).
+    fn wait_ready(&self) -> Result<(), String> {
+        let started = Instant::now();
+        loop {
+            let ok = Command::new("mariadb")
+                .arg("--no-defaults")
+                .arg(format!("--socket={}", self.socket.display()))
+                .args(["-u", "dbscope", "-e", "SELECT 1"])
+                .env("MYSQL_PWD", &self.password)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if ok {
+                eprintln!(
+                    "mariadb harness: ready on {} in {:.1} s",
+                    self.socket.display(),
+                    started.elapsed().as_secs_f64()
+                );
+                return Ok(());
+            }
+            if started.elapsed() > Duration::from_secs(30) {
+                let log = fs::read_to_string(self.base_dir.join("server.log")).unwrap_or_default();
+                return Err(format!(
+                    "mariadbd did not accept connections in 30 s:\n{log}"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// Runs `sql` as the server's root (over the socket, as the OS user root may).
@@ -125,9 +195,13 @@ impl MariaDb {
             random_hex(4)?
         ));
         fs::create_dir(&base_dir).map_err(|e| format!("{}: {e}", base_dir.display()))?;
+        // A tmpdir of its own: a server starting removes the `#sql*` temp files in its tmpdir,
+        // which broke another server's mariadb-install-db running at the same time in /tmp.
+        let tmp = base_dir.join("tmp");
+        fs::create_dir(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
         let user_args: Vec<String> = if root {
             let st = Command::new("chown")
-                .arg("mysql:")
+                .args(["-R", "mysql:"])
                 .arg(&base_dir)
                 .status()
                 .map_err(|e| e.to_string())?;
@@ -146,6 +220,7 @@ impl MariaDb {
             .arg("--no-defaults")
             .args(&user_args)
             .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--tmpdir={}", tmp.display()))
             .args(["--skip-test-db", "--auth-root-authentication-method=socket"])
             .stdin(Stdio::null())
             .output()
@@ -171,65 +246,50 @@ impl MariaDb {
         .map_err(|e| e.to_string())?;
         let socket = base_dir.join("sock");
         let port = pick_port()?;
-        let mut child = Command::new("/bin/sh")
-            .arg("-c")
-            .arg(WRAPPER)
-            .arg("dbscope-mariadb-wrapper")
-            .arg(&base_dir)
-            .arg("mariadbd")
-            .arg("--no-defaults")
-            .args(&user_args)
-            .arg(format!("--datadir={}", data.display()))
-            .arg(format!("--socket={}", socket.display()))
-            .arg(format!("--port={port}"))
-            .arg("--bind-address=127.0.0.1")
-            .arg(format!("--init-file={}", init.display()))
-            .arg(format!(
-                "--log-error={}",
-                base_dir.join("server.log").display()
-            ))
-            .args(["--innodb-buffer-pool-size=64M", "--performance-schema=ON"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .map_err(|e| format!("cannot start mariadbd: {e}\n{INSTALL_HINT}"))?;
-        let lifeline = child.stdin.take().expect("piped stdin");
+        let args: Vec<String> = ["--no-defaults".to_string()]
+            .into_iter()
+            .chain(user_args.iter().cloned())
+            .chain([
+                format!("--datadir={}", data.display()),
+                format!("--tmpdir={}", tmp.display()),
+                format!("--socket={}", socket.display()),
+                format!("--port={port}"),
+                "--bind-address=127.0.0.1".into(),
+                format!("--init-file={}", init.display()),
+                format!("--log-error={}", base_dir.join("server.log").display()),
+                "--innodb-buffer-pool-size=64M".into(),
+                "--performance-schema=ON".into(),
+            ])
+            .collect();
+        let lifeline = spawn_wrapper(&base_dir, &args)?;
         let server = MariaDb {
             base_dir,
             socket,
             port,
             password,
-            _lifeline: lifeline,
+            args,
+            _lifelines: Mutex::new(vec![lifeline]),
         };
-        let started = Instant::now();
-        loop {
-            let ok = Command::new("mariadb")
-                .arg("--no-defaults")
-                .arg(format!("--socket={}", server.socket.display()))
-                .args(["-u", "dbscope", "-e", "SELECT 1"])
-                .env("MYSQL_PWD", &server.password)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success());
-            if ok {
-                eprintln!(
-                    "mariadb harness: ready on {} in {:.1} s",
-                    server.socket.display(),
-                    started.elapsed().as_secs_f64()
-                );
-                return Ok(server);
-            }
-            if started.elapsed() > Duration::from_secs(30) {
-                let log =
-                    fs::read_to_string(server.base_dir.join("server.log")).unwrap_or_default();
-                return Err(format!(
-                    "mariadbd did not accept connections in 30 s:\n{log}"
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        server.wait_ready()?;
+        Ok(server)
     }
+}
+
+/// Starts `mariadbd ARGS` under the wrapper (stopped, and `base` removed, when the returned
+/// pipe closes).
+fn spawn_wrapper(base: &Path, args: &[String]) -> Result<ChildStdin, String> {
+    let mut child = Command::new("/bin/sh")
+        .arg("-c")
+        .arg(WRAPPER)
+        .arg("dbscope-mariadb-wrapper")
+        .arg(base)
+        .arg("mariadbd")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("cannot start mariadbd: {e}\n{INSTALL_HINT}"))?;
+    Ok(child.stdin.take().expect("piped stdin"))
 }

@@ -129,9 +129,6 @@ impl Workload for EventsWorkload {
         _sessions: u32,
         _stop: &dbscope_core::StopSignal,
     ) -> TargetResult<()> {
-        if self.dialect == Dialect::Mysql {
-            return Err(TargetError::not_on_mysql("the events workload"));
-        }
         let mut s = target.connect()?;
         if self.cfg.fresh {
             self.drop_all(s.as_mut())?;

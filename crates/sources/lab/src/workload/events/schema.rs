@@ -1,7 +1,7 @@
 //! The `events` tables: dropped, checked against the strategy's shape, created, pre-allocated.
 //!
-//! History is a table, a PostgreSQL partitioned table (a partition per client) or, on SQLite, a
-//! view over a table per client; `eventlastval` is kept by a trigger or by the client.
+//! History is a table, a partitioned table (PostgreSQL's or InnoDB's, a partition per client)
+//! or, on SQLite, a view over a table per client; `eventlastval` is kept by a trigger or by the client.
 
 use std::fmt::Write as _;
 
@@ -39,7 +39,15 @@ impl EventsWorkload {
                 s.batch(&sql)
             }
             Dialect::Null => Ok(()),
-            Dialect::Mysql => Err(TargetError::not_on_mysql("the events workload")),
+            // The trigger goes with its table.
+            Dialect::Mysql => s.batch(&format!(
+                "{}DROP TABLE IF EXISTS {LASTVAL}",
+                if history.is_empty() {
+                    String::new()
+                } else {
+                    format!("{history}; ")
+                }
+            )),
         }
     }
 
@@ -81,8 +89,27 @@ impl EventsWorkload {
                 )?);
                 (kind, cols)
             }
+            Dialect::Mysql => {
+                let kind = text(s.query_rows(
+                    &format!(
+                        "SELECT CASE WHEN table_type = 'VIEW' THEN 'view' \
+                         WHEN create_options LIKE '%partitioned%' THEN 'partitioned table' \
+                         ELSE 'table' END FROM information_schema.tables \
+                         WHERE table_schema = DATABASE() AND table_name = '{HISTORY}'"
+                    ),
+                    &[],
+                )?);
+                let cols = text(s.query_rows(
+                    &format!(
+                        "SELECT column_name FROM information_schema.columns \
+                         WHERE table_schema = DATABASE() AND table_name = '{HISTORY}' \
+                         ORDER BY ordinal_position"
+                    ),
+                    &[],
+                )?);
+                (kind, cols)
+            }
             Dialect::Null => return Ok(None),
-            Dialect::Mysql => return Err(TargetError::not_on_mysql("the events workload")),
         };
         Ok(kind.into_iter().next().map(|k| (k, cols)))
     }
@@ -92,7 +119,7 @@ impl EventsWorkload {
             return Ok(());
         };
         let want = match (self.cfg.strategy, self.dialect) {
-            (Strategy::Partitioned, Dialect::Postgres) => "partitioned table",
+            (Strategy::Partitioned, Dialect::Postgres | Dialect::Mysql) => "partitioned table",
             (Strategy::Partitioned, _) => "view",
             _ => "table",
         };
@@ -167,6 +194,18 @@ impl EventsWorkload {
                 }
                 s.batch(&sql)
             }
+            (Dialect::Mysql, Strategy::Partitioned) => {
+                // InnoDB's own partitioning: a partition per client, written by name
+                // (`INSERT … PARTITION (pN)`) as PostgreSQL's strategy writes its partitions.
+                let parts: Vec<String> = (0..n)
+                    .map(|c| format!("PARTITION p{c} VALUES IN ({c})"))
+                    .collect();
+                s.batch(&format!(
+                    "{last}; CREATE TABLE IF NOT EXISTS {HISTORY} ({cols}) \
+                     PARTITION BY LIST (client) ({})",
+                    parts.join(", ")
+                ))
+            }
             (Dialect::Sqlite, Strategy::Partitioned) => {
                 let mut sql = format!("{last}; DROP VIEW IF EXISTS {HISTORY};");
                 let mut view = Vec::new();
@@ -215,6 +254,17 @@ impl EventsWorkload {
                                  value = EXCLUDED.value, payload = EXCLUDED.payload; RETURN NULL; END $f$; \
                                  CREATE TRIGGER {LASTVAL}_trg AFTER INSERT ON {HISTORY} \
                                  FOR EACH ROW EXECUTE FUNCTION {LASTVAL}_from_history();"
+                            ));
+                        }
+                    }
+                    Dialect::Mysql => {
+                        sql.push_str(&format!(" DROP TRIGGER IF EXISTS {LASTVAL}_trg;"));
+                        if trigger {
+                            sql.push_str(&format!(
+                                " CREATE TRIGGER {LASTVAL}_trg AFTER INSERT ON {HISTORY} \
+                                 FOR EACH ROW INSERT INTO {LASTVAL} VALUES (NEW.client, NEW.element, \
+                                 NEW.seq, NEW.ts, NEW.value, NEW.payload) ON DUPLICATE KEY UPDATE \
+                                 seq = NEW.seq, ts = NEW.ts, value = NEW.value, payload = NEW.payload;"
                             ));
                         }
                     }

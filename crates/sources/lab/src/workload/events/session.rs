@@ -217,6 +217,20 @@ impl EventsSession {
         }
     }
 
+    /// What makes an INSERT into `eventlastval` an upsert, in the dialect.
+    pub(super) fn upsert_clause(&self) -> &'static str {
+        match self.dialect {
+            Dialect::Mysql => {
+                "ON DUPLICATE KEY UPDATE seq = VALUES(seq), ts = VALUES(ts), \
+                 value = VALUES(value), payload = VALUES(payload)"
+            }
+            _ => {
+                "ON CONFLICT (client, element) DO UPDATE SET seq = excluded.seq, \
+                 ts = excluded.ts, value = excluded.value, payload = excluded.payload"
+            }
+        }
+    }
+
     /// After a reconnect: whether the pending batch was committed although its commit's answer
     /// was lost (a batch is one transaction, so its first event tells).
     fn pending_was_committed(&self, sess: &mut dyn Session) -> TargetResult<bool> {
@@ -257,8 +271,8 @@ impl SessionWork for EventsSession {
             ph(6)
         );
         let upsert = format!(
-            "INSERT INTO {LASTVAL} VALUES {values} ON CONFLICT (client, element) DO UPDATE SET \
-             seq = excluded.seq, ts = excluded.ts, value = excluded.value, payload = excluded.payload"
+            "INSERT INTO {LASTVAL} VALUES {values} {}",
+            self.upsert_clause()
         );
         self.stmts = Stmts::default();
         if self.pending_was_committed(sess)? {
@@ -271,7 +285,6 @@ impl SessionWork for EventsSession {
             self.found_committed += 1;
         }
         match (self.dialect, self.cfg.strategy) {
-            (Dialect::Mysql, _) => return Err(TargetError::not_on_mysql("the events workload")),
             (Dialect::Null, _) => {
                 self.stmts.insert = Some(sess.prepare("insert")?);
             }
@@ -285,13 +298,22 @@ impl SessionWork for EventsSession {
                 self.stmts.upsert = Some(sess.prepare(&upsert)?);
                 self.stmts.upsert_sql = upsert;
             }
-            (Dialect::Postgres, Strategy::Batch) => {}
+            (Dialect::Postgres | Dialect::Mysql, Strategy::Batch) => {}
             (Dialect::Sqlite, Strategy::Staged | Strategy::Partitioned) => {
                 sess.batch(&format!(
                     "CREATE TEMP TABLE IF NOT EXISTS events_stage AS SELECT * FROM {LASTVAL} WHERE 0"
                 ))?;
                 self.stmts.stage =
                     Some(sess.prepare(&format!("INSERT INTO temp.events_stage VALUES {values}"))?);
+            }
+            (Dialect::Mysql, Strategy::Staged | Strategy::Partitioned) => {
+                // Filled by LOAD DATA LOCAL INFILE; emptied by DELETE in each transaction (an
+                // InnoDB temporary table: a failed transaction's rows go with its rollback).
+                sess.batch(
+                    "CREATE TEMPORARY TABLE IF NOT EXISTS events_stage (client INTEGER NOT NULL, \
+                     element INTEGER NOT NULL, seq BIGINT NOT NULL, ts BIGINT NOT NULL, \
+                     value BIGINT NOT NULL, payload TEXT NOT NULL)",
+                )?;
             }
             (Dialect::Postgres, Strategy::Staged | Strategy::Partitioned) => {
                 // A temporary table is not WAL-logged; ON COMMIT DELETE ROWS empties it for free.
@@ -365,7 +387,7 @@ impl SessionWork for EventsSession {
         };
         match (self.dialect, self.cfg.strategy) {
             (Dialect::Null, _) | (_, Strategy::Staged | Strategy::Partitioned) => Vec::new(),
-            (Dialect::Postgres, Strategy::Batch) => {
+            (Dialect::Postgres | Dialect::Mysql, Strategy::Batch) => {
                 let split = self.stmts.batch_split;
                 match (self.sql.get(..split), self.sql.get(split + 2..)) {
                     (Some(history), Some(lastval)) if split > 0 => {

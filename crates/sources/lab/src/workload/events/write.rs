@@ -44,10 +44,8 @@ impl EventsSession {
 
     /// Writes `pending` (inside a transaction the caller commits).
     pub(super) fn write(&mut self, sess: &mut dyn Session) -> TargetResult<()> {
-        let upsert_set = "ON CONFLICT (client, element) DO UPDATE SET seq = excluded.seq, \
-                          ts = excluded.ts, value = excluded.value, payload = excluded.payload";
+        let upsert_set = self.upsert_clause();
         match (self.dialect, self.cfg.strategy) {
-            (Dialect::Mysql, _) => Err(TargetError::not_on_mysql("the events workload")),
             (Dialect::Null, _) | (_, Strategy::RowTrigger | Strategy::Row) => {
                 self.stmts.last = self.pending.last().cloned();
                 let insert = self.stmts.insert.ok_or_else(not_prepared)?;
@@ -73,7 +71,7 @@ impl EventsSession {
                 }
                 Ok(())
             }
-            (Dialect::Postgres, Strategy::Batch) => {
+            (Dialect::Postgres | Dialect::Mysql, Strategy::Batch) => {
                 let all: Vec<&Ev> = self.pending.iter().collect();
                 let last = self.last_per_element();
                 let history = format!("INSERT INTO {HISTORY} VALUES {}", self.values_sql(&all));
@@ -112,25 +110,35 @@ impl EventsSession {
                 );
                 sess.batch(&sql)
             }
-            (Dialect::Postgres, Strategy::Staged | Strategy::Partitioned) => {
-                self.copy_buf.clear();
-                let pending = std::mem::take(&mut self.pending);
-                let mut rows = pending.iter();
-                let payload = self.payload.clone();
-                let mut fill = |buf: &mut Vec<u8>| -> Result<bool, String> {
-                    use std::io::Write as _;
-                    for e in rows.by_ref().take(4096) {
-                        let _ = writeln!(
-                            buf,
-                            "{}\t{}\t{}\t{}\t{}\t{payload}",
-                            e.client, e.element, e.seq, e.intended, e.value
+            (Dialect::Mysql, Strategy::Staged | Strategy::Partitioned) => {
+                self.copy_in_stage(
+                    sess,
+                    "LOAD DATA LOCAL INFILE 'events' INTO TABLE events_stage",
+                )?;
+                let mut sql = String::new();
+                if self.cfg.strategy == Strategy::Partitioned {
+                    for c in self.clients_in_pending() {
+                        let _ = write!(
+                            sql,
+                            "INSERT INTO {HISTORY} PARTITION (p{c}) SELECT * FROM events_stage \
+                             WHERE client = {c}; "
                         );
                     }
-                    Ok(rows.len() > 0)
-                };
-                let copied = sess.copy_in("COPY events_stage FROM STDIN", &mut fill);
-                self.pending = pending;
-                copied?;
+                } else {
+                    let _ = write!(sql, "INSERT INTO {HISTORY} SELECT * FROM events_stage; ");
+                }
+                // Each element's last event: a window over the stage (MySQL cannot open a
+                // temporary table twice in one statement, so no self-join).
+                let _ = write!(
+                    sql,
+                    "INSERT INTO {LASTVAL} SELECT client, element, seq, ts, value, payload FROM \
+                     (SELECT *, ROW_NUMBER() OVER (PARTITION BY client, element ORDER BY seq DESC) \
+                     AS rn FROM events_stage) s WHERE rn = 1 {upsert_set}; DELETE FROM events_stage"
+                );
+                sess.batch(&sql)
+            }
+            (Dialect::Postgres, Strategy::Staged | Strategy::Partitioned) => {
+                self.copy_in_stage(sess, "COPY events_stage FROM STDIN")?;
                 let mut sql = String::new();
                 if self.cfg.strategy == Strategy::Partitioned {
                     for c in self.clients_in_pending() {
@@ -150,6 +158,36 @@ impl EventsSession {
                 sess.batch(&sql)
             }
         }
+    }
+
+    /// Sends `pending` to the staging table as COPY's text format (which is also LOAD DATA's
+    /// default) with `sql` (COPY … FROM STDIN or LOAD DATA LOCAL INFILE).
+    fn copy_in_stage(&mut self, sess: &mut dyn Session, sql: &str) -> TargetResult<()> {
+        self.copy_buf.clear();
+        let pending = std::mem::take(&mut self.pending);
+        let mut rows = pending.iter();
+        let payload = self.payload.clone();
+        let mut fill = |buf: &mut Vec<u8>| -> Result<bool, String> {
+            use std::io::Write as _;
+            for e in rows.by_ref().take(4096) {
+                let _ = writeln!(
+                    buf,
+                    "{}\t{}\t{}\t{}\t{}\t{payload}",
+                    e.client, e.element, e.seq, e.intended, e.value
+                );
+            }
+            Ok(rows.len() > 0)
+        };
+        let copied = sess.copy_in(sql, &mut fill);
+        self.pending = pending;
+        let n = copied?;
+        let want = self.pending.len() as u64;
+        if n != want {
+            return Err(TargetError::config(format!(
+                "the staging table took {n} of {want} events"
+            )));
+        }
+        Ok(())
     }
 
     /// The clients with events in `pending`, each once, in order.
