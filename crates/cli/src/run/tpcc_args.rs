@@ -26,6 +26,12 @@ pub struct TpccArgs {
     #[arg(long)]
     pub all_warehouses: bool,
 
+    /// tpcc (PostgreSQL): the five transactions as PL/pgSQL functions, installed (replaced) in
+    /// the database before the run and called once per transaction, as HammerDB does by default
+    /// (one round trip per transaction instead of one per statement).
+    #[arg(long)]
+    pub server_side: bool,
+
     /// tpcc: skip the consistency checks (clause 3.3.2.1–3.3.2.4) after the run; they run by
     /// default, and a failed condition fails the run's exit code (1).
     #[arg(long)]

@@ -35,5 +35,6 @@ pub fn tpcc(a: &RunArgs) -> Result<TpccConfig, Exit> {
         build_run: None,
         check: !t.no_check,
         all_warehouses: t.all_warehouses,
+        server_side: t.server_side,
     })
 }

@@ -235,6 +235,113 @@ fn tpcc_on_postgres_builds_runs_consistent_reuses_and_checks() {
     assert!(notes.contains("warehouse 2 district 7"), "{notes}");
 }
 
+/// `--server-side`: the transactions as PL/pgSQL functions, one call each; the same figures and
+/// consistency as client-side, New-Order's unused item rolled back (nothing of it kept), Payment
+/// by last name the ⌈n/2⌉-th customer of that name by first name.
+#[test]
+fn tpcc_server_side_on_postgres_calls_functions_and_stays_consistent() {
+    let pg = PgCluster::shared();
+    let dir = tempdir();
+    let db = pg.create_db("tpcc_server");
+    let uri = pg.uri(&db);
+    let run1 = dir.path().join("server");
+    ok(
+        dir.path(),
+        &[
+            "run",
+            "tpcc",
+            "--server-side",
+            "--warehouses",
+            "2",
+            "--build-sessions",
+            "2",
+            "-c",
+            "3",
+            "-d",
+            "3s",
+            "--max-tries",
+            "10",
+            "--target",
+            &uri,
+            "-o",
+            s(&run1),
+            "-q",
+        ],
+    );
+    assert_run(dir.path(), &run1, 3);
+    assert_eq!(
+        manifest(&run1)["workload"]["params"]["sql"],
+        "server-side (PL/pgSQL functions dbscope_tpcc_*)"
+    );
+    // The six functions (five transactions and the by-name lookup) are installed.
+    let installed = pg.query(
+        &db,
+        "SELECT string_agg(proname, ',' ORDER BY proname) FROM pg_proc \
+         WHERE proname LIKE 'dbscope_tpcc_%'",
+    );
+    assert_eq!(
+        installed,
+        "dbscope_tpcc_customer,dbscope_tpcc_delivery,dbscope_tpcc_neword,dbscope_tpcc_ostat,\
+         dbscope_tpcc_payment,dbscope_tpcc_slev"
+    );
+
+    // The unused item: SQLSTATE TPCRB, and nothing of the order kept.
+    let count = || {
+        pg.query(
+            &db,
+            "SELECT (SELECT sum(d_next_o_id) FROM district) || ',' || \
+             (SELECT count(*) FROM order_line) || ',' || (SELECT sum(s_ytd) FROM stock)",
+        )
+    };
+    let before = count();
+    let mut c = pg.connect(&db);
+    let e = c
+        .simple_query("SELECT dbscope_tpcc_neword(1, 3, 7, '{1,2,100001}', '{1,2,1}', '{5,5,5}')")
+        .expect_err("the unused item raises");
+    assert_eq!(
+        e.code().map(|c| c.code()),
+        Some("TPCRB"),
+        "{}",
+        crate::common::pg::describe(&e)
+    );
+    assert_eq!(count(), before, "a rolled-back New-Order leaves nothing");
+    // A valid one commits: one order of 2 lines more.
+    c.simple_query("SELECT dbscope_tpcc_neword(1, 3, 7, '{1,2}', '{1,2}', '{5,5}')")
+        .unwrap();
+    let after: Vec<i64> = count().split(',').map(|x| x.parse().unwrap()).collect();
+    let before: Vec<i64> = before.split(',').map(|x| x.parse().unwrap()).collect();
+    assert_eq!(
+        after,
+        [before[0] + 1, before[1] + 2, before[2] + 10],
+        "next order id, two lines, stock YTD"
+    );
+
+    // Payment by last name: the middle one (⌈n/2⌉) of those of that name by first name.
+    let last = pg.query(
+        &db,
+        "SELECT c_last FROM customer WHERE c_w_id = 1 AND c_d_id = 2 \
+         GROUP BY c_last HAVING count(*) >= 2 ORDER BY count(*) DESC, c_last LIMIT 1",
+    );
+    let ids: Vec<String> = pg
+        .query(
+            &db,
+            &format!(
+                "SELECT c_id FROM customer WHERE c_w_id = 1 AND c_d_id = 2 AND c_last = '{last}' \
+                 ORDER BY c_first"
+            ),
+        )
+        .lines()
+        .map(String::from)
+        .collect();
+    let paid = pg.query(
+        &db,
+        &format!("SELECT dbscope_tpcc_payment(1, 2, 1, 2, 0, '{last}', 12.34)"),
+    );
+    assert_eq!(paid, ids[ids.len().div_ceil(2) - 1], "{last}: {ids:?}");
+    let out = ok(dir.path(), &["tpcc", "check", "--target", &uri]);
+    assert!(out.contains("hold"), "{out}");
+}
+
 #[test]
 fn tpcc_on_sqlite_every_session_progresses_and_stays_consistent() {
     let dir = tempdir();
@@ -338,6 +445,12 @@ fn tpcc_bad_input_is_refused() {
         &["run", "commit", "--warehouses", "2", "--target", &target],
         2,
         &["--warehouses applies to the tpcc workload only"],
+    );
+    fails(
+        dir.path(),
+        &["run", "tpcc", "--server-side", "--target", &target],
+        2,
+        &["--server-side", "PostgreSQL"],
     );
     fails(
         dir.path(),

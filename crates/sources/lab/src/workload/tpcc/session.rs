@@ -10,6 +10,7 @@ use dbscope_db::{Dialect, Session, TargetError, TargetResult};
 use dbscope_tpcc::random::{Gen, NuConstants};
 use dbscope_tpcc::{Mix, TxKind};
 
+use super::server::{self, Calls};
 use super::tally::{index, Tally};
 use super::txn::{self, Home, Input, Stmts};
 use crate::workload::script::retryable;
@@ -26,22 +27,24 @@ pub(super) struct TpccSession {
     pub dialect: Dialect,
     pub tally: Arc<Tally>,
     pub stmts: Option<Stmts>,
+    /// `--server-side`: one call of the installed PL/pgSQL function per transaction.
+    pub calls: Option<Calls>,
+    pub server_side: bool,
     pub names: [NameId; 5],
 }
 
 impl SessionWork for TpccSession {
     fn prepare(&mut self, sess: &mut dyn Session, rec: &Recorder) -> TargetResult<()> {
-        self.stmts = Some(Stmts::prepare(sess, self.dialect)?);
+        if self.server_side {
+            self.calls = Some(Calls::prepare(sess)?);
+        } else {
+            self.stmts = Some(Stmts::prepare(sess, self.dialect)?);
+        }
         self.names = TxKind::ALL.map(|k| rec.name(k.name()));
         Ok(())
     }
 
     fn step(&mut self, sess: &mut dyn Session, rec: &mut Recorder) -> Result<(), TargetError> {
-        let Some(stmts) = self.stmts.as_ref() else {
-            return Err(TargetError::config(
-                "the TPC-C statements were not prepared",
-            ));
-        };
         if self.all_warehouses {
             self.home.w = self.gen.int(1, self.home.warehouses);
         }
@@ -51,7 +54,15 @@ impl SessionWork for TpccSession {
         let start = rec.now();
         let mut tries = 1u32;
         loop {
-            let result = txn::attempt(sess, stmts, &self.home, &input);
+            let result = match (&self.calls, &self.stmts) {
+                (Some(calls), _) => server::attempt(sess, calls, &self.home, &input),
+                (None, Some(stmts)) => txn::attempt(sess, stmts, &self.home, &input),
+                (None, None) => {
+                    return Err(TargetError::config(
+                        "the TPC-C statements were not prepared",
+                    ))
+                }
+            };
             let end = rec.now();
             let e = match result {
                 Ok(ended) => {
@@ -68,7 +79,8 @@ impl SessionWork for TpccSession {
                 }
                 Err(e) => e,
             };
-            if !e.connection_lost {
+            // A server-side call ran in autocommit: its failure ended its transaction.
+            if !e.connection_lost && !self.server_side {
                 let _ = sess.rollback();
             }
             if retryable(&e) && !e.connection_lost && tries < self.max_tries {

@@ -308,7 +308,7 @@ macro_rules! run {
 }
 
 /// An answer the transaction cannot go on with (a row missing): a `check:tpcc` failure.
-fn missing(what: &str) -> TargetError {
+pub(super) fn missing(what: &str) -> TargetError {
     TargetError {
         class: "check:tpcc".into(),
         sqlstate: None,
@@ -345,7 +345,7 @@ fn num(r: &StmtResult, row: usize, col: usize, what: &str) -> TargetResult<f64> 
 }
 
 /// Cents as a decimal with two digits (`123.45`).
-fn money(cents: i64) -> String {
+pub(super) fn money(cents: i64) -> String {
     let sign = if cents < 0 { "-" } else { "" };
     format!("{sign}{}.{:02}", cents.abs() / 100, cents.abs() % 100)
 }

@@ -15,6 +15,7 @@ use dbscope_tpcc::random::{Gen, NuConstants};
 use dbscope_tpcc::{Mix, TxKind, DISTRICTS};
 
 use super::build::{build, BuildOptions};
+use super::server;
 use super::session::TpccSession;
 use super::tally::Tally;
 use super::txn::Home;
@@ -42,6 +43,9 @@ pub struct TpccConfig {
     pub check: bool,
     /// Each transaction at a warehouse drawn uniformly, not the session's home warehouse.
     pub all_warehouses: bool,
+    /// `--server-side` (PostgreSQL): the transactions as PL/pgSQL functions installed in setup,
+    /// one call per transaction.
+    pub server_side: bool,
 }
 
 /// Figures taken from the database around the sessions.
@@ -87,6 +91,12 @@ impl TpccWorkload {
         }
         if cfg.max_tries == 0 {
             return Err(Error::invalid("max_tries", "must be at least 1"));
+        }
+        if cfg.server_side && dialect != Dialect::Postgres {
+            return Err(Error::invalid(
+                "server_side",
+                "--server-side installs PL/pgSQL functions: PostgreSQL only",
+            ));
         }
         if cfg.build_sessions == 0 {
             return Err(Error::invalid("build_sessions", "must be at least 1"));
@@ -152,7 +162,14 @@ impl Workload for TpccWorkload {
                 }
                 .into(),
             ),
-            ("sql".to_string(), "client-side".into()),
+            (
+                "sql".to_string(),
+                match self.cfg.server_side {
+                    true => "server-side (PL/pgSQL functions dbscope_tpcc_*)",
+                    false => "client-side",
+                }
+                .into(),
+            ),
             (
                 "build".to_string(),
                 match (&self.cfg.build_run, a.built) {
@@ -202,6 +219,9 @@ impl Workload for TpccWorkload {
             ..drawn
         };
         let nu = NuConstants::for_run(load, &mut g);
+        if self.cfg.server_side {
+            server::install(target.connect()?.as_mut())?;
+        }
         let next_o = sum_next_o_id(target)?;
         let xacts = match self.dialect {
             Dialect::Postgres => Some(Self::settled_xacts(target)?),
@@ -238,6 +258,8 @@ impl Workload for TpccWorkload {
             dialect: self.dialect,
             tally: self.tally.clone(),
             stmts: None,
+            calls: None,
+            server_side: self.cfg.server_side,
             names: [0; 5],
         })
     }
