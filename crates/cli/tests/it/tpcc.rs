@@ -9,6 +9,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::cli::*;
+use crate::common::mariadb::MariaDb;
 use crate::common::pg::PgCluster;
 
 const TYPES: [&str; 5] = [
@@ -340,6 +341,89 @@ fn tpcc_server_side_on_postgres_calls_functions_and_stays_consistent() {
     assert_eq!(paid, ids[ids.len().div_ceil(2) - 1], "{last}: {ids:?}");
     let out = ok(dir.path(), &["tpcc", "check", "--target", &uri]);
     assert!(out.contains("hold"), "{out}");
+}
+
+/// TPC-C on MariaDB (issue 30's target): InnoDB tables loaded by LOAD DATA LOCAL INFILE from
+/// parallel build sessions, the transactions in MySQL's dialect (FOR UPDATE, no RETURNING),
+/// NOPM from the schema equal to the committed New-Orders, TPM from the server's Com_commit +
+/// Com_rollback equal to every try dbscope ended (a private server: nobody else commits there),
+/// the consistency conditions after the run, and a broken district named by `tpcc check`.
+#[test]
+fn tpcc_on_mariadb_builds_runs_consistent_and_counts_tpm_from_the_server() {
+    let my = MariaDb::private();
+    let dir = tempdir();
+    let db = my.create_db("tpcc");
+    let uri = my.uri(&db);
+    let run1 = dir.path().join("my");
+    ok(
+        dir.path(),
+        &[
+            "run",
+            "tpcc",
+            "--warehouses",
+            "2",
+            "--build-sessions",
+            "2",
+            "-c",
+            "3",
+            "-d",
+            "4s",
+            "--max-tries",
+            "10",
+            "--target",
+            &uri,
+            "-o",
+            s(&run1),
+            "-q",
+        ],
+    );
+    let b = report_json(dir.path(), &dir.path().join("my-build"));
+    assert_eq!(n(&event(&b, "load")["count"]), 2, "two build sessions");
+    let rows = b["tpcc_build"]["tables"].to_string();
+    assert!(
+        rows.contains(r#""rows":200000,"table":"stock""#)
+            || rows.contains(r#""table":"stock","rows":200000"#),
+        "{rows}"
+    );
+    assert_eq!(
+        my.query(
+            &db,
+            "SELECT GROUP_CONCAT(DISTINCT engine) FROM information_schema.tables \
+             WHERE table_schema = DATABASE()"
+        ),
+        "InnoDB"
+    );
+    assert_eq!(my.query(&db, "SELECT count(*) FROM stock"), "200000");
+    let r = assert_run(dir.path(), &run1, 3);
+    let t = &r["tpcc"];
+    assert_eq!(
+        t["tpm_source"],
+        "SHOW GLOBAL STATUS: Com_commit + Com_rollback of the server"
+    );
+    // Every try ended in a COMMIT or a ROLLBACK statement (the 1 %, and each failed try).
+    let tries: i64 = r["counters_tpcc"]["transactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            n(&row["committed"]) + n(&row["rolled_back"]) + n(&row["failed"]) + n(&row["retries"])
+        })
+        .sum();
+    assert_eq!(n(&r["counters_tpcc"]["tpm_transactions"]), tries, "{r}");
+
+    let out = ok(dir.path(), &["tpcc", "check", "--target", &uri]);
+    assert!(out.contains("hold"), "{out}");
+    my.query(
+        &db,
+        "UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = 2 AND d_id = 7",
+    );
+    let o = run(dir.path(), &["tpcc", "check", "--target", &uri]);
+    assert_eq!(o.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("condition 3.3.2.2") && text.contains("warehouse 2 district 7"),
+        "{text}"
+    );
 }
 
 #[test]

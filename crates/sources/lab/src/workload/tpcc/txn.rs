@@ -182,11 +182,35 @@ pub struct Stmts {
     dl_c: StmtId,
     sl_d: StmtId,
     sl_count: StmtId,
+    /// MariaDB/MySQL, which has no `UPDATE … RETURNING`: what the PostgreSQL statements return,
+    /// read with a SELECT (`FOR UPDATE` before the update when the value read is the one the
+    /// update changes, so no other transaction changes it between the two).
+    my: Option<MyReads>,
+}
+
+/// The reads MariaDB/MySQL's New-Order, Payment and Delivery make beside their updates.
+struct MyReads {
+    /// District's next order id and tax, `FOR UPDATE`, before the increment.
+    no_dist: StmtId,
+    /// Per district 1..=10: the stock row's S_DATA and S_DIST_xx, `FOR UPDATE`.
+    no_stock: Vec<StmtId>,
+    /// Warehouse's and district's names and addresses, after their YTD updates.
+    pay_w: StmtId,
+    pay_d: StmtId,
+    /// The delivered order's customer, after its carrier update.
+    dl_o: StmtId,
 }
 
 impl Stmts {
-    /// Prepares every statement on `sess` (PostgreSQL `$n`; SQLite `?n`).
+    /// Prepares every statement on `sess` (PostgreSQL `$n`; SQLite `?n`; MariaDB/MySQL `$n`,
+    /// which its session rewrites as `?`, and without `RETURNING`).
     pub fn prepare(sess: &mut dyn Session, dialect: Dialect) -> TargetResult<Stmts> {
+        let mysql = dialect == Dialect::Mysql;
+        // `RETURNING …` where the dialect has it; MySQL reads the same columns in `MyReads`.
+        let ret = |cols: &str| match mysql {
+            true => String::new(),
+            false => format!(" RETURNING {cols}"),
+        };
         let mut p = |sql: &str| {
             let sql = match dialect {
                 Dialect::Sqlite => sql.replace('$', "?"),
@@ -199,17 +223,47 @@ impl Stmts {
             no_stock.push(p(&format!(
                 "UPDATE stock SET s_quantity = CASE WHEN s_quantity >= $1 + 10 THEN s_quantity - $1 \
                  ELSE s_quantity - $1 + 91 END, s_ytd = s_ytd + $1, s_order_cnt = s_order_cnt + 1, \
-                 s_remote_cnt = s_remote_cnt + $2 WHERE s_i_id = $3 AND s_w_id = $4 \
-                 RETURNING s_data, s_dist_{d:02}"
+                 s_remote_cnt = s_remote_cnt + $2 WHERE s_i_id = $3 AND s_w_id = $4{}",
+                ret(&format!("s_data, s_dist_{d:02}"))
             ))?);
         }
+        let my = match mysql {
+            false => None,
+            true => Some(MyReads {
+                no_dist: p("SELECT d_next_o_id, d_tax FROM district \
+                            WHERE d_w_id = $1 AND d_id = $2 FOR UPDATE")?,
+                no_stock: (1..=DISTRICTS)
+                    .map(|d| {
+                        p(&format!(
+                            "SELECT s_data, s_dist_{d:02} FROM stock \
+                             WHERE s_i_id = $1 AND s_w_id = $2 FOR UPDATE"
+                        ))
+                    })
+                    .collect::<TargetResult<_>>()?,
+                pay_w: p(
+                    "SELECT w_name, w_street_1, w_street_2, w_city, w_state, w_zip \
+                          FROM warehouse WHERE w_id = $1",
+                )?,
+                pay_d: p(
+                    "SELECT d_name, d_street_1, d_street_2, d_city, d_state, d_zip \
+                          FROM district WHERE d_w_id = $1 AND d_id = $2",
+                )?,
+                dl_o: p(
+                    "SELECT o_c_id FROM orders WHERE o_w_id = $1 AND o_d_id = $2 AND o_id = $3",
+                )?,
+            }),
+        };
         Ok(Stmts {
+            my,
             no_cust: p(
                 "SELECT c_discount, c_last, c_credit, w_tax FROM customer, warehouse \
                         WHERE w_id = $1 AND c_w_id = w_id AND c_d_id = $2 AND c_id = $3",
             )?,
-            no_dist: p("UPDATE district SET d_next_o_id = d_next_o_id + 1 \
-                        WHERE d_w_id = $1 AND d_id = $2 RETURNING d_next_o_id - 1, d_tax")?,
+            no_dist: p(&format!(
+                "UPDATE district SET d_next_o_id = d_next_o_id + 1 \
+                 WHERE d_w_id = $1 AND d_id = $2{}",
+                ret("d_next_o_id - 1, d_tax")
+            ))?,
             no_order: p(
                 "INSERT INTO orders (o_id, o_d_id, o_w_id, o_c_id, o_entry_d, \
                          o_carrier_id, o_ol_cnt, o_all_local) \
@@ -223,12 +277,14 @@ impl Stmts {
                         ol_supply_w_id, ol_delivery_d, ol_quantity, ol_amount, ol_dist_info) \
                         VALUES ($1, $2, $3, $4, $5, $6, NULL, $7, $8, $9)",
             )?,
-            pay_w: p("UPDATE warehouse SET w_ytd = w_ytd + $1 WHERE w_id = $2 \
-                      RETURNING w_name, w_street_1, w_street_2, w_city, w_state, w_zip")?,
-            pay_d: p(
-                "UPDATE district SET d_ytd = d_ytd + $1 WHERE d_w_id = $2 AND d_id = $3 \
-                      RETURNING d_name, d_street_1, d_street_2, d_city, d_state, d_zip",
-            )?,
+            pay_w: p(&format!(
+                "UPDATE warehouse SET w_ytd = w_ytd + $1 WHERE w_id = $2{}",
+                ret("w_name, w_street_1, w_street_2, w_city, w_state, w_zip")
+            ))?,
+            pay_d: p(&format!(
+                "UPDATE district SET d_ytd = d_ytd + $1 WHERE d_w_id = $2 AND d_id = $3{}",
+                ret("d_name, d_street_1, d_street_2, d_city, d_state, d_zip")
+            ))?,
             by_name: p(
                 "SELECT c_id FROM customer WHERE c_w_id = $1 AND c_d_id = $2 \
                         AND c_last = $3 ORDER BY c_first",
@@ -264,8 +320,11 @@ impl Stmts {
             dl_min: p("SELECT min(no_o_id) FROM new_order WHERE no_w_id = $1 AND no_d_id = $2")?,
             dl_del: p("DELETE FROM new_order \
                        WHERE no_w_id = $1 AND no_d_id = $2 AND no_o_id = $3")?,
-            dl_o: p("UPDATE orders SET o_carrier_id = $1 \
-                     WHERE o_w_id = $2 AND o_d_id = $3 AND o_id = $4 RETURNING o_c_id")?,
+            dl_o: p(&format!(
+                "UPDATE orders SET o_carrier_id = $1 \
+                 WHERE o_w_id = $2 AND o_d_id = $3 AND o_id = $4{}",
+                ret("o_c_id")
+            ))?,
             dl_ol: p("UPDATE order_line SET ol_delivery_d = CURRENT_TIMESTAMP \
                       WHERE ol_w_id = $1 AND ol_d_id = $2 AND ol_o_id = $3")?,
             dl_sum: p("SELECT sum(ol_amount) FROM order_line \
@@ -394,9 +453,15 @@ pub fn attempt(
             cents,
         } => {
             let amount = money(*cents);
-            let wh = run!(sess, st.pay_w, amount, w)?;
+            let mut wh = run!(sess, st.pay_w, amount, w)?;
+            if let Some(my) = &st.my {
+                wh = run!(sess, my.pay_w, w)?;
+            }
             let w_name = cell(&wh, 0, 0, "warehouse")?.unwrap_or("").to_string();
-            let di = run!(sess, st.pay_d, amount, w, d)?;
+            let mut di = run!(sess, st.pay_d, amount, w, d)?;
+            if let Some(my) = &st.my {
+                di = run!(sess, my.pay_d, w, d)?;
+            }
             let d_name = cell(&di, 0, 0, "district")?.unwrap_or("").to_string();
             let c = customer_id(sess, st, *c_w, *c_d, customer)?;
             let cu = run!(sess, st.pay_c, c_w, c_d, c)?;
@@ -441,7 +506,10 @@ pub fn attempt(
                     skipped += 1;
                     continue;
                 }
-                let o = run!(sess, st.dl_o, carrier, w, d, o_id)?;
+                let mut o = run!(sess, st.dl_o, carrier, w, d, o_id)?;
+                if let Some(my) = &st.my {
+                    o = run!(sess, my.dl_o, w, d, o_id)?;
+                }
                 let c = int(&o, 0, 0, "the delivered order")?;
                 run!(sess, st.dl_ol, w, d, o_id)?;
                 let s = run!(sess, st.dl_sum, w, d, o_id)?;
@@ -482,7 +550,16 @@ fn new_order(
     let cw = run!(sess, st.no_cust, w, d, c)?;
     let discount = num(&cw, 0, 0, "customer and warehouse")?;
     let w_tax = num(&cw, 0, 3, "customer and warehouse")?;
-    let dr = run!(sess, st.no_dist, w, d)?;
+    // The order id: PostgreSQL's and SQLite's update returns the number it took; MySQL reads it
+    // with FOR UPDATE first (the same number: the row stays locked until the commit).
+    let dr = match &st.my {
+        Some(my) => {
+            let r = run!(sess, my.no_dist, w, d)?;
+            run!(sess, st.no_dist, w, d)?;
+            r
+        }
+        None => run!(sess, st.no_dist, w, d)?,
+    };
     let o_id = int(&dr, 0, 0, "district")?;
     let d_tax = num(&dr, 0, 1, "district")?;
     let all_local = i64::from(lines.iter().all(|l| l.supply_w == w));
@@ -500,6 +577,15 @@ fn new_order(
         }
         let price = num(&it, 0, 0, "item")?;
         let remote = i64::from(l.supply_w != w);
+        let read = match &st.my {
+            Some(my) => Some(run!(
+                sess,
+                my.no_stock[(d - 1) as usize],
+                l.item,
+                l.supply_w
+            )?),
+            None => None,
+        };
         let s = run!(
             sess,
             st.no_stock[(d - 1) as usize],
@@ -508,6 +594,7 @@ fn new_order(
             l.item,
             l.supply_w
         )?;
+        let s = read.unwrap_or(s);
         let dist_info = cell(&s, 0, 1, "stock")?.unwrap_or("").to_string();
         let amount = (l.qty as f64 * price * 100.0).round() as i64;
         total_cents += amount;
