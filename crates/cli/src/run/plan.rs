@@ -182,6 +182,7 @@ fn workload_options(a: &RunArgs) -> Vec<(&'static str, bool, &'static [WorkloadN
         ("--no-check", tp.no_check, &[Tpcc]),
         ("--all-warehouses", tp.all_warehouses, &[Tpcc]),
         ("--server-side", tp.server_side, &[Tpcc]),
+        ("--per-statement", tp.per_statement, &[Tpcc]),
     ]
 }
 

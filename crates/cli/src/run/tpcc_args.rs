@@ -32,6 +32,12 @@ pub struct TpccArgs {
     #[arg(long)]
     pub server_side: bool,
 
+    /// tpcc: each SQL statement of a transaction an event of its own, named
+    /// `<type>.<statement>` (`new_order.update_stock`, `payment.commit` …), beside the
+    /// transaction's event. Not with --server-side.
+    #[arg(long)]
+    pub per_statement: bool,
+
     /// tpcc: skip the consistency checks (clause 3.3.2.1–3.3.2.4) after the run; they run by
     /// default, and a failed condition fails the run's exit code (1).
     #[arg(long)]

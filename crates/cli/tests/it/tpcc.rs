@@ -538,6 +538,19 @@ fn tpcc_bad_input_is_refused() {
     );
     fails(
         dir.path(),
+        &[
+            "run",
+            "tpcc",
+            "--server-side",
+            "--per-statement",
+            "--target",
+            &target,
+        ],
+        2,
+        &["--per-statement", "--server-side"],
+    );
+    fails(
+        dir.path(),
         &["run", "tpcc", "--target", "null"],
         2,
         &["tpcc needs a database"],
@@ -640,4 +653,63 @@ fn tpcc_all_warehouses_spreads_one_session_over_every_warehouse() {
         "any (--all-warehouses)"
     );
     assert_eq!(r["tpcc"]["consistent"], true);
+}
+
+/// `--per-statement`: every statement of a transaction an event `<type>.<statement>` beside the
+/// transaction's, one per execution: a begin and an order row per New-Order, a commit per one
+/// committed, a stock update and an order line per line (the database's new order lines, when
+/// none rolled back).
+#[test]
+fn tpcc_per_statement_records_each_statement_as_an_event() {
+    let dir = tempdir();
+    let db = dir.path().join("tpcc.db");
+    let target = format!("sqlite:{}", s(&db));
+    let out = dir.path().join("ps");
+    ok(
+        dir.path(),
+        &[
+            "run",
+            "tpcc",
+            "--per-statement",
+            "--ops",
+            "150",
+            "--target",
+            &target,
+            "-o",
+            s(&out),
+            "-q",
+        ],
+    );
+    let r = report_json(dir.path(), &out);
+    let count = |name: &str| n(&event(&r, name)["count"]);
+    let t = &r["counters_tpcc"]["transactions"];
+    let committed = |i: usize| n(&t[i]["committed"]);
+    let rolled_back = n(&t[0]["rolled_back"]);
+    assert_eq!(n(&t[0]["failed"]), 0, "one session: no conflict");
+    assert_eq!(count("new_order.begin"), count("new_order"));
+    assert_eq!(count("new_order.insert_orders"), count("new_order"));
+    assert_eq!(count("new_order.commit"), committed(0));
+    if rolled_back > 0 {
+        assert_eq!(count("new_order.rollback"), rolled_back);
+    }
+    assert_eq!(count("payment.insert_history"), committed(1));
+    assert_eq!(
+        count("new_order.update_stock"),
+        count("new_order.insert_order_line")
+    );
+    let lines: i64 = {
+        let o = std::process::Command::new("sqlite3")
+            .arg(&db)
+            .arg("SELECT count(*) FROM order_line WHERE ol_o_id > 3000")
+            .output()
+            .expect("the sqlite3 shell runs");
+        String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
+    };
+    assert!(lines > 0);
+    if rolled_back == 0 {
+        assert_eq!(count("new_order.insert_order_line"), lines);
+    } else {
+        // A rolled-back New-Order's lines before the unused item were sent, then undone.
+        assert!(count("new_order.insert_order_line") > lines);
+    }
 }

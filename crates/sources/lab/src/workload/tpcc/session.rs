@@ -1,7 +1,8 @@
 //! One session of the TPC-C workload: draws each transaction's type from the mix and its inputs
 //! for the session's home warehouse, runs it ([`txn::attempt`]), retries what pgbench retries
 //! (`workload::script::retryable`, up to `--max-tries`), and records one event per transaction
-//! named after its type (`rows`: its tries).
+//! named after its type (`rows`: its tries), and with `--per-statement` one per statement of it
+//! (`new_order.update_stock` …: `rows` the rows it returned or changed).
 
 use std::sync::Arc;
 
@@ -12,7 +13,7 @@ use dbscope_tpcc::{Mix, TxKind};
 
 use super::server::{self, Calls};
 use super::tally::{index, Tally};
-use super::txn::{self, Home, Input, Stmts};
+use super::txn::{self, Cx, Home, Input, StmtNames, Stmts};
 use crate::workload::script::retryable;
 use crate::workload::work::SessionWork;
 
@@ -30,6 +31,9 @@ pub(super) struct TpccSession {
     /// `--server-side`: one call of the installed PL/pgSQL function per transaction.
     pub calls: Option<Calls>,
     pub server_side: bool,
+    /// `--per-statement`: each statement an event `<type>.<statement>`, by type.
+    pub per_statement: bool,
+    pub stmt_names: Vec<StmtNames>,
     pub names: [NameId; 5],
 }
 
@@ -38,7 +42,14 @@ impl SessionWork for TpccSession {
         if self.server_side {
             self.calls = Some(Calls::prepare(sess)?);
         } else {
-            self.stmts = Some(Stmts::prepare(sess, self.dialect)?);
+            let stmts = Stmts::prepare(sess, self.dialect)?;
+            if self.per_statement {
+                self.stmt_names = TxKind::ALL
+                    .iter()
+                    .map(|k| StmtNames::new(*k, &stmts, rec))
+                    .collect();
+            }
+            self.stmts = Some(stmts);
         }
         self.names = TxKind::ALL.map(|k| rec.name(k.name()));
         Ok(())
@@ -56,7 +67,16 @@ impl SessionWork for TpccSession {
         loop {
             let result = match (&self.calls, &self.stmts) {
                 (Some(calls), _) => server::attempt(sess, calls, &self.home, &input),
-                (None, Some(stmts)) => txn::attempt(sess, stmts, &self.home, &input),
+                (None, Some(stmts)) => {
+                    let mut cx = Cx {
+                        sess: &mut *sess,
+                        events: self
+                            .stmt_names
+                            .get(index(kind))
+                            .map(|names| (&mut *rec, names)),
+                    };
+                    txn::attempt(&mut cx, stmts, &self.home, &input)
+                }
                 (None, None) => {
                     return Err(TargetError::config(
                         "the TPC-C statements were not prepared",

@@ -47,6 +47,8 @@ pub struct TpccConfig {
     /// `--server-side` (PostgreSQL): the transactions as PL/pgSQL functions installed in setup,
     /// one call per transaction.
     pub server_side: bool,
+    /// `--per-statement`: each statement of a client-side transaction an event of its own.
+    pub per_statement: bool,
 }
 
 /// Figures taken from the database around the sessions.
@@ -98,6 +100,13 @@ impl TpccWorkload {
             return Err(Error::invalid(
                 "server_side",
                 "--server-side installs PL/pgSQL functions: PostgreSQL only",
+            ));
+        }
+        if cfg.server_side && cfg.per_statement {
+            return Err(Error::invalid(
+                "per_statement",
+                "--per-statement times client-side statements; with --server-side each \
+                 transaction is one call",
             ));
         }
         if cfg.build_sessions == 0 {
@@ -186,6 +195,7 @@ impl Workload for TpccWorkload {
             ("build_sessions".to_string(), self.cfg.build_sessions.into()),
             ("mix".to_string(), mix.join(",").into()),
             ("max_tries".to_string(), self.cfg.max_tries.into()),
+            ("per_statement".to_string(), self.cfg.per_statement.into()),
             (
                 "home_warehouse".to_string(),
                 match self.cfg.all_warehouses {
@@ -289,6 +299,8 @@ impl Workload for TpccWorkload {
             stmts: None,
             calls: None,
             server_side: self.cfg.server_side,
+            per_statement: self.cfg.per_statement,
+            stmt_names: Vec::new(),
             names: [0; 5],
         })
     }
