@@ -183,6 +183,7 @@ fn workload_options(a: &RunArgs) -> Vec<(&'static str, bool, &'static [WorkloadN
         ("--all-warehouses", tp.all_warehouses, &[Tpcc]),
         ("--server-side", tp.server_side, &[Tpcc]),
         ("--per-statement", tp.per_statement, &[Tpcc]),
+        ("--keying-thinking", tp.keying_thinking, &[Tpcc]),
     ]
 }
 

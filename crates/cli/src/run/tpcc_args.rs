@@ -38,6 +38,13 @@ pub struct TpccArgs {
     #[arg(long)]
     pub per_statement: bool,
 
+    /// tpcc: the specification's keying time before each transaction (18 s New-Order, 3 s
+    /// Payment, 2 s the others) and think time after it (exponential, mean 12/12/10/5/5 s, cut
+    /// at 10x the mean), clause 5.2.5; each an event of its own (`new_order.keying`,
+    /// `new_order.think`), the transaction's latency without them.
+    #[arg(long)]
+    pub keying_thinking: bool,
+
     /// tpcc: skip the consistency checks (clause 3.3.2.1–3.3.2.4) after the run; they run by
     /// default, and a failed condition fails the run's exit code (1).
     #[arg(long)]

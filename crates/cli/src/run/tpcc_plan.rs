@@ -44,5 +44,11 @@ pub fn tpcc(a: &RunArgs) -> Result<TpccConfig, Exit> {
         all_warehouses: t.all_warehouses,
         server_side: t.server_side,
         per_statement: t.per_statement,
+        keying_thinking: t.keying_thinking,
+        // As the runner reads it: 10 s when neither --ops nor --duration is given.
+        duration: match (a.ops, a.duration) {
+            (None, None) => Some(std::time::Duration::from_secs(10)),
+            (_, d) => d,
+        },
     })
 }

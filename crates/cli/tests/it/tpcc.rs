@@ -713,3 +713,65 @@ fn tpcc_per_statement_records_each_statement_as_an_event() {
         assert!(count("new_order.insert_order_line") > lines);
     }
 }
+
+/// `--keying-thinking`: each transaction after its keying time (2 s for Order-Status, exact) and
+/// before its think time, each an event of its own; the transaction's latency without them; the
+/// run's end cuts a delay short instead of outlasting `--duration`.
+#[test]
+fn tpcc_keying_thinking_records_the_delays_apart_from_the_transactions() {
+    let dir = tempdir();
+    let target = format!("sqlite:{}", s(&dir.path().join("tpcc.db")));
+    let out = dir.path().join("kt");
+    ok(
+        dir.path(),
+        &[
+            "run",
+            "tpcc",
+            "--keying-thinking",
+            "--mix",
+            "0,0,100,0,0",
+            "-c",
+            "3",
+            "-d",
+            "4s",
+            "--target",
+            &target,
+            "-o",
+            s(&out),
+            "-q",
+        ],
+    );
+    let r = report_json(dir.path(), &out);
+    let keying = event(&r, "order_status.keying");
+    let txn = event(&r, "order_status");
+    let think = event(&r, "order_status.think");
+    let us = |e: &Value, k: &str| e["summary_us"][k].as_f64().unwrap();
+    // Every session keyed for 2 s, then ran its Order-Status, then thought.
+    assert!(n(&txn["count"]) >= 3, "{txn}");
+    assert_eq!(txn["sessions"]["per_session"].as_object().unwrap().len(), 3);
+    assert!(n(&keying["count"]) >= n(&txn["count"]), "{keying}");
+    assert!(
+        (2_000_000.0..2_500_000.0).contains(&us(keying, "max")),
+        "the keying time is 2 s (and a late wake-up on a busy machine): {keying}"
+    );
+    assert_eq!(
+        n(&think["count"]),
+        n(&txn["count"]),
+        "a think time after each transaction"
+    );
+    assert!(
+        us(txn, "max") < 1_000_000.0,
+        "the transaction's latency leaves the delays out: {txn}"
+    );
+    // Think times drawn with mean 10 s are cut at the run's end (4 s), not waited out.
+    assert!(us(think, "max") < 2_500_000.0, "{think}");
+    assert!(
+        r["run"]["elapsed_s"].as_f64().unwrap() < 6.0,
+        "{}",
+        r["run"]
+    );
+    assert!(r["run"]["params"]["keying_thinking"]
+        .as_str()
+        .unwrap()
+        .starts_with("clause 5.2.5"));
+}

@@ -49,6 +49,10 @@ pub struct TpccConfig {
     pub server_side: bool,
     /// `--per-statement`: each statement of a client-side transaction an event of its own.
     pub per_statement: bool,
+    /// `--keying-thinking`: clause 5.2.5's keying and think times around each transaction.
+    pub keying_thinking: bool,
+    /// The sessions' run time (`--duration`), so that no keying or think time outlasts it.
+    pub duration: Option<Duration>,
 }
 
 /// Figures taken from the database around the sessions.
@@ -197,6 +201,14 @@ impl Workload for TpccWorkload {
             ("max_tries".to_string(), self.cfg.max_tries.into()),
             ("per_statement".to_string(), self.cfg.per_statement.into()),
             (
+                "keying_thinking".to_string(),
+                match self.cfg.keying_thinking {
+                    true => "clause 5.2.5: keying 18/3/2/2/2 s, think exp. mean 12/12/10/5/5 s (cut at 10x)",
+                    false => "none",
+                }
+                .into(),
+            ),
+            (
                 "home_warehouse".to_string(),
                 match self.cfg.all_warehouses {
                     true => "any (--all-warehouses)",
@@ -301,6 +313,9 @@ impl Workload for TpccWorkload {
             server_side: self.cfg.server_side,
             per_statement: self.cfg.per_statement,
             stmt_names: Vec::new(),
+            keying_thinking: self.cfg.keying_thinking,
+            deadline_ns: self.cfg.duration.map(|d| d.as_nanos() as u64),
+            delay_names: [[0; 2]; 5],
             names: [0; 5],
         })
     }
