@@ -62,12 +62,14 @@ impl SessionWork for TpccSession {
             self.stmts = Some(stmts);
         }
         self.names = TxKind::ALL.map(|k| rec.name(k.name()));
-        self.delay_names = TxKind::ALL.map(|k| {
-            [
-                rec.name(&format!("{}.keying", k.name())),
-                rec.name(&format!("{}.think", k.name())),
-            ]
-        });
+        if self.keying_thinking {
+            self.delay_names = TxKind::ALL.map(|k| {
+                [
+                    rec.name(&format!("{}.keying", k.name())),
+                    rec.name(&format!("{}.think", k.name())),
+                ]
+            });
+        }
         Ok(())
     }
 
