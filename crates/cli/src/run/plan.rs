@@ -181,6 +181,9 @@ fn workload_options(a: &RunArgs) -> Vec<(&'static str, bool, &'static [WorkloadN
         ("--mix", tp.mix.is_some(), &[Tpcc]),
         ("--no-check", tp.no_check, &[Tpcc]),
         ("--all-warehouses", tp.all_warehouses, &[Tpcc]),
+        ("--server-side", tp.server_side, &[Tpcc]),
+        ("--per-statement", tp.per_statement, &[Tpcc]),
+        ("--keying-thinking", tp.keying_thinking, &[Tpcc]),
     ]
 }
 

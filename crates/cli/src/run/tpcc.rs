@@ -101,6 +101,12 @@ pub fn run_tpcc(
 ) -> Result<(u8, Outcome), Exit> {
     let target = open_target(spec, &plan.target.settings)?;
     refuse_target(target.dialect())?;
+    if cfg.server_side && target.dialect() != dbscope_db::Dialect::Postgres {
+        return Err(anyhow!(
+            "--server-side installs PL/pgSQL functions: it runs on PostgreSQL targets only"
+        )
+        .into());
+    }
     let mut cfg = cfg.clone();
     if inspect(target.as_ref(), cfg.warehouses, cfg.fresh)? == Shape::Build {
         let dir = build_dir(&plan.out);

@@ -26,6 +26,25 @@ pub struct TpccArgs {
     #[arg(long)]
     pub all_warehouses: bool,
 
+    /// tpcc (PostgreSQL): the five transactions as PL/pgSQL functions, installed (replaced) in
+    /// the database before the run and called once per transaction, as HammerDB does by default
+    /// (one round trip per transaction instead of one per statement).
+    #[arg(long)]
+    pub server_side: bool,
+
+    /// tpcc: each SQL statement of a transaction an event of its own, named
+    /// `<type>.<statement>` (`new_order.update_stock`, `payment.commit` …), beside the
+    /// transaction's event. Not with --server-side.
+    #[arg(long)]
+    pub per_statement: bool,
+
+    /// tpcc: the specification's keying time before each transaction (18 s New-Order, 3 s
+    /// Payment, 2 s the others) and think time after it (exponential, mean 12/12/10/5/5 s, cut
+    /// at 10x the mean), clause 5.2.5; each an event of its own (`new_order.keying`,
+    /// `new_order.think`), the transaction's latency without them.
+    #[arg(long)]
+    pub keying_thinking: bool,
+
     /// tpcc: skip the consistency checks (clause 3.3.2.1–3.3.2.4) after the run; they run by
     /// default, and a failed condition fails the run's exit code (1).
     #[arg(long)]

@@ -21,6 +21,13 @@ pub fn tpcc(a: &RunArgs) -> Result<TpccConfig, Exit> {
         Some(n) => n,
         None => cpus,
     };
+    if t.server_side && t.per_statement {
+        return Err(anyhow!(
+            "--per-statement times each client-side statement; with --server-side a transaction \
+             is one call (drop one of them)"
+        )
+        .into());
+    }
     let max_tries = a.script.max_tries.unwrap_or(1);
     if max_tries == 0 {
         return Err(anyhow!("--max-tries must be at least 1").into());
@@ -35,5 +42,13 @@ pub fn tpcc(a: &RunArgs) -> Result<TpccConfig, Exit> {
         build_run: None,
         check: !t.no_check,
         all_warehouses: t.all_warehouses,
+        server_side: t.server_side,
+        per_statement: t.per_statement,
+        keying_thinking: t.keying_thinking,
+        // As the runner reads it: 10 s when neither --ops nor --duration is given.
+        duration: match (a.ops, a.duration) {
+            (None, None) => Some(std::time::Duration::from_secs(10)),
+            (_, d) => d,
+        },
     })
 }

@@ -33,6 +33,25 @@ impl TxKind {
             TxKind::StockLevel => "stock_level",
         }
     }
+
+    /// Clause 5.2.5.7: the minimum keying time, seconds (the time to enter the input screen).
+    pub fn keying_s(self) -> f64 {
+        match self {
+            TxKind::NewOrder => 18.0,
+            TxKind::Payment => 3.0,
+            TxKind::OrderStatus | TxKind::Delivery | TxKind::StockLevel => 2.0,
+        }
+    }
+
+    /// Clause 5.2.5.7: the mean of the think time's distribution, seconds (the minimum mean the
+    /// specification allows).
+    pub fn think_mean_s(self) -> f64 {
+        match self {
+            TxKind::NewOrder | TxKind::Payment => 12.0,
+            TxKind::OrderStatus => 10.0,
+            TxKind::Delivery | TxKind::StockLevel => 5.0,
+        }
+    }
 }
 
 /// Percentages of the five types, in [`TxKind::ALL`] order; they add up to 100.

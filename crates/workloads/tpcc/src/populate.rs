@@ -45,7 +45,7 @@ impl Table {
     pub fn insert_sql(self, dialect: Dialect) -> String {
         let params: Vec<String> = (1..=self.columns())
             .map(|i| match dialect {
-                Dialect::Sqlite => "?".to_string(),
+                Dialect::Sqlite | Dialect::Mysql => "?".to_string(),
                 Dialect::Postgres => format!("${i}"),
             })
             .collect();
@@ -55,6 +55,15 @@ impl Table {
     /// `COPY t FROM STDIN` (text format; see [`copy_line`]).
     pub fn copy_sql(self) -> String {
         format!("COPY {} FROM STDIN", self.name())
+    }
+
+    /// MariaDB/MySQL's `LOAD DATA LOCAL INFILE` of the same text format (tab between fields,
+    /// `\N` for NULL, newline after each row: LOAD DATA's defaults).
+    pub fn load_data_sql(self) -> String {
+        format!(
+            "LOAD DATA LOCAL INFILE 'dbscope-tpcc-{t}' INTO TABLE {t} CHARACTER SET utf8mb4",
+            t = self.name()
+        )
     }
 }
 

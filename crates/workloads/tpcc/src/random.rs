@@ -52,6 +52,14 @@ impl Gen {
         Gen(ChaCha8Rng::seed_from_u64(seed))
     }
 
+    /// A think time (clause 5.2.5.4): Tt = −ln(r) × `mean`, r uniform in (0, 1], cut at 10 ×
+    /// `mean` as the clause allows; seconds.
+    pub fn think_s(&mut self, mean: f64) -> f64 {
+        // 1 − [0, 1) is (0, 1]: ln never sees 0.
+        let r: f64 = 1.0 - self.0.random::<f64>();
+        (-r.ln() * mean).min(10.0 * mean)
+    }
+
     /// Uniform in `lo..=hi`.
     pub fn int(&mut self, lo: i64, hi: i64) -> i64 {
         self.0.random_range(lo..=hi)
@@ -116,6 +124,21 @@ pub fn last_name(n: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn think_times_are_exponential_and_capped() {
+        let mut g = Gen::new(3);
+        let xs: Vec<f64> = (0..200_000).map(|_| g.think_s(12.0)).collect();
+        let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+        // The cut at 120 s removes e^-10 of the mass: the mean stays 12 within sampling error.
+        assert!((mean - 12.0).abs() < 0.15, "{mean}");
+        assert!(xs.iter().all(|x| *x > 0.0 && *x <= 120.0));
+        let over = xs.iter().filter(|x| **x > 12.0).count() as f64 / xs.len() as f64;
+        assert!(
+            (over - (-1.0f64).exp()).abs() < 0.01,
+            "P(Tt > mean) = e^-1: {over}"
+        );
+    }
 
     #[test]
     fn last_names_as_the_spec_spells_them() {

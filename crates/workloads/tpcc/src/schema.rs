@@ -7,6 +7,9 @@
 pub enum Dialect {
     Postgres,
     Sqlite,
+    /// MariaDB/MySQL: InnoDB tables, DATETIME for TIMESTAMP (a TIMESTAMP column there may
+    /// default to updating itself on every UPDATE of its row).
+    Mysql,
 }
 
 /// The tables, in the order they are created (and dropped in reverse).
@@ -60,10 +63,17 @@ CREATE INDEX customer_name ON customer (c_w_id, c_d_id, c_last, c_first);
 CREATE INDEX orders_customer ON orders (o_w_id, o_d_id, o_c_id, o_id);
 ";
 
-/// The statements that create the tables (before the load). Both dialects take the same SQL:
-/// SQLite gives NUMERIC columns numeric affinity, which stores the money columns as REAL.
-pub fn create_tables(_dialect: Dialect) -> Vec<String> {
-    statements(DDL)
+/// The statements that create the tables (before the load). PostgreSQL and SQLite take the same
+/// SQL (SQLite gives NUMERIC columns numeric affinity, which stores the money columns as REAL);
+/// MariaDB/MySQL's tables are InnoDB, with DATETIME for TIMESTAMP.
+pub fn create_tables(dialect: Dialect) -> Vec<String> {
+    let mut s = statements(DDL);
+    if dialect == Dialect::Mysql {
+        for t in &mut s {
+            *t = format!("{} ENGINE=InnoDB", t.replace("TIMESTAMP", "DATETIME"));
+        }
+    }
+    s
 }
 
 /// The statements that create the secondary indexes (after the load, which is faster).
@@ -102,6 +112,9 @@ mod tests {
             );
         }
         assert_eq!(create_indexes(Dialect::Sqlite).len(), 2);
+        let my = create_tables(Dialect::Mysql);
+        assert!(my.iter().all(|t| t.ends_with(") ENGINE=InnoDB")), "{my:?}");
+        assert!(my[2].contains("c_since DATETIME") && !my[2].contains("TIMESTAMP"));
         assert_eq!(drop_tables()[0], "DROP TABLE IF EXISTS stock");
     }
 }

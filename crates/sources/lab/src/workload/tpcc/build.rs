@@ -1,7 +1,8 @@
 //! Builds TPC-C's tables on a target: drop (with `fresh`), create, load ITEM and the warehouses
-//! (PostgreSQL: COPY, one connection per build session, each loading its own warehouses; SQLite:
-//! multi-row INSERTs in one transaction, since SQLite has one writer at a time), index, and
-//! record the shape in `tpcc_build` so a later run with the same shape reuses the tables.
+//! (PostgreSQL: COPY, one connection per build session, each loading its own warehouses;
+//! MariaDB/MySQL the same with `LOAD DATA LOCAL INFILE` of the same text; SQLite: multi-row
+//! INSERTs in one transaction, since SQLite has one writer at a time), index, and record the
+//! shape in `tpcc_build` so a later run with the same shape reuses the tables.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -42,11 +43,9 @@ fn tdialect(target: &dyn Target) -> TargetResult<schema::Dialect> {
         Dialect::Postgres => Ok(schema::Dialect::Postgres),
         Dialect::Sqlite => Ok(schema::Dialect::Sqlite),
         Dialect::Null => Err(TargetError::config(
-            "tpcc needs a database: a sqlite: or postgres:// target, not null",
+            "tpcc needs a database: a sqlite:, postgres:// or mysql:// target, not null",
         )),
-        Dialect::Mysql => Err(TargetError::config(
-            "tpcc does not run on MariaDB/MySQL yet: use a sqlite: or postgres:// target",
-        )),
+        Dialect::Mysql => Ok(schema::Dialect::Mysql),
     }
 }
 
@@ -56,6 +55,9 @@ fn existing(sess: &mut dyn Session, d: schema::Dialect) -> TargetResult<Vec<Stri
         schema::Dialect::Sqlite => "SELECT name FROM sqlite_master WHERE type = 'table'",
         schema::Dialect::Postgres => {
             "SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema()"
+        }
+        schema::Dialect::Mysql => {
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE()"
         }
     };
     let rows = sess.query_rows(sql, &[])?;
@@ -206,7 +208,9 @@ fn build_steps(
     let now_text = load_time();
     let sessions = match d {
         schema::Dialect::Sqlite => 1,
-        schema::Dialect::Postgres => opts.build_sessions.clamp(1, w as u32),
+        schema::Dialect::Postgres | schema::Dialect::Mysql => {
+            opts.build_sessions.clamp(1, w as u32)
+        }
     };
     let total = |c: &Vec<(Table, u64)>| -> u64 { c.iter().map(|(_, n)| n).sum() };
     let mut counts: Vec<(Table, u64)> = Vec::new();
@@ -288,14 +292,20 @@ fn build_steps(
         "INSERT INTO {SHAPE_TABLE} VALUES ({w}, {})",
         nu.c_last
     ))?;
-    if d == schema::Dialect::Postgres {
+    let analyze = match d {
+        schema::Dialect::Postgres => Some("ANALYZE"),
+        // Its result set (a row per table) is read and dropped by `batch`.
+        schema::Dialect::Mysql => Some("ANALYZE TABLE"),
+        schema::Dialect::Sqlite => None,
+    };
+    if let Some(analyze) = analyze {
         step(
             steps,
             now,
             0,
             "analyze",
             |_| 0,
-            || sess.batch(&format!("ANALYZE {}", schema::TABLES.join(", "))),
+            || sess.batch(&format!("{analyze} {}", schema::TABLES.join(", "))),
         )?;
     }
     // In the schema's order, whichever loader sent a table first.
@@ -339,8 +349,9 @@ fn load_time() -> String {
     )
 }
 
-/// Rows gathered per table until a batch is full: a COPY body (PostgreSQL) or a multi-row
-/// INSERT (SQLite). The population interleaves tables (a customer, its history row; an order, its
+/// Rows gathered per table until a batch is full: a COPY body (PostgreSQL; MariaDB/MySQL's
+/// LOAD DATA takes the same text) or a multi-row INSERT (SQLite). The population interleaves
+/// tables (a customer, its history row; an order, its
 /// lines, its new-order row), so each table has a batch of its own: one batch for all would be
 /// sent every few rows.
 struct Batcher<'a> {
@@ -361,7 +372,7 @@ impl Batcher<'_> {
         };
         let (_, body, n) = &mut self.pending[at];
         match self.d {
-            schema::Dialect::Postgres => body.push_str(&copy_line(&v)),
+            schema::Dialect::Postgres | schema::Dialect::Mysql => body.push_str(&copy_line(&v)),
             schema::Dialect::Sqlite => {
                 if *n == 0 {
                     body.push_str(&format!("INSERT INTO {} VALUES ", t.name()));
@@ -373,7 +384,7 @@ impl Batcher<'_> {
         }
         *n += 1;
         let full = match self.d {
-            schema::Dialect::Postgres => body.len() >= (8 << 20),
+            schema::Dialect::Postgres | schema::Dialect::Mysql => body.len() >= (8 << 20),
             schema::Dialect::Sqlite => *n >= 500,
         };
         if full {
@@ -395,9 +406,13 @@ impl Batcher<'_> {
 
     fn send(&mut self, t: Table, body: String, n: u64) -> TargetResult<()> {
         match self.d {
-            schema::Dialect::Postgres => {
+            schema::Dialect::Postgres | schema::Dialect::Mysql => {
+                let sql = match self.d {
+                    schema::Dialect::Mysql => t.load_data_sql(),
+                    _ => t.copy_sql(),
+                };
                 let mut body = Some(body.into_bytes());
-                let copied = self.sess.copy_in(&t.copy_sql(), &mut |buf| {
+                let copied = self.sess.copy_in(&sql, &mut |buf| {
                     if let Some(b) = body.take() {
                         buf.extend_from_slice(&b);
                     }
@@ -405,7 +420,8 @@ impl Batcher<'_> {
                 })?;
                 if copied != n {
                     return Err(TargetError::config(format!(
-                        "COPY into {} loaded {copied} rows of {n}",
+                        "{} into {} loaded {copied} rows of {n}",
+                        sql.split(" INTO ").next().unwrap_or("COPY"),
                         t.name()
                     )));
                 }
@@ -481,11 +497,20 @@ fn literal_row(sql: &mut String, v: &[Value]) {
 
 /// Runs the consistency conditions on the target; empty when every one holds.
 pub fn check(target: &dyn Target) -> TargetResult<Vec<Violation>> {
-    tdialect(target)?;
+    let d = tdialect(target)?;
     let mut sess = target.connect()?;
+    if d == schema::Dialect::Mysql {
+        // The conditions concatenate with `||`, which MySQL reads as OR unless told otherwise.
+        sess.batch("SET SESSION sql_mode = CONCAT(@@SESSION.sql_mode, ',PIPES_AS_CONCAT')")?;
+    }
     let mut out = Vec::new();
     for c in CONDITIONS {
-        for r in sess.query_rows(c.sql, &[])? {
+        let sql = match d {
+            // MySQL casts to CHAR, not TEXT.
+            schema::Dialect::Mysql => c.sql.replace(" AS TEXT)", " AS CHAR)"),
+            _ => c.sql.to_string(),
+        };
+        for r in sess.query_rows(&sql, &[])? {
             let num = |i: usize| {
                 r.get(i)
                     .and_then(|x| x.as_deref())

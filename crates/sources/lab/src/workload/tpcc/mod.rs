@@ -5,6 +5,7 @@
 
 mod build;
 mod build_run;
+mod server;
 mod session;
 mod tally;
 mod txn;

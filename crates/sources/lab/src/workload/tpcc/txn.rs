@@ -7,6 +7,9 @@
 //! `UPDATE … RETURNING`, the stock row updated in one statement, Delivery's ten districts in one
 //! transaction, a district's oldest new order skipped when a concurrent Delivery took it.
 
+use std::collections::HashMap;
+
+use dbscope_core::{NameId, Recorder};
 use dbscope_db::{Dialect, ScriptSend, Session, StmtId, StmtResult, TargetError, TargetResult};
 use dbscope_tpcc::random::{last_name, Gen, NuConstants};
 use dbscope_tpcc::{TxKind, CUSTOMERS, DISTRICTS, ITEMS};
@@ -182,103 +185,309 @@ pub struct Stmts {
     dl_c: StmtId,
     sl_d: StmtId,
     sl_count: StmtId,
+    /// MariaDB/MySQL, which has no `UPDATE … RETURNING`: what the PostgreSQL statements return,
+    /// read with a SELECT (`FOR UPDATE` before the update when the value read is the one the
+    /// update changes, so no other transaction changes it between the two).
+    my: Option<MyReads>,
+    /// Each statement's name in `--per-statement` events (`update_stock` …).
+    labels: Vec<(StmtId, &'static str)>,
+}
+
+/// `--per-statement`: the event names of one transaction type, `<type>.<statement>`, by
+/// statement (its [`StmtId`]), and its begin, commit and rollback.
+#[derive(Clone, Debug, Default)]
+pub struct StmtNames {
+    pub by_stmt: HashMap<usize, NameId>,
+    pub begin: NameId,
+    pub commit: NameId,
+    pub rollback: NameId,
+}
+
+impl StmtNames {
+    /// The names of type `kind`'s statements, interned in `rec`.
+    pub fn new(kind: TxKind, st: &Stmts, rec: &Recorder) -> StmtNames {
+        let n = |what: &str| rec.name(&format!("{}.{what}", kind.name()));
+        StmtNames {
+            by_stmt: st.labels.iter().map(|(id, l)| (id.0, n(l))).collect(),
+            begin: n("begin"),
+            commit: n("commit"),
+            rollback: n("rollback"),
+        }
+    }
+}
+
+/// Where one try's statements go: the session, and with `--per-statement` the recorder that
+/// makes each of them an event of its own beside the transaction's.
+pub struct Cx<'a> {
+    pub sess: &'a mut dyn Session,
+    pub events: Option<(&'a mut Recorder, &'a StmtNames)>,
+}
+
+impl Cx<'_> {
+    /// Runs `f` on the session, an event named `name` when statements are recorded.
+    fn timed<T>(
+        &mut self,
+        name: impl Fn(&StmtNames) -> Option<NameId>,
+        rows: impl Fn(&T) -> u64,
+        f: impl FnOnce(&mut dyn Session) -> TargetResult<T>,
+    ) -> TargetResult<T> {
+        let Some((rec, names)) = self.events.as_mut() else {
+            return f(&mut *self.sess);
+        };
+        let start = rec.now();
+        let r = f(&mut *self.sess);
+        let end = rec.now();
+        if let Some(name) = name(names) {
+            let (outcome, n) = match &r {
+                Ok(v) => (0, rows(v)),
+                Err(e) => (rec.outcome(&e.class), 0),
+            };
+            // The transaction's event carries the operation's schedule; its statements do not.
+            rec.push_unpaced(name, start, end, outcome, n);
+        }
+        r
+    }
+
+    fn begin(&mut self) -> TargetResult<()> {
+        self.timed(|n| Some(n.begin), |_| 0, |s| s.begin())
+    }
+
+    fn commit(&mut self) -> TargetResult<()> {
+        self.timed(|n| Some(n.commit), |_| 0, |s| s.commit())
+    }
+
+    fn rollback(&mut self) -> TargetResult<()> {
+        self.timed(|n| Some(n.rollback), |_| 0, |s| s.rollback())
+    }
+}
+
+/// The reads MariaDB/MySQL's New-Order, Payment and Delivery make beside their updates.
+struct MyReads {
+    /// District's next order id and tax, `FOR UPDATE`, before the increment.
+    no_dist: StmtId,
+    /// Per district 1..=10: the stock row's S_DATA and S_DIST_xx, `FOR UPDATE`.
+    no_stock: Vec<StmtId>,
+    /// Warehouse's and district's names and addresses, after their YTD updates.
+    pay_w: StmtId,
+    pay_d: StmtId,
+    /// The delivered order's customer, after its carrier update.
+    dl_o: StmtId,
 }
 
 impl Stmts {
-    /// Prepares every statement on `sess` (PostgreSQL `$n`; SQLite `?n`).
+    /// Prepares every statement on `sess` (PostgreSQL `$n`; SQLite `?n`; MariaDB/MySQL `$n`,
+    /// which its session rewrites as `?`, and without `RETURNING`).
     pub fn prepare(sess: &mut dyn Session, dialect: Dialect) -> TargetResult<Stmts> {
-        let mut p = |sql: &str| {
+        let mysql = dialect == Dialect::Mysql;
+        // `RETURNING …` where the dialect has it; MySQL reads the same columns in `MyReads`.
+        let ret = |cols: &str| match mysql {
+            true => String::new(),
+            false => format!(" RETURNING {cols}"),
+        };
+        let mut labels = Vec::new();
+        let mut p = |label: &'static str, sql: &str| {
             let sql = match dialect {
                 Dialect::Sqlite => sql.replace('$', "?"),
                 _ => sql.to_string(),
             };
-            sess.prepare(&sql)
+            let id = sess.prepare(&sql)?;
+            labels.push((id, label));
+            Ok::<_, TargetError>(id)
         };
         let mut no_stock = Vec::with_capacity(DISTRICTS as usize);
         for d in 1..=DISTRICTS {
-            no_stock.push(p(&format!(
+            no_stock.push(p(
+                "update_stock",
+                &format!(
                 "UPDATE stock SET s_quantity = CASE WHEN s_quantity >= $1 + 10 THEN s_quantity - $1 \
                  ELSE s_quantity - $1 + 91 END, s_ytd = s_ytd + $1, s_order_cnt = s_order_cnt + 1, \
-                 s_remote_cnt = s_remote_cnt + $2 WHERE s_i_id = $3 AND s_w_id = $4 \
-                 RETURNING s_data, s_dist_{d:02}"
-            ))?);
+                 s_remote_cnt = s_remote_cnt + $2 WHERE s_i_id = $3 AND s_w_id = $4{}",
+                    ret(&format!("s_data, s_dist_{d:02}"))
+                ),
+            )?);
         }
-        Ok(Stmts {
+        let my = match mysql {
+            false => None,
+            true => Some(MyReads {
+                no_dist: p(
+                    "select_district_for_update",
+                    "SELECT d_next_o_id, d_tax FROM district \
+                            WHERE d_w_id = $1 AND d_id = $2 FOR UPDATE",
+                )?,
+                no_stock: (1..=DISTRICTS)
+                    .map(|d| {
+                        p(
+                            "select_stock_for_update",
+                            &format!(
+                                "SELECT s_data, s_dist_{d:02} FROM stock \
+                             WHERE s_i_id = $1 AND s_w_id = $2 FOR UPDATE"
+                            ),
+                        )
+                    })
+                    .collect::<TargetResult<_>>()?,
+                pay_w: p(
+                    "select_warehouse",
+                    "SELECT w_name, w_street_1, w_street_2, w_city, w_state, w_zip \
+                          FROM warehouse WHERE w_id = $1",
+                )?,
+                pay_d: p(
+                    "select_district",
+                    "SELECT d_name, d_street_1, d_street_2, d_city, d_state, d_zip \
+                          FROM district WHERE d_w_id = $1 AND d_id = $2",
+                )?,
+                dl_o: p(
+                    "select_order_customer",
+                    "SELECT o_c_id FROM orders WHERE o_w_id = $1 AND o_d_id = $2 AND o_id = $3",
+                )?,
+            }),
+        };
+        let mut st = Stmts {
+            labels: Vec::new(),
+            my,
             no_cust: p(
+                "select_customer_warehouse",
                 "SELECT c_discount, c_last, c_credit, w_tax FROM customer, warehouse \
                         WHERE w_id = $1 AND c_w_id = w_id AND c_d_id = $2 AND c_id = $3",
             )?,
-            no_dist: p("UPDATE district SET d_next_o_id = d_next_o_id + 1 \
-                        WHERE d_w_id = $1 AND d_id = $2 RETURNING d_next_o_id - 1, d_tax")?,
+            no_dist: p(
+                "update_district",
+                &format!(
+                    "UPDATE district SET d_next_o_id = d_next_o_id + 1 \
+                 WHERE d_w_id = $1 AND d_id = $2{}",
+                    ret("d_next_o_id - 1, d_tax")
+                ),
+            )?,
             no_order: p(
+                "insert_orders",
                 "INSERT INTO orders (o_id, o_d_id, o_w_id, o_c_id, o_entry_d, \
                          o_carrier_id, o_ol_cnt, o_all_local) \
                          VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP, NULL, $5, $6)",
             )?,
-            no_new: p("INSERT INTO new_order (no_o_id, no_d_id, no_w_id) VALUES ($1, $2, $3)")?,
-            no_item: p("SELECT i_price, i_name, i_data FROM item WHERE i_id = $1")?,
+            no_new: p(
+                "insert_new_order",
+                "INSERT INTO new_order (no_o_id, no_d_id, no_w_id) VALUES ($1, $2, $3)",
+            )?,
+            no_item: p(
+                "select_item",
+                "SELECT i_price, i_name, i_data FROM item WHERE i_id = $1",
+            )?,
             no_stock,
             no_line: p(
+                "insert_order_line",
                 "INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, \
                         ol_supply_w_id, ol_delivery_d, ol_quantity, ol_amount, ol_dist_info) \
                         VALUES ($1, $2, $3, $4, $5, $6, NULL, $7, $8, $9)",
             )?,
-            pay_w: p("UPDATE warehouse SET w_ytd = w_ytd + $1 WHERE w_id = $2 \
-                      RETURNING w_name, w_street_1, w_street_2, w_city, w_state, w_zip")?,
+            pay_w: p(
+                "update_warehouse",
+                &format!(
+                    "UPDATE warehouse SET w_ytd = w_ytd + $1 WHERE w_id = $2{}",
+                    ret("w_name, w_street_1, w_street_2, w_city, w_state, w_zip")
+                ),
+            )?,
             pay_d: p(
-                "UPDATE district SET d_ytd = d_ytd + $1 WHERE d_w_id = $2 AND d_id = $3 \
-                      RETURNING d_name, d_street_1, d_street_2, d_city, d_state, d_zip",
+                "update_district",
+                &format!(
+                    "UPDATE district SET d_ytd = d_ytd + $1 WHERE d_w_id = $2 AND d_id = $3{}",
+                    ret("d_name, d_street_1, d_street_2, d_city, d_state, d_zip")
+                ),
             )?,
             by_name: p(
+                "select_customer_by_name",
                 "SELECT c_id FROM customer WHERE c_w_id = $1 AND c_d_id = $2 \
                         AND c_last = $3 ORDER BY c_first",
             )?,
             pay_c: p(
+                "select_customer",
                 "SELECT c_first, c_middle, c_last, c_street_1, c_street_2, c_city, c_state, \
                       c_zip, c_phone, c_since, c_credit, c_credit_lim, c_discount, c_balance \
                       FROM customer WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3",
             )?,
-            pay_cdata: p("SELECT c_data FROM customer \
-                          WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3")?,
-            pay_upd_bc: p("UPDATE customer SET c_balance = c_balance - $1, \
+            pay_cdata: p(
+                "select_customer_data",
+                "SELECT c_data FROM customer \
+                          WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3",
+            )?,
+            pay_upd_bc: p(
+                "update_customer_bad_credit",
+                "UPDATE customer SET c_balance = c_balance - $1, \
                            c_ytd_payment = c_ytd_payment + $1, c_payment_cnt = c_payment_cnt + 1, \
-                           c_data = $2 WHERE c_w_id = $3 AND c_d_id = $4 AND c_id = $5")?,
-            pay_upd: p("UPDATE customer SET c_balance = c_balance - $1, \
+                           c_data = $2 WHERE c_w_id = $3 AND c_d_id = $4 AND c_id = $5",
+            )?,
+            pay_upd: p(
+                "update_customer",
+                "UPDATE customer SET c_balance = c_balance - $1, \
                         c_ytd_payment = c_ytd_payment + $1, c_payment_cnt = c_payment_cnt + 1 \
-                        WHERE c_w_id = $2 AND c_d_id = $3 AND c_id = $4")?,
+                        WHERE c_w_id = $2 AND c_d_id = $3 AND c_id = $4",
+            )?,
             pay_hist: p(
+                "insert_history",
                 "INSERT INTO history (h_c_id, h_c_d_id, h_c_w_id, h_d_id, h_w_id, \
                          h_date, h_amount, h_data) \
                          VALUES ($1, $2, $3, $4, $5, CURRENT_TIMESTAMP, $6, $7)",
             )?,
-            os_c: p("SELECT c_balance, c_first, c_middle, c_last FROM customer \
-                     WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3")?,
+            os_c: p(
+                "select_customer",
+                "SELECT c_balance, c_first, c_middle, c_last FROM customer \
+                     WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3",
+            )?,
             os_o: p(
+                "select_last_order",
                 "SELECT o_id, o_carrier_id, o_entry_d FROM orders \
                      WHERE o_w_id = $1 AND o_d_id = $2 AND o_c_id = $3 ORDER BY o_id DESC LIMIT 1",
             )?,
             os_ol: p(
+                "select_order_lines",
                 "SELECT ol_i_id, ol_supply_w_id, ol_quantity, ol_amount, ol_delivery_d \
                       FROM order_line WHERE ol_w_id = $1 AND ol_d_id = $2 AND ol_o_id = $3",
             )?,
-            dl_min: p("SELECT min(no_o_id) FROM new_order WHERE no_w_id = $1 AND no_d_id = $2")?,
-            dl_del: p("DELETE FROM new_order \
-                       WHERE no_w_id = $1 AND no_d_id = $2 AND no_o_id = $3")?,
-            dl_o: p("UPDATE orders SET o_carrier_id = $1 \
-                     WHERE o_w_id = $2 AND o_d_id = $3 AND o_id = $4 RETURNING o_c_id")?,
-            dl_ol: p("UPDATE order_line SET ol_delivery_d = CURRENT_TIMESTAMP \
-                      WHERE ol_w_id = $1 AND ol_d_id = $2 AND ol_o_id = $3")?,
-            dl_sum: p("SELECT sum(ol_amount) FROM order_line \
-                       WHERE ol_w_id = $1 AND ol_d_id = $2 AND ol_o_id = $3")?,
-            dl_c: p("UPDATE customer SET c_balance = c_balance + $1, \
+            dl_min: p(
+                "select_oldest_new_order",
+                "SELECT min(no_o_id) FROM new_order WHERE no_w_id = $1 AND no_d_id = $2",
+            )?,
+            dl_del: p(
+                "delete_new_order",
+                "DELETE FROM new_order \
+                       WHERE no_w_id = $1 AND no_d_id = $2 AND no_o_id = $3",
+            )?,
+            dl_o: p(
+                "update_orders",
+                &format!(
+                    "UPDATE orders SET o_carrier_id = $1 \
+                 WHERE o_w_id = $2 AND o_d_id = $3 AND o_id = $4{}",
+                    ret("o_c_id")
+                ),
+            )?,
+            dl_ol: p(
+                "update_order_lines",
+                "UPDATE order_line SET ol_delivery_d = CURRENT_TIMESTAMP \
+                      WHERE ol_w_id = $1 AND ol_d_id = $2 AND ol_o_id = $3",
+            )?,
+            dl_sum: p(
+                "select_order_lines_sum",
+                "SELECT sum(ol_amount) FROM order_line \
+                       WHERE ol_w_id = $1 AND ol_d_id = $2 AND ol_o_id = $3",
+            )?,
+            dl_c: p(
+                "update_customer",
+                "UPDATE customer SET c_balance = c_balance + $1, \
                      c_delivery_cnt = c_delivery_cnt + 1 \
-                     WHERE c_w_id = $2 AND c_d_id = $3 AND c_id = $4")?,
-            sl_d: p("SELECT d_next_o_id FROM district WHERE d_w_id = $1 AND d_id = $2")?,
-            sl_count: p("SELECT count(DISTINCT s_i_id) FROM order_line, stock \
+                     WHERE c_w_id = $2 AND c_d_id = $3 AND c_id = $4",
+            )?,
+            sl_d: p(
+                "select_district",
+                "SELECT d_next_o_id FROM district WHERE d_w_id = $1 AND d_id = $2",
+            )?,
+            sl_count: p(
+                "count_low_stock",
+                "SELECT count(DISTINCT s_i_id) FROM order_line, stock \
                          WHERE ol_w_id = $1 AND ol_d_id = $2 AND ol_o_id < $3 \
                          AND ol_o_id >= $3 - 20 AND s_w_id = $1 AND s_i_id = ol_i_id \
-                         AND s_quantity < $4")?,
-        })
+                         AND s_quantity < $4",
+            )?,
+        };
+        st.labels = labels;
+        Ok(st)
     }
 }
 
@@ -293,22 +502,31 @@ pub struct Ended {
 }
 
 /// Runs one prepared statement with `params`; its rows.
-fn q(sess: &mut dyn Session, id: StmtId, params: &[&str]) -> TargetResult<StmtResult> {
-    let mut r = sess.script(ScriptSend::Prepared(id), params, true)?;
-    Ok(r.pop().unwrap_or_default())
+fn q(cx: &mut Cx, id: StmtId, params: &[&str]) -> TargetResult<StmtResult> {
+    cx.timed(
+        |n| n.by_stmt.get(&id.0).copied(),
+        |r: &StmtResult| match r.rows.len() {
+            0 => r.affected,
+            n => n as u64,
+        },
+        |s| {
+            let mut r = s.script(ScriptSend::Prepared(id), params, true)?;
+            Ok(r.pop().unwrap_or_default())
+        },
+    )
 }
 
 /// `q` with parameters of any displayable type.
 macro_rules! run {
-    ($sess:expr, $id:expr $(, $p:expr)+) => {{
+    ($cx:expr, $id:expr $(, $p:expr)+) => {{
         let owned = [$($p.to_string()),+];
         let refs: Vec<&str> = owned.iter().map(String::as_str).collect();
-        q($sess, $id, &refs)
+        q($cx, $id, &refs)
     }};
 }
 
 /// An answer the transaction cannot go on with (a row missing): a `check:tpcc` failure.
-fn missing(what: &str) -> TargetError {
+pub(super) fn missing(what: &str) -> TargetError {
     TargetError {
         class: "check:tpcc".into(),
         sqlstate: None,
@@ -345,24 +563,18 @@ fn num(r: &StmtResult, row: usize, col: usize, what: &str) -> TargetResult<f64> 
 }
 
 /// Cents as a decimal with two digits (`123.45`).
-fn money(cents: i64) -> String {
+pub(super) fn money(cents: i64) -> String {
     let sign = if cents < 0 { "-" } else { "" };
     format!("{sign}{}.{:02}", cents.abs() / 100, cents.abs() % 100)
 }
 
 /// The customer number of `who` in warehouse `w` district `d`: by last name, the one at
 /// position ⌈n/2⌉ of those of that name ordered by first name (clause 2.5.2.2).
-fn customer_id(
-    sess: &mut dyn Session,
-    st: &Stmts,
-    w: i64,
-    d: i64,
-    who: &Customer,
-) -> TargetResult<i64> {
+fn customer_id(cx: &mut Cx, st: &Stmts, w: i64, d: i64, who: &Customer) -> TargetResult<i64> {
     match who {
         Customer::Id(c) => Ok(*c),
         Customer::Last(name) => {
-            let r = run!(sess, st.by_name, w, d, name)?;
+            let r = run!(cx, st.by_name, w, d, name)?;
             let n = r.rows.len();
             if n == 0 {
                 return Err(missing(&format!(
@@ -376,16 +588,11 @@ fn customer_id(
 
 /// One try of `input` in a transaction of its own at `home`: committed, rolled back (the 1 % of
 /// New-Orders), or the failure (the caller rolls back).
-pub fn attempt(
-    sess: &mut dyn Session,
-    st: &Stmts,
-    home: &Home,
-    input: &Input,
-) -> TargetResult<Ended> {
-    sess.begin()?;
+pub fn attempt(cx: &mut Cx, st: &Stmts, home: &Home, input: &Input) -> TargetResult<Ended> {
+    cx.begin()?;
     let w = home.w;
     let ended = match input {
-        Input::NewOrder { d, c, lines } => new_order(sess, st, w, *d, *c, lines)?,
+        Input::NewOrder { d, c, lines } => new_order(cx, st, w, *d, *c, lines)?,
         Input::Payment {
             d,
             c_w,
@@ -394,41 +601,47 @@ pub fn attempt(
             cents,
         } => {
             let amount = money(*cents);
-            let wh = run!(sess, st.pay_w, amount, w)?;
+            let mut wh = run!(cx, st.pay_w, amount, w)?;
+            if let Some(my) = &st.my {
+                wh = run!(cx, my.pay_w, w)?;
+            }
             let w_name = cell(&wh, 0, 0, "warehouse")?.unwrap_or("").to_string();
-            let di = run!(sess, st.pay_d, amount, w, d)?;
+            let mut di = run!(cx, st.pay_d, amount, w, d)?;
+            if let Some(my) = &st.my {
+                di = run!(cx, my.pay_d, w, d)?;
+            }
             let d_name = cell(&di, 0, 0, "district")?.unwrap_or("").to_string();
-            let c = customer_id(sess, st, *c_w, *c_d, customer)?;
-            let cu = run!(sess, st.pay_c, c_w, c_d, c)?;
+            let c = customer_id(cx, st, *c_w, *c_d, customer)?;
+            let cu = run!(cx, st.pay_c, c_w, c_d, c)?;
             let credit = cell(&cu, 0, 10, "customer")?.unwrap_or("").to_string();
             if credit == "BC" {
                 // Bad credit: the payment's details go in front of C_DATA, kept to 500 characters.
-                let old = run!(sess, st.pay_cdata, c_w, c_d, c)?;
+                let old = run!(cx, st.pay_cdata, c_w, c_d, c)?;
                 let old = cell(&old, 0, 0, "customer's data")?.unwrap_or("");
                 let mut data = format!("{c} {c_d} {c_w} {d} {w} {amount}|{old}");
                 if let Some((cut, _)) = data.char_indices().nth(500) {
                     data.truncate(cut);
                 }
-                run!(sess, st.pay_upd_bc, amount, data, c_w, c_d, c)?;
+                run!(cx, st.pay_upd_bc, amount, data, c_w, c_d, c)?;
             } else {
-                run!(sess, st.pay_upd, amount, c_w, c_d, c)?;
+                run!(cx, st.pay_upd, amount, c_w, c_d, c)?;
             }
             let h_data = format!("{w_name}    {d_name}");
-            run!(sess, st.pay_hist, c, c_d, c_w, d, w, amount, h_data)?;
+            run!(cx, st.pay_hist, c, c_d, c_w, d, w, amount, h_data)?;
             Ended::default()
         }
         Input::OrderStatus { d, customer } => {
-            let c = customer_id(sess, st, w, *d, customer)?;
-            run!(sess, st.os_c, w, d, c)?;
-            let o = run!(sess, st.os_o, w, d, c)?;
+            let c = customer_id(cx, st, w, *d, customer)?;
+            run!(cx, st.os_c, w, d, c)?;
+            let o = run!(cx, st.os_o, w, d, c)?;
             let o_id = int(&o, 0, 0, "the customer's last order")?;
-            run!(sess, st.os_ol, w, d, o_id)?;
+            run!(cx, st.os_ol, w, d, o_id)?;
             Ended::default()
         }
         Input::Delivery { carrier } => {
             let mut skipped = 0;
             for d in 1..=DISTRICTS {
-                let m = run!(sess, st.dl_min, w, d)?;
+                let m = run!(cx, st.dl_min, w, d)?;
                 let Some(o_id) = cell(&m, 0, 0, "oldest new order")? else {
                     skipped += 1;
                     continue;
@@ -437,18 +650,21 @@ pub fn attempt(
                     .parse()
                     .map_err(|_| missing(&format!("oldest new order {o_id:?}")))?;
                 // A concurrent Delivery of the same warehouse may have taken it: skip the district.
-                if run!(sess, st.dl_del, w, d, o_id)?.affected == 0 {
+                if run!(cx, st.dl_del, w, d, o_id)?.affected == 0 {
                     skipped += 1;
                     continue;
                 }
-                let o = run!(sess, st.dl_o, carrier, w, d, o_id)?;
+                let mut o = run!(cx, st.dl_o, carrier, w, d, o_id)?;
+                if let Some(my) = &st.my {
+                    o = run!(cx, my.dl_o, w, d, o_id)?;
+                }
                 let c = int(&o, 0, 0, "the delivered order")?;
-                run!(sess, st.dl_ol, w, d, o_id)?;
-                let s = run!(sess, st.dl_sum, w, d, o_id)?;
+                run!(cx, st.dl_ol, w, d, o_id)?;
+                let s = run!(cx, st.dl_sum, w, d, o_id)?;
                 let total = cell(&s, 0, 0, "the order's lines")?
                     .unwrap_or("0")
                     .to_string();
-                run!(sess, st.dl_c, total, w, d, c)?;
+                run!(cx, st.dl_c, total, w, d, c)?;
             }
             Ended {
                 rolled_back: false,
@@ -456,41 +672,50 @@ pub fn attempt(
             }
         }
         Input::StockLevel { d, threshold } => {
-            let r = run!(sess, st.sl_d, w, d)?;
+            let r = run!(cx, st.sl_d, w, d)?;
             let next = int(&r, 0, 0, "district")?;
-            run!(sess, st.sl_count, w, d, next, threshold)?;
+            run!(cx, st.sl_count, w, d, next, threshold)?;
             Ended::default()
         }
     };
     if ended.rolled_back {
-        sess.rollback()?;
+        cx.rollback()?;
     } else {
-        sess.commit()?;
+        cx.commit()?;
     }
     Ok(ended)
 }
 
 /// New-Order (clause 2.4.2): the order, its lines and stock; rolled back at the unused item.
 fn new_order(
-    sess: &mut dyn Session,
+    cx: &mut Cx,
     st: &Stmts,
     w: i64,
     d: i64,
     c: i64,
     lines: &[Line],
 ) -> TargetResult<Ended> {
-    let cw = run!(sess, st.no_cust, w, d, c)?;
+    let cw = run!(cx, st.no_cust, w, d, c)?;
     let discount = num(&cw, 0, 0, "customer and warehouse")?;
     let w_tax = num(&cw, 0, 3, "customer and warehouse")?;
-    let dr = run!(sess, st.no_dist, w, d)?;
+    // The order id: PostgreSQL's and SQLite's update returns the number it took; MySQL reads it
+    // with FOR UPDATE first (the same number: the row stays locked until the commit).
+    let dr = match &st.my {
+        Some(my) => {
+            let r = run!(cx, my.no_dist, w, d)?;
+            run!(cx, st.no_dist, w, d)?;
+            r
+        }
+        None => run!(cx, st.no_dist, w, d)?,
+    };
     let o_id = int(&dr, 0, 0, "district")?;
     let d_tax = num(&dr, 0, 1, "district")?;
     let all_local = i64::from(lines.iter().all(|l| l.supply_w == w));
-    run!(sess, st.no_order, o_id, d, w, c, lines.len(), all_local)?;
-    run!(sess, st.no_new, o_id, d, w)?;
+    run!(cx, st.no_order, o_id, d, w, c, lines.len(), all_local)?;
+    run!(cx, st.no_new, o_id, d, w)?;
     let mut total_cents = 0i64;
     for (n, l) in lines.iter().enumerate() {
-        let it = run!(sess, st.no_item, l.item)?;
+        let it = run!(cx, st.no_item, l.item)?;
         if it.rows.is_empty() {
             // The unused item: "Item number is not valid", the whole order rolled back.
             return Ok(Ended {
@@ -500,19 +725,24 @@ fn new_order(
         }
         let price = num(&it, 0, 0, "item")?;
         let remote = i64::from(l.supply_w != w);
+        let read = match &st.my {
+            Some(my) => Some(run!(cx, my.no_stock[(d - 1) as usize], l.item, l.supply_w)?),
+            None => None,
+        };
         let s = run!(
-            sess,
+            cx,
             st.no_stock[(d - 1) as usize],
             l.qty,
             remote,
             l.item,
             l.supply_w
         )?;
+        let s = read.unwrap_or(s);
         let dist_info = cell(&s, 0, 1, "stock")?.unwrap_or("").to_string();
         let amount = (l.qty as f64 * price * 100.0).round() as i64;
         total_cents += amount;
         run!(
-            sess,
+            cx,
             st.no_line,
             o_id,
             d,

@@ -2,7 +2,8 @@
 //! warehouse per session (session i at warehouse i mod W + 1, as HammerDB gives each virtual user
 //! one), and the figures HammerDB and go-tpc print: NOPM from the schema (`sum(d_next_o_id)`
 //! before and after), TPM from the database's own transaction count (`pg_stat_database`'s commits
-//! and rollbacks; on SQLite, which keeps none, dbscope's count), tpmC and efficiency from the New-Orders
+//! and rollbacks; MariaDB/MySQL's `Com_commit + Com_rollback`; on SQLite, which keeps none,
+//! dbscope's count), tpmC and efficiency from the New-Orders
 //! dbscope saw commit. Written as counter section `tpcc`.
 
 use std::collections::BTreeMap;
@@ -15,6 +16,7 @@ use dbscope_tpcc::random::{Gen, NuConstants};
 use dbscope_tpcc::{Mix, TxKind, DISTRICTS};
 
 use super::build::{build, BuildOptions};
+use super::server;
 use super::session::TpccSession;
 use super::tally::Tally;
 use super::txn::Home;
@@ -42,6 +44,15 @@ pub struct TpccConfig {
     pub check: bool,
     /// Each transaction at a warehouse drawn uniformly, not the session's home warehouse.
     pub all_warehouses: bool,
+    /// `--server-side` (PostgreSQL): the transactions as PL/pgSQL functions installed in setup,
+    /// one call per transaction.
+    pub server_side: bool,
+    /// `--per-statement`: each statement of a client-side transaction an event of its own.
+    pub per_statement: bool,
+    /// `--keying-thinking`: clause 5.2.5's keying and think times around each transaction.
+    pub keying_thinking: bool,
+    /// The sessions' run time (`--duration`), so that no keying or think time outlasts it.
+    pub duration: Option<Duration>,
 }
 
 /// Figures taken from the database around the sessions.
@@ -68,6 +79,7 @@ pub struct TpccWorkload {
 }
 
 const SUM_NEXT_O_ID: &str = "SELECT sum(d_next_o_id) FROM district";
+const MY_XACTS: &str = "SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_commit', 'Com_rollback')";
 const PG_XACTS: &str = "SELECT (xact_commit + xact_rollback)::bigint FROM pg_stat_database \
                         WHERE datname = current_database()";
 
@@ -87,6 +99,19 @@ impl TpccWorkload {
         }
         if cfg.max_tries == 0 {
             return Err(Error::invalid("max_tries", "must be at least 1"));
+        }
+        if cfg.server_side && dialect != Dialect::Postgres {
+            return Err(Error::invalid(
+                "server_side",
+                "--server-side installs PL/pgSQL functions: PostgreSQL only",
+            ));
+        }
+        if cfg.server_side && cfg.per_statement {
+            return Err(Error::invalid(
+                "per_statement",
+                "--per-statement times client-side statements; with --server-side each \
+                 transaction is one call",
+            ));
         }
         if cfg.build_sessions == 0 {
             return Err(Error::invalid("build_sessions", "must be at least 1"));
@@ -123,6 +148,36 @@ impl TpccWorkload {
     }
 }
 
+/// MariaDB/MySQL's count of transactions ended: `Com_commit + Com_rollback` of the server (its
+/// COMMIT and ROLLBACK statements, every session's), as HammerDB reads TPM there.
+fn my_xacts(target: &dyn Target) -> TargetResult<i64> {
+    let mut s = target.connect()?;
+    let rows = s.query_rows(MY_XACTS, &[])?;
+    if rows.len() != 2 {
+        return Err(TargetError::config(format!(
+            "SHOW GLOBAL STATUS gave {} of Com_commit and Com_rollback",
+            rows.len()
+        )));
+    }
+    rows.iter()
+        .map(|r| {
+            TargetError::parse_i64(
+                "mysql",
+                r.get(1).cloned().flatten().as_deref().unwrap_or(""),
+            )
+        })
+        .sum()
+}
+
+/// The database's own count of transactions ended, where it keeps one.
+fn db_xacts(dialect: Dialect, target: &dyn Target) -> Option<TargetResult<i64>> {
+    match dialect {
+        Dialect::Postgres => Some(TpccWorkload::settled_xacts(target)),
+        Dialect::Mysql => Some(my_xacts(target)),
+        _ => None,
+    }
+}
+
 fn sum_next_o_id(target: &dyn Target) -> TargetResult<i64> {
     let mut s = target.connect()?;
     Ok(s.query_i64(SUM_NEXT_O_ID)?.first().copied().unwrap_or(0))
@@ -144,6 +199,15 @@ impl Workload for TpccWorkload {
             ("build_sessions".to_string(), self.cfg.build_sessions.into()),
             ("mix".to_string(), mix.join(",").into()),
             ("max_tries".to_string(), self.cfg.max_tries.into()),
+            ("per_statement".to_string(), self.cfg.per_statement.into()),
+            (
+                "keying_thinking".to_string(),
+                match self.cfg.keying_thinking {
+                    true => "clause 5.2.5: keying 18/3/2/2/2 s, think exp. mean 12/12/10/5/5 s (cut at 10x)",
+                    false => "none",
+                }
+                .into(),
+            ),
             (
                 "home_warehouse".to_string(),
                 match self.cfg.all_warehouses {
@@ -152,7 +216,14 @@ impl Workload for TpccWorkload {
                 }
                 .into(),
             ),
-            ("sql".to_string(), "client-side".into()),
+            (
+                "sql".to_string(),
+                match self.cfg.server_side {
+                    true => "server-side (PL/pgSQL functions dbscope_tpcc_*)",
+                    false => "client-side",
+                }
+                .into(),
+            ),
             (
                 "build".to_string(),
                 match (&self.cfg.build_run, a.built) {
@@ -202,11 +273,11 @@ impl Workload for TpccWorkload {
             ..drawn
         };
         let nu = NuConstants::for_run(load, &mut g);
+        if self.cfg.server_side {
+            server::install(target.connect()?.as_mut())?;
+        }
         let next_o = sum_next_o_id(target)?;
-        let xacts = match self.dialect {
-            Dialect::Postgres => Some(Self::settled_xacts(target)?),
-            _ => None,
-        };
+        let xacts = db_xacts(self.dialect, target).transpose()?;
         let mut a = self.around();
         a.c_last_load = built.c_last;
         a.built = built.built;
@@ -238,16 +309,20 @@ impl Workload for TpccWorkload {
             dialect: self.dialect,
             tally: self.tally.clone(),
             stmts: None,
+            calls: None,
+            server_side: self.cfg.server_side,
+            per_statement: self.cfg.per_statement,
+            stmt_names: Vec::new(),
+            keying_thinking: self.cfg.keying_thinking,
+            deadline_ns: self.cfg.duration.map(|d| d.as_nanos() as u64),
+            delay_names: [[0; 2]; 5],
             names: [0; 5],
         })
     }
 
     fn after_sessions(&self, target: &dyn Target, elapsed: Duration) {
         let next_o = sum_next_o_id(target);
-        let xacts = match self.dialect {
-            Dialect::Postgres => Some(Self::settled_xacts(target)),
-            _ => None,
-        };
+        let xacts = db_xacts(self.dialect, target);
         let mut a = self.around();
         a.elapsed = Some(elapsed);
         match next_o {
@@ -258,9 +333,9 @@ impl Workload for TpccWorkload {
         }
         match xacts {
             Some(Ok(n)) => a.xacts_after = Some(n),
-            Some(Err(e)) => a
-                .notes
-                .push(format!("TPM unknown: pg_stat_database after the run: {e}")),
+            Some(Err(e)) => a.notes.push(format!(
+                "TPM unknown: the database's count after the run: {e}"
+            )),
             None => {}
         }
     }
@@ -281,6 +356,10 @@ impl Workload for TpccWorkload {
             Dialect::Postgres => (
                 a.xacts_after.zip(a.xacts_before).map(|(x, y)| x - y),
                 "pg_stat_database: xact_commit + xact_rollback of the database",
+            ),
+            Dialect::Mysql => (
+                a.xacts_after.zip(a.xacts_before).map(|(x, y)| x - y),
+                "SHOW GLOBAL STATUS: Com_commit + Com_rollback of the server",
             ),
             _ => (
                 Some(t.transactions() as i64),
@@ -384,10 +463,9 @@ impl Workload for TpccWorkload {
 /// A target the workload cannot run on, said before anything is built.
 pub fn refuse_target(dialect: Dialect) -> TargetResult<()> {
     match dialect {
-        Dialect::Postgres | Dialect::Sqlite => Ok(()),
+        Dialect::Postgres | Dialect::Sqlite | Dialect::Mysql => Ok(()),
         Dialect::Null => Err(TargetError::config(
-            "tpcc needs a database: a sqlite: or postgres:// target, not null",
+            "tpcc needs a database: a sqlite:, postgres:// or mysql:// target, not null",
         )),
-        Dialect::Mysql => Err(TargetError::not_on_mysql("tpcc")),
     }
 }
