@@ -1,0 +1,399 @@
+//! One query: the sources registered with DataFusion, the SQL planned and run, the result shown
+//! and written, everything recorded as a run.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::arrow::util::pretty::pretty_format_batches;
+use datafusion::catalog::MemorySchemaProvider;
+use datafusion::execution::context::SQLOptions;
+use datafusion::physical_plan::display::DisplayableExecutionPlan;
+use datafusion::physical_plan::execute_stream;
+use datafusion::prelude::SessionContext;
+use dbscope_core::Outcome;
+use futures::StreamExt;
+
+use crate::output::{self, Out};
+use crate::pg::{PgSource, PgTable};
+use crate::record::{self, Finish, Phase};
+use crate::scanlog::ScanLog;
+use crate::source::{kind, Kind, SourceSpec};
+use crate::sqlite::{self, SqliteTable};
+use crate::{files, Error};
+
+/// What `dbscope query` runs.
+#[derive(Clone, Debug)]
+pub struct QueryConfig {
+    /// The SQL (DataFusion's dialect; one query, no DDL or DML).
+    pub sql: String,
+    /// The sources, by the names the query uses.
+    pub sources: Vec<SourceSpec>,
+    /// Connections that read each PostgreSQL table at once (ctid block ranges).
+    pub scan_connections: u32,
+    /// Push projections, filters and LIMIT to PostgreSQL (off: every column and row is read and
+    /// DataFusion does it all — the A/B).
+    pub pushdown: bool,
+    /// Where to write the result (`.parquet` or `.csv`).
+    pub out: Option<PathBuf>,
+    /// Rows kept for the terminal.
+    pub show: usize,
+    /// The run directory to create.
+    pub run: PathBuf,
+    /// The command line (redacted by the recording).
+    pub command_line: Vec<String>,
+}
+
+/// What one table scan did.
+#[derive(Clone, Debug, Default)]
+pub struct ScanSummary {
+    /// The table as the query names it.
+    pub table: String,
+    /// The source (password redacted).
+    pub source: String,
+    /// Partitions (connections) that read it.
+    pub partitions: usize,
+    /// Rows and bytes received.
+    pub rows: u64,
+    pub bytes: u64,
+    /// Columns read.
+    pub columns: Vec<String>,
+    /// Filters sent to the source (SQL) and those DataFusion applied.
+    pub pushed: Vec<String>,
+    pub kept: Vec<String>,
+    /// The LIMIT sent.
+    pub limit: Option<usize>,
+    /// How it was split.
+    pub split: String,
+    /// The SQL of each partition.
+    pub sql: Vec<String>,
+}
+
+/// What a query did.
+#[derive(Debug)]
+pub struct QueryResult {
+    /// The run directory.
+    pub run: PathBuf,
+    /// Complete, or failed with why.
+    pub outcome: Outcome,
+    pub detail: Option<String>,
+    /// Result rows (all of them, not only those shown).
+    pub rows: u64,
+    /// The first rows as a table.
+    pub shown: String,
+    /// Rows in `shown`.
+    pub shown_rows: usize,
+    /// The file written, when the query completed and `--out` was given.
+    pub out: Option<PathBuf>,
+    /// Per table scan: what was sent to the source and what came back.
+    pub scans: Vec<ScanSummary>,
+    /// What ran in DataFusion (the physical plan with its metrics).
+    pub plan: String,
+    /// Events recorded.
+    pub events: u64,
+    /// Elapsed, s.
+    pub seconds: f64,
+}
+
+enum Held {
+    Pg(Arc<PgSource>),
+    Tmp(#[allow(dead_code)] tempfile::TempDir),
+}
+
+fn check(cfg: &QueryConfig) -> Result<(), Error> {
+    if cfg.scan_connections == 0 {
+        return Err(Error::Usage("--scan-connections must be at least 1".into()));
+    }
+    if cfg.sources.is_empty() {
+        return Err(Error::Usage(
+            "no sources: give --source NAME=URI (or --sources FILE.toml)".into(),
+        ));
+    }
+    let mut seen = BTreeSet::new();
+    for s in &cfg.sources {
+        if !seen.insert(&s.name) {
+            return Err(Error::Usage(format!("source name {} given twice", s.name)));
+        }
+    }
+    if let Some(o) = &cfg.out {
+        output::check(o)?;
+    }
+    Ok(())
+}
+
+async fn register(
+    ctx: &SessionContext,
+    cfg: &QueryConfig,
+    log: &Arc<ScanLog>,
+    held: &mut Vec<Held>,
+) -> Result<(), Error> {
+    let df = |e: datafusion::error::DataFusionError| Error::Usage(e.to_string());
+    let schema = |name: &str| -> Result<(), Error> {
+        let cat = ctx
+            .catalog("datafusion")
+            .ok_or_else(|| Error::Usage("DataFusion has no default catalog".into()))?;
+        if cat.schema(name).is_none() {
+            cat.register_schema(name, Arc::new(MemorySchemaProvider::new()))
+                .map_err(df)?;
+        }
+        Ok(())
+    };
+    for s in &cfg.sources {
+        match kind(s)? {
+            Kind::Postgres { conn, tables } => {
+                let src = PgSource::open(
+                    &s.name,
+                    &conn,
+                    cfg.scan_connections,
+                    cfg.pushdown,
+                    log.clone(),
+                )?;
+                held.push(Held::Pg(src.clone()));
+                for (label, table) in src.tables(&tables)? {
+                    if label.contains('.') {
+                        schema(&s.name)?;
+                    }
+                    let t = PgTable::open(&src, &label, &table)?;
+                    ctx.register_table(label.as_str(), Arc::new(t))
+                        .map_err(df)?;
+                }
+            }
+            Kind::Sqlite { path, table } => {
+                for t in sqlite::tables(&path, table.as_deref())? {
+                    let label = match &table {
+                        Some(_) => s.name.clone(),
+                        None => {
+                            schema(&s.name)?;
+                            format!("{}.{t}", s.name)
+                        }
+                    };
+                    let p = SqliteTable::open(&path, &label, &t, log.clone())?;
+                    ctx.register_table(label.as_str(), Arc::new(p))
+                        .map_err(df)?;
+                }
+            }
+            Kind::File(path) => {
+                files::register(ctx, &s.name, &path).await?;
+            }
+            Kind::Run(dir) => {
+                let tmp = tempfile::Builder::new()
+                    .prefix("dbscope-hub-run-")
+                    .tempdir()
+                    .map_err(|e| Error::Input(format!("a temporary directory: {e}")))?;
+                files::register_run(ctx, &s.name, &dir, tmp.path()).await?;
+                held.push(Held::Tmp(tmp));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs the query: sources registered, SQL planned (errors here are the user's: no run), then the
+/// run recorded around planning the scans, executing and writing.
+pub fn run_query(cfg: &QueryConfig) -> Result<QueryResult, Error> {
+    check(cfg)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Input(format!("cannot start the query's threads: {e}")))?;
+    let log = ScanLog::new();
+    let mut held = Vec::new();
+    let r = rt.block_on(run(cfg, &log, &mut held));
+    for h in &held {
+        if let Held::Pg(p) = h {
+            p.close();
+        }
+    }
+    drop(held);
+    r
+}
+
+async fn run(
+    cfg: &QueryConfig,
+    log: &Arc<ScanLog>,
+    held: &mut Vec<Held>,
+) -> Result<QueryResult, Error> {
+    let ctx = SessionContext::new();
+    register(&ctx, cfg, log, held).await?;
+    let opts = SQLOptions::new()
+        .with_allow_ddl(false)
+        .with_allow_dml(false)
+        .with_allow_statements(false);
+    let df = ctx
+        .sql_with_options(&cfg.sql, opts)
+        .await
+        .map_err(|e| Error::Usage(format!("the query: {e}")))?;
+    let logical = df.logical_plan().display_indent().to_string();
+
+    let mut rec = record::begin(cfg)?;
+    let clock = rec.start_clock()?;
+    log.set_clock(clock.clone());
+    let mut phases = Vec::new();
+    let t0 = clock.now_ns();
+    let planned = df.create_physical_plan().await;
+    let t1 = clock.now_ns();
+    phases.push(Phase {
+        name: "plan",
+        start_ns: t0,
+        end_ns: t1,
+        rows: 0,
+        failed: planned.is_err(),
+    });
+    let mut detail: Option<String> = None;
+    let mut rows = 0u64;
+    let mut first: Vec<RecordBatch> = Vec::new();
+    let mut shown_rows = 0usize;
+    let mut write_ns = 0u64;
+    let mut out_path = None;
+    let mut plan_text = format!("logical plan:\n{logical}");
+    let mut out_span: Option<(u64, u64)> = None;
+    match planned {
+        Err(e) => detail = Some(format!("planning the query: {e}")),
+        Ok(plan) => {
+            let mut out = match &cfg.out {
+                Some(p) => match Out::create(p, &plan.schema()) {
+                    Ok(o) => Some(o),
+                    Err(e) => {
+                        detail = Some(e.to_string());
+                        None
+                    }
+                },
+                None => None,
+            };
+            if detail.is_none() {
+                let t2 = clock.now_ns();
+                let stream = execute_stream(plan.clone(), ctx.task_ctx());
+                match stream {
+                    Err(e) => detail = Some(format!("running the query: {e}")),
+                    Ok(mut stream) => {
+                        while let Some(b) = stream.next().await {
+                            let b = match b {
+                                Ok(b) => b,
+                                Err(e) => {
+                                    detail = Some(format!("running the query: {e}"));
+                                    break;
+                                }
+                            };
+                            rows += b.num_rows() as u64;
+                            if shown_rows < cfg.show && b.num_rows() > 0 {
+                                let n = (cfg.show - shown_rows).min(b.num_rows());
+                                first.push(b.slice(0, n));
+                                shown_rows += n;
+                            }
+                            if let Some(o) = out.as_mut() {
+                                let w0 = clock.now_ns();
+                                out_span.get_or_insert((w0, w0));
+                                let r = o.write(&b);
+                                write_ns += clock.now_ns() - w0;
+                                if let Err(e) = r {
+                                    detail = Some(format!("writing --out: {e}"));
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                }
+                let t3 = clock.now_ns();
+                phases.push(Phase {
+                    name: "execute",
+                    start_ns: t2,
+                    end_ns: t3,
+                    rows,
+                    failed: detail.is_some(),
+                });
+                // Only a complete result reaches --out; otherwise `out` is dropped and its
+                // partial file removed.
+                if let (None, Some(o)) = (&detail, out.take()) {
+                    let c0 = clock.now_ns();
+                    let (s0, _) = out_span.unwrap_or((c0, c0));
+                    match o.commit() {
+                        Ok(p) => out_path = Some(p),
+                        Err(e) => detail = Some(format!("writing --out: {e}")),
+                    }
+                    let c1 = clock.now_ns();
+                    write_ns += c1 - c0;
+                    phases.push(Phase {
+                        name: "output",
+                        start_ns: s0,
+                        end_ns: c1,
+                        rows,
+                        failed: detail.is_some(),
+                    });
+                }
+            }
+            plan_text = format!(
+                "logical plan:\n{logical}\nphysical plan (with metrics):\n{}",
+                DisplayableExecutionPlan::with_metrics(plan.as_ref()).indent(true)
+            );
+        }
+    }
+    let end = clock.now_ns();
+    phases.push(Phase {
+        name: record::QUERY_EVENT,
+        start_ns: t0,
+        end_ns: end,
+        rows,
+        failed: detail.is_some(),
+    });
+    let parts = log.parts();
+    let scans: Vec<ScanSummary> = log
+        .plans()
+        .into_iter()
+        .map(|p| {
+            let mine = parts.iter().filter(|x| x.label == p.label);
+            ScanSummary {
+                rows: mine.clone().map(|x| x.rows).sum(),
+                bytes: mine.map(|x| x.bytes).sum(),
+                table: p.label,
+                source: p.source,
+                partitions: p.sql.len(),
+                columns: p.columns,
+                pushed: p.pushed,
+                kept: p.kept,
+                limit: p.limit,
+                split: p.split,
+                sql: p.sql,
+            }
+        })
+        .collect();
+    let seconds = end.saturating_sub(t0) as f64 / 1e9;
+    let shown = if first.is_empty() {
+        String::new()
+    } else {
+        pretty_format_batches(&first)
+            .map(|t| t.to_string())
+            .unwrap_or_else(|e| format!("(cannot show the rows: {e})"))
+    };
+    let (run, events) = record::finish(
+        rec,
+        Finish {
+            phases: &phases,
+            parts: &parts,
+            scans: &scans,
+            rows,
+            seconds,
+            write_seconds: write_ns as f64 / 1e9,
+            plan: plan_text.clone(),
+            cfg,
+        },
+        detail.clone(),
+    )?;
+    Ok(QueryResult {
+        run: run.path.clone(),
+        outcome: if detail.is_some() {
+            Outcome::Failed
+        } else {
+            Outcome::Complete
+        },
+        detail,
+        rows,
+        shown,
+        shown_rows,
+        out: out_path,
+        scans,
+        plan: plan_text,
+        events,
+        seconds,
+    })
+}
