@@ -444,3 +444,83 @@ fn sqlite_tbl_files_and_runs_are_tables_too() {
         assert!(events.contains(e), "{e} in {events}");
     }
 }
+
+#[test]
+fn values_of_every_mapped_type_come_through_and_limit_is_pushed() {
+    let pg = PgCluster::shared();
+    let db = pg.create_db("hub_types");
+    let dir = tempdir();
+    // Awkward text on purpose: empty strings, NULLs, separators, quotes, newlines, padding.
+    pg.query(
+        &db,
+        "CREATE TABLE t (k bigint NOT NULL, v text, b bool, ts timestamptz, d date, n numeric(12,2), \
+         f float8, c char(5), u uuid, i int2); \
+         INSERT INTO t SELECT g, \
+           CASE g % 5 WHEN 0 THEN NULL WHEN 1 THEN '' WHEN 2 THEN 'a,b \"q\"' WHEN 3 THEN E'x\\ny' ELSE 'é' END, \
+           CASE WHEN g % 3 = 0 THEN NULL ELSE g % 2 = 0 END, \
+           timestamptz '2026-01-01 00:00:00+02' + g * interval '1 minute 0.5 second', \
+           date '2000-01-01' + g, (g * 7 % 100000) / 100.0 - 300, g / 4.0, \
+           CASE WHEN g % 2 = 0 THEN 'ab' END, md5(g::text)::uuid, (g % 30000)::int2 \
+         FROM generate_series(1, 50000) g",
+    );
+    let src = format!("t={}", table_uri(pg, &db, "t"));
+    let agg = "SELECT count(*), count(v), sum(CASE WHEN v = '' THEN 1 ELSE 0 END), sum(length(v)), \
+               sum(CASE WHEN b THEN 1 ELSE 0 END), count(b), \
+               min(ts) = TIMESTAMPTZ '2025-12-31 22:01:00.5+00', max(d), sum(n), CAST(sum(f) * 4 AS BIGINT), \
+               sum(CASE WHEN c = 'ab' THEN 1 ELSE 0 END), count(DISTINCT u), sum(i) FROM t";
+    let pg_agg = agg.replace("TIMESTAMPTZ", "timestamptz");
+    ok(
+        dir.path(),
+        &["query", agg, "--source", &src, "--out", "a.csv", "-q"],
+    );
+    let got = csv_rows(&join(dir.path(), "a.csv"));
+    let want = pg_rows(pg, &db, &pg_agg);
+    // PostgreSQL's text of the same values: t for true, float sums to 15 digits.
+    let norm = |r: &str| r.replace("|t|", "|true|").replace("|f|", "|false|");
+    assert_eq!(
+        got.iter().map(|r| norm(r)).collect::<Vec<_>>(),
+        want.iter().map(|r| norm(r)).collect::<Vec<_>>()
+    );
+
+    // LIMIT with a pushed filter goes to the server; with --sources from a file.
+    std::fs::write(
+        join(dir.path(), "hub.toml"),
+        format!("[sources]\nt = \"{}\"\n", table_uri(pg, &db, "t")),
+    )
+    .unwrap();
+    let out = ok(
+        dir.path(),
+        &[
+            "query",
+            "SELECT k FROM t WHERE k > 100 LIMIT 5",
+            "--sources",
+            "hub.toml",
+            "--explain",
+            "--scan-connections",
+            "2",
+            "--run",
+            "lim",
+        ],
+    );
+    assert!(
+        out.contains("limit pushed: 5") && out.contains("LIMIT 5"),
+        "{out}"
+    );
+    assert!(out.contains("5 rows"), "{out}");
+    let (rows, _, pushed) = source_row(&join(dir.path(), "lim"), "t");
+    assert_eq!(pushed, "(\"k\" > 100)");
+    assert!(rows <= 10, "at most 5 rows per connection: {rows}");
+    // A sources file that is not TOML: the file and line.
+    std::fs::write(
+        join(dir.path(), "bad.toml"),
+        "[sources]\nt = postgres://x:pw@h/db\n",
+    )
+    .unwrap();
+    let err = fails(
+        dir.path(),
+        &["query", "SELECT 1", "--sources", "bad.toml"],
+        3,
+        &["bad.toml", "line 2"],
+    );
+    assert!(!err.contains(":pw@"), "{err}");
+}
