@@ -478,13 +478,15 @@ fn values_of_every_mapped_type_come_through_and_limit_is_pushed() {
     let pg = PgCluster::shared();
     let db = pg.create_db("hub_types");
     let dir = tempdir();
-    // Awkward text on purpose: empty strings, NULLs, separators, quotes, newlines, padding.
+    // Awkward text on purpose: empty strings, NULLs, `\N` (COPY's usual NULL marker), separators,
+    // quotes, newlines, padding.
     pg.query(
         &db,
         "CREATE TABLE t (k bigint NOT NULL, v text, b bool, ts timestamptz, d date, n numeric(12,2), \
          f float8, c char(5), u uuid, i int2); \
          INSERT INTO t SELECT g, \
-           CASE g % 5 WHEN 0 THEN NULL WHEN 1 THEN '' WHEN 2 THEN 'a,b \"q\"' WHEN 3 THEN E'x\\ny' ELSE 'é' END, \
+           CASE g % 5 WHEN 0 THEN NULL WHEN 1 THEN '' WHEN 2 THEN 'a,b \"q\"' WHEN 3 THEN E'x\\ny' \
+           ELSE CASE WHEN g % 10 = 4 THEN '\\N' ELSE 'é' END END, \
            CASE WHEN g % 3 = 0 THEN NULL ELSE g % 2 = 0 END, \
            timestamptz '2026-01-01 00:00:00+02' + g * interval '1 minute 0.5 second', \
            date '2000-01-01' + g, (g * 7 % 100000) / 100.0 - 300, g / 4.0, \

@@ -33,6 +33,11 @@ use crate::Error;
 const SESSION_SETTINGS: &str = "SET DateStyle = ISO, YMD; SET TimeZone = 'UTC'; \
      SET extra_float_digits = 1; SET IntervalStyle = postgres";
 
+/// COPY's NULL marker and the pattern Arrow's CSV parser knows it by: a byte no text value
+/// plausibly is on its own (`\N`, COPY's default, is a value in some data sets).
+const NULL_SQL: &str = "E'\\x01'";
+const NULL_RE: &str = r"^\x01$";
+
 /// What a partition's sink returns when DataFusion stopped reading (a LIMIT met, the query
 /// ended): the COPY is abandoned and that is not an error.
 const STOPPED: &str = "dbscope-hub: the query needed no more rows";
@@ -359,7 +364,7 @@ impl TableProvider for PgTable {
                 };
                 let lim = limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
                 format!(
-                    "COPY (SELECT {select} FROM {}{where_}{lim}) TO STDOUT (FORMAT csv, NULL '\\N')",
+                    "COPY (SELECT {select} FROM {}{where_}{lim}) TO STDOUT (FORMAT csv, NULL {NULL_SQL})",
                     self.table
                 )
             })
@@ -424,7 +429,12 @@ impl PartitionStream for PgPart {
         let mut b = RecordBatchReceiverStreamBuilder::new(self.schema.clone(), 2);
         let tx = b.tx();
         let me = self.clone();
-        b.spawn_blocking(move || me.run(tx));
+        let running = self.src.log.start();
+        b.spawn_blocking(move || {
+            let r = me.run(tx);
+            drop(running);
+            r
+        });
         b.build()
     }
 }
@@ -477,7 +487,7 @@ impl PgPart {
             &format!("SET TRANSACTION SNAPSHOT '{}'", self.src.snapshot),
         )
         .map_err(|e| db("SET TRANSACTION SNAPSHOT", &e))?;
-        let null = regex::Regex::new(r"^\\N$").map_err(|e| e.to_string())?;
+        let null = regex::Regex::new(NULL_RE).map_err(|e| e.to_string())?;
         let mut dec = ReaderBuilder::new(self.decode_schema.clone())
             .with_header(false)
             .with_null_regex(null)

@@ -294,6 +294,8 @@ async fn run(
                         }
                     }
                 }
+                // Partitions a LIMIT left unread stop once their next batch finds no reader.
+                log.wait_idle(std::time::Duration::from_secs(10));
                 let t3 = clock.now_ns();
                 phases.push(Phase {
                     name: "execute",

@@ -1,7 +1,8 @@
 //! What every source scan reports as it runs, gathered for the run's events and counters and for
 //! `--explain`: one entry per scan partition, and per scanned table what was pushed down.
 
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 use dbscope_core::RunClock;
 
@@ -54,6 +55,26 @@ pub(crate) struct ScanLog {
     parts: Mutex<Vec<ScanPart>>,
     plans: Mutex<Vec<ScanPlan>>,
     clock: OnceLock<RunClock>,
+    /// Scan partitions started and not yet logged (a LIMIT met or a failure elsewhere ends the
+    /// query while their threads still stop).
+    running: Mutex<usize>,
+    done: Condvar,
+}
+
+/// Held by a scan partition from `execute` until it has logged its work, or dropped unrun.
+#[derive(Debug)]
+pub(crate) struct Running(Arc<ScanLog>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let mut n = self
+            .0
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        *n = n.saturating_sub(1);
+        self.0.done.notify_all();
+    }
 }
 
 impl ScanLog {
@@ -68,6 +89,29 @@ impl ScanLog {
 
     pub(crate) fn set_clock(&self, clock: RunClock) {
         let _ = self.clock.set(clock);
+    }
+
+    /// A scan partition starts: the guard ends it.
+    pub(crate) fn start(self: &Arc<Self>) -> Running {
+        *self.running.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        Running(self.clone())
+    }
+
+    /// Waits (up to `limit`) until every started partition has logged its work.
+    pub(crate) fn wait_idle(&self, limit: Duration) {
+        let end = Instant::now() + limit;
+        let mut n = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        while *n > 0 {
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            n = self
+                .done
+                .wait_timeout(n, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
     }
 
     pub(crate) fn part(&self, p: ScanPart) {
