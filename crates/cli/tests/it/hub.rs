@@ -554,3 +554,73 @@ fn values_of_every_mapped_type_come_through_and_limit_is_pushed() {
     );
     assert!(!err.contains(":pw@"), "{err}");
 }
+
+/// A scan connection killed mid-COPY: the query fails (exit 1) naming the source, table and
+/// partition, the run is kept with that partition's error, nothing at --out.
+#[test]
+fn a_scan_connection_killed_mid_query_fails_the_run_and_writes_nothing() {
+    use std::time::{Duration, Instant};
+    let pg = PgCluster::shared();
+    let db = pg.create_db("hub_kill");
+    pg.query(
+        &db,
+        "CREATE TABLE t (k bigint, v text); \
+         INSERT INTO t SELECT g, repeat('x', 40) FROM generate_series(1, 1000000) g",
+    );
+    let dir = tempdir();
+    let child = dbscope(dir.path())
+        .args([
+            "query",
+            "SELECT k, v FROM t",
+            "--source",
+            &format!("t={}", table_uri(pg, &db, "t")),
+            "--out",
+            "all.parquet",
+            "--run",
+            "r",
+            "--show",
+            "1",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut client = pg.connect("postgres");
+    let started = Instant::now();
+    let mut killed = false;
+    while started.elapsed() < Duration::from_secs(60) {
+        let rows = client
+            .query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE datname = $1 AND application_name = 'dbscope/hub/1' \
+                   AND state = 'active' AND query LIKE 'COPY%'",
+                &[&db],
+            )
+            .unwrap();
+        if rows.iter().any(|r| r.get::<_, bool>(0)) {
+            killed = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        killed,
+        "partition 1's COPY was never seen running; dbscope said: {err}"
+    );
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("table t partition 1") && !err.contains("panicked"),
+        "{err}"
+    );
+    assert!(!err.contains(pg.password()), "{err}");
+    assert!(
+        !join(dir.path(), "all.parquet").exists()
+            && !join(dir.path(), ".all.parquet.partial").exists()
+    );
+    let m = manifest(&join(dir.path(), "r"));
+    assert_eq!(m["outcome"], "failed");
+    let c = counters(&join(dir.path(), "r"));
+    assert!(c.to_string().contains("partition 1"), "{c}");
+}
