@@ -11,7 +11,7 @@ use dbscope_core::{
     Recording, WorkloadInfo,
 };
 
-use crate::query::{QueryConfig, ScanSummary};
+use crate::config::{QueryConfig, ScanSummary};
 use crate::scanlog::ScanPart;
 use crate::Error;
 
