@@ -24,7 +24,7 @@ mod with_hub {
     use dbscope_hub::{parse_source, read_sources_file, run_query, QueryConfig};
 
     use super::*;
-    use crate::common::{default_run_dir, outcome_code, redacted_command_line};
+    use crate::common::{default_run_dir, outcome_code, redacted_command_line, stop_on_ctrl_c};
 
     /// Runs `dbscope query`.
     pub fn cmd_query(a: QueryArgs) -> Result<u8, Exit> {
@@ -48,6 +48,7 @@ mod with_hub {
             show: a.show,
             run,
             command_line: redacted_command_line(),
+            stop: Some(stop_on_ctrl_c()),
         };
         let r = run_query(&cfg)?;
         if a.quiet {

@@ -217,6 +217,9 @@ fn postgres_orders_joined_with_parquet_lineitem_give_postgres_own_answer() {
         .parse()
         .unwrap();
     let (on_rows, on_bytes, pushed) = source_row(&join(dir.path(), "on"), "pg.orders");
+    assert!(counters(&join(dir.path(), "on"))
+        .to_string()
+        .contains("open_seconds"));
     let (off_rows, off_bytes, _) = source_row(&join(dir.path(), "off"), "pg.orders");
     assert_eq!(on_rows, below, "{pushed}");
     assert_eq!(off_rows, orders);
@@ -623,4 +626,78 @@ fn a_scan_connection_killed_mid_query_fails_the_run_and_writes_nothing() {
     assert_eq!(m["outcome"], "failed");
     let c = counters(&join(dir.path(), "r"));
     assert!(c.to_string().contains("partition 1"), "{c}");
+}
+
+/// Ctrl-C (SIGINT) while the scans run: the run ends interrupted (exit 130), nothing at --out and
+/// no partial file; `count(*)` (no column read at all) counts every row.
+#[test]
+fn ctrl_c_interrupts_the_query_and_count_star_reads_no_column() {
+    use std::time::{Duration, Instant};
+    let pg = PgCluster::shared();
+    let db = pg.create_db("hub_int");
+    pg.query(
+        &db,
+        "CREATE TABLE t (k bigint, v text); \
+         INSERT INTO t SELECT g, repeat('y', 40) FROM generate_series(1, 1000000) g",
+    );
+    let dir = tempdir();
+    let src = format!("t={}", table_uri(pg, &db, "t"));
+    let out = ok(
+        dir.path(),
+        &[
+            "query",
+            "SELECT count(*) AS n FROM t",
+            "--source",
+            &src,
+            "--explain",
+        ],
+    );
+    assert!(
+        out.contains("1000000") && out.contains("SELECT 1 FROM"),
+        "{out}"
+    );
+    let child = dbscope(dir.path())
+        .args([
+            "query",
+            "SELECT k, v FROM t ORDER BY v, k",
+            "--source",
+            &src,
+            "--out",
+            "o.csv",
+            "--run",
+            "r",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut client = pg.connect("postgres");
+    let started = Instant::now();
+    let mut seen = false;
+    while started.elapsed() < Duration::from_secs(60) && !seen {
+        let n: i64 = client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 \
+                 AND application_name LIKE 'dbscope/hub/%' AND query LIKE 'COPY%'",
+                &[&db],
+            )
+            .unwrap()
+            .get(0);
+        seen = n > 0;
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // SAFETY: the child's pid, which this test started and has not waited for.
+    #[allow(unsafe_code)]
+    let rc = unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    assert_eq!(rc, 0);
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(seen, "no scan was seen running: {err}");
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("interrupted") && err.contains("nothing was written at --out"),
+        "{err}"
+    );
+    assert!(!join(dir.path(), "o.csv").exists() && !join(dir.path(), ".o.csv.partial").exists());
+    assert_eq!(manifest(&join(dir.path(), "r"))["outcome"], "interrupted");
 }

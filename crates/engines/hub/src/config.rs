@@ -2,6 +2,9 @@
 //! `record` share (a leaf module, so neither imports the other).
 
 use std::path::PathBuf;
+use std::sync::Arc;
+
+use dbscope_core::StopSignal;
 
 use crate::source::SourceSpec;
 
@@ -25,6 +28,8 @@ pub struct QueryConfig {
     pub run: PathBuf,
     /// The command line (redacted by the recording).
     pub command_line: Vec<String>,
+    /// Set by Ctrl-C: the query stops, the run ends interrupted, nothing at `--out`.
+    pub stop: Option<Arc<StopSignal>>,
 }
 
 /// What one table scan did.

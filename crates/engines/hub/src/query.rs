@@ -169,7 +169,10 @@ async fn run(
     held: &mut Vec<Held>,
 ) -> Result<QueryResult, Error> {
     let ctx = SessionContext::new();
+    let opened = std::time::Instant::now();
     register(&ctx, cfg, log, held).await?;
+    // Before the run's clock: connecting, the catalog, the splits (a counter, not an event).
+    let open_seconds = opened.elapsed().as_secs_f64();
     let opts = SQLOptions::new()
         .with_allow_ddl(false)
         .with_allow_dml(false)
@@ -195,6 +198,7 @@ async fn run(
         failed: planned.is_err(),
     });
     let mut detail: Option<String> = None;
+    let mut interrupted = false;
     let mut rows = 0u64;
     let mut first: Vec<RecordBatch> = Vec::new();
     let mut shown_rows = 0usize;
@@ -221,7 +225,24 @@ async fn run(
                 match stream {
                     Err(e) => detail = Some(format!("running the query: {e}")),
                     Ok(mut stream) => {
-                        while let Some(b) = stream.next().await {
+                        loop {
+                            // Ctrl-C is looked at every 100 ms, also while an operator (a join's
+                            // build side, a sort) holds back the first batch.
+                            let next = tokio::time::timeout(
+                                std::time::Duration::from_millis(100),
+                                stream.next(),
+                            )
+                            .await;
+                            if cfg.stop.as_ref().is_some_and(|s| s.is_set()) {
+                                interrupted = true;
+                                detail = Some("interrupted (Ctrl-C or SIGTERM)".into());
+                                break;
+                            }
+                            let b = match next {
+                                Err(_) => continue,
+                                Ok(None) => break,
+                                Ok(Some(b)) => b,
+                            };
                             let b = match b {
                                 Ok(b) => b,
                                 Err(e) => {
@@ -330,14 +351,18 @@ async fn run(
             rows,
             seconds,
             write_seconds: write_ns as f64 / 1e9,
+            open_seconds,
             plan: plan_text.clone(),
             cfg,
         },
         detail.clone(),
+        interrupted,
     )?;
     Ok(QueryResult {
         run: run.path.clone(),
-        outcome: if detail.is_some() {
+        outcome: if interrupted {
+            Outcome::Interrupted
+        } else if detail.is_some() {
             Outcome::Failed
         } else {
             Outcome::Complete

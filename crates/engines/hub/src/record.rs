@@ -61,6 +61,7 @@ pub(crate) struct Finish<'a> {
     pub rows: u64,
     pub seconds: f64,
     pub write_seconds: f64,
+    pub open_seconds: f64,
     pub plan: String,
     pub cfg: &'a QueryConfig,
 }
@@ -70,6 +71,7 @@ pub(crate) fn finish(
     mut rec: Recording,
     f: Finish<'_>,
     detail: Option<String>,
+    interrupted: bool,
 ) -> Result<(dbscope_core::RunDir, u64), Error> {
     let failed = rec.names().intern_outcome("failed");
     let rows_u32 = |n: u64| n.min(u32::MAX as u64) as u32;
@@ -109,6 +111,13 @@ pub(crate) fn finish(
         counters: vec![
             Counter::new("rows", "result rows", CounterValue::count(f.rows), ""),
             Counter::new("seconds", "elapsed", CounterValue::Float(f.seconds), "s").decimals(3),
+            Counter::new(
+                "open_seconds",
+                "opening the sources (before the clock)",
+                CounterValue::Float(f.open_seconds),
+                "s",
+            )
+            .decimals(3),
             Counter::new(
                 "scan_rows",
                 "rows from sources",
@@ -217,7 +226,9 @@ pub(crate) fn finish(
         .workload
         .params
         .insert("plan".into(), f.plan.into());
-    let outcome = if detail.is_some() {
+    let outcome = if interrupted {
+        Outcome::Interrupted
+    } else if detail.is_some() {
         Outcome::Failed
     } else {
         Outcome::Complete

@@ -93,7 +93,8 @@ impl SqliteTable {
         let c = open(path).map_err(Error::Input)?;
         let mut st = c
             .prepare(&format!(
-                "SELECT name, type, \"notnull\" FROM pragma_table_info('{table}')"
+                "SELECT name, type, \"notnull\" FROM pragma_table_info('{}')",
+                table.replace('\'', "''")
             ))
             .map_err(|e| Error::Input(format!("sqlite:{path}: table {table}: {e}")))?;
         let fields: Vec<Field> = st
@@ -219,11 +220,11 @@ impl TableProvider for SqliteTable {
             "1".to_string()
         } else {
             cols.iter()
-                .map(|&i| format!("\"{}\"", self.schema.field(i).name()))
+                .map(|&i| format!("\"{}\"", self.schema.field(i).name().replace('"', "\"\"")))
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let sql = format!("SELECT {list} FROM \"{}\"", self.table);
+        let sql = format!("SELECT {list} FROM \"{}\"", self.table.replace('"', "\"\""));
         let log = &self.log;
         log.plan(ScanPlan {
             label: self.label.clone(),
