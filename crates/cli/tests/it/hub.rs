@@ -543,6 +543,20 @@ fn values_of_every_mapped_type_come_through_and_limit_is_pushed() {
     let (rows, _, pushed) = source_row(&join(dir.path(), "lim"), "t");
     assert_eq!(pushed, "(\"k\" > 100)");
     assert!(rows <= 10, "at most 5 rows per connection: {rows}");
+    // Every table of a schema (public by default), as NAME.table; a view too (one connection).
+    pg.query(&db, "CREATE VIEW big AS SELECT k FROM t WHERE k > 49990");
+    let out = ok(
+        dir.path(),
+        &[
+            "query",
+            "SELECT count(*) AS n, (SELECT count(*) FROM pg.big) AS b FROM pg.t",
+            "--source",
+            &format!("pg={}", pg.uri(&db)),
+            "--explain",
+        ],
+    );
+    assert!(out.contains("| 50000 | 10 |"), "{out}");
+    assert!(out.contains("one connection: relkind"), "{out}");
     // A sources file that is not TOML: the file and line.
     std::fs::write(
         join(dir.path(), "bad.toml"),
