@@ -20,12 +20,19 @@ Examples:
       --source orders=postgres://bench@/bench/orders?host=/var/run/postgresql
       --source lineitem=file:tpch/lineitem.parquet --explain --out q12.parquet
   dbscope query \"SELECT event, count(*), avg(duration_ns) FROM r GROUP BY 1\" --source r=run:runs/x
+  dbscope query --plan q.dataflow --source …  (steps: NAME = load T | filter IN by EXPR | …)
   dbscope query \"…\" --sources hub.toml          ([sources] table of NAME = \"URI\" lines)
 
 docs/hub.md says what is pushed down and how the run is recorded.")]
 pub struct QueryArgs {
-    /// The SQL (Apache DataFusion's dialect; one query).
-    pub sql: String,
+    /// The SQL (Apache DataFusion's dialect; one query). Or --plan.
+    #[arg(required_unless_present = "plan", conflicts_with = "plan")]
+    pub sql: Option<String>,
+
+    /// A dataflow instead of SQL: one step a line (load, filter, project, join, group, order,
+    /// limit), each naming its input, run in the order written and each step timed (docs/hub.md).
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
 
     /// A source NAME=URI (repeatable).
     #[arg(long = "source", value_name = "NAME=URI")]

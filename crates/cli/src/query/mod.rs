@@ -21,7 +21,9 @@ pub use with_hub::cmd_query;
 #[cfg(feature = "hub")]
 mod with_hub {
     use dbscope_core::redact::redact;
-    use dbscope_hub::{parse_source, read_sources_file, run_query, QueryConfig};
+    use dbscope_hub::{
+        parse_plan, parse_source, read_sources_file, run_query, Dataflow, QueryConfig,
+    };
 
     use super::*;
     use crate::common::{default_run_dir, outcome_code, redacted_command_line, stop_on_ctrl_c};
@@ -39,8 +41,24 @@ mod with_hub {
             Some(p) => p.clone(),
             None => default_run_dir("query")?,
         };
+        let (sql, dataflow) = match (&a.sql, &a.plan) {
+            (_, Some(p)) => {
+                let text = std::fs::read_to_string(p).map_err(|e| {
+                    Exit(
+                        crate::exit::EXIT_INPUT,
+                        anyhow::anyhow!("{}: cannot read: {e}", p.display()),
+                    )
+                })?;
+                let file = p.display().to_string();
+                let steps = parse_plan(&text, &file)?;
+                (text, Some(Dataflow { file, steps }))
+            }
+            (Some(sql), None) => (sql.clone(), None),
+            (None, None) => return Err(anyhow::anyhow!("give the SQL or --plan FILE").into()),
+        };
         let cfg = QueryConfig {
-            sql: a.sql.clone(),
+            sql,
+            dataflow,
             sources,
             scan_connections: a.scan_connections,
             pushdown: !a.no_pushdown,

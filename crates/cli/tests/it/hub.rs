@@ -715,3 +715,142 @@ fn ctrl_c_interrupts_the_query_and_count_star_reads_no_column() {
     assert!(!join(dir.path(), "o.csv").exists() && !join(dir.path(), ".o.csv.partial").exists());
     assert_eq!(manifest(&join(dir.path(), "r"))["outcome"], "interrupted");
 }
+
+/// Part 5: Q12 as a dataflow (filter lineitem, then join, project, group, order), run step by step
+/// beside the same question in SQL: the same answer; each step an event with its rows, the filter's
+/// far fewer than the load's; a bad line and an unknown column named with their line.
+#[test]
+fn a_dataflow_runs_step_by_step_and_answers_as_the_sql() {
+    let dir = tempdir();
+    for t in ["orders", "lineitem"] {
+        ok(
+            dir.path(),
+            &[
+                "tpch", "gen", "--sf", "0.01", "--table", t, "--out", "data", "-q",
+            ],
+        );
+    }
+    let li = format!(
+        "lineitem=file:{}",
+        s(&join(dir.path(), "data/lineitem.tbl"))
+    );
+    let or = format!("orders=file:{}", s(&join(dir.path(), "data/orders.tbl")));
+    std::fs::write(
+        join(dir.path(), "q12.dataflow"),
+        "# TPC-H Q12 with lineitem filtered before the join\n\
+         l = load lineitem\n\
+         f = filter l by l_shipmode IN ('MAIL', 'SHIP') AND l_commitdate < l_receiptdate \
+           AND l_shipdate < l_commitdate AND l_receiptdate >= DATE '1994-01-01' \
+           AND l_receiptdate < DATE '1995-01-01'\n\
+         o = load orders\n\
+         j = join f by l_orderkey, o by o_orderkey   # keys on each side\n\
+         p = project j l_shipmode, \
+           CASE WHEN o_orderpriority = '1-URGENT' OR o_orderpriority = '2-HIGH' THEN 1 ELSE 0 END AS high, \
+           CASE WHEN o_orderpriority <> '1-URGENT' AND o_orderpriority <> '2-HIGH' THEN 1 ELSE 0 END AS low\n\
+         g = group p by l_shipmode aggregate sum(high) AS high, sum(low) AS low\n\
+         s = order g by l_shipmode\n",
+    )
+    .unwrap();
+    ok(
+        dir.path(),
+        &[
+            "query",
+            "--plan",
+            "q12.dataflow",
+            "--source",
+            &li,
+            "--source",
+            &or,
+            "--out",
+            "df.csv",
+            "--run",
+            "df",
+        ],
+    );
+    ok(
+        dir.path(),
+        &[
+            "query", Q12, "--source", &li, "--source", &or, "--out", "sql.csv", "-q",
+        ],
+    );
+    let df = std::fs::read_to_string(join(dir.path(), "df.csv")).unwrap();
+    assert_eq!(
+        df,
+        std::fs::read_to_string(join(dir.path(), "sql.csv")).unwrap()
+    );
+    assert_eq!(df.lines().count(), 3, "{df}");
+    let report = report_json(dir.path(), &join(dir.path(), "df"));
+    for st in [
+        "step:l", "step:f", "step:o", "step:j", "step:p", "step:g", "step:s",
+    ] {
+        event(&report, st);
+    }
+    // The steps' rows, asked of the run itself: the filter kept a small share of lineitem.
+    ok(
+        dir.path(),
+        &[
+            "query",
+            "SELECT event, rows FROM r WHERE event IN ('step:l', 'step:f') ORDER BY event",
+            "--source",
+            "r=run:df",
+            "--out",
+            "steps.csv",
+            "-q",
+        ],
+    );
+    let steps = std::fs::read_to_string(join(dir.path(), "steps.csv")).unwrap();
+    let n = |ev: &str| -> u64 {
+        steps
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{ev},")))
+            .unwrap_or_else(|| panic!("{ev} in {steps}"))
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(n("step:l"), 60175);
+    assert!(n("step:f") * 20 < n("step:l"), "{steps}");
+    assert_eq!(
+        manifest(&join(dir.path(), "df"))["workload"]["params"]["dataflow"],
+        true
+    );
+    // Bad lines: named with the file and line, before any run.
+    std::fs::write(
+        join(dir.path(), "bad.dataflow"),
+        "l = load lineitem\nj = join l by l_orderkey\n",
+    )
+    .unwrap();
+    fails(
+        dir.path(),
+        &[
+            "query",
+            "--plan",
+            "bad.dataflow",
+            "--source",
+            &li,
+            "--run",
+            "b",
+        ],
+        2,
+        &["bad.dataflow line 2", "two inputs"],
+    );
+    std::fs::write(
+        join(dir.path(), "col.dataflow"),
+        "l = load lineitem\n\nf = filter l by l_nothing > 1\n",
+    )
+    .unwrap();
+    fails(
+        dir.path(),
+        &[
+            "query",
+            "--plan",
+            "col.dataflow",
+            "--source",
+            &li,
+            "--run",
+            "b",
+        ],
+        2,
+        &["col.dataflow line 3: step f", "l_nothing"],
+    );
+    assert!(!join(dir.path(), "b").exists());
+}

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use dbscope_core::StopSignal;
 
+use crate::dataflow::Dataflow;
 use crate::source::SourceSpec;
 
 /// What `dbscope query` runs.
@@ -28,6 +29,8 @@ pub struct QueryConfig {
     pub run: PathBuf,
     /// The command line (redacted by the recording).
     pub command_line: Vec<String>,
+    /// `--plan FILE`: the dataflow run step by step instead of `sql` (which then holds its text).
+    pub dataflow: Option<Dataflow>,
     /// Set by Ctrl-C: the query stops, the run ends interrupted, nothing at `--out`.
     pub stop: Option<Arc<StopSignal>>,
 }

@@ -19,3 +19,13 @@ pub enum Error {
     #[error(transparent)]
     Core(#[from] dbscope_core::Error),
 }
+
+/// DataFusion's message on one line (some span several: "… Valid fields are …").
+pub(crate) fn one_line(e: &impl std::fmt::Display) -> String {
+    e.to_string()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}

@@ -15,6 +15,7 @@
 //! feature (which `cluster` turns on).
 
 mod config;
+pub mod dataflow;
 pub mod error;
 mod files;
 mod output;
@@ -26,6 +27,7 @@ mod scanlog;
 pub mod source;
 mod sqlite;
 
+pub use dataflow::{parse_plan, Dataflow};
 pub use error::Error;
 pub use query::{run_query, QueryConfig, QueryResult, ScanSummary};
 pub use source::{parse_source, read_sources_file, SourceSpec};

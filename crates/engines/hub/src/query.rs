@@ -1,21 +1,24 @@
 //! One query: the sources registered with DataFusion, the SQL planned and run, the result shown
 //! and written, everything recorded as a run.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::util::pretty::pretty_format_batches;
 use datafusion::catalog::MemorySchemaProvider;
+use datafusion::datasource::MemTable;
 use datafusion::execution::context::SQLOptions;
 use datafusion::physical_plan::display::DisplayableExecutionPlan;
 use datafusion::physical_plan::execute_stream;
-use datafusion::prelude::SessionContext;
+use datafusion::prelude::{DataFrame, SessionContext};
 use dbscope_core::Outcome;
 use futures::StreamExt;
 
 pub use crate::config::{QueryConfig, ScanSummary};
+use crate::dataflow::{build_step, Step};
+use crate::error::one_line;
 use crate::output::{self, Out};
 use crate::pg::{PgSource, PgTable};
 use crate::record::{self, Finish, Phase};
@@ -177,10 +180,32 @@ async fn run(
         .with_allow_ddl(false)
         .with_allow_dml(false)
         .with_allow_statements(false);
-    let df = ctx
-        .sql_with_options(&cfg.sql, opts)
-        .await
-        .map_err(|e| Error::Usage(format!("the query: {e}")))?;
+    let df = match &cfg.dataflow {
+        None => ctx
+            .sql_with_options(&cfg.sql, opts)
+            .await
+            .map_err(|e| Error::Usage(format!("the query: {}", one_line(&e))))?,
+        // Every step built (not run) first, so an unknown table or column is the user's error
+        // before any run is made.
+        Some(flow) => {
+            let mut dfs = HashMap::new();
+            let mut last = None;
+            for st in &flow.steps {
+                let d = build_step(&ctx, st, &dfs).await.map_err(|e| {
+                    Error::Usage(format!(
+                        "{} line {}: step {}: {}",
+                        flow.file,
+                        st.line,
+                        st.name,
+                        one_line(&e)
+                    ))
+                })?;
+                dfs.insert(st.name.clone(), d.clone());
+                last = Some(d);
+            }
+            last.ok_or_else(|| Error::Usage(format!("{}: no steps", flow.file)))?
+        }
+    };
     let logical = df.logical_plan().display_indent().to_string();
 
     let mut rec = record::begin(cfg)?;
@@ -188,11 +213,51 @@ async fn run(
     log.set_clock(clock.clone());
     let mut phases = Vec::new();
     let t0 = clock.now_ns();
-    let planned = df.create_physical_plan().await;
+    // A dataflow: each step run to its end in order, its result held for the next steps.
+    let mut df = df;
+    let mut step_error = None;
+    if let Some(flow) = &cfg.dataflow {
+        let mut done: HashMap<String, DataFrame> = HashMap::new();
+        for st in &flow.steps {
+            let s0 = clock.now_ns();
+            let r = run_step(&ctx, st, &done).await;
+            phases.push(Phase {
+                name: format!("step:{}", st.name),
+                start_ns: s0,
+                end_ns: clock.now_ns(),
+                rows: r.as_ref().map_or(0, |(_, n)| *n),
+                failed: r.is_err(),
+            });
+            match r {
+                Ok((d, _)) => {
+                    done.insert(st.name.clone(), d.clone());
+                    df = d;
+                }
+                Err(e) => {
+                    step_error = Some(format!(
+                        "{} line {}: step {}: {}",
+                        flow.file,
+                        st.line,
+                        st.name,
+                        one_line(&e)
+                    ));
+                    break;
+                }
+            }
+        }
+    }
+    let p0 = clock.now_ns();
+    let planned = match step_error {
+        Some(e) => Err(e),
+        None => df
+            .create_physical_plan()
+            .await
+            .map_err(|e| format!("planning the query: {}", one_line(&e))),
+    };
     let t1 = clock.now_ns();
     phases.push(Phase {
-        name: "plan",
-        start_ns: t0,
+        name: "plan".into(),
+        start_ns: p0,
         end_ns: t1,
         rows: 0,
         failed: planned.is_err(),
@@ -207,7 +272,7 @@ async fn run(
     let mut plan_text = format!("logical plan:\n{logical}");
     let mut out_span: Option<(u64, u64)> = None;
     match planned {
-        Err(e) => detail = Some(format!("planning the query: {e}")),
+        Err(e) => detail = Some(e),
         Ok(plan) => {
             let mut out = match &cfg.out {
                 Some(p) => match Out::create(p, &plan.schema()) {
@@ -223,7 +288,7 @@ async fn run(
                 let t2 = clock.now_ns();
                 let stream = execute_stream(plan.clone(), ctx.task_ctx());
                 match stream {
-                    Err(e) => detail = Some(format!("running the query: {e}")),
+                    Err(e) => detail = Some(format!("running the query: {}", one_line(&e))),
                     Ok(mut stream) => {
                         loop {
                             // Ctrl-C is looked at every 100 ms, also while an operator (a join's
@@ -246,7 +311,7 @@ async fn run(
                             let b = match b {
                                 Ok(b) => b,
                                 Err(e) => {
-                                    detail = Some(format!("running the query: {e}"));
+                                    detail = Some(format!("running the query: {}", one_line(&e)));
                                     break;
                                 }
                             };
@@ -273,7 +338,7 @@ async fn run(
                 log.wait_idle(std::time::Duration::from_secs(10));
                 let t3 = clock.now_ns();
                 phases.push(Phase {
-                    name: "execute",
+                    name: "execute".into(),
                     start_ns: t2,
                     end_ns: t3,
                     rows,
@@ -291,7 +356,7 @@ async fn run(
                     let c1 = clock.now_ns();
                     write_ns += c1 - c0;
                     phases.push(Phase {
-                        name: "output",
+                        name: "output".into(),
                         start_ns: s0,
                         end_ns: c1,
                         rows,
@@ -307,7 +372,7 @@ async fn run(
     }
     let end = clock.now_ns();
     phases.push(Phase {
-        name: record::QUERY_EVENT,
+        name: record::QUERY_EVENT.into(),
         start_ns: t0,
         end_ns: end,
         rows,
@@ -377,4 +442,20 @@ async fn run(
         events,
         seconds,
     })
+}
+
+/// Runs one step of a dataflow to its end: its result in memory (a table the next steps read) and
+/// its row count.
+async fn run_step(
+    ctx: &SessionContext,
+    st: &Step,
+    done: &HashMap<String, DataFrame>,
+) -> datafusion::error::Result<(DataFrame, u64)> {
+    let d = build_step(ctx, st, done).await?;
+    let schema = Arc::new(d.schema().as_arrow().clone());
+    let batches = d.collect().await?;
+    let rows = batches.iter().map(|b| b.num_rows() as u64).sum();
+    let schema = batches.first().map_or(schema, |b| b.schema());
+    let table = MemTable::try_new(schema, vec![batches])?;
+    Ok((ctx.read_table(Arc::new(table))?, rows))
 }

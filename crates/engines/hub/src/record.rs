@@ -32,6 +32,10 @@ pub(crate) fn begin(cfg: &QueryConfig) -> Result<Recording, Error> {
         ("scan_connections".to_string(), cfg.scan_connections.into()),
         ("pushdown".to_string(), cfg.pushdown.into()),
     ]);
+    let mut params = params;
+    if cfg.dataflow.is_some() {
+        params.insert("dataflow".to_string(), true.into());
+    }
     let mut m = Manifest::new(
         "hub",
         WorkloadInfo {
@@ -47,7 +51,7 @@ pub(crate) fn begin(cfg: &QueryConfig) -> Result<Recording, Error> {
 
 /// A phase of the query: its name, start and end on the run's clock, rows, failed or not.
 pub(crate) struct Phase {
-    pub name: &'static str,
+    pub name: String,
     pub start_ns: u64,
     pub end_ns: u64,
     pub rows: u64,
@@ -91,7 +95,7 @@ pub(crate) fn finish(
         .collect();
     events.extend(f.phases.iter().map(|p| Event {
         session: 0,
-        name: rec.names().intern(p.name),
+        name: rec.names().intern(&p.name),
         start_ns: p.start_ns,
         duration_ns: p.end_ns.saturating_sub(p.start_ns).max(1),
         intended_start_ns: None,
