@@ -216,9 +216,16 @@ async fn run(
     // A dataflow: each step run to its end in order, its result held for the next steps.
     let mut df = df;
     let mut step_error = None;
+    let mut interrupted = false;
     if let Some(flow) = &cfg.dataflow {
         let mut done: HashMap<String, DataFrame> = HashMap::new();
         for st in &flow.steps {
+            // Ctrl-C between steps (a step itself runs to its end).
+            if cfg.stop.as_ref().is_some_and(|s| s.is_set()) {
+                interrupted = true;
+                step_error = Some("interrupted (Ctrl-C or SIGTERM)".into());
+                break;
+            }
             let s0 = clock.now_ns();
             let r = run_step(&ctx, st, &done).await;
             phases.push(Phase {
@@ -263,7 +270,6 @@ async fn run(
         failed: planned.is_err(),
     });
     let mut detail: Option<String> = None;
-    let mut interrupted = false;
     let mut rows = 0u64;
     let mut first: Vec<RecordBatch> = Vec::new();
     let mut shown_rows = 0usize;
