@@ -362,6 +362,17 @@ fn bad_input_is_named_and_a_failed_query_leaves_nothing_at_out() {
         &["source u", "127.0.0.1"],
     );
     assert!(!err.contains("sekret-pw"), "{err}");
+    // A wrong password: the source named, the password nowhere.
+    let wrong =
+        table_uri(pg, &db, "t").replacen(&format!(":{}@", pg.password()), ":not-the-pw-42@", 1);
+    assert!(wrong.contains("not-the-pw-42"), "{wrong}");
+    let err = fails(
+        dir.path(),
+        &["query", "SELECT 1", "--source", &format!("w={wrong}")],
+        4,
+        &["source w"],
+    );
+    assert!(!err.contains("not-the-pw-42"), "{err}");
     // A column of a type the hub cannot map: named with its table.
     fails(
         dir.path(),
