@@ -78,6 +78,10 @@ pub enum Command {
     /// Apache DataFusion Ballista, embedded: `cluster scheduler`, `cluster executor` (for
     /// `tpch q1 --engine ballista`; needs the `cluster` build feature, docs/cluster.md).
     Cluster(crate::cluster::args::ClusterArgs),
+    /// The data hub: one SQL query across PostgreSQL tables (parallel COPY scans, filters pushed
+    /// down), SQLite, Parquet/CSV/TPC-H files and runs, on Apache DataFusion, recorded as a run
+    /// (needs the `hub` build feature, docs/hub.md).
+    Query(crate::query::args::QueryArgs),
 }
 
 #[cfg(test)]

@@ -137,6 +137,8 @@ impl Kind {
         by!(dbscope_pgwire::conninfo::ConnInfoError, |_: &_| Kind::Usage);
         #[cfg(feature = "cluster")]
         by!(dbscope_cluster::ClusterError, cluster);
+        #[cfg(feature = "hub")]
+        by!(dbscope_hub::Error, hub);
         by!(io::Error, |_: &_| Kind::Input);
         None
     }
@@ -286,6 +288,17 @@ fn cluster(e: &dbscope_cluster::ClusterError) -> Kind {
         E::Unreachable { .. } => Kind::Database,
         E::WorkDir { .. } | E::Input(_) => Kind::Input,
         E::Node { .. } | E::Plan(_) | E::Job { .. } | E::Shape(_) | E::Runtime(_) => Kind::Failed,
+    }
+}
+
+#[cfg(feature = "hub")]
+fn hub(e: &dbscope_hub::Error) -> Kind {
+    use dbscope_hub::Error as E;
+    match e {
+        E::Usage(_) => Kind::Usage,
+        E::Input(_) => Kind::Input,
+        E::Source(_) => Kind::Database,
+        E::Core(e) => core(e),
     }
 }
 

@@ -20,6 +20,7 @@ mod history;
 mod import;
 mod io;
 mod parse;
+mod query;
 mod report;
 mod run;
 mod sweep;
@@ -56,6 +57,7 @@ fn main() -> ExitCode {
         Command::Sweep(a) => sweep::cmd_sweep(a),
         Command::Transfer(a) => transfer::cmd_transfer(a),
         Command::Cluster(a) => cluster::cmd_cluster(a),
+        Command::Query(a) => query::cmd_query(a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

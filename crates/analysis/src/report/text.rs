@@ -66,6 +66,9 @@ pub fn render_text(r: &Report) -> String {
             // A script run's scripts (their whole text) are in the manifest; pgbench's block
             // below names them.
             .filter(|(k, _)| !(r.pgbench.is_some() && k.as_str() == "scripts"))
+            // A hub query's plan (DataFusion's, many lines) is in the manifest; `query --explain`
+            // prints it.
+            .filter(|(k, _)| !(run.source == "hub" && k.as_str() == "plan"))
             .map(|(k, v)| one_line(&format!("{k}={}", param_value(v)))),
     );
     items.push(format!("seed {}", run.seed));

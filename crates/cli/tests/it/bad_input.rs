@@ -262,3 +262,20 @@ fn issue_34_options_that_do_not_apply_to_the_workload_are_refused() {
         &["--restart-cmd", "needs a PostgreSQL target"],
     );
 }
+
+/// Without the `hub` build feature `dbscope query` is still there and says how to get it.
+#[cfg(not(feature = "hub"))]
+#[test]
+fn query_without_the_hub_feature_says_how_to_build_it() {
+    let dir = tempdir();
+    fails(
+        dir.path(),
+        &["query", "SELECT 1", "--source", "t=file:x.parquet"],
+        2,
+        &[
+            "built without the data hub",
+            "--features hub",
+            "docs/hub.md",
+        ],
+    );
+}

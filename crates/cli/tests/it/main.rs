@@ -19,6 +19,8 @@ mod explain;
 mod harness;
 mod history;
 mod html;
+#[cfg(feature = "hub")]
+mod hub;
 mod io_redo;
 mod issue34;
 mod libpq;

@@ -51,4 +51,8 @@ pub use error::Error;
 pub use files::Compress;
 pub use load::transfer_in;
 pub use out::transfer_out;
-pub use split::{split_ranges, SplitKind};
+// The hub (dbscope-hub) reads PostgreSQL tables by the same block ranges.
+pub use split::{
+    ctid_filter, ctid_ranges, no_ctid_split, plan as split_plan, split_ranges, Part, Plan,
+    SplitKind,
+};

@@ -1,0 +1,61 @@
+//! What a query is given and what each of its table scans did: the vocabulary `query` and
+//! `record` share (a leaf module, so neither imports the other).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use dbscope_core::StopSignal;
+
+use crate::dataflow::Dataflow;
+use crate::source::SourceSpec;
+
+/// What `dbscope query` runs.
+#[derive(Clone, Debug)]
+pub struct QueryConfig {
+    /// The SQL (DataFusion's dialect; one query, no DDL or DML).
+    pub sql: String,
+    /// The sources, by the names the query uses.
+    pub sources: Vec<SourceSpec>,
+    /// Connections that read each PostgreSQL table at once (ctid block ranges).
+    pub scan_connections: u32,
+    /// Push projections, filters and LIMIT to PostgreSQL (off: every column and row is read and
+    /// DataFusion does it all — the A/B).
+    pub pushdown: bool,
+    /// Where to write the result (`.parquet` or `.csv`).
+    pub out: Option<PathBuf>,
+    /// Rows kept for the terminal.
+    pub show: usize,
+    /// The run directory to create.
+    pub run: PathBuf,
+    /// The command line (redacted by the recording).
+    pub command_line: Vec<String>,
+    /// `--plan FILE`: the dataflow run step by step instead of `sql` (which then holds its text).
+    pub dataflow: Option<Dataflow>,
+    /// Set by Ctrl-C: the query stops, the run ends interrupted, nothing at `--out`.
+    pub stop: Option<Arc<StopSignal>>,
+}
+
+/// What one table scan did.
+#[derive(Clone, Debug, Default)]
+pub struct ScanSummary {
+    /// The table as the query names it.
+    pub table: String,
+    /// The source (password redacted).
+    pub source: String,
+    /// Partitions (connections) that read it.
+    pub partitions: usize,
+    /// Rows and bytes received.
+    pub rows: u64,
+    pub bytes: u64,
+    /// Columns read.
+    pub columns: Vec<String>,
+    /// Filters sent to the source (SQL) and those DataFusion applied.
+    pub pushed: Vec<String>,
+    pub kept: Vec<String>,
+    /// The LIMIT sent.
+    pub limit: Option<usize>,
+    /// How it was split.
+    pub split: String,
+    /// The SQL of each partition.
+    pub sql: Vec<String>,
+}

@@ -1,0 +1,546 @@
+//! A PostgreSQL table as a DataFusion table provider: the projection, the exactly translatable
+//! filters and (when every filter went) the LIMIT are sent to the server, and the table is read by
+//! N connections at once, each `COPY (SELECT cols FROM t WHERE ctid range AND filters) TO STDOUT`
+//! (transfer's block ranges, `dbscope_transfer::split_plan`) inside the source's one exported
+//! snapshot, COPY's CSV decoded into Arrow batches as it streams.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use datafusion::arrow::csv::ReaderBuilder;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
+use datafusion::catalog::{Session, TableProvider};
+use datafusion::common::{DataFusionError, Result as DfResult};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
+use datafusion::physical_plan::stream::RecordBatchReceiverStreamBuilder;
+use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
+use datafusion::physical_plan::ExecutionPlan;
+use dbscope_core::redact::redact;
+use dbscope_pgwire::{connect_with, WireConn, WireError};
+use tokio::sync::mpsc::Sender;
+
+use crate::pushdown::{to_sql, PushColumn};
+use crate::scanlog::{ScanLog, ScanPart, ScanPlan};
+use crate::source::PgTables;
+use crate::Error;
+
+/// Every hub session's settings, so COPY's text of a value is what the Arrow parser reads: ISO
+/// dates, UTC, shortest exact floats.
+const SESSION_SETTINGS: &str = "SET DateStyle = ISO, YMD; SET TimeZone = 'UTC'; \
+     SET extra_float_digits = 1; SET IntervalStyle = postgres";
+
+/// COPY's NULL marker and the pattern Arrow's CSV parser knows it by: a byte no text value
+/// plausibly is on its own (`\N`, COPY's default, is a value in some data sets).
+const NULL_SQL: &str = "E'\\x01'";
+const NULL_RE: &str = r"^\x01$";
+
+/// What a partition's sink returns when DataFusion stopped reading (a LIMIT met, the query
+/// ended): the COPY is abandoned and that is not an error.
+const STOPPED: &str = "dbscope-hub: the query needed no more rows";
+
+/// One `postgres://` source: its connection string, and the coordinator connection whose
+/// repeatable-read transaction exported the snapshot every scan reads in (held open until the
+/// query ends).
+pub(crate) struct PgSource {
+    name: String,
+    conn: String,
+    shown: String,
+    coord: Mutex<WireConn>,
+    snapshot: String,
+    version: u32,
+    conns: u32,
+    pushdown: bool,
+    log: Arc<ScanLog>,
+}
+
+impl fmt::Debug for PgSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PgSource({} = {})", self.name, self.shown)
+    }
+}
+
+fn one(c: &mut WireConn, sql: &str) -> Result<Vec<Option<String>>, WireError> {
+    Ok(c.simple_query(sql)?.into_iter().next().unwrap_or_default())
+}
+
+/// A server's refusal with its SQLSTATE.
+fn db(what: &str, e: &WireError) -> String {
+    match e {
+        WireError::Db { code, .. } => format!("{what}: {e} ({code})"),
+        _ => format!("{what}: {e}"),
+    }
+}
+
+impl PgSource {
+    /// Connects, begins the repeatable-read transaction and exports its snapshot.
+    pub(crate) fn open(
+        name: &str,
+        conn: &str,
+        conns: u32,
+        pushdown: bool,
+        log: Arc<ScanLog>,
+    ) -> Result<Arc<PgSource>, Error> {
+        let shown = redact(conn);
+        let (mut c, _) = connect_with(conn, "dbscope/hub", None).map_err(|e| {
+            Error::Source(format!(
+                "source {name}: cannot connect to {shown}: {}",
+                redact(&e.to_string())
+            ))
+        })?;
+        let fail = |what: &str, e: WireError| {
+            Error::Source(format!("source {name} ({shown}): {}", db(what, &e)))
+        };
+        one(&mut c, SESSION_SETTINGS).map_err(|e| fail("SET", e))?;
+        one(&mut c, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .map_err(|e| fail("BEGIN", e))?;
+        let row = one(
+            &mut c,
+            "SELECT current_setting('server_version_num'), pg_export_snapshot()",
+        )
+        .map_err(|e| fail("pg_export_snapshot()", e))?;
+        let get = |i: usize| row.get(i).cloned().flatten().unwrap_or_default();
+        Ok(Arc::new(PgSource {
+            name: name.to_string(),
+            conn: conn.to_string(),
+            shown,
+            version: get(0).parse().unwrap_or(0),
+            snapshot: get(1),
+            coord: Mutex::new(c),
+            conns: conns.max(1),
+            pushdown,
+            log,
+        }))
+    }
+
+    /// The tables the source holds: (the name in the query, the table on the server).
+    pub(crate) fn tables(&self, which: &PgTables) -> Result<Vec<(String, String)>, Error> {
+        Ok(match which {
+            PgTables::One(t) => vec![(self.name.clone(), t.clone())],
+            PgTables::Listed(ts) => ts
+                .iter()
+                .map(|t| {
+                    let last = t.rsplit('.').next().unwrap_or(t);
+                    (format!("{}.{last}", self.name), t.clone())
+                })
+                .collect(),
+            PgTables::Schema(s) => {
+                let rows = self
+                    .coordinator()
+                    .simple_query(&format!(
+                        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+                         WHERE n.nspname = '{s}' AND c.relkind IN ('r', 'p', 'm', 'v', 'f') ORDER BY 1"
+                    ))
+                    .map_err(|e| {
+                        Error::Source(format!("source {} ({}): {}", self.name, self.shown, db("listing the tables", &e)))
+                    })?;
+                rows.into_iter()
+                    .filter_map(|r| r.into_iter().next().flatten())
+                    .map(|t| (format!("{}.{t}", self.name), format!("{s}.{t}")))
+                    .collect()
+            }
+        })
+    }
+
+    fn coordinator(&self) -> std::sync::MutexGuard<'_, WireConn> {
+        self.coord.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Ends the coordinator's transaction (the snapshot is no longer needed).
+    pub(crate) fn close(&self) {
+        let _ = one(&mut self.coordinator(), "COMMIT");
+    }
+}
+
+/// A table name quoted: `"t"` or `"s"."t"`.
+fn quoted(table: &str) -> String {
+    table
+        .split('.')
+        .map(|p| format!("\"{p}\""))
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// The Arrow type of a catalog type and the SELECT expression that gives COPY's text of it in the
+/// form Arrow's CSV parser reads; `None` when the hub has no mapping.
+fn map_type(col: &str, typ: &str, typmod: i32) -> Option<(DataType, String)> {
+    let q = format!("\"{}\"", col.replace('"', "\"\""));
+    let plain = |t: DataType| Some((t, q.clone()));
+    let text = || Some((DataType::Utf8, format!("{q}::text")));
+    match typ {
+        "int2" => plain(DataType::Int16),
+        "int4" => plain(DataType::Int32),
+        "int8" => plain(DataType::Int64),
+        "float4" => plain(DataType::Float32),
+        "float8" => plain(DataType::Float64),
+        "date" => plain(DataType::Date32),
+        "timestamp" => plain(DataType::Timestamp(TimeUnit::Microsecond, None)),
+        "timestamptz" => Some((
+            DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+            format!("({q} AT TIME ZONE 'UTC')"),
+        )),
+        // COPY says t/f; as text, true/false (what Arrow parses).
+        "bool" => Some((DataType::Boolean, format!("{q}::text"))),
+        "text" | "varchar" | "name" => plain(DataType::Utf8),
+        // char(n) as text drops the padding, as PostgreSQL's own comparisons ignore it.
+        "bpchar" | "uuid" | "json" | "jsonb" => text(),
+        "numeric" if typmod >= 4 => {
+            // numeric's typmod: precision in the high 16 bits, the scale (11 bits, signed since
+            // PostgreSQL 15) in the low ones, both offset by VARHDRSZ (4).
+            let m = typmod - 4;
+            let p = (m >> 16) & 0xffff;
+            let s = ((m & 0x7ff) ^ 1024) - 1024;
+            ((1..=38).contains(&p) && (0..=p).contains(&s))
+                .then(|| (DataType::Decimal128(p as u8, s as i8), q.clone()))
+        }
+        _ => None,
+    }
+}
+
+/// A table of a PostgreSQL source.
+#[derive(Debug)]
+pub(crate) struct PgTable {
+    src: Arc<PgSource>,
+    label: String,
+    table: String,
+    schema: SchemaRef,
+    cols: Vec<PushColumn>,
+    by_name: HashMap<String, PushColumn>,
+    /// The ctid condition of each partition (`None`: the whole table).
+    parts: Vec<Option<String>>,
+    split: String,
+}
+
+impl PgTable {
+    /// Reads the table's columns from the catalog and decides its split, in the snapshot.
+    pub(crate) fn open(src: &Arc<PgSource>, label: &str, table: &str) -> Result<PgTable, Error> {
+        let qt = quoted(table);
+        let fail = |what: &str, e: WireError| {
+            Error::Source(format!(
+                "source {} ({}): table {table}: {}",
+                src.name,
+                src.shown,
+                db(what, &e)
+            ))
+        };
+        let mut c = src.coordinator();
+        let rows = c
+            .simple_query(&format!(
+                "SELECT a.attname, t.typname, a.atttypmod, a.attnotnull, c.relkind::text \
+                 FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid \
+                 JOIN pg_class c ON c.oid = a.attrelid \
+                 WHERE a.attrelid = '{}'::regclass AND a.attnum > 0 AND NOT a.attisdropped \
+                 ORDER BY a.attnum",
+                qt.replace('\'', "''")
+            ))
+            .map_err(|e| fail("reading its columns", e))?;
+        let mut fields = Vec::new();
+        let mut cols = Vec::new();
+        let mut relkind = String::new();
+        for r in &rows {
+            let get = |i: usize| r.get(i).cloned().flatten().unwrap_or_default();
+            let (name, typ) = (get(0), get(1));
+            relkind = get(4);
+            let Some((dt, sql)) = map_type(&name, &typ, get(2).parse().unwrap_or(-1)) else {
+                return Err(Error::Source(format!(
+                    "source {}: table {table}, column {name}: type {typ}{} has no Arrow type in the hub \
+                     (mapped: integers, float4/8, numeric(p,s) with p ≤ 38, date, timestamp[tz], bool, \
+                     text, varchar, char, name, uuid, json[b]); cast it in a view, or list the tables \
+                     without this one",
+                    src.name,
+                    if typ == "numeric" { " without precision" } else { "" }
+                )));
+            };
+            fields.push(Field::new(&name, dt.clone(), get(3) != "t"));
+            cols.push(PushColumn { sql, data_type: dt });
+        }
+        let ctid_ok = dbscope_transfer::no_ctid_split(src.version, &relkind);
+        let n = if ctid_ok.is_none() { src.conns } else { 1 };
+        let plan = dbscope_transfer::split_plan(&mut c, &qt, n, None)
+            .map_err(|e| Error::Source(format!("source {}: table {table}: {e}", src.name)))?;
+        let split = match (&ctid_ok, src.conns) {
+            (_, 1) => plan.why.clone(),
+            (Some(why), _) => format!("one connection: {why}"),
+            (None, _) => plan.why.clone(),
+        };
+        let by_name = fields
+            .iter()
+            .zip(&cols)
+            .map(|(f, c)| (f.name().clone(), c.clone()))
+            .collect();
+        Ok(PgTable {
+            src: src.clone(),
+            label: label.to_string(),
+            table: qt,
+            schema: Arc::new(Schema::new(fields)),
+            cols,
+            by_name,
+            parts: plan.parts.into_iter().map(|p| p.filter).collect(),
+            split,
+        })
+    }
+}
+
+#[async_trait]
+impl TableProvider for PgTable {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> DfResult<Vec<TableProviderFilterPushDown>> {
+        Ok(filters
+            .iter()
+            .map(
+                |f| match self.src.pushdown && to_sql(f, &self.by_name).is_some() {
+                    true => TableProviderFilterPushDown::Exact,
+                    false => TableProviderFilterPushDown::Unsupported,
+                },
+            )
+            .collect())
+    }
+
+    async fn scan(
+        &self,
+        _state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let all: Vec<usize> = (0..self.cols.len()).collect();
+        let pushdown = self.src.pushdown;
+        // Without pushdown every column is read and DataFusion projects.
+        let read: Vec<usize> = match projection {
+            Some(p) if pushdown => p.clone(),
+            _ => all.clone(),
+        };
+        let mut pushed = Vec::new();
+        let mut kept = Vec::new();
+        for f in filters {
+            match to_sql(f, &self.by_name).filter(|_| pushdown) {
+                Some(s) => pushed.push(s),
+                None => kept.push(f.to_string()),
+            }
+        }
+        let limit = limit.filter(|_| pushdown && kept.is_empty());
+        let read_schema = Arc::new(self.schema.project(&read)?);
+        // No column at all (count(*)): read a constant per row, hand DataFusion row counts.
+        let (select, decode_schema) = if read.is_empty() {
+            (
+                "1".to_string(),
+                Arc::new(Schema::new(vec![Field::new("one", DataType::Int32, true)])),
+            )
+        } else {
+            (
+                read.iter()
+                    .map(|&i| self.cols[i].sql.clone())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                read_schema.clone(),
+            )
+        };
+        let sqls: Vec<String> = self
+            .parts
+            .iter()
+            .map(|ctid| {
+                let conds: Vec<&str> = ctid
+                    .iter()
+                    .map(String::as_str)
+                    .chain(pushed.iter().map(String::as_str))
+                    .collect();
+                let where_ = if conds.is_empty() {
+                    String::new()
+                } else {
+                    format!(" WHERE {}", conds.join(" AND "))
+                };
+                let lim = limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
+                format!(
+                    "COPY (SELECT {select} FROM {}{where_}{lim}) TO STDOUT (FORMAT csv, NULL {NULL_SQL})",
+                    self.table
+                )
+            })
+            .collect();
+        self.src.log.plan(ScanPlan {
+            label: self.label.clone(),
+            source: format!("{} = {}", self.src.name, self.src.shown),
+            columns: read
+                .iter()
+                .map(|&i| self.schema.field(i).name().clone())
+                .collect(),
+            pushed,
+            kept,
+            limit,
+            split: self.split.clone(),
+            sql: sqls.clone(),
+        });
+        let partitions: Vec<Arc<dyn PartitionStream>> = sqls
+            .into_iter()
+            .enumerate()
+            .map(|(i, sql)| {
+                Arc::new(PgPart {
+                    src: self.src.clone(),
+                    label: self.label.clone(),
+                    partition: i as u32,
+                    sql,
+                    schema: read_schema.clone(),
+                    decode_schema: decode_schema.clone(),
+                }) as Arc<dyn PartitionStream>
+            })
+            .collect();
+        // With pushdown the partitions return exactly the projection; without, DataFusion projects.
+        let exec_projection = if pushdown { None } else { projection };
+        Ok(Arc::new(StreamingTableExec::try_new(
+            read_schema,
+            partitions,
+            exec_projection,
+            [],
+            false,
+            None,
+        )?))
+    }
+}
+
+/// One connection's share of a table scan.
+#[derive(Debug, Clone)]
+struct PgPart {
+    src: Arc<PgSource>,
+    label: String,
+    partition: u32,
+    sql: String,
+    schema: SchemaRef,
+    decode_schema: SchemaRef,
+}
+
+impl PartitionStream for PgPart {
+    fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
+        let mut b = RecordBatchReceiverStreamBuilder::new(self.schema.clone(), 2);
+        let tx = b.tx();
+        let me = self.clone();
+        let running = self.src.log.start();
+        b.spawn_blocking(move || {
+            let r = me.run(tx);
+            drop(running);
+            r
+        });
+        b.build()
+    }
+}
+
+impl PgPart {
+    fn run(&self, tx: Sender<DfResult<RecordBatch>>) -> DfResult<()> {
+        let log = &self.src.log;
+        let mut part = ScanPart {
+            label: self.label.clone(),
+            partition: self.partition,
+            sql: self.sql.clone(),
+            start_ns: log.now_ns(),
+            ..Default::default()
+        };
+        let r = self.copy(&tx, &mut part);
+        part.end_ns = log.now_ns();
+        let r = match r {
+            Err(e) if e == STOPPED => {
+                part.stopped_early = true;
+                Ok(())
+            }
+            Err(e) => {
+                let msg = format!(
+                    "source {} ({}), table {} partition {}: {e}",
+                    self.src.name, self.src.shown, self.label, self.partition
+                );
+                part.error = Some(msg.clone());
+                Err(DataFusionError::External(msg.into()))
+            }
+            Ok(()) => Ok(()),
+        };
+        log.part(part);
+        r
+    }
+
+    fn copy(&self, tx: &Sender<DfResult<RecordBatch>>, part: &mut ScanPart) -> Result<(), String> {
+        let who = format!("dbscope/hub/{}", self.partition);
+        let (mut c, _) = connect_with(&self.src.conn, &who, None).map_err(|e| {
+            format!(
+                "cannot connect to {}: {}",
+                self.src.shown,
+                redact(&e.to_string())
+            )
+        })?;
+        one(&mut c, SESSION_SETTINGS).map_err(|e| db("SET", &e))?;
+        one(&mut c, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .map_err(|e| db("BEGIN", &e))?;
+        one(
+            &mut c,
+            &format!("SET TRANSACTION SNAPSHOT '{}'", self.src.snapshot),
+        )
+        .map_err(|e| db("SET TRANSACTION SNAPSHOT", &e))?;
+        let null = regex::Regex::new(NULL_RE).map_err(|e| e.to_string())?;
+        let mut dec = ReaderBuilder::new(self.decode_schema.clone())
+            .with_header(false)
+            .with_null_regex(null)
+            .with_batch_size(8192)
+            .build_decoder();
+        let empty_projection = self.schema.fields().is_empty();
+        let schema = self.schema.clone();
+        let send = |b: RecordBatch, rows: &mut u64| -> Result<(), String> {
+            *rows += b.num_rows() as u64;
+            let b = if empty_projection {
+                RecordBatch::try_new_with_options(
+                    schema.clone(),
+                    vec![],
+                    &RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
+                )
+                .map_err(|e| e.to_string())?
+            } else {
+                b
+            };
+            tx.blocking_send(Ok(b)).map_err(|_| STOPPED.to_string())
+        };
+        let mut rows = 0u64;
+        let mut bytes = 0u64;
+        let r = c.copy_out(&self.sql, &mut |d: &[u8]| {
+            bytes += d.len() as u64;
+            let mut off = 0;
+            while off < d.len() {
+                let n = dec
+                    .decode(&d[off..])
+                    .map_err(|e| format!("row {}: {e}", rows + 1))?;
+                off += n;
+                if dec.capacity() == 0 {
+                    if let Some(b) = dec.flush().map_err(|e| e.to_string())? {
+                        send(b, &mut rows)?;
+                    }
+                } else if n == 0 {
+                    break;
+                }
+            }
+            Ok(())
+        });
+        part.bytes = bytes;
+        part.rows = rows;
+        match r {
+            Err(WireError::Protocol(m)) if m == STOPPED => return Err(STOPPED.into()),
+            Err(e) => return Err(db("COPY", &e)),
+            Ok(_) => {}
+        }
+        if let Some(b) = dec.flush().map_err(|e| e.to_string())? {
+            send(b, &mut rows)?;
+        }
+        part.rows = rows;
+        let _ = one(&mut c, "COMMIT");
+        Ok(())
+    }
+}

@@ -1,0 +1,286 @@
+//! Which DataFusion filters a PostgreSQL scan can send to the server, and as what SQL.
+//!
+//! A filter is pushed only when PostgreSQL's answer is exactly DataFusion's on the values the
+//! scan returns (DataFusion then does not apply it again, `Exact`); everything else stays in
+//! DataFusion (`Unsupported`). Translated: comparisons (`= <> < <= > >=`) of columns and
+//! literals of integer, decimal, date, timestamp and boolean type, `AND`, `OR`, `NOT`,
+//! `IS [NOT] NULL`, `BETWEEN`, `IN (…)`, and value-preserving casts of a column (an integer
+//! widened, a decimal given more digits). Text: only `=`, `<>` and `IN` — an ordering (`<`) or a
+//! `LIKE` would follow the column's collation on the server and byte order in DataFusion.
+//! Floats are not pushed (NaN orders differently).
+
+use std::collections::HashMap;
+
+use datafusion::arrow::datatypes::{DataType, TimeUnit};
+use datafusion::logical_expr::{BinaryExpr, Expr, Operator};
+use datafusion::scalar::ScalarValue;
+
+/// The SQL a column is read as, and its Arrow type.
+#[derive(Clone, Debug)]
+pub struct PushColumn {
+    /// The expression in the SELECT (a quoted name, or a cast such as `"c"::text`).
+    pub sql: String,
+    /// The Arrow type the scan returns.
+    pub data_type: DataType,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Class {
+    /// Ordered the same on both sides: integers, decimals, dates, timestamps.
+    Ordered,
+    /// Equality only (text: collations).
+    EqualityOnly,
+    /// Booleans (the result of a condition, or a boolean column).
+    Bool,
+}
+
+fn class(t: &DataType) -> Option<Class> {
+    match t {
+        DataType::Int8
+        | DataType::Int16
+        | DataType::Int32
+        | DataType::Int64
+        | DataType::UInt8
+        | DataType::UInt16
+        | DataType::UInt32
+        | DataType::Decimal128(_, _)
+        | DataType::Date32
+        | DataType::Timestamp(TimeUnit::Microsecond, None) => Some(Class::Ordered),
+        DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8 => Some(Class::EqualityOnly),
+        DataType::Boolean => Some(Class::Bool),
+        _ => None,
+    }
+}
+
+/// The SQL of `e` for a table whose columns are `cols` (by name), or `None` when it cannot be
+/// said exactly.
+pub fn to_sql(e: &Expr, cols: &HashMap<String, PushColumn>) -> Option<String> {
+    let (sql, c) = translate(e, cols)?;
+    (c == Class::Bool).then_some(sql)
+}
+
+fn translate(e: &Expr, cols: &HashMap<String, PushColumn>) -> Option<(String, Class)> {
+    match e {
+        Expr::Column(c) => {
+            let col = cols.get(&c.name)?;
+            Some((col.sql.clone(), class(&col.data_type)?))
+        }
+        Expr::Literal(v, _) => literal(v),
+        Expr::Cast(c) => {
+            let (sql, cl) = translate(&c.expr, cols)?;
+            let from = match c.expr.as_ref() {
+                Expr::Column(col) => cols.get(&col.name)?.data_type.clone(),
+                _ => return None,
+            };
+            widening(&from, c.field.data_type()).then_some((sql, cl))
+        }
+        Expr::Not(inner) => {
+            let (s, c) = translate(inner, cols)?;
+            (c == Class::Bool).then(|| (format!("(NOT {s})"), Class::Bool))
+        }
+        Expr::IsNull(inner) => {
+            let (s, _) = translate(inner, cols)?;
+            Some((format!("({s} IS NULL)"), Class::Bool))
+        }
+        Expr::IsNotNull(inner) => {
+            let (s, _) = translate(inner, cols)?;
+            Some((format!("({s} IS NOT NULL)"), Class::Bool))
+        }
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
+            let (l, lc) = translate(left, cols)?;
+            let (r, rc) = translate(right, cols)?;
+            let sym = match op {
+                Operator::And | Operator::Or => {
+                    if lc != Class::Bool || rc != Class::Bool {
+                        return None;
+                    }
+                    if *op == Operator::And {
+                        "AND"
+                    } else {
+                        "OR"
+                    }
+                }
+                Operator::Eq | Operator::NotEq => {
+                    if lc != rc {
+                        return None;
+                    }
+                    if *op == Operator::Eq {
+                        "="
+                    } else {
+                        "<>"
+                    }
+                }
+                Operator::Lt | Operator::LtEq | Operator::Gt | Operator::GtEq => {
+                    if lc != Class::Ordered || rc != Class::Ordered {
+                        return None;
+                    }
+                    match op {
+                        Operator::Lt => "<",
+                        Operator::LtEq => "<=",
+                        Operator::Gt => ">",
+                        _ => ">=",
+                    }
+                }
+                _ => return None,
+            };
+            Some((format!("({l} {sym} {r})"), Class::Bool))
+        }
+        Expr::Between(b) => {
+            let (x, xc) = translate(&b.expr, cols)?;
+            let (lo, lc) = translate(&b.low, cols)?;
+            let (hi, hc) = translate(&b.high, cols)?;
+            if xc != Class::Ordered || lc != Class::Ordered || hc != Class::Ordered {
+                return None;
+            }
+            let not = if b.negated { "NOT " } else { "" };
+            Some((format!("({x} {not}BETWEEN {lo} AND {hi})"), Class::Bool))
+        }
+        Expr::InList(l) => {
+            let (x, xc) = translate(&l.expr, cols)?;
+            if l.list.is_empty() {
+                return None;
+            }
+            let items = l
+                .list
+                .iter()
+                .map(|i| match i {
+                    Expr::Literal(..) => translate(i, cols).filter(|(_, c)| *c == xc),
+                    _ => None,
+                })
+                .collect::<Option<Vec<_>>>()?;
+            let not = if l.negated { "NOT " } else { "" };
+            let items: Vec<String> = items.into_iter().map(|(s, _)| s).collect();
+            Some((format!("({x} {not}IN ({}))", items.join(", ")), Class::Bool))
+        }
+        _ => None,
+    }
+}
+
+/// A cast that keeps every value of `from` as it is (so the server may compare the uncast column).
+fn widening(from: &DataType, to: &DataType) -> bool {
+    use DataType::*;
+    let int_digits = |t: &DataType| match t {
+        Int8 | UInt8 => Some(3),
+        Int16 | UInt16 => Some(5),
+        Int32 | UInt32 => Some(10),
+        Int64 => Some(19),
+        _ => None,
+    };
+    match (from, to) {
+        (a, b) if a == b => true,
+        (Int8, Int16 | Int32 | Int64) | (Int16, Int32 | Int64) | (Int32, Int64) => true,
+        (a, Decimal128(p, s)) if int_digits(a).is_some() => {
+            int_digits(a).is_some_and(|d| (*p as i32 - *s as i32) >= d)
+        }
+        (Decimal128(p1, s1), Decimal128(p2, s2)) => {
+            s2 >= s1 && (*p2 as i32 - *s2 as i32) >= (*p1 as i32 - *s1 as i32)
+        }
+        _ => false,
+    }
+}
+
+fn literal(v: &ScalarValue) -> Option<(String, Class)> {
+    let ordered = |s: String| Some((s, Class::Ordered));
+    match v {
+        ScalarValue::Int8(Some(x)) => ordered(x.to_string()),
+        ScalarValue::Int16(Some(x)) => ordered(x.to_string()),
+        ScalarValue::Int32(Some(x)) => ordered(x.to_string()),
+        ScalarValue::Int64(Some(x)) => ordered(x.to_string()),
+        ScalarValue::UInt8(Some(x)) => ordered(x.to_string()),
+        ScalarValue::UInt16(Some(x)) => ordered(x.to_string()),
+        ScalarValue::UInt32(Some(x)) => ordered(x.to_string()),
+        ScalarValue::Decimal128(Some(x), _, s) => ordered(decimal(*x, *s)),
+        ScalarValue::Date32(Some(d)) => {
+            let date = chrono_date(*d)?;
+            ordered(format!("DATE '{date}'"))
+        }
+        ScalarValue::TimestampMicrosecond(Some(us), None) => {
+            let t = datafusion::common::arrow::temporal_conversions::timestamp_us_to_datetime(*us)?;
+            ordered(format!("TIMESTAMP '{}'", t.format("%Y-%m-%d %H:%M:%S%.6f")))
+        }
+        ScalarValue::Boolean(Some(b)) => {
+            Some((if *b { "TRUE" } else { "FALSE" }.into(), Class::Bool))
+        }
+        ScalarValue::Utf8(Some(s))
+        | ScalarValue::Utf8View(Some(s))
+        | ScalarValue::LargeUtf8(Some(s)) => {
+            if s.contains('\0') {
+                return None;
+            }
+            Some((format!("'{}'", s.replace('\'', "''")), Class::EqualityOnly))
+        }
+        _ => None,
+    }
+}
+
+fn chrono_date(days: i32) -> Option<String> {
+    let d = datafusion::common::arrow::temporal_conversions::date32_to_datetime(days)?;
+    Some(d.format("%Y-%m-%d").to_string())
+}
+
+/// `x` with `scale` decimal places.
+fn decimal(x: i128, scale: i8) -> String {
+    if scale <= 0 {
+        let zeros = "0".repeat((-scale) as usize);
+        return format!("{x}{zeros}");
+    }
+    let s = scale as usize;
+    let neg = x < 0;
+    let digits = x.unsigned_abs().to_string();
+    let digits = format!("{digits:0>width$}", width = s + 1);
+    let (i, f) = digits.split_at(digits.len() - s);
+    format!("{}{i}.{f}", if neg { "-" } else { "" })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::logical_expr::{col, lit};
+
+    fn cols() -> HashMap<String, PushColumn> {
+        let c = |sql: &str, t: DataType| PushColumn {
+            sql: sql.into(),
+            data_type: t,
+        };
+        HashMap::from([
+            ("k".to_string(), c("\"k\"", DataType::Int64)),
+            ("p".to_string(), c("\"p\"", DataType::Decimal128(15, 2))),
+            ("s".to_string(), c("\"s\"::text", DataType::Utf8)),
+            ("f".to_string(), c("\"f\"", DataType::Float64)),
+        ])
+    }
+
+    #[test]
+    fn exact_filters_become_sql_and_the_rest_stay() {
+        let c = cols();
+        assert_eq!(
+            to_sql(&col("k").gt(lit(5i64)).and(col("s").eq(lit("a'b"))), &c).as_deref(),
+            Some("((\"k\" > 5) AND (\"s\"::text = 'a''b'))")
+        );
+        assert_eq!(
+            to_sql(
+                &col("p").lt(lit(ScalarValue::Decimal128(Some(-5), 15, 2))),
+                &c
+            )
+            .as_deref(),
+            Some("(\"p\" < -0.05)")
+        );
+        assert_eq!(
+            to_sql(&col("k").in_list(vec![lit(1i64), lit(2i64)], true), &c).as_deref(),
+            Some("(\"k\" NOT IN (1, 2))")
+        );
+        assert_eq!(
+            to_sql(&col("k").between(lit(1i64), lit(9i64)), &c).as_deref(),
+            Some("(\"k\" BETWEEN 1 AND 9)")
+        );
+        // Text ordering follows the server's collation; floats, NaN; a column not in the table.
+        assert_eq!(to_sql(&col("s").lt(lit("m")), &c), None);
+        assert_eq!(to_sql(&col("f").gt(lit(1.5f64)), &c), None);
+        assert_eq!(to_sql(&col("zz").eq(lit(1i64)), &c), None);
+        // A bare column is not a condition.
+        assert_eq!(to_sql(&col("k"), &c), None);
+        assert_eq!(decimal(12345, 2), "123.45");
+        assert_eq!(decimal(5, 3), "0.005");
+        assert_eq!(decimal(-120, 0), "-120");
+    }
+}
