@@ -277,17 +277,20 @@ fn want_q3(pg: &PgCluster, db: &str) -> Vec<String> {
 }
 
 /// DuckDB's answer through its postgres extension (customer and orders attached from PostgreSQL,
-/// lineitem the same Parquet file), when DuckDB (pip) and the extension load here without a
-/// network; otherwise says why that half is skipped. (Not run on the machine the test was
-/// written on: the extension is downloaded on first use and there was no network.)
+/// lineitem the same Parquet file). The Python is `$DBSCOPE_DUCKDB_PYTHON` (scripts/test makes a
+/// venv with DuckDB 1.5.5 and the extension's PyPI wheel, so it loads without a network) and then
+/// the extension must load; without the variable, `python3`'s DuckDB is tried and the half is
+/// skipped, saying why, when its extension does not load offline.
 fn duckdb_half(dir: &Path, uri: &str, want: &[String]) {
+    let required = std::env::var("DBSCOPE_DUCKDB_PYTHON").ok();
+    let python = required.clone().unwrap_or_else(|| "python3".into());
     let script = "import duckdb, os\n\
         con = duckdb.connect()\n\
         con.sql('LOAD postgres')\n\
         con.sql(\"ATTACH '\" + os.environ['PG_DSN'] + \"' AS pg (TYPE postgres, READ_ONLY)\")\n\
         con.sql(\"CREATE VIEW lineitem AS SELECT * FROM read_parquet('\" + os.environ['LINEITEM'] + \"')\")\n\
         for r in con.sql(os.environ['QUERY']).fetchall():\n    print('|'.join(str(x) for x in r))\n";
-    let probe = std::process::Command::new("python3")
+    let probe = std::process::Command::new(&python)
         .args(["-c", "import duckdb; duckdb.sql('LOAD postgres')"])
         .current_dir(dir)
         .output();
@@ -296,7 +299,7 @@ fn duckdb_half(dir: &Path, uri: &str, want: &[String]) {
             let q = Q3
                 .replace("{c}", "pg.public.customer")
                 .replace("{o}", "pg.public.orders");
-            let out = std::process::Command::new("python3")
+            let out = std::process::Command::new(&python)
                 .args(["-c", script])
                 .env("PG_DSN", uri)
                 .env("LINEITEM", join(dir, "pq/lineitem.parquet"))
@@ -315,6 +318,10 @@ fn duckdb_half(dir: &Path, uri: &str, want: &[String]) {
                 .collect();
             assert_eq!(got, want, "DuckDB's answer");
         }
+        Ok(o) if required.is_some() => panic!(
+            "DBSCOPE_DUCKDB_PYTHON={python}: its postgres extension does not load: {}",
+            String::from_utf8_lossy(&o.stderr)
+        ),
         Ok(o) => eprintln!(
             "hub: DuckDB half skipped: its postgres extension does not load offline: {}",
             String::from_utf8_lossy(&o.stderr)
@@ -322,6 +329,7 @@ fn duckdb_half(dir: &Path, uri: &str, want: &[String]) {
                 .last()
                 .unwrap_or_default()
         ),
+        Err(e) if required.is_some() => panic!("DBSCOPE_DUCKDB_PYTHON={python}: {e}"),
         Err(e) => eprintln!("hub: DuckDB half skipped: no python3: {e}"),
     }
 }
