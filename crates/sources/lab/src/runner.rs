@@ -134,6 +134,16 @@ pub fn run(
 ) -> Result<RunResult, Error> {
     let cfg = &spec.config;
     cfg.validate()?;
+    if cfg.observe.waits_history && spec.target.kind() != "mysql" {
+        return Err(Error::invalid(
+            "waits",
+            format!(
+                "history needs a MariaDB/MySQL target (performance_schema's \
+                 events_waits_history_long); this target is {}",
+                spec.target.kind()
+            ),
+        ));
+    }
     let target_info = spec.target.describe()?;
     spec.workload.setup(spec.target, cfg.sessions, stop)?;
 

@@ -41,6 +41,9 @@ pub struct ObserveConfig {
     pub sample_hz: f64,
     /// Take a snapshot this often besides the start and the end.
     pub snapshot_every: Option<Duration>,
+    /// MariaDB/MySQL: record each wait of the run's threads from `events_waits_history_long`
+    /// (`--waits history`).
+    pub waits_history: bool,
 }
 
 impl Default for ObserveConfig {
@@ -48,6 +51,7 @@ impl Default for ObserveConfig {
         ObserveConfig {
             sample_hz: 10.0,
             snapshot_every: None,
+            waits_history: false,
         }
     }
 }
@@ -252,6 +256,9 @@ impl Observer {
         );
         let files = probe.files_path();
         let storage = storage::find(&mut probe, dirs, run_dir);
+        if config.waits_history {
+            probe.enable_history(run_dir);
+        }
         Opened {
             config: config.clone(),
             probe,
@@ -360,6 +367,12 @@ impl Observer {
                 std::thread::sleep(Duration::from_millis(20));
             }
             std::thread::sleep(Duration::from_millis(50));
+        }
+        if self.config.waits_history {
+            self.probe.read_waits(&self.sessions.connection_ids());
+            if let Some(w) = self.probe.end_history() {
+                eprintln!("dbscope: warning: --waits history: {w}");
+            }
         }
         self.take("end");
     }
