@@ -1324,6 +1324,48 @@ fn waits_history_on_mariadb_records_every_wait_and_restores_the_setup() {
             "{out}: the paced run read every wait"
         );
     }
+    // While a run goes the history is on; stopped by Ctrl-C, the run still puts the setup back.
+    let child = dbscope(dir.path())
+        .args(
+            Argv::run("commit")
+                .target(my.uri(&db))
+                .sessions(2)
+                .duration("60s")
+                .rate(50)
+                .opt("--waits", "history")
+                .quiet()
+                .out("stopped")
+                .args(),
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let waits = join(dir.path(), "stopped").join("waits.jsonl");
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::fs::metadata(&waits).map_or(0, |m| m.len()) == 0 {
+        assert!(std::time::Instant::now() < until, "no waits recorded");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let during = waits_setup(&my);
+    assert!(
+        during.contains("events_waits_history_long\tYES"),
+        "{during}"
+    );
+    assert_ne!(during, before);
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", all_output(&o));
+    assert_eq!(
+        waits_setup(&my),
+        before,
+        "the setup is restored after Ctrl-C"
+    );
+
     // Other targets refuse it, before anything runs.
     let o = run(
         dir.path(),

@@ -791,6 +791,15 @@ fn sqlite_files(db: &Path) -> Section {
     sec
 }
 
+/// A failed run's probe puts the performance_schema setup `--waits history` changed back.
+impl Drop for DbProbe {
+    fn drop(&mut self) {
+        if let (Some(h), Some(s)) = (self.history.as_mut(), self.sess.as_mut()) {
+            h.restore(s.as_mut());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -812,14 +821,5 @@ mod tests {
         let row = vec![Some("3".to_string()), None, Some("x".to_string())];
         let n = numbers(&["checkpoints_timed AS num_timed", "a", "b"], &row);
         assert_eq!(n, BTreeMap::from([("num_timed".to_string(), 3.0)]));
-    }
-}
-
-/// A failed run's probe puts the performance_schema setup `--waits history` changed back.
-impl Drop for DbProbe {
-    fn drop(&mut self) {
-        if let (Some(h), Some(s)) = (self.history.as_mut(), self.sess.as_mut()) {
-            h.restore(s.as_mut());
-        }
     }
 }
