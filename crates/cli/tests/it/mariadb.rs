@@ -1249,8 +1249,19 @@ fn check_waits_history(run_dir: &Path, o: &std::process::Output) -> bool {
             "{sec}"
         );
         assert!(String::from_utf8_lossy(&o.stderr).contains("the ring lost waits"));
+        let manifest: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(run_dir.join("manifest.json")).unwrap())
+                .unwrap();
+        assert_eq!(manifest["outcome"], "complete", "{manifest}");
+        assert!(
+            manifest["outcome_detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("the ring lost waits")),
+            "{manifest}"
+        );
     } else {
         assert!(sec["text"].get("warning").is_none(), "{sec}");
+        assert!(!String::from_utf8_lossy(&o.stderr).contains("lost"));
         assert!(read <= summary, "{sec}");
         for (event, row) in sec["rows"].as_object().unwrap() {
             let (r, s) = (

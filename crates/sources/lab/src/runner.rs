@@ -332,6 +332,7 @@ pub fn run(
     });
     observer().finish();
     observer().sessions().release();
+    let waits_warning = observer().history_warning();
 
     let elapsed = Duration::from_nanos(clock.now_ns());
     spec.workload.after_sessions(spec.target, elapsed);
@@ -355,7 +356,14 @@ pub fn run(
             stop.fail(format!("cannot write the plans: {e}"));
         }
     }
-    let (outcome, detail) = stop.outcome();
+    let (outcome, mut detail) = stop.outcome();
+    // The ring lost waits: the run's events are whole, its waits.jsonl is not.
+    if let Some(w) = waits_warning {
+        detail = Some(match detail {
+            Some(d) => format!("{d}; {w}"),
+            None => w,
+        });
+    }
     let events = rec.events_written();
     let run = rec.finish(outcome, detail)?;
     Ok(RunResult {

@@ -159,6 +159,8 @@ pub struct Observer {
     note: Option<String>,
     /// What this process is, when it is not the workload's client (`os.client`'s `who`).
     client_who: Option<String>,
+    /// `--waits history`: why the waits read fall short of the summary, when they do.
+    history_warning: Option<String>,
 }
 
 /// The size of the database's temp tables, polled with the backends' CPU time.
@@ -230,6 +232,7 @@ impl Opened {
             sampler: None,
             note: None,
             client_who: self.client_who,
+            history_warning: None,
         };
         obs.read_backends();
         obs.take("start");
@@ -372,9 +375,16 @@ impl Observer {
             self.probe.read_waits(&self.sessions.connection_ids());
             if let Some(w) = self.probe.end_history() {
                 eprintln!("dbscope: warning: --waits history: {w}");
+                self.history_warning = Some(format!("--waits history: {w}"));
             }
         }
         self.take("end");
+    }
+
+    /// `--waits history`: the warning when the ring lost waits (after [`Observer::finish`]), for
+    /// the run's outcome.
+    pub fn history_warning(&self) -> Option<String> {
+        self.history_warning.clone()
     }
 
     /// Temp tables go with their session: their size is polled while the run goes and the
