@@ -643,6 +643,27 @@ fn database_side_without_privileges_names_what_it_could_not_read() {
     let text = ok(dir.path(), &["report", "p"]);
     assert!(!text.contains("no server process"), "{text}");
     assert!(!text.contains("plainpw9"));
+
+    // --waits history without performance_schema access: the run goes on and names the grant.
+    let o = run(
+        dir.path(),
+        &Argv::run("commit")
+            .target(&uri)
+            .ops(20)
+            .opt("--waits", "history")
+            .quiet()
+            .out("h")
+            .args(),
+    );
+    assert!(o.status.success(), "{}", all_output(&o));
+    let sec = end_section(&join(dir.path(), "h"), "mysql.waits_history");
+    assert!(
+        sec["missing"]
+            .as_str()
+            .is_some_and(|m| m.contains("GRANT SELECT, UPDATE ON performance_schema")),
+        "{sec}"
+    );
+    assert!(!all_output(&o).contains("plainpw9"));
 }
 
 /// Issue 30's faults: the server killed mid-run. The broken connections are counted as lost
