@@ -59,6 +59,7 @@ pub fn open_watch(
     let config = ObserveConfig {
         sample_hz: a.sample_hz,
         snapshot_every: a.snapshot_every,
+        waits_history: false,
     };
     config
         .validate()

@@ -192,6 +192,13 @@ pub struct RunArgs {
     /// (pg_stat_database, pg_stat_wal, …, /proc/diskstats; see docs/observe.md), e.g. 10s.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub snapshot_every: Option<Duration>,
+
+    /// MariaDB/MySQL: how the run's timed waits are read. summary: per event, from
+    /// events_waits_summary_by_thread_by_event_name. history: also each wait, from
+    /// events_waits_history_long (consumers and wait/io/file instruments switched on for the run
+    /// and restored after it), into waits.jsonl; see docs/observe.md.
+    #[arg(long, value_enum, default_value = "summary", value_name = "HOW")]
+    pub waits: WaitsMode,
     #[command(flatten)]
     pub lab: crate::run::lab_args::LabArgs,
 
@@ -211,4 +218,13 @@ pub struct RunArgs {
 
 fn parse_set(s: &str) -> Result<(String, String), dbscope_db::TargetError> {
     dbscope_db::parse_setting(s)
+}
+
+/// How a MariaDB/MySQL run reads its timed waits (`--waits`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum WaitsMode {
+    /// Per event, summed over the run's threads.
+    Summary,
+    /// Also each wait, from the history ring.
+    History,
 }

@@ -41,6 +41,7 @@ pub fn build(a: &RunArgs) -> Result<RunPlan, Exit> {
     let observe = dbscope_lab::observe::ObserveConfig {
         sample_hz: a.sample_hz,
         snapshot_every: a.snapshot_every,
+        waits_history: a.waits == super::args::WaitsMode::History,
     };
     if let WorkloadName::Events = a.workload {
         return events(a, target, observe, out);

@@ -643,6 +643,27 @@ fn database_side_without_privileges_names_what_it_could_not_read() {
     let text = ok(dir.path(), &["report", "p"]);
     assert!(!text.contains("no server process"), "{text}");
     assert!(!text.contains("plainpw9"));
+
+    // --waits history without performance_schema access: the run goes on and names the grant.
+    let o = run(
+        dir.path(),
+        &Argv::run("commit")
+            .target(&uri)
+            .ops(20)
+            .opt("--waits", "history")
+            .quiet()
+            .out("h")
+            .args(),
+    );
+    assert!(o.status.success(), "{}", all_output(&o));
+    let sec = end_section(&join(dir.path(), "h"), "mysql.waits_history");
+    assert!(
+        sec["missing"]
+            .as_str()
+            .is_some_and(|m| m.contains("GRANT SELECT, UPDATE ON performance_schema")),
+        "{sec}"
+    );
+    assert!(!all_output(&o).contains("plainpw9"));
 }
 
 /// Issue 30's faults: the server killed mid-run. The broken connections are counted as lost
@@ -1189,4 +1210,210 @@ fn a_connection_refused_at_max_connections_is_a_clear_error() {
     );
     assert!(!e.contains("limpw3"), "{e}");
     assert!(!join(dir.path(), "r/manifest.json").exists());
+}
+
+/// The performance_schema setup rows `--waits history` changes, as the server has them.
+fn waits_setup(my: &MariaDb) -> String {
+    my.root_query(
+        "SELECT NAME, ENABLED FROM performance_schema.setup_consumers ORDER BY NAME; \
+         SELECT NAME, ENABLED, TIMED FROM performance_schema.setup_instruments \
+         WHERE NAME LIKE 'wait/io/file/%' ORDER BY NAME",
+    )
+}
+
+/// The end snapshot's section `name` of run `dir`.
+fn end_section(dir: &Path, name: &str) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join("snapshots.jsonl")).unwrap();
+    let end: serde_json::Value = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|s| s["label"] == "end")
+        .expect("an end snapshot");
+    end["sections"][name].clone()
+}
+
+/// Checks run `run_dir`'s `--waits history` against its summary; whether the ring wrapped.
+fn check_waits_history(run_dir: &Path, o: &std::process::Output) -> bool {
+    let sec = end_section(run_dir, "mysql.waits_history");
+    assert!(sec.get("missing").is_none_or(|m| m.is_null()), "{sec}");
+    let ring = sec["gauges"]["ring_size"].as_f64().unwrap();
+    assert!(ring > 0.0, "{sec}");
+    let (read, summary) = (
+        sec["counters"]["read"].as_f64().unwrap(),
+        sec["counters"]["summary"].as_f64().unwrap(),
+    );
+    eprintln!(
+        "waits history: {read} read, {summary} in the summary, ring {ring}: {}",
+        sec["rows"]
+    );
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(run_dir.join("waits.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len() as f64, read, "{sec}");
+    // A wait under way when the history was switched on (each session idle between
+    // statements) is in the summary but never in the ring: at most one per thread.
+    let threads = sec["gauges"]["threads"].as_f64().unwrap();
+    assert_eq!(
+        sec["gauges"]["in_flight_at_start"].as_f64(),
+        Some(threads),
+        "{sec}"
+    );
+    let wrapped = read + threads < summary;
+    if wrapped {
+        // The ring wrapped: the run says so.
+        assert!(
+            sec["text"]["warning"]
+                .as_str()
+                .is_some_and(|w| w.contains("lost")),
+            "{sec}"
+        );
+        assert!(String::from_utf8_lossy(&o.stderr).contains("the ring lost waits"));
+        let manifest: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(run_dir.join("manifest.json")).unwrap())
+                .unwrap();
+        assert_eq!(manifest["outcome"], "complete", "{manifest}");
+        assert!(
+            manifest["outcome_detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("the ring lost waits")),
+            "{manifest}"
+        );
+    } else {
+        assert!(sec["text"].get("warning").is_none(), "{sec}");
+        assert!(!String::from_utf8_lossy(&o.stderr).contains("lost"));
+        assert!(read <= summary, "{sec}");
+        for (event, row) in sec["rows"].as_object().unwrap() {
+            let (r, s) = (
+                row["read"].as_f64().unwrap_or(0.0),
+                row["summary"].as_f64().unwrap_or(0.0),
+            );
+            if event == "idle" {
+                assert!(r <= s && s - r <= threads, "{event}: {sec}");
+            } else {
+                assert_eq!(r, s, "{event}: {sec}");
+            }
+        }
+    }
+    // Every wait read is a wait/… event of the run's own two connections, counted per event.
+    let conns: std::collections::BTreeSet<u64> = lines
+        .iter()
+        .map(|l| l["wait"]["conn"].as_u64().unwrap())
+        .collect();
+    assert_eq!(conns.len(), 2, "{conns:?}");
+    for (event, row) in sec["rows"].as_object().unwrap() {
+        let n = lines.iter().filter(|l| l["wait"]["name"] == *event).count() as f64;
+        assert_eq!(
+            Some(n),
+            row["read"].as_f64().or(Some(0.0)),
+            "{event}: {sec}"
+        );
+    }
+    let w = &lines[0]["wait"];
+    assert!(
+        w["wait_ps"].as_u64().is_some() && w["thread"].as_u64().is_some(),
+        "{w}"
+    );
+    wrapped
+}
+
+/// `--waits history` (issue 30 part 3c): each wait of the run's threads from
+/// events_waits_history_long is in waits.jsonl; the number read per event equals the server's
+/// own summary count delta for the same threads (the ring, whose size the run records, did not
+/// wrap at this size; when it does the section says so), the redo log's waits among them; and
+/// the consumers and instruments the run switched on are back as they were afterwards. A
+/// server of the test's own: the ring is the whole server's.
+#[test]
+fn waits_history_on_mariadb_records_every_wait_and_restores_the_setup() {
+    let my = MariaDb::private();
+    let db = my.create_db("hist");
+    let dir = tempdir();
+    let before = waits_setup(&my);
+    assert!(
+        before.contains("events_waits_history_long\tNO"),
+        "the default setup has the history off, so restoring it means something: {before}"
+    );
+    // Paced so that the polls (about 4 a second) keep ahead of the ring (1000 waits here): every
+    // wait is read. Then as fast as it goes, where the ring wraps between polls: the run says so.
+    for (out, rate) in [("paced", Some(100)), ("flat", None)] {
+        let mut argv = Argv::run("commit")
+            .target(my.uri(&db))
+            .sessions(2)
+            .ops(200)
+            .opt("--waits", "history")
+            .quiet()
+            .out(out);
+        if let Some(r) = rate {
+            argv = argv.rate(r);
+        }
+        let o = run(dir.path(), &argv.args());
+        assert!(o.status.success(), "{}", all_output(&o));
+        assert_eq!(waits_setup(&my), before, "the setup is restored");
+        let wrapped = check_waits_history(&join(dir.path(), out), &o);
+        assert!(
+            rate.is_none() || !wrapped,
+            "{out}: the paced run read every wait"
+        );
+    }
+    // While a run goes the history is on; stopped by Ctrl-C, the run still puts the setup back.
+    let child = dbscope(dir.path())
+        .args(
+            Argv::run("commit")
+                .target(my.uri(&db))
+                .sessions(2)
+                .duration("60s")
+                .rate(50)
+                .opt("--waits", "history")
+                .quiet()
+                .out("stopped")
+                .args(),
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let waits = join(dir.path(), "stopped").join("waits.jsonl");
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::fs::metadata(&waits).map_or(0, |m| m.len()) == 0 {
+        assert!(std::time::Instant::now() < until, "no waits recorded");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let during = waits_setup(&my);
+    assert!(
+        during.contains("events_waits_history_long\tYES"),
+        "{during}"
+    );
+    assert_ne!(during, before);
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", all_output(&o));
+    assert_eq!(
+        waits_setup(&my),
+        before,
+        "the setup is restored after Ctrl-C"
+    );
+
+    // Other targets refuse it, before anything runs.
+    let o = run(
+        dir.path(),
+        &Argv::run("commit")
+            .target(format!("sqlite:{}", dir.path().join("x.db").display()))
+            .ops(1)
+            .opt("--waits", "history")
+            .quiet()
+            .out("s")
+            .args(),
+    );
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--waits") && err.contains("MariaDB/MySQL"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
 }

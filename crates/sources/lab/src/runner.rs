@@ -134,6 +134,16 @@ pub fn run(
 ) -> Result<RunResult, Error> {
     let cfg = &spec.config;
     cfg.validate()?;
+    if cfg.observe.waits_history && spec.target.kind() != "mysql" {
+        return Err(Error::invalid(
+            "waits",
+            format!(
+                "history needs a MariaDB/MySQL target (performance_schema's \
+                 events_waits_history_long); this target is {}",
+                spec.target.kind()
+            ),
+        ));
+    }
     let target_info = spec.target.describe()?;
     spec.workload.setup(spec.target, cfg.sessions, stop)?;
 
@@ -322,6 +332,7 @@ pub fn run(
     });
     observer().finish();
     observer().sessions().release();
+    let waits_warning = observer().history_warning();
 
     let elapsed = Duration::from_nanos(clock.now_ns());
     spec.workload.after_sessions(spec.target, elapsed);
@@ -345,7 +356,14 @@ pub fn run(
             stop.fail(format!("cannot write the plans: {e}"));
         }
     }
-    let (outcome, detail) = stop.outcome();
+    let (outcome, mut detail) = stop.outcome();
+    // The ring lost waits: the run's events are whole, its waits.jsonl is not.
+    if let Some(w) = waits_warning {
+        detail = Some(match detail {
+            Some(d) => format!("{d}; {w}"),
+            None => w,
+        });
+    }
     let events = rec.events_written();
     let run = rec.finish(outcome, detail)?;
     Ok(RunResult {

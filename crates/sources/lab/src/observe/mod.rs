@@ -41,6 +41,9 @@ pub struct ObserveConfig {
     pub sample_hz: f64,
     /// Take a snapshot this often besides the start and the end.
     pub snapshot_every: Option<Duration>,
+    /// MariaDB/MySQL: record each wait of the run's threads from `events_waits_history_long`
+    /// (`--waits history`).
+    pub waits_history: bool,
 }
 
 impl Default for ObserveConfig {
@@ -48,6 +51,7 @@ impl Default for ObserveConfig {
         ObserveConfig {
             sample_hz: 10.0,
             snapshot_every: None,
+            waits_history: false,
         }
     }
 }
@@ -155,6 +159,8 @@ pub struct Observer {
     note: Option<String>,
     /// What this process is, when it is not the workload's client (`os.client`'s `who`).
     client_who: Option<String>,
+    /// `--waits history`: why the waits read fall short of the summary, when they do.
+    history_warning: Option<String>,
 }
 
 /// The size of the database's temp tables, polled with the backends' CPU time.
@@ -226,6 +232,7 @@ impl Opened {
             sampler: None,
             note: None,
             client_who: self.client_who,
+            history_warning: None,
         };
         obs.read_backends();
         obs.take("start");
@@ -252,6 +259,9 @@ impl Observer {
         );
         let files = probe.files_path();
         let storage = storage::find(&mut probe, dirs, run_dir);
+        if config.waits_history {
+            probe.enable_history(run_dir);
+        }
         Opened {
             config: config.clone(),
             probe,
@@ -361,7 +371,20 @@ impl Observer {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+        if self.config.waits_history {
+            self.probe.read_waits(&self.sessions.connection_ids());
+            if let Some(w) = self.probe.end_history() {
+                eprintln!("dbscope: warning: --waits history: {w}");
+                self.history_warning = Some(format!("--waits history: {w}"));
+            }
+        }
         self.take("end");
+    }
+
+    /// `--waits history`: the warning when the ring lost waits (after [`Observer::finish`]), for
+    /// the run's outcome.
+    pub fn history_warning(&self) -> Option<String> {
+        self.history_warning.clone()
     }
 
     /// Temp tables go with their session: their size is polled while the run goes and the

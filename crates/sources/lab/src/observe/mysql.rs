@@ -345,3 +345,385 @@ pub fn server_pid(s: &mut dyn Session) -> Result<u32, String> {
         .parse()
         .map_err(|_| format!("the server's pid file {file} holds no pid"))
 }
+
+/// The run file `--waits history` writes: one `{"wait":{…}}` line per wait of the run's threads.
+pub const WAITS_FILE: &str = "waits.jsonl";
+
+/// The consumers `--waits history` switches on (and restores).
+const HISTORY_CONSUMERS: [&str; 4] = [
+    "global_instrumentation",
+    "thread_instrumentation",
+    "events_waits_current",
+    "events_waits_history_long",
+];
+
+/// The instruments `--waits history` enables and times (and restores): file I/O, the redo log's
+/// writes and syncs among them.
+const HISTORY_INSTRUMENTS: &str = "wait/io/file/%";
+
+/// `--waits history` on MariaDB/MySQL: switches on the waits history consumers and the file
+/// I/O instruments for the run, polls `events_waits_history_long` for the run's threads
+/// (`EVENT_ID` above the last one read, per thread), writes each wait to `waits.jsonl`, and
+/// at the end compares the count read with the summary's count delta for the same threads and
+/// events. [`WaitsHistory::restore`] puts the setup rows back as they were.
+#[derive(Default)]
+pub struct WaitsHistory {
+    /// The setup rows as they were: consumers (name, enabled), instruments (name, enabled, timed).
+    saved_consumers: Vec<(String, String)>,
+    saved_instruments: Vec<(String, String, String)>,
+    ring_size: Option<f64>,
+    /// Per thread: its connection id and the last `EVENT_ID` read.
+    last: BTreeMap<u64, (u64, u64)>,
+    /// Per (thread, event): the summary's count when the thread was first seen.
+    base: BTreeMap<(u64, String), f64>,
+    /// Per (thread, event): the summary's count at the last [`WaitsHistory::compare`].
+    now: BTreeMap<(u64, String), f64>,
+    /// Per (thread, event): waits read from the ring.
+    read: BTreeMap<(u64, String), f64>,
+    /// Per thread: its connection id.
+    conn: BTreeMap<u64, u64>,
+    out: Option<dbscope_core::observe::JsonLines>,
+    error: Option<String>,
+    restored: bool,
+}
+
+impl WaitsHistory {
+    /// Saves the setup rows and switches the consumers and instruments on; writes to `run_dir`.
+    pub fn enable(s: &mut dyn Session, run_dir: &std::path::Path) -> WaitsHistory {
+        let mut h = WaitsHistory::default();
+        if let Err(e) = h.try_enable(s) {
+            h.error = Some(e);
+            h.restore(s);
+            return h;
+        }
+        match dbscope_core::observe::JsonLines::create(run_dir, WAITS_FILE) {
+            Ok(o) => h.out = Some(o),
+            Err(e) => h.error = Some(format!("{WAITS_FILE}: {e}")),
+        }
+        h
+    }
+
+    /// A reader that could not start (the section says why).
+    pub fn failed(why: String) -> WaitsHistory {
+        WaitsHistory {
+            error: Some(why),
+            restored: true,
+            ..WaitsHistory::default()
+        }
+    }
+
+    fn try_enable(&mut self, s: &mut dyn Session) -> Result<(), String> {
+        let fix = "needs SELECT and UPDATE on performance_schema (GRANT SELECT, UPDATE ON \
+                   performance_schema.* TO the user) and performance_schema=ON";
+        let consumers: Vec<String> = HISTORY_CONSUMERS.iter().map(|c| format!("'{c}'")).collect();
+        let rows = s
+            .query_rows(
+                &format!(
+                    "SELECT NAME, ENABLED FROM performance_schema.setup_consumers \
+                     WHERE NAME IN ({})",
+                    consumers.join(", ")
+                ),
+                &[],
+            )
+            .map_err(|e| why("performance_schema.setup_consumers", &e, fix))?;
+        for r in rows {
+            if let (Some(Some(n)), Some(Some(e))) = (r.first(), r.get(1)) {
+                self.saved_consumers.push((n.clone(), e.clone()));
+            }
+        }
+        let rows = s
+            .query_rows(
+                &format!(
+                    "SELECT NAME, ENABLED, TIMED FROM performance_schema.setup_instruments \
+                     WHERE NAME LIKE '{HISTORY_INSTRUMENTS}'"
+                ),
+                &[],
+            )
+            .map_err(|e| why("performance_schema.setup_instruments", &e, fix))?;
+        for r in rows {
+            if let (Some(Some(n)), Some(Some(e)), Some(Some(t))) = (r.first(), r.get(1), r.get(2)) {
+                self.saved_instruments
+                    .push((n.clone(), e.clone(), t.clone()));
+            }
+        }
+        self.ring_size = s
+            .query_rows(
+                "SELECT @@performance_schema_events_waits_history_long_size",
+                &[],
+            )
+            .ok()
+            .and_then(|r| num(r.first()?.first()?));
+        s.batch(&format!(
+            "UPDATE performance_schema.setup_consumers SET ENABLED = 'YES' WHERE NAME IN ({})",
+            consumers.join(", ")
+        ))
+        .map_err(|e| why("UPDATE performance_schema.setup_consumers", &e, fix))?;
+        s.batch(&format!(
+            "UPDATE performance_schema.setup_instruments SET ENABLED = 'YES', TIMED = 'YES' \
+             WHERE NAME LIKE '{HISTORY_INSTRUMENTS}'"
+        ))
+        .map_err(|e| why("UPDATE performance_schema.setup_instruments", &e, fix))?;
+        Ok(())
+    }
+
+    /// Puts the setup rows back as they were before [`WaitsHistory::enable`] (once).
+    pub fn restore(&mut self, s: &mut dyn Session) {
+        if self.restored {
+            return;
+        }
+        self.restored = true;
+        let mut failed = Vec::new();
+        for (name, enabled) in &self.saved_consumers {
+            let sql = format!(
+                "UPDATE performance_schema.setup_consumers SET ENABLED = '{}' WHERE NAME = '{}'",
+                quote(enabled),
+                quote(name)
+            );
+            if let Err(e) = s.batch(&sql) {
+                failed.push(format!("{name}: {}", e.message));
+            }
+        }
+        // One UPDATE per (enabled, timed) pair.
+        let mut groups: BTreeMap<(&str, &str), Vec<String>> = BTreeMap::new();
+        for (n, e, t) in &self.saved_instruments {
+            groups
+                .entry((e.as_str(), t.as_str()))
+                .or_default()
+                .push(format!("'{}'", quote(n)));
+        }
+        for ((e, t), names) in groups {
+            let sql = format!(
+                "UPDATE performance_schema.setup_instruments SET ENABLED = '{}', TIMED = '{}' \
+                 WHERE NAME IN ({})",
+                quote(e),
+                quote(t),
+                names.join(", ")
+            );
+            if let Err(err) = s.batch(&sql) {
+                failed.push(format!("setup_instruments: {}", err.message));
+            }
+        }
+        if !failed.is_empty() {
+            eprintln!(
+                "dbscope: warning: the performance_schema setup could not be restored after \
+                 --waits history: {}",
+                failed.join("; ")
+            );
+        }
+    }
+
+    /// Reads the ring's new waits of the connections `ids` and writes them out. The first time a
+    /// thread is seen, its summary counts and the last `EVENT_ID` in the ring are its baseline.
+    pub fn poll(&mut self, s: &mut dyn Session, ids: &[u64]) {
+        if self.error.is_some() || ids.is_empty() || self.restored {
+            return;
+        }
+        let list: Vec<String> = ids.iter().map(u64::to_string).collect();
+        let list = list.join(", ");
+        let sql = format!(
+            "SELECT h.THREAD_ID, t.PROCESSLIST_ID, h.EVENT_ID, h.EVENT_NAME, h.TIMER_START, \
+             h.TIMER_WAIT, h.OPERATION, h.OBJECT_NAME \
+             FROM performance_schema.events_waits_history_long h \
+             JOIN performance_schema.threads t ON t.THREAD_ID = h.THREAD_ID \
+             WHERE t.PROCESSLIST_ID IN ({list}) ORDER BY h.THREAD_ID, h.EVENT_ID"
+        );
+        let rows = match s.query_rows(&sql, &[]) {
+            Ok(r) => r,
+            Err(e) => {
+                self.error = Some(format!(
+                    "performance_schema.events_waits_history_long: {}",
+                    e.message
+                ));
+                return;
+            }
+        };
+        let int = |v: Option<&Option<String>>| v.and_then(num).map(|f| f as u64);
+        let mut lines = Vec::new();
+        let mut newest: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+        for r in &rows {
+            let (Some(thread), Some(conn), Some(id), Some(Some(name))) =
+                (int(r.first()), int(r.get(1)), int(r.get(2)), r.get(3))
+            else {
+                continue;
+            };
+            self.conn.insert(thread, conn);
+            let e = newest.entry(thread).or_insert((conn, 0));
+            e.1 = e.1.max(id);
+            let Some(&(_, last)) = self.last.get(&thread) else {
+                continue; // a thread seen for the first time: its baseline, below
+            };
+            if id <= last {
+                continue;
+            }
+            *self.read.entry((thread, name.clone())).or_default() += 1.0;
+            // Times are the server's picosecond timers, not mapped onto the run's clock.
+            lines.push(serde_json::json!({"wait": {
+                "conn": conn,
+                "thread": thread,
+                "event_id": id,
+                "name": name,
+                "timer_start_ps": int(r.get(4)),
+                "wait_ps": int(r.get(5)),
+                "operation": r.get(6).cloned().flatten(),
+                "object": r.get(7).cloned().flatten(),
+            }}));
+        }
+        // Threads seen for the first time (with or without waits in the ring): their baseline.
+        let fresh: Vec<u64> = match self.summary(s, &list) {
+            Ok(sum) => {
+                let threads: std::collections::BTreeSet<u64> =
+                    sum.keys().map(|(t, _)| *t).collect();
+                let fresh: Vec<u64> = threads
+                    .iter()
+                    .chain(newest.keys())
+                    .filter(|t| !self.last.contains_key(t))
+                    .copied()
+                    .collect();
+                for ((t, ev), n) in sum {
+                    if fresh.contains(&t) {
+                        self.base.insert((t, ev), n);
+                    }
+                }
+                fresh
+            }
+            Err(e) => {
+                self.error = Some(e);
+                return;
+            }
+        };
+        for t in fresh {
+            let (conn, id) = newest.get(&t).copied().unwrap_or((0, 0));
+            self.last.insert(t, (conn, id));
+        }
+        for (t, (conn, id)) in newest {
+            let e = self.last.entry(t).or_insert((conn, id));
+            e.1 = e.1.max(id);
+        }
+        if let Some(out) = self.out.as_mut() {
+            if let Err(e) = out.append(&lines) {
+                self.error = Some(format!("{WAITS_FILE}: {e}"));
+            }
+        }
+    }
+
+    /// The summary's counts of the connections in `list`, per (thread, event); notes each
+    /// thread's connection id.
+    fn summary(
+        &mut self,
+        s: &mut dyn Session,
+        list: &str,
+    ) -> Result<BTreeMap<(u64, String), f64>, String> {
+        let sql = format!(
+            "SELECT w.THREAD_ID, w.EVENT_NAME, w.COUNT_STAR, t.PROCESSLIST_ID \
+             FROM performance_schema.events_waits_summary_by_thread_by_event_name w \
+             JOIN performance_schema.threads t ON t.THREAD_ID = w.THREAD_ID \
+             WHERE t.PROCESSLIST_ID IN ({list})"
+        );
+        let rows = s.query_rows(&sql, &[]).map_err(|e| {
+            format!(
+                "performance_schema.events_waits_summary_by_thread_by_event_name: {}",
+                e.message
+            )
+        })?;
+        let mut out = BTreeMap::new();
+        for r in rows {
+            if let (Some(t), Some(Some(ev)), Some(n)) =
+                (r.first().and_then(num), r.get(1), r.get(2).and_then(num))
+            {
+                if let Some(c) = r.get(3).and_then(num) {
+                    self.conn.insert(t as u64, c as u64);
+                }
+                out.insert((t as u64, ev.clone()), n);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Reads the summary now for the threads seen (after a last [`WaitsHistory::poll`]).
+    pub fn compare(&mut self, s: &mut dyn Session) {
+        if self.error.is_some() || self.last.is_empty() || self.restored {
+            return;
+        }
+        let conns: Vec<String> = self
+            .last
+            .keys()
+            .filter_map(|t| self.conn.get(t))
+            .map(u64::to_string)
+            .collect();
+        match self.summary(s, &conns.join(", ")) {
+            Ok(sum) => {
+                for (k, n) in sum {
+                    if self.last.contains_key(&k.0) {
+                        self.now.insert(k, n);
+                    }
+                }
+            }
+            Err(e) => self.error = Some(e),
+        }
+    }
+
+    /// The section: per event, the waits read from the ring and the summary's count delta for the
+    /// same threads; `short` (and a warning) when the ring lost some.
+    pub fn section(&self) -> Section {
+        if let Some(e) = &self.error {
+            return Section::missing(format!("--waits history: {e}"));
+        }
+        let mut sec = Section::default();
+        for (k, n) in &self.read {
+            let row = sec.rows.entry(k.1.clone()).or_default();
+            *row.entry("read".into()).or_default() += n;
+        }
+        for (k, n) in &self.now {
+            let delta = n - self.base.get(k).copied().unwrap_or(0.0);
+            if delta > 0.0 {
+                let row = sec.rows.entry(k.1.clone()).or_default();
+                *row.entry("summary".into()).or_default() += delta;
+            }
+        }
+        let total = |c: &str| sec.rows.values().filter_map(|r| r.get(c)).sum::<f64>();
+        let (read, summary) = (total("read"), total("summary"));
+        sec.counters.insert("read".into(), read);
+        sec.counters.insert("summary".into(), summary);
+        if let Some(n) = self.ring_size {
+            sec.gauges.insert("ring_size".into(), n);
+        }
+        sec.gauges.insert("threads".into(), self.last.len() as f64);
+        sec.text.insert(
+            "source".into(),
+            format!(
+                "performance_schema.events_waits_history_long of the run's threads, polled about \
+                 4 times a second; each wait in {WAITS_FILE} with the server's picosecond timers \
+                 (not joined to the client's operations)"
+            ),
+        );
+        // A wait already under way when the history was switched on (a session idle between
+        // statements: `idle`) is counted by the summary when it ends but never enters the ring:
+        // at most one per thread.
+        let in_flight = self.last.len() as f64;
+        sec.gauges.insert("in_flight_at_start".into(), in_flight);
+        if !self.now.is_empty() && read + in_flight < summary {
+            sec.text.insert(
+                "warning".into(),
+                format!(
+                    "the ring lost waits: {read} read of {summary} counted by \
+                     events_waits_summary_by_thread_by_event_name for the same threads \
+                     ({in_flight} of them may have been under way when the history was \
+                     switched on; the ring holds {} waits of the whole server: raise \
+                     performance_schema_events_waits_history_long_size)",
+                    self.ring_size.map_or("?".into(), |n| n.to_string())
+                ),
+            );
+        }
+        sec
+    }
+
+    /// Whether the ring lost waits (known after [`WaitsHistory::compare`]).
+    pub fn short(&self) -> Option<String> {
+        self.section().text.get("warning").cloned()
+    }
+}
+
+/// A value inside single quotes.
+fn quote(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('\'', "''")
+}

@@ -10,7 +10,7 @@ use dbscope_core::observe::Section;
 
 use dbscope_db::{Param, Session, Target};
 
-use super::mysql::{self, RunWaits};
+use super::mysql::{self, RunWaits, WaitsHistory};
 use super::probe::SessionProbe;
 
 /// How many pg_stat_statements entries a snapshot keeps (by total execution time).
@@ -39,6 +39,8 @@ pub struct DbProbe {
     database: Option<String>,
     /// Read every user table's I/O (up to [`ALL_TABLES_MAX`]), for sessions that name none.
     all_tables: bool,
+    /// MariaDB/MySQL, `--waits history`: the ring's reader (it restores the setup when dropped).
+    history: Option<WaitsHistory>,
 }
 
 /// The most user tables whose I/O a probe of every table reads; a database with more is said.
@@ -63,6 +65,7 @@ impl DbProbe {
             server_pid: Err("not MariaDB/MySQL".into()),
             database: None,
             all_tables: false,
+            history: None,
         };
         if p.kind == "mysql" {
             match target.connect() {
@@ -340,7 +343,35 @@ impl DbProbe {
         self.connections = ids.to_vec();
         if let Some(s) = self.sess.as_mut() {
             self.waits.read(s.as_mut(), ids);
+            if let Some(h) = self.history.as_mut() {
+                h.poll(s.as_mut(), ids);
+            }
         }
+    }
+
+    /// MariaDB/MySQL: switches on the waits history for the run (`--waits history`), writing
+    /// the waits into `run_dir`. The setup is restored by [`DbProbe::end_history`] or when the
+    /// probe is dropped (a failed run).
+    pub fn enable_history(&mut self, run_dir: &Path) {
+        if self.kind != "mysql" {
+            return;
+        }
+        self.history = Some(match self.sess.as_mut() {
+            Some(s) => WaitsHistory::enable(s.as_mut(), run_dir),
+            None => WaitsHistory::failed(self.no_conn.clone().unwrap_or_default()),
+        });
+    }
+
+    /// MariaDB/MySQL, `--waits history`: reads the summary for the comparison and restores the
+    /// setup; returns the warning when the ring lost waits. Call after the last
+    /// [`DbProbe::read_waits`], before the end snapshot.
+    pub fn end_history(&mut self) -> Option<String> {
+        let (Some(h), Some(s)) = (self.history.as_mut(), self.sess.as_mut()) else {
+            return None;
+        };
+        h.compare(s.as_mut());
+        h.restore(s.as_mut());
+        h.short()
     }
 
     /// The database's counters now, by section name. PostgreSQL sections that cannot be read
@@ -357,6 +388,9 @@ impl DbProbe {
                     out.insert("mysql.innodb_metrics".into(), mysql::innodb_metrics(s));
                     out.insert("mysql.file_io".into(), mysql::file_io(s));
                     out.insert("mysql.waits".into(), self.waits.section(&self.connections));
+                    if let Some(h) = &self.history {
+                        out.insert("mysql.waits_history".into(), h.section());
+                    }
                 }
                 None => {
                     let why = self.no_conn.clone().unwrap_or_default();
@@ -755,6 +789,15 @@ fn sqlite_files(db: &Path) -> Section {
     }
     sec.text.insert("path".into(), db.display().to_string());
     sec
+}
+
+/// A failed run's probe puts the performance_schema setup `--waits history` changed back.
+impl Drop for DbProbe {
+    fn drop(&mut self) {
+        if let (Some(h), Some(s)) = (self.history.as_mut(), self.sess.as_mut()) {
+            h.restore(s.as_mut());
+        }
+    }
 }
 
 #[cfg(test)]
