@@ -276,19 +276,31 @@ fn want_q3(pg: &PgCluster, db: &str) -> Vec<String> {
     )
 }
 
+/// Makes DuckDB's postgres extension loadable offline when the PyPI wheel
+/// `duckdb-extension-postgres-scanner` is installed beside `duckdb` (its `import_extension` puts
+/// the extension where `LOAD postgres` finds it); without that wheel, whatever DuckDB has.
+const DUCKDB_PG: &str = "import duckdb\n\
+    try:\n    from duckdb_extensions import import_extension\n    import_extension('postgres_scanner')\n\
+    except ImportError:\n    pass\n";
+
 /// DuckDB's answer through its postgres extension (customer and orders attached from PostgreSQL,
-/// lineitem the same Parquet file), when DuckDB (pip) and the extension load here without a
-/// network; otherwise says why that half is skipped. (Not run on the machine the test was
-/// written on: the extension is downloaded on first use and there was no network.)
+/// lineitem the same Parquet file). The Python is `$DBSCOPE_DUCKDB_PYTHON` (e.g. a venv with
+/// `pip install duckdb==1.5.5 duckdb-extensions==1.5.5 duckdb-extension-postgres-scanner==1.5.5`;
+/// DuckDB's extensions are built for one DuckDB version, and PyPI has the postgres one for 1.5.5),
+/// else `python3`. When that DuckDB cannot load the extension offline, says why that half is
+/// skipped (on stderr; run with --nocapture to see it).
 fn duckdb_half(dir: &Path, uri: &str, want: &[String]) {
-    let script = "import duckdb, os\n\
+    let python = std::env::var("DBSCOPE_DUCKDB_PYTHON").unwrap_or_else(|_| "python3".into());
+    let script = format!(
+        "{DUCKDB_PG}import os\n\
         con = duckdb.connect()\n\
         con.sql('LOAD postgres')\n\
         con.sql(\"ATTACH '\" + os.environ['PG_DSN'] + \"' AS pg (TYPE postgres, READ_ONLY)\")\n\
         con.sql(\"CREATE VIEW lineitem AS SELECT * FROM read_parquet('\" + os.environ['LINEITEM'] + \"')\")\n\
-        for r in con.sql(os.environ['QUERY']).fetchall():\n    print('|'.join(str(x) for x in r))\n";
-    let probe = std::process::Command::new("python3")
-        .args(["-c", "import duckdb; duckdb.sql('LOAD postgres')"])
+        for r in con.sql(os.environ['QUERY']).fetchall():\n    print('|'.join(str(x) for x in r))\n"
+    );
+    let probe = std::process::Command::new(&python)
+        .args(["-c", &format!("{DUCKDB_PG}duckdb.sql('LOAD postgres')")])
         .current_dir(dir)
         .output();
     match probe {
@@ -296,14 +308,14 @@ fn duckdb_half(dir: &Path, uri: &str, want: &[String]) {
             let q = Q3
                 .replace("{c}", "pg.public.customer")
                 .replace("{o}", "pg.public.orders");
-            let out = std::process::Command::new("python3")
-                .args(["-c", script])
+            let out = std::process::Command::new(&python)
+                .args(["-c", &script])
                 .env("PG_DSN", uri)
                 .env("LINEITEM", join(dir, "pq/lineitem.parquet"))
                 .env("QUERY", q)
                 .current_dir(dir)
                 .output()
-                .expect("python3 runs");
+                .unwrap_or_else(|e| panic!("{python}: {e}"));
             assert!(
                 out.status.success(),
                 "{}",
@@ -316,13 +328,14 @@ fn duckdb_half(dir: &Path, uri: &str, want: &[String]) {
             assert_eq!(got, want, "DuckDB's answer");
         }
         Ok(o) => eprintln!(
-            "hub: DuckDB half skipped: its postgres extension does not load offline: {}",
+            "hub: DuckDB half skipped: {python}'s DuckDB cannot load its postgres extension \
+             offline (set DBSCOPE_DUCKDB_PYTHON to a Python with duckdb-extension-postgres-scanner): {}",
             String::from_utf8_lossy(&o.stderr)
                 .lines()
                 .last()
                 .unwrap_or_default()
         ),
-        Err(e) => eprintln!("hub: DuckDB half skipped: no python3: {e}"),
+        Err(e) => eprintln!("hub: DuckDB half skipped: cannot run {python}: {e}"),
     }
 }
 
