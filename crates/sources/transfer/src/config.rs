@@ -93,6 +93,11 @@ impl FileOptions {
         }
     }
 
+    /// The file of mapper `i`: `part-00000.csv.gz`.
+    pub(crate) fn part_file(&self, i: usize) -> String {
+        format!("part-{i:05}.{}{}", self.format.ext(), self.file_suffix())
+    }
+
     /// COPY's option list, e.g. `(FORMAT csv, HEADER true, DELIMITER ',')`.
     pub(crate) fn copy_options(&self) -> String {
         if self.format == Format::Parquet {

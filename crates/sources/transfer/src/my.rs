@@ -29,7 +29,7 @@ use dbscope_db::{MyTarget, Session, Target, TargetError};
 
 use crate::config::{
     FileEntry, FileOptions, LoadMode, MapperWork, TransferConfig, TransferManifest, TransferResult,
-    TRANSFER_FILE, UNFINISHED_FILE,
+    TRANSFER_FILE,
 };
 use crate::error::Error;
 use crate::fields::RowFormat;
@@ -281,17 +281,7 @@ pub(crate) fn transfer_out_mysql(cfg: &TransferConfig) -> Result<TransferResult,
             why: "one mapper copies the whole table".into(),
         },
     };
-    std::fs::create_dir_all(&cfg.dir)
-        .map_err(|e| Error::Io(format!("cannot create {}: {e}", cfg.dir.display())))?;
-    let _ = std::fs::remove_file(cfg.dir.join(TRANSFER_FILE));
-    std::fs::write(
-        cfg.dir.join(UNFINISHED_FILE),
-        format!(
-            "A transfer out of {table} into this directory started and has not finished: its \
-             files are part of the table.\n"
-        ),
-    )
-    .map_err(|e| Error::Io(format!("cannot write in {}: {e}", cfg.dir.display())))?;
+    crate::out::mark_unfinished(cfg, table)?;
     let mut rec = begin(cfg, "transfer-out", spec, Some(plan.kind))?;
     let clock = rec.start_clock()?;
     let header: Option<Vec<u8>> = (cfg.file.header && fmt.is_csv()).then(|| {
@@ -315,40 +305,7 @@ pub(crate) fn transfer_out_mysql(cfg: &TransferConfig) -> Result<TransferResult,
         let _ = s.commit();
     }
     let works = reps.last().expect("at least one repetition");
-    let copied: u64 = works.iter().map(|w| w.rows).sum();
-    let mut detail = works.iter().find_map(|w| w.error.clone());
-    let count = plan.count.unwrap_or(copied);
-    if detail.is_none() && copied != count {
-        detail = Some(format!(
-            "the mappers copied {copied} rows but {table} holds {count} (rows outside the key ranges?)"
-        ));
-    }
-    if detail.is_none() {
-        let sum = works.iter().fold(0u64, |a, w| a.wrapping_add(w.row_sum));
-        let m = TransferManifest {
-            table: table.to_string(),
-            options: cfg.file.clone(),
-            key: plan.key.clone(),
-            split: Some(plan.kind),
-            rows: count,
-            checksum: cfg.checksum.then(|| format!("{ROW_SUM_PREFIX}{sum:016x}")),
-            files: works
-                .iter()
-                .zip(&plan.parts)
-                .map(|(w, p)| FileEntry {
-                    name: w.files[0].clone(),
-                    rows: w.rows,
-                    bytes: w.bytes,
-                    crc32: w.crc32,
-                    key_range: p.key_range,
-                    block_range: None,
-                })
-                .collect(),
-        };
-        let json = serde_json::to_vec_pretty(&m).expect("serialisable");
-        dbscope_core::atomic::write_atomic(&cfg.dir.join(TRANSFER_FILE), &json)?;
-        let _ = std::fs::remove_file(cfg.dir.join(UNFINISHED_FILE));
-    }
+    let detail = crate::out::seal(cfg, table, &plan, works)?;
     finish(
         rec,
         &clock,
@@ -370,7 +327,6 @@ fn copy_out_once(
     clock: &RunClock,
 ) -> Vec<MapperWork> {
     let table = quoted(&cfg.table.table);
-    let ext = cfg.file.format.ext();
     std::thread::scope(|s| {
         let handles: Vec<_> = plan
             .parts
@@ -378,15 +334,11 @@ fn copy_out_once(
             .zip(sessions.iter_mut())
             .enumerate()
             .map(|(i, (part, sess))| {
-                let name = format!("part-{i:05}.{ext}{}", cfg.file.file_suffix());
+                let name = cfg.file.part_file(i);
                 let path = cfg.dir.join(&name);
                 let table = &table;
                 s.spawn(move || {
-                    let where_ = part
-                        .filter
-                        .as_ref()
-                        .map_or(String::new(), |f| format!(" WHERE {f}"));
-                    let sql = format!("SELECT * FROM {table}{where_}");
+                    let sql = part.select_all(table);
                     let mut w = MapperWork {
                         mapper: i as u32,
                         files: vec![name],

@@ -72,100 +72,28 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
         .cloned()
         .flatten()
         .unwrap_or_default();
-    std::fs::create_dir_all(&cfg.dir)
-        .map_err(|e| Error::Io(format!("cannot create {}: {e}", cfg.dir.display())))?;
-    let _ = std::fs::remove_file(cfg.dir.join(TRANSFER_FILE));
-    std::fs::write(
-        cfg.dir.join(UNFINISHED_FILE),
-        format!(
-            "A transfer out of {table} into this directory started and has not finished: its \
-             files are part of the table.\n"
-        ),
-    )
-    .map_err(|e| Error::Io(format!("cannot write in {}: {e}", cfg.dir.display())))?;
+    mark_unfinished(cfg, table)?;
 
     let mut rec = begin(cfg, "transfer-out", spec, Some(plan.kind))?;
     let clock = rec.start_clock()?;
     let opts = cfg.file.copy_options();
-    let ext = cfg.file.format.ext();
     // Each repetition copies the same snapshot again into the same files; a failed one ends it.
     let mut reps: Vec<Vec<MapperWork>> = Vec::new();
     for _ in 0..cfg.repeat.max(1) {
-        let works = copy_out_once(
-            cfg,
-            &plan,
-            columns.as_deref(),
-            &snapshot,
-            &clock,
-            &opts,
-            ext,
-        );
+        let works = copy_out_once(cfg, &plan, columns.as_deref(), &snapshot, &clock, &opts);
         let failed = works.iter().any(|w| w.error.is_some());
         reps.push(works);
         if failed {
             break;
         }
     }
-    let works = reps.last().expect("at least one repetition");
-    // The checksum comes from the mappers' rows (`row_sum`): no second pass here.
-    let checksum: Result<Option<String>, WireError> = Ok(None);
     let _ = one(&mut coord, "COMMIT");
-    let copied: u64 = works.iter().map(|w| w.rows).sum();
-    let mut detail = works.iter().find_map(|w| w.error.clone());
-    let checksum = match checksum {
-        Ok(c) => Some(c),
-        Err(e) => {
-            detail.get_or_insert(db("table checksum", &e));
-            None
-        }
-    };
-    let count = plan.count.unwrap_or(copied);
-    let checksum = checksum.map(|c| {
-        c.or_else(|| {
-            cfg.checksum.then(|| {
-                let sum = works.iter().fold(0u64, |a, w| a.wrapping_add(w.row_sum));
-                format!("{ROW_SUM_PREFIX}{sum:016x}")
-            })
-        })
-    });
-    if detail.is_none() && copied != count {
-        detail = Some(format!(
-            "the mappers copied {copied} rows but {table} holds {count} (rows outside the key ranges?)"
-        ));
-    }
-    if let (None, Some(checksum)) = (&detail, checksum) {
-        let files = works
-            .iter()
-            .zip(&plan.parts)
-            .map(|(w, p)| {
-                Ok(FileEntry {
-                    name: w.files[0].clone(),
-                    rows: w.rows,
-                    bytes: w.bytes,
-                    crc32: w.crc32,
-                    key_range: p.key_range,
-                    block_range: p.block_range,
-                })
-            })
-            .collect::<Result<Vec<_>, String>>();
-        match files {
-            Ok(files) => {
-                let m = TransferManifest {
-                    table: table.to_string(),
-                    options: cfg.file.clone(),
-                    key: plan.key.clone(),
-                    split: Some(plan.kind),
-                    rows: count,
-                    checksum,
-                    files,
-                };
-                let json = serde_json::to_vec_pretty(&m).expect("serialisable");
-                dbscope_core::atomic::write_atomic(&cfg.dir.join(TRANSFER_FILE), &json)?;
-                let _ = std::fs::remove_file(cfg.dir.join(UNFINISHED_FILE));
-            }
-            Err(e) => detail = Some(e),
-        }
-    }
+    let detail = seal(
+        cfg,
+        table,
+        &plan,
+        reps.last().expect("at least one repetition"),
+    )?;
     finish(
         rec,
         &clock,
@@ -177,6 +105,69 @@ pub fn transfer_out(cfg: &TransferConfig) -> Result<TransferResult, Error> {
     )
 }
 
+/// Before the first file: the directory exists, an old `transfer.json` is gone (a directory
+/// without one is not a table) and `UNFINISHED` says a transfer is writing here.
+pub(crate) fn mark_unfinished(cfg: &TransferConfig, table: &str) -> Result<(), Error> {
+    std::fs::create_dir_all(&cfg.dir)
+        .map_err(|e| Error::Io(format!("cannot create {}: {e}", cfg.dir.display())))?;
+    let _ = std::fs::remove_file(cfg.dir.join(TRANSFER_FILE));
+    std::fs::write(
+        cfg.dir.join(UNFINISHED_FILE),
+        format!(
+            "A transfer out of {table} into this directory started and has not finished: its \
+             files are part of the table.\n"
+        ),
+    )
+    .map_err(|e| Error::Io(format!("cannot write in {}: {e}", cfg.dir.display())))
+}
+
+/// After the last repetition: the first mapper error, or a row count that misses the table's,
+/// is the run's detail; otherwise `transfer.json` (files, rows, the mappers' checksum) is written
+/// atomically and `UNFINISHED` removed. Returns the detail (`None`: the files are the table).
+pub(crate) fn seal(
+    cfg: &TransferConfig,
+    table: &str,
+    plan: &split::Plan,
+    works: &[MapperWork],
+) -> Result<Option<String>, Error> {
+    let copied: u64 = works.iter().map(|w| w.rows).sum();
+    let count = plan.count.unwrap_or(copied);
+    if let Some(e) = works.iter().find_map(|w| w.error.clone()) {
+        return Ok(Some(e));
+    }
+    if copied != count {
+        return Ok(Some(format!(
+            "the mappers copied {copied} rows but {table} holds {count} (rows outside the key ranges?)"
+        )));
+    }
+    // The checksum comes from the mappers' rows (`row_sum`): no second pass.
+    let sum = works.iter().fold(0u64, |a, w| a.wrapping_add(w.row_sum));
+    let m = TransferManifest {
+        table: table.to_string(),
+        options: cfg.file.clone(),
+        key: plan.key.clone(),
+        split: Some(plan.kind),
+        rows: count,
+        checksum: cfg.checksum.then(|| format!("{ROW_SUM_PREFIX}{sum:016x}")),
+        files: works
+            .iter()
+            .zip(&plan.parts)
+            .map(|(w, p)| FileEntry {
+                name: w.files[0].clone(),
+                rows: w.rows,
+                bytes: w.bytes,
+                crc32: w.crc32,
+                key_range: p.key_range,
+                block_range: p.block_range,
+            })
+            .collect(),
+    };
+    let json = serde_json::to_vec_pretty(&m).expect("serialisable");
+    dbscope_core::atomic::write_atomic(&cfg.dir.join(TRANSFER_FILE), &json)?;
+    let _ = std::fs::remove_file(cfg.dir.join(UNFINISHED_FILE));
+    Ok(None)
+}
+
 /// One copy of the table: a mapper per part, each writing its file.
 fn copy_out_once(
     cfg: &TransferConfig,
@@ -185,7 +176,6 @@ fn copy_out_once(
     snapshot: &str,
     clock: &RunClock,
     opts: &str,
-    ext: &str,
 ) -> Vec<MapperWork> {
     let spec = cfg.table.conn.as_str();
     let table = cfg.table.table.as_str();
@@ -195,14 +185,10 @@ fn copy_out_once(
             .iter()
             .enumerate()
             .map(|(i, part)| {
-                let name = format!("part-{i:05}.{ext}{}", cfg.file.file_suffix());
+                let name = cfg.file.part_file(i);
                 let path = cfg.dir.join(&name);
                 s.spawn(move || {
-                    let where_ = part
-                        .filter
-                        .as_ref()
-                        .map_or(String::new(), |f| format!(" WHERE {f}"));
-                    let sql = format!("COPY (SELECT * FROM {table}{where_}) TO STDOUT {opts}");
+                    let sql = format!("COPY ({}) TO STDOUT {opts}", part.select_all(table));
                     let mut w = MapperWork {
                         mapper: i as u32,
                         files: vec![name],

@@ -47,6 +47,14 @@ impl Part {
     pub fn describe(&self) -> &str {
         self.filter.as_deref().unwrap_or("the whole table")
     }
+
+    /// Its mapper's query: `SELECT * FROM table WHERE filter`.
+    pub fn select_all(&self, table: &str) -> String {
+        match &self.filter {
+            Some(f) => format!("SELECT * FROM {table} WHERE {f}"),
+            None => format!("SELECT * FROM {table}"),
+        }
+    }
 }
 
 /// The split a transfer out runs with.
