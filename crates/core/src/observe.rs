@@ -20,6 +20,10 @@ pub const SNAPSHOTS_FILE: &str = "snapshots.jsonl";
 /// Active-session samples, one JSON object a line.
 pub const SAMPLES_FILE: &str = "samples.jsonl";
 
+/// The run file `--waits history` writes (MariaDB/MySQL): one [`WaitLine`] per timed wait of the
+/// run's threads.
+pub const WAITS_FILE: &str = "waits.jsonl";
+
 /// One group of counters from one source (a view, a file, a `/proc` file).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Section {
@@ -161,6 +165,47 @@ pub struct SampleGap {
     pub to_ns: u64,
     /// Why.
     pub reason: String,
+}
+
+/// One wait of one of the run's threads, from `performance_schema.events_waits_history_long`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TimedWait {
+    /// The server's connection id (`PROCESSLIST_ID`).
+    pub conn: u64,
+    /// performance_schema's `THREAD_ID`.
+    pub thread: u64,
+    /// `EVENT_ID`, increasing per thread.
+    pub event_id: u64,
+    /// `EVENT_NAME` (`wait/io/file/innodb/innodb_data_file`, `idle`, …).
+    pub name: String,
+    /// `TIMER_START`: the server's picosecond timer.
+    #[serde(default)]
+    pub timer_start_ps: Option<u64>,
+    /// `TIMER_WAIT`, picoseconds.
+    #[serde(default)]
+    pub wait_ps: Option<u64>,
+    /// `OPERATION` (`read`, `write`, `sync`, …).
+    #[serde(default)]
+    pub operation: Option<String>,
+    /// `OBJECT_NAME` (the file, the table).
+    #[serde(default)]
+    pub object: Option<String>,
+    /// The run's session whose connection it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<u32>,
+    /// The wait's start on the run's clock (ns since the origin, like the events), mapped from
+    /// `timer_start_ps` by the run's timer calibration; `None` before the clock's origin or
+    /// without a calibration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_ns: Option<u64>,
+}
+
+/// One line of `waits.jsonl`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitLine {
+    /// A wait.
+    Wait(TimedWait),
 }
 
 /// One line of `samples.jsonl`.

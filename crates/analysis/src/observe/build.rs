@@ -9,7 +9,7 @@ use dbscope_core::RunDir;
 
 use super::join::{top_from_samples, SampleJoin};
 use super::model::ObserveReport;
-use super::mysql::my_figures;
+use super::mysql::{history_figures, my_figures};
 use super::os::os_figures;
 use super::postgres::pg_figures;
 use super::sqlite::sqlite_figures;
@@ -47,9 +47,9 @@ pub fn build_joined(
     join: Option<SampleJoin>,
 ) -> Result<Option<ObserveReport>, dbscope_core::Error> {
     let snaps: Option<Vec<Snapshot>> = read_lines(&run.path, SNAPSHOTS_FILE)?;
-    let (samples, during) = match join {
-        Some(j) => (Some(j.lines), Some((j.during, j.names))),
-        None => (read_lines(&run.path, SAMPLES_FILE)?, None),
+    let (samples, during, waits) = match join {
+        Some(j) => j.into_parts(),
+        None => (read_lines(&run.path, SAMPLES_FILE)?, None, None),
     };
     if run.manifest.source == "trace" {
         return Ok(Some(from_trace(events)));
@@ -110,7 +110,13 @@ pub fn build_joined(
     let client_commits = client_commits.filter(|&n| n > 0.0 && last.label == "end");
     match target.as_str() {
         "postgres" => pg_figures(&mut r, &d, span, client_commits),
-        "mysql" => my_figures(&mut r, &d, span, client_commits),
+        "mysql" => {
+            my_figures(&mut r, &d, span, client_commits);
+            // `--waits history`: its section holds totals of the run (end snapshot only).
+            if let Some(h) = last.sections.get("mysql.waits_history") {
+                history_figures(&mut r, h, waits.as_ref());
+            }
+        }
         "sqlite" => {
             r.notes.push(
                 "SQLite has no wait interface: there are no wait events to sample; its own counters \

@@ -5,65 +5,71 @@
 
 use std::collections::BTreeMap;
 
-use dbscope_core::observe::{read_lines, SampleLine, SAMPLES_FILE};
+use dbscope_core::observe::{
+    read_lines, SampleLine, TimedWait, WaitLine, SAMPLES_FILE, WAITS_FILE,
+};
 use dbscope_core::RunDir;
 
 use super::model::{During, TopEvents, TopRow, NO_CLIENT_EVENT};
 
-/// Joins a run's active-session samples to its client events while the events are read (one
-/// pass, shared with the rest of the report): a sample is attributed to every event of its
-/// session whose span contains the sample's time. Cost: one binary search per event in the
-/// session's sorted sample times.
+/// Joins a run's active-session samples (PostgreSQL) and timed waits (`--waits history`,
+/// MariaDB/MySQL) to its client events while the events are read (one pass, shared with the rest
+/// of the report): a sample or a wait is attributed to every event of its session whose span
+/// contains its time (a wait's start). Cost: one binary search per event in the session's sorted
+/// times.
 pub struct SampleJoin {
-    pub(super) lines: Vec<SampleLine>,
-    /// Per session: (time, index into `lines`) of its active samples, by time.
-    by_session: Vec<Vec<(u64, u32)>>,
-    /// Per line: the indices (into `names`) of the client events in flight.
-    pub(super) during: Vec<Vec<u32>>,
+    /// The samples (`None`: the run has none).
+    pub(super) lines: Option<Vec<SampleLine>>,
+    samples: InFlight,
+    /// The waits placed on the run's clock (with a session and `start_ns`).
+    pub(super) waits: Vec<TimedWait>,
+    /// Waits in `waits.jsonl` other than idle that could not be placed (no calibration, no
+    /// session).
+    pub(super) unplaced: u64,
+    has_waits: bool,
+    waits_in: InFlight,
     pub(super) names: Vec<String>,
     index: std::collections::HashMap<String, u32>,
 }
 
-impl SampleJoin {
-    /// Reads the run's samples; `None` when it has none or they cannot be read (the report
-    /// notes the latter when it reads them again).
-    pub fn load(run: &RunDir) -> Option<SampleJoin> {
-        let lines: Vec<SampleLine> = read_lines(&run.path, SAMPLES_FILE).ok()??;
-        Some(SampleJoin::from_lines(lines))
-    }
+/// Times of one session each, and per time the client events in flight (ids into the join's
+/// names).
+#[derive(Default)]
+struct InFlight {
+    /// Per session: (time, index of the line) by time.
+    by_session: Vec<Vec<(u64, u32)>>,
+    /// Per line: the client events in flight.
+    during: Vec<Vec<u32>>,
+}
 
-    /// For samples already read.
-    pub fn from_lines(lines: Vec<SampleLine>) -> SampleJoin {
+impl InFlight {
+    fn new(n: usize, points: impl Iterator<Item = (u32, u64, u32)>) -> InFlight {
         let mut by_session: Vec<Vec<(u64, u32)>> = Vec::new();
-        for (i, l) in lines.iter().enumerate() {
-            if let SampleLine::Sample(s) = l {
-                if s.state != "active" {
+        for (session, t, i) in points {
+            let k = session as usize;
+            if k >= by_session.len() {
+                if k > 1_000_000 {
                     continue;
                 }
-                let k = s.session as usize;
-                if k >= by_session.len() {
-                    if k > 1_000_000 {
-                        continue;
-                    }
-                    by_session.resize_with(k + 1, Vec::new);
-                }
-                by_session[k].push((s.t_ns, i as u32));
+                by_session.resize_with(k + 1, Vec::new);
             }
+            by_session[k].push((t, i));
         }
         for v in &mut by_session {
             v.sort_unstable();
         }
-        SampleJoin {
-            during: vec![Vec::new(); lines.len()],
-            lines,
+        InFlight {
             by_session,
-            names: Vec::new(),
-            index: std::collections::HashMap::new(),
+            during: vec![Vec::new(); n],
         }
     }
 
-    /// Attributes the samples that fall inside `events`.
-    pub fn add_block(&mut self, names: &dbscope_core::NameTable, events: &[dbscope_core::Event]) {
+    fn add_block(
+        &mut self,
+        names: &dbscope_core::NameTable,
+        events: &[dbscope_core::Event],
+        mut id_of: impl FnMut(String) -> u32,
+    ) {
         for e in events {
             let Some(v) = self.by_session.get(e.session as usize) else {
                 continue;
@@ -74,22 +80,115 @@ impl SampleJoin {
                 if t > end {
                     break;
                 }
-                let name = names.name(e.name);
-                let id = match self.index.get(&name) {
-                    Some(&id) => id,
-                    None => {
-                        let id = self.names.len() as u32;
-                        self.names.push(name.clone());
-                        self.index.insert(name, id);
-                        id
-                    }
-                };
+                let id = id_of(names.name(e.name));
                 let d = &mut self.during[line as usize];
                 if !d.contains(&id) {
                     d.push(id);
                 }
             }
         }
+    }
+}
+
+/// The joined waits: the waits, per wait the client events in flight, the events' names, and
+/// the number of waits that could not be placed.
+pub(super) type JoinedWaits = (Vec<TimedWait>, Vec<Vec<u32>>, Vec<String>, u64);
+
+impl SampleJoin {
+    /// Reads the run's samples and waits; `None` when it has neither or they cannot be read (the
+    /// report notes the latter when it reads them again).
+    pub fn load(run: &RunDir) -> Option<SampleJoin> {
+        let lines: Option<Vec<SampleLine>> = read_lines(&run.path, SAMPLES_FILE).ok().flatten();
+        let waits: Option<Vec<WaitLine>> = read_lines(&run.path, WAITS_FILE).ok().flatten();
+        if lines.is_none() && waits.is_none() {
+            return None;
+        }
+        let had_samples = lines.is_some();
+        let mut j = SampleJoin::from_lines(lines.unwrap_or_default());
+        if !had_samples {
+            j.lines = None;
+        }
+        if let Some(w) = waits {
+            j.set_waits(w.into_iter().map(|WaitLine::Wait(w)| w).collect());
+        }
+        Some(j)
+    }
+
+    /// For samples already read.
+    pub fn from_lines(lines: Vec<SampleLine>) -> SampleJoin {
+        let samples = InFlight::new(
+            lines.len(),
+            lines.iter().enumerate().filter_map(|(i, l)| match l {
+                SampleLine::Sample(s) if s.state == "active" => Some((s.session, s.t_ns, i as u32)),
+                _ => None,
+            }),
+        );
+        SampleJoin {
+            lines: Some(lines),
+            samples,
+            waits: Vec::new(),
+            unplaced: 0,
+            has_waits: false,
+            waits_in: InFlight::default(),
+            names: Vec::new(),
+            index: std::collections::HashMap::new(),
+        }
+    }
+
+    /// The timed waits to join: those placed on the run's clock (a session and `start_ns`).
+    pub fn set_waits(&mut self, all: Vec<TimedWait>) {
+        // Idle waits (the client's time) may have no start on the run's clock: not counted.
+        let placed = |w: &TimedWait| w.session.is_some() && w.start_ns.is_some();
+        self.unplaced = all
+            .iter()
+            .filter(|w| !placed(w) && w.name != "idle")
+            .count() as u64;
+        self.waits = all.into_iter().filter(placed).collect();
+        self.has_waits = true;
+        self.waits_in = InFlight::new(
+            self.waits.len(),
+            self.waits
+                .iter()
+                .enumerate()
+                .filter_map(|(i, w)| Some((w.session?, w.start_ns?, i as u32))),
+        );
+    }
+
+    /// Attributes the samples and waits that fall inside `events`.
+    pub fn add_block(&mut self, names: &dbscope_core::NameTable, events: &[dbscope_core::Event]) {
+        let (ids, index) = (&mut self.names, &mut self.index);
+        let mut id_of = |name: String| match index.get(&name) {
+            Some(&id) => id,
+            None => {
+                let id = ids.len() as u32;
+                ids.push(name.clone());
+                index.insert(name, id);
+                id
+            }
+        };
+        self.samples.add_block(names, events, &mut id_of);
+        if self.has_waits {
+            self.waits_in.add_block(names, events, &mut id_of);
+        }
+    }
+
+    /// The samples (`None`: none), joined; the waits, joined (`None`: no `waits.jsonl`).
+    pub(super) fn into_parts(
+        self,
+    ) -> (Option<Vec<SampleLine>>, Option<Joined>, Option<JoinedWaits>) {
+        let waits = self.has_waits.then(|| {
+            (
+                self.waits,
+                self.waits_in.during,
+                self.names.clone(),
+                self.unplaced,
+            )
+        });
+        let joined = self
+            .lines
+            .is_some()
+            .then_some((self.samples.during, self.names));
+        (self.lines, joined, waits)
     }
 }
 
@@ -111,6 +210,28 @@ pub fn top_wait_event(
 }
 
 pub(super) type Joined = (Vec<Vec<u32>>, Vec<String>);
+
+/// The client events in flight during `n` samples or waits of one wait event (counts by name id
+/// into `names`, `outside` for those in none), most first.
+pub(super) fn shares(
+    during: &BTreeMap<u32, u64>,
+    outside: u64,
+    n: u64,
+    names: &[String],
+) -> Vec<During> {
+    let mut v: Vec<During> = during
+        .iter()
+        .map(|(&id, &k)| (names.get(id as usize).cloned().unwrap_or_default(), k))
+        .chain((outside > 0).then(|| (NO_CLIENT_EVENT.to_string(), outside)))
+        .map(|(event, k)| During {
+            event,
+            samples: k,
+            pct: 100.0 * k as f64 / n.max(1) as f64,
+        })
+        .collect();
+    v.sort_by(|x, y| y.samples.cmp(&x.samples).then(x.event.cmp(&y.event)));
+    v
+}
 
 pub(super) fn top_from_samples(
     lines: &[SampleLine],
@@ -176,23 +297,8 @@ pub(super) fn top_from_samples(
     t.rows = by
         .into_iter()
         .map(|((event, class), a)| {
-            let mut shares: Vec<During> = a
-                .during
-                .into_iter()
-                .map(|(id, k)| {
-                    (
-                        during.map_or(String::new(), |d| d.1[id as usize].clone()),
-                        k,
-                    )
-                })
-                .chain((a.outside > 0).then(|| (NO_CLIENT_EVENT.to_string(), a.outside)))
-                .map(|(event, k)| During {
-                    event,
-                    samples: k,
-                    pct: 100.0 * k as f64 / a.n.max(1) as f64,
-                })
-                .collect();
-            shares.sort_by(|x, y| y.samples.cmp(&x.samples).then(x.event.cmp(&y.event)));
+            let names = during.map_or(&[][..], |d| d.1.as_slice());
+            let shares = shares(&a.during, a.outside, a.n, names);
             TopRow {
                 event,
                 class,
@@ -260,7 +366,8 @@ mod tests {
                 ev(commit, 1, 100, 100),
             ],
         );
-        let t = top_from_samples(&j.lines, None, Some(&(j.during, j.names)));
+        let (lines, joined, _) = j.into_parts();
+        let t = top_from_samples(&lines.unwrap(), None, joined.as_ref());
         let wal = &t.rows[0];
         assert_eq!((wal.event.as_str(), wal.samples), ("WALSync", 4));
         let shares: Vec<(&str, u64)> = wal

@@ -4,6 +4,9 @@
 
 use dbscope_core::observe::{Section, Snapshot};
 
+use std::collections::BTreeMap;
+
+use super::join::{shares, JoinedWaits};
 use super::model::{push, ratio, sec, IoRow, ObserveReport, TopEvents, TopRow};
 
 /// performance_schema's instrument for a thread waiting for its client.
@@ -296,6 +299,114 @@ pub(super) fn my_figures(r: &mut ObserveReport, d: &Snapshot, span: f64, client:
     }
 }
 
+/// `--waits history` (the end snapshot's `mysql.waits_history`, totals of the run): the waits
+/// read against the summary's count, the timer calibration, and the waits joined to the client
+/// events in flight: each top timed event's `during`, and per client event its waits and their
+/// time.
+pub(super) fn history_figures(r: &mut ObserveReport, h: &Section, waits: Option<&JoinedWaits>) {
+    if let Some(why) = &h.missing {
+        r.notes.push(format!("no waits history: {why}"));
+        return;
+    }
+    let g = |k: &str| h.gauges.get(k).copied();
+    let c = |k: &str| h.counters.get(k).copied().unwrap_or(0.0);
+    r.notes.push(format!(
+        "--waits history: {} waits of the run's threads read from events_waits_history_long, {} \
+         counted by events_waits_summary_by_thread_by_event_name for the same threads (ring: {} \
+         waits of the whole server)",
+        c("read"),
+        c("summary"),
+        g("ring_size").map_or("?".into(), |n| n.to_string())
+    ));
+    if let Some(w) = h.text.get("warning") {
+        r.notes.push(w.clone());
+    }
+    match (g("calibration_uncertainty_us"), h.text.get("calibration")) {
+        (Some(u), _) => r.notes.push(format!(
+            "the server's timer is placed on the run's clock within ±{u:.0} µs{}",
+            match (
+                g("calibrations"),
+                g("calibration_drift_us"),
+                g("calibration_interval_s"),
+            ) {
+                (Some(n), Some(d), Some(s)) => format!(
+                    " ({n} calibrations; the largest move from one to the next {d:+.0} µs, \
+                     at most {s:.1} s apart)"
+                ),
+                _ => String::new(),
+            }
+        )),
+        (None, Some(e)) => r.notes.push(e.clone()),
+        (None, None) => {}
+    }
+    if let Some(t) = h.text.get("timers") {
+        r.notes.push(t.clone());
+    }
+    let Some((waits, during, names, unplaced)) = waits else {
+        return;
+    };
+    // Per wait event: the client events in flight (by name id) and the waits outside any.
+    #[derive(Default)]
+    struct ByWait {
+        n: u64,
+        during: BTreeMap<u32, u64>,
+        outside: u64,
+    }
+    let mut by_wait: BTreeMap<&str, ByWait> = BTreeMap::new();
+    // Per client event: waits and picoseconds, and per wait event its count.
+    let mut by_client: BTreeMap<u32, (u64, u64, BTreeMap<&str, u64>)> = BTreeMap::new();
+    for (w, d) in waits.iter().zip(during) {
+        if w.name == IDLE {
+            continue;
+        }
+        let a = by_wait.entry(w.name.as_str()).or_default();
+        a.n += 1;
+        if d.is_empty() {
+            a.outside += 1;
+        }
+        for &id in d {
+            *a.during.entry(id).or_default() += 1;
+            let e = by_client.entry(id).or_default();
+            e.0 += 1;
+            e.1 += w.wait_ps.unwrap_or(0);
+            *e.2.entry(w.name.as_str()).or_default() += 1;
+        }
+    }
+    if let Some(top) = r.top_events.as_mut() {
+        for row in &mut top.rows {
+            let Some(a) = by_wait.get(row.event.as_str()) else {
+                continue;
+            };
+            row.during = shares(&a.during, a.outside, a.n, names);
+        }
+    }
+    let placed: u64 = by_wait.values().map(|a| a.n).sum();
+    let outside: u64 = by_wait.values().map(|a| a.outside).sum();
+    r.notes.push(format!(
+        "waits joined to the client event in flight in their session (its span holds the wait's \
+         start): {} of {placed} waits (idle left out){}",
+        placed - outside,
+        if *unplaced > 0 {
+            format!("; {unplaced} not placed on the run's clock")
+        } else {
+            String::new()
+        }
+    ));
+    for (id, (n, ps, per)) in by_client {
+        let top = per
+            .iter()
+            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+            .map(|(name, k)| format!("; most: {name} ({k})"))
+            .unwrap_or_default();
+        r.notes.push(format!(
+            "  during {}: {n} wait{}, {} s waited{top}",
+            names[id as usize],
+            if n == 1 { "" } else { "s" },
+            crate::text::sig3(ps as f64 / 1e12)
+        ));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,5 +436,73 @@ mod tests {
         assert_eq!(file_type("wait/io/file/sql/binlog"), "binlog");
         assert_eq!(file_type("wait/io/file/innodb/innodb_temp_file"), "temp");
         assert_eq!(file_type("wait/io/file/innodb/innodb_data_file"), "data");
+    }
+
+    #[test]
+    fn history_waits_are_joined_to_the_client_events_in_flight() {
+        use dbscope_core::observe::TimedWait;
+        let wait = |name: &str, ps: u64| TimedWait {
+            conn: 7,
+            thread: 70,
+            event_id: 1,
+            name: name.into(),
+            timer_start_ps: Some(0),
+            wait_ps: Some(ps),
+            operation: None,
+            object: None,
+            session: Some(0),
+            start_ns: Some(1),
+        };
+        let names = vec!["update".to_string(), "commit".to_string()];
+        let waits = vec![
+            wait("wait/io/file/innodb/innodb_log_file", 2_000_000_000_000),
+            wait("wait/io/file/innodb/innodb_log_file", 1_000_000_000_000),
+            wait("wait/io/file/innodb/innodb_log_file", 500_000_000_000),
+            wait("wait/io/table/sql/handler", 10_000_000_000),
+            wait("idle", 9_000_000_000_000),
+        ];
+        // In flight: commit, commit, none, update, (idle: left out).
+        let during = vec![vec![1], vec![1], vec![], vec![0], vec![]];
+        let mut h = Section::default();
+        h.counters.insert("read".into(), 5.0);
+        h.counters.insert("summary".into(), 6.0);
+        h.gauges.insert("ring_size".into(), 1000.0);
+        h.gauges.insert("calibration_uncertainty_us".into(), 42.0);
+        let mut r = ObserveReport {
+            top_events: Some(TopEvents {
+                rows: vec![TopRow {
+                    event: "wait/io/file/innodb/innodb_log_file".into(),
+                    samples: 3,
+                    ..TopRow::default()
+                }],
+                ..TopEvents::default()
+            }),
+            ..ObserveReport::default()
+        };
+        history_figures(&mut r, &h, Some(&(waits, during, names, 2)));
+        let shares: Vec<(&str, u64)> = r.top_events.as_ref().unwrap().rows[0]
+            .during
+            .iter()
+            .map(|d| (d.event.as_str(), d.samples))
+            .collect();
+        assert_eq!(
+            shares,
+            [("commit", 2), (super::super::model::NO_CLIENT_EVENT, 1)]
+        );
+        let notes = r.notes.join("\n");
+        assert!(
+            notes.contains("5 waits of the run's threads read"),
+            "{notes}"
+        );
+        assert!(notes.contains("within ±42 µs"), "{notes}");
+        assert!(
+            notes.contains("3 of 4 waits (idle left out); 2 not placed"),
+            "{notes}"
+        );
+        assert!(
+            notes.contains("during commit: 2 waits, 3.00 s waited; most: wait/io/file/innodb/innodb_log_file (2)"),
+            "{notes}"
+        );
+        assert!(notes.contains("during update: 1 wait, 0.010 s"), "{notes}");
     }
 }

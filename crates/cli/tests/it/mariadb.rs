@@ -676,21 +676,7 @@ fn a_server_killed_mid_run_is_counted_as_lost_connections_and_the_run_is_kept() 
     let db = my.create_db("killed");
     let pid_file = my.root_query("SELECT @@pid_file");
     let dir = tempdir();
-    let child = dbscope(dir.path())
-        .args(
-            Argv::run("lookup")
-                .target(my.uri(&db))
-                .rows(5000)
-                .sessions(2)
-                .duration("8s")
-                .quiet()
-                .out("r")
-                .args(),
-        )
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_lookup(&my, &db, dir.path(), "8s");
     std::thread::sleep(std::time::Duration::from_secs(4));
     let pid = std::fs::read_to_string(pid_file.trim()).unwrap();
     let killed = std::process::Command::new("kill")
@@ -1115,6 +1101,26 @@ fn transfer_out_of_mariadb_is_one_snapshot_across_mappers() {
     );
 }
 
+/// A `run lookup` (5000 rows, 2 sessions, `duration`, run `r` in `dir`) in the background, its
+/// output piped: a fault test breaks the server under it.
+fn spawn_lookup(my: &MariaDb, db: &str, dir: &Path, duration: &str) -> std::process::Child {
+    dbscope(dir)
+        .args(
+            Argv::run("lookup")
+                .target(my.uri(db))
+                .rows(5000)
+                .sessions(2)
+                .duration(duration)
+                .quiet()
+                .out("r")
+                .args(),
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// Issue 30's faults: the server restarted mid-run (a clean shutdown, then started again). The
 /// sessions' failed calls are counted by class (lost connections, the server's "shutdown in
 /// progress"), the sessions reconnect once the server is back and the run goes on to its end.
@@ -1123,21 +1129,7 @@ fn a_server_restarted_mid_run_is_counted_and_the_sessions_reconnect() {
     let my = MariaDb::private();
     let db = my.create_db("restarted");
     let dir = tempdir();
-    let child = dbscope(dir.path())
-        .args(
-            Argv::run("lookup")
-                .target(my.uri(&db))
-                .rows(5000)
-                .sessions(2)
-                .duration("12s")
-                .quiet()
-                .out("r")
-                .args(),
-        )
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_lookup(&my, &db, dir.path(), "12s");
     std::thread::sleep(std::time::Duration::from_secs(4));
     let before = my.root_query("SHOW GLOBAL STATUS LIKE 'Uptime'");
     my.restart();
@@ -1217,8 +1209,63 @@ fn waits_setup(my: &MariaDb) -> String {
     my.root_query(
         "SELECT NAME, ENABLED FROM performance_schema.setup_consumers ORDER BY NAME; \
          SELECT NAME, ENABLED, TIMED FROM performance_schema.setup_instruments \
-         WHERE NAME LIKE 'wait/io/file/%' ORDER BY NAME",
+         WHERE NAME LIKE 'wait/io/file/%' OR NAME = 'statement/sql/select' ORDER BY NAME; \
+         SELECT NAME, TIMER_NAME FROM performance_schema.setup_timers ORDER BY NAME",
     )
+}
+
+/// The waits of `lines` (waits.jsonl) that fall inside an event of their session in run
+/// `run_dir` (its span holds the wait's start), idle left out; and how many there are.
+fn waits_inside_events(run_dir: &Path, lines: &[serde_json::Value]) -> (usize, usize) {
+    let csv = run_dir.join("joined.csv");
+    let o = run(
+        run_dir,
+        &[
+            "export",
+            run_dir.to_str().unwrap(),
+            "--format",
+            "csv",
+            "--out",
+            csv.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", all_output(&o));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut rows = text.lines();
+    let head: Vec<&str> = rows.next().unwrap().split(',').collect();
+    let col = |n: &str| head.iter().position(|h| *h == n).unwrap();
+    let (cs, cst, cd) = (col("session"), col("start_ns"), col("duration_ns"));
+    let spans: Vec<(u64, u64, u64)> = rows
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let st: u64 = f[cst].parse().unwrap();
+            (
+                f[cs].parse().unwrap(),
+                st,
+                st + f[cd].parse::<u64>().unwrap(),
+            )
+        })
+        .collect();
+    let mut inside = 0;
+    let mut all = 0;
+    for l in lines {
+        let w = &l["wait"];
+        if w["name"] == "idle" {
+            continue;
+        }
+        all += 1;
+        let (session, t) = (
+            w["session"].as_u64().unwrap(),
+            w["start_ns"].as_u64().unwrap(),
+        );
+        if spans
+            .iter()
+            .any(|&(s, a, b)| s == session && a <= t && t <= b)
+        {
+            inside += 1;
+        }
+    }
+    (inside, all)
 }
 
 /// The end snapshot's section `name` of run `dir`.
@@ -1315,6 +1362,76 @@ fn check_waits_history(run_dir: &Path, o: &std::process::Output) -> bool {
         w["wait_ps"].as_u64().is_some() && w["thread"].as_u64().is_some(),
         "{w}"
     );
+    // Each wait has its session (0 or 1, by its connection) and its start on the run's clock,
+    // placed by a calibration whose uncertainty and drift the section gives.
+    for l in &lines {
+        let w = &l["wait"];
+        assert!(w["session"].as_u64().is_some_and(|s| s < 2), "{w}");
+        // Idle waits keep their own timer (MICROSECOND here): no start on the run's clock.
+        assert_eq!(w["start_ns"].as_u64().is_some(), w["name"] != "idle", "{w}");
+    }
+    // The times agree with the server's own summary: for each event read whole, the ring's
+    // wait times add up to the summary's (the timers changed for the run and back do not
+    // disturb the summary read).
+    let summary = end_section(run_dir, "mysql.waits");
+    for (event, row) in sec["rows"].as_object().unwrap() {
+        if row["read"] != row["summary"] || event == "idle" {
+            continue;
+        }
+        let ring_s: f64 = lines
+            .iter()
+            .filter(|l| l["wait"]["name"] == *event)
+            .map(|l| l["wait"]["wait_ps"].as_f64().unwrap() / 1e12)
+            .sum();
+        let sum_s = summary["rows"][event]["wait_s"].as_f64().unwrap();
+        assert!(
+            (ring_s - sum_s).abs() <= 1e-6 + 0.01 * sum_s,
+            "{event}: ring {ring_s} s, summary {sum_s} s: {summary}"
+        );
+    }
+    // The summary's idle time is the sessions' time between statements: under the run's
+    // length per thread.
+    let idle = summary["rows"]["idle"]["wait_s"].as_f64().unwrap();
+    assert!(idle < 2.0 * 60.0, "{summary}");
+    let u = sec["gauges"]["calibration_uncertainty_us"]
+        .as_f64()
+        .unwrap();
+    let drift = sec["gauges"]["calibration_drift_us"].as_f64().unwrap();
+    assert!(u > 0.0 && u < 5_000.0, "{sec}");
+    assert!(drift.abs() < 5_000.0, "{sec}");
+    // At the start, about every second of the run, and at the end.
+    assert!(
+        sec["gauges"]["calibrations"].as_f64().unwrap() >= 2.0,
+        "{sec}"
+    );
+    assert!(
+        sec["text"]["timers"]
+            .as_str()
+            .is_some_and(|t| t.contains("NANOSECOND")),
+        "{sec}"
+    );
+    // Joined to the client's operations: the server's own waits of a session's statements
+    // (the UPDATE's table I/O and locks) fall inside that session's events, and the report
+    // says how many, as computed here from the exported events.
+    let (inside, all) = waits_inside_events(run_dir, &lines);
+    eprintln!("joined: {inside} of {all}; calibration ±{u} µs, drift {drift} µs");
+    assert!(all > 0);
+    assert!(
+        inside as f64 >= 0.99 * all as f64,
+        "{inside} of {all} waits inside an event of their session"
+    );
+    // (JSON: the text report wraps its prose.)
+    let o = run(run_dir, &["report", run_dir.to_str().unwrap(), "--json"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains(&format!(
+            "waits joined to the client event in flight in their session (its span holds the \
+             wait's start): {inside} of {all} waits"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("during update:"), "{text}");
+    assert!(text.contains("--waits history:"), "{text}");
     wrapped
 }
 

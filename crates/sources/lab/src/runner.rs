@@ -225,7 +225,7 @@ pub fn run(
             })
         })?;
         s.set_label(&probe.label(i))?;
-        probe.register(s.as_ref());
+        probe.register(i, s.as_ref());
         sessions.push(s);
     }
     let threads = client_threads(cfg, &mut sessions)?;
@@ -618,7 +618,7 @@ fn reconnect(c: &mut SessionCtx<'_>) -> Result<(), String> {
     loop {
         let attempt = c.target.connect().and_then(|mut s| {
             s.set_label(&c.probe.label(c.rec.session()))?;
-            c.probe.register(s.as_ref());
+            c.probe.register(c.rec.session(), s.as_ref());
             if c.multiplexed {
                 s.multiplex()?;
             }

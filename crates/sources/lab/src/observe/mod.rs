@@ -235,6 +235,9 @@ impl Opened {
             history_warning: None,
         };
         obs.read_backends();
+        if obs.config.waits_history {
+            obs.probe.calibrate_history(clock);
+        }
         obs.take("start");
         obs
     }
@@ -341,7 +344,8 @@ impl Observer {
     /// takes a periodic snapshot when one is due.
     pub fn tick(&mut self) {
         self.read_backends();
-        self.probe.read_waits(&self.sessions.connection_ids());
+        self.probe
+            .read_waits(&self.sessions.connections(), &self.clock);
         self.read_temp_tables();
         if let Some(every) = self.config.snapshot_every {
             if self.last_periodic.elapsed() >= every {
@@ -372,7 +376,9 @@ impl Observer {
             std::thread::sleep(Duration::from_millis(50));
         }
         if self.config.waits_history {
-            self.probe.read_waits(&self.sessions.connection_ids());
+            self.probe.calibrate_history(&self.clock);
+            self.probe
+                .read_waits(&self.sessions.connections(), &self.clock);
             if let Some(w) = self.probe.end_history() {
                 eprintln!("dbscope: warning: --waits history: {w}");
                 self.history_warning = Some(format!("--waits history: {w}"));
@@ -420,7 +426,8 @@ impl Observer {
 
     /// Takes one snapshot of every section and appends it to `snapshots.jsonl`.
     pub fn take(&mut self, label: &str) -> Snapshot {
-        self.probe.read_waits(&self.sessions.connection_ids());
+        self.probe
+            .read_waits(&self.sessions.connections(), &self.clock);
         let mut sections = self.probe.snapshot();
         if self.probe.kind() == "sqlite" {
             sections.insert(

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use dbscope_core::observe::Section;
+use dbscope_core::observe::{Section, TimedWait, WaitLine};
 use dbscope_db::{Session, TargetError};
 
 /// `SHOW GLOBAL STATUS` variables read: cumulative counters.
@@ -347,19 +347,77 @@ pub fn server_pid(s: &mut dyn Session) -> Result<u32, String> {
 }
 
 /// The run file `--waits history` writes: one `{"wait":{…}}` line per wait of the run's threads.
-pub const WAITS_FILE: &str = "waits.jsonl";
+pub use dbscope_core::observe::WAITS_FILE;
 
-/// The consumers `--waits history` switches on (and restores).
-const HISTORY_CONSUMERS: [&str; 4] = [
+/// The consumers `--waits history` switches on (and restores); the statements' current event
+/// is the timer calibration's.
+const HISTORY_CONSUMERS: [&str; 5] = [
     "global_instrumentation",
     "thread_instrumentation",
     "events_waits_current",
     "events_waits_history_long",
+    "events_statements_current",
 ];
 
 /// The instruments `--waits history` enables and times (and restores): file I/O, the redo log's
-/// writes and syncs among them.
-const HISTORY_INSTRUMENTS: &str = "wait/io/file/%";
+/// writes and syncs among them, and the calibration's own `SELECT`.
+const HISTORY_INSTRUMENTS: &str = "NAME LIKE 'wait/io/file/%' OR NAME = 'statement/sql/select'";
+
+/// The timer classes `--waits history` sets to `NANOSECOND` where `setup_timers` exists
+/// (MariaDB; MySQL 8 has fixed timers): one time base for the waits and the calibration. Not
+/// `idle`: the sessions sit in an idle wait when the timers change, and a wait timed by two
+/// timers is nonsense (the summaries keep raw timer units and convert them with the class's
+/// timer at the time they are read). Idle waits get a `start_ns` only when their timer already
+/// is `NANOSECOND`.
+const HISTORY_TIMERS: [&str; 2] = ["wait", "statement"];
+
+/// The calibration: this many timed `SELECT`s, the one with the shortest round trip kept.
+const CALIBRATION_TRIES: usize = 8;
+
+/// How often the poll calibrates again (run-clock ns): the run's clock and the server's drift
+/// apart by some µs a second (seen: 16 ppm), so each poll maps with a calibration at most this
+/// old.
+const CALIBRATE_EVERY_NS: u64 = 1_000_000_000;
+
+/// The calibration's statement: its own `TIMER_START`, read while it runs.
+const CALIBRATION_SQL: &str =
+    "SELECT s.TIMER_START FROM performance_schema.events_statements_current s \
+     JOIN performance_schema.threads t ON t.THREAD_ID = s.THREAD_ID \
+     WHERE t.PROCESSLIST_ID = CONNECTION_ID()";
+
+/// A point of the server's timer on the run's clock: a statement's `TIMER_START` and the middle
+/// of the client's round trip around it, whose half is the point's uncertainty.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Calibration {
+    /// The server's timer, picoseconds.
+    pub timer_ps: u64,
+    /// The run's clock, ns since its origin.
+    pub clock_ns: u64,
+    /// Half the round trip, ns.
+    pub half_rtt_ns: u64,
+}
+
+impl Calibration {
+    /// The run-clock time of the server timer `ps` (`None` before the clock's origin).
+    pub fn map(&self, ps: u64) -> Option<u64> {
+        let d = (ps as i128 - self.timer_ps as i128) / 1000;
+        u64::try_from(self.clock_ns as i128 + d).ok()
+    }
+}
+
+/// Of the timed round trips `(client before, server timer, client after)`, the one with the
+/// shortest round trip as a [`Calibration`].
+pub fn best_calibration(tries: &[(u64, u64, u64)]) -> Option<Calibration> {
+    tries
+        .iter()
+        .filter(|(a, _, b)| b >= a)
+        .min_by_key(|(a, _, b)| b - a)
+        .map(|&(a, ps, b)| Calibration {
+            timer_ps: ps,
+            clock_ns: a + (b - a) / 2,
+            half_rtt_ns: (b - a).div_ceil(2),
+        })
+}
 
 /// `--waits history` on MariaDB/MySQL: switches on the waits history consumers and the file
 /// I/O instruments for the run, polls `events_waits_history_long` for the run's threads
@@ -371,6 +429,17 @@ pub struct WaitsHistory {
     /// The setup rows as they were: consumers (name, enabled), instruments (name, enabled, timed).
     saved_consumers: Vec<(String, String)>,
     saved_instruments: Vec<(String, String, String)>,
+    /// The timers as they were (class, timer); empty where `setup_timers` does not exist.
+    saved_timers: Vec<(String, String)>,
+    /// Why the timers could not be unified (MySQL 8: no `setup_timers`).
+    timers_note: Option<String>,
+    /// Whether idle waits are timed by the calibrated timer (`NANOSECOND`).
+    idle_calibrated: bool,
+    /// The calibrations, in order: at the clock's start, about every second while the run goes
+    /// ([`CALIBRATE_EVERY_NS`]), at the end. Each poll maps with the latest.
+    calibrations: Vec<Calibration>,
+    /// Why there is no calibration.
+    calibration_error: Option<String>,
     ring_size: Option<f64>,
     /// Per thread: its connection id and the last `EVENT_ID` read.
     last: BTreeMap<u64, (u64, u64)>,
@@ -435,7 +504,7 @@ impl WaitsHistory {
             .query_rows(
                 &format!(
                     "SELECT NAME, ENABLED, TIMED FROM performance_schema.setup_instruments \
-                     WHERE NAME LIKE '{HISTORY_INSTRUMENTS}'"
+                     WHERE {HISTORY_INSTRUMENTS}"
                 ),
                 &[],
             )
@@ -460,10 +529,95 @@ impl WaitsHistory {
         .map_err(|e| why("UPDATE performance_schema.setup_consumers", &e, fix))?;
         s.batch(&format!(
             "UPDATE performance_schema.setup_instruments SET ENABLED = 'YES', TIMED = 'YES' \
-             WHERE NAME LIKE '{HISTORY_INSTRUMENTS}'"
+             WHERE {HISTORY_INSTRUMENTS}"
         ))
         .map_err(|e| why("UPDATE performance_schema.setup_instruments", &e, fix))?;
+        self.unify_timers(s);
         Ok(())
+    }
+
+    /// One time base for the waits and the calibration's statement: `NANOSECOND` for every
+    /// class that `setup_timers` has (MariaDB's default for waits is `CYCLE`, whose picoseconds
+    /// drift from the statements' by the error of its frequency estimate).
+    fn unify_timers(&mut self, s: &mut dyn Session) {
+        let classes: Vec<String> = HISTORY_TIMERS.iter().map(|c| format!("'{c}'")).collect();
+        let rows = match s.query_rows(
+            &format!(
+                "SELECT NAME, TIMER_NAME FROM performance_schema.setup_timers WHERE NAME IN ({}, \
+                 'idle')",
+                classes.join(", ")
+            ),
+            &[],
+        ) {
+            Ok(r) => r,
+            Err(e) => {
+                self.timers_note = Some(format!(
+                    "the timers could not be set ({}): the calibration assumes the wait and \
+                     statement timers agree",
+                    e.message
+                ));
+                return;
+            }
+        };
+        for r in rows {
+            if let (Some(Some(n)), Some(Some(t))) = (r.first(), r.get(1)) {
+                if n == "idle" {
+                    self.idle_calibrated = t == "NANOSECOND";
+                } else {
+                    self.saved_timers.push((n.clone(), t.clone()));
+                }
+            }
+        }
+        if let Err(e) = s.batch(&format!(
+            "UPDATE performance_schema.setup_timers SET TIMER_NAME = 'NANOSECOND' \
+             WHERE NAME IN ({})",
+            classes.join(", ")
+        )) {
+            self.timers_note = Some(format!(
+                "UPDATE performance_schema.setup_timers: {}: the calibration assumes the wait and \
+                 statement timers agree",
+                e.message
+            ));
+        }
+    }
+
+    /// Places the server's timer on the run's clock: [`CALIBRATION_TRIES`] timed `SELECT`s of
+    /// their own `TIMER_START`, the shortest round trip kept. The latest calibration maps the
+    /// waits a poll reads; each next one measures how far the mapping drifted meanwhile.
+    pub fn calibrate(&mut self, s: &mut dyn Session, clock: &dbscope_core::RunClock) {
+        if self.error.is_some() || self.restored || self.calibration_error.is_some() {
+            return;
+        }
+        let mut tries = Vec::with_capacity(CALIBRATION_TRIES);
+        for _ in 0..CALIBRATION_TRIES {
+            let a = clock.now_ns();
+            let r = s.query_rows(CALIBRATION_SQL, &[]);
+            let b = clock.now_ns();
+            match r {
+                Ok(rows) => {
+                    if let Some(ps) = rows.first().and_then(|r| r.first()).and_then(num) {
+                        tries.push((a, ps as u64, b));
+                    }
+                }
+                Err(e) => {
+                    self.calibration_error = Some(format!(
+                        "the timer calibration (performance_schema.events_statements_current): {}",
+                        e.message
+                    ));
+                    return;
+                }
+            }
+        }
+        match best_calibration(&tries) {
+            Some(c) => self.calibrations.push(c),
+            None => {
+                self.calibration_error = Some(
+                    "the timer calibration read no TIMER_START of its own statement \
+                     (statement/sql/select not timed?)"
+                        .into(),
+                )
+            }
+        }
     }
 
     /// Puts the setup rows back as they were before [`WaitsHistory::enable`] (once).
@@ -503,6 +657,16 @@ impl WaitsHistory {
                 failed.push(format!("setup_instruments: {}", err.message));
             }
         }
+        for (class, timer) in &self.saved_timers {
+            let sql = format!(
+                "UPDATE performance_schema.setup_timers SET TIMER_NAME = '{}' WHERE NAME = '{}'",
+                quote(timer),
+                quote(class)
+            );
+            if let Err(e) = s.batch(&sql) {
+                failed.push(format!("setup_timers {class}: {}", e.message));
+            }
+        }
         if !failed.is_empty() {
             eprintln!(
                 "dbscope: warning: the performance_schema setup could not be restored after \
@@ -514,11 +678,26 @@ impl WaitsHistory {
 
     /// Reads the ring's new waits of the connections `ids` and writes them out. The first time a
     /// thread is seen, its summary counts and the last `EVENT_ID` in the ring are its baseline.
-    pub fn poll(&mut self, s: &mut dyn Session, ids: &[u64]) {
-        if self.error.is_some() || ids.is_empty() || self.restored {
+    /// `conns` are the run's connections as (session, connection id).
+    pub fn poll(
+        &mut self,
+        s: &mut dyn Session,
+        conns: &[(u32, u64)],
+        clock: &dbscope_core::RunClock,
+    ) {
+        if self.error.is_some() || conns.is_empty() || self.restored {
             return;
         }
-        let list: Vec<String> = ids.iter().map(u64::to_string).collect();
+        if self
+            .calibrations
+            .last()
+            .is_some_and(|c| clock.now_ns().saturating_sub(c.clock_ns) >= CALIBRATE_EVERY_NS)
+        {
+            self.calibrate(s, clock);
+        }
+        let session_of: BTreeMap<u64, u32> = conns.iter().map(|&(s, c)| (c, s)).collect();
+        let calib = self.calibrations.last().copied();
+        let list: Vec<String> = conns.iter().map(|c| c.1.to_string()).collect();
         let list = list.join(", ");
         let sql = format!(
             "SELECT h.THREAD_ID, t.PROCESSLIST_ID, h.EVENT_ID, h.EVENT_NAME, h.TIMER_START, \
@@ -556,17 +735,22 @@ impl WaitsHistory {
                 continue;
             }
             *self.read.entry((thread, name.clone())).or_default() += 1.0;
-            // Times are the server's picosecond timers, not mapped onto the run's clock.
-            lines.push(serde_json::json!({"wait": {
-                "conn": conn,
-                "thread": thread,
-                "event_id": id,
-                "name": name,
-                "timer_start_ps": int(r.get(4)),
-                "wait_ps": int(r.get(5)),
-                "operation": r.get(6).cloned().flatten(),
-                "object": r.get(7).cloned().flatten(),
-            }}));
+            let timer_start_ps = int(r.get(4));
+            lines.push(WaitLine::Wait(TimedWait {
+                conn,
+                thread,
+                event_id: id,
+                name: name.clone(),
+                timer_start_ps,
+                wait_ps: int(r.get(5)),
+                operation: r.get(6).cloned().flatten(),
+                object: r.get(7).cloned().flatten(),
+                session: session_of.get(&conn).copied(),
+                start_ns: calib
+                    .filter(|_| name != "idle" || self.idle_calibrated)
+                    .zip(timer_start_ps)
+                    .and_then(|(c, ps)| c.map(ps)),
+            }));
         }
         // Threads seen for the first time (with or without waits in the ring): their baseline.
         let fresh: Vec<u64> = match self.summary(s, &list) {
@@ -692,10 +876,65 @@ impl WaitsHistory {
             "source".into(),
             format!(
                 "performance_schema.events_waits_history_long of the run's threads, polled about \
-                 4 times a second; each wait in {WAITS_FILE} with the server's picosecond timers \
-                 (not joined to the client's operations)"
+                 4 times a second; each wait in {WAITS_FILE} with its session and its start on \
+                 the run's clock (start_ns), the server's timer placed by a calibration"
             ),
         );
+        let cal = &self.calibrations;
+        if !cal.is_empty() {
+            // The worst of them: half the longest kept round trip, and the largest move of the
+            // mapping from one calibration to the next (where a calibration puts the next one's
+            // timer, against where the next one was).
+            let u = cal.iter().map(|c| c.half_rtt_ns).max().unwrap_or(0);
+            sec.gauges
+                .insert("calibration_uncertainty_us".into(), u as f64 / 1e3);
+            sec.gauges.insert("calibrations".into(), cal.len() as f64);
+            let drifts: Vec<f64> = cal
+                .windows(2)
+                .filter_map(|w| Some(w[0].map(w[1].timer_ps)? as f64 - w[1].clock_ns as f64))
+                .collect();
+            if let Some(d) = drifts
+                .iter()
+                .copied()
+                .max_by(|a, b| a.abs().total_cmp(&b.abs()))
+            {
+                sec.gauges.insert("calibration_drift_us".into(), d / 1e3);
+                let longest = cal
+                    .windows(2)
+                    .map(|w| w[1].clock_ns.saturating_sub(w[0].clock_ns))
+                    .max()
+                    .unwrap_or(0);
+                sec.gauges
+                    .insert("calibration_interval_s".into(), longest as f64 / 1e9);
+            }
+        }
+        if let Some(e) = &self.calibration_error {
+            sec.text.insert(
+                "calibration".into(),
+                format!("{e}: the waits have no start_ns"),
+            );
+        }
+        if let Some(n) = &self.timers_note {
+            sec.text.insert("timers".into(), n.clone());
+        } else if !self.saved_timers.is_empty() {
+            let was: Vec<String> = self
+                .saved_timers
+                .iter()
+                .map(|(c, t)| format!("{c} {t}"))
+                .collect();
+            sec.text.insert(
+                "timers".into(),
+                format!(
+                    "setup_timers set to NANOSECOND for the run (was: {}), restored after{}",
+                    was.join(", "),
+                    if self.idle_calibrated {
+                        ""
+                    } else {
+                        "; idle waits keep their own timer and have no start_ns"
+                    }
+                ),
+            );
+        }
         // A wait already under way when the history was switched on (a session idle between
         // statements: `idle`) is counted by the summary when it ends but never enters the ring:
         // at most one per thread.
@@ -726,4 +965,36 @@ impl WaitsHistory {
 /// A value inside single quotes.
 fn quote(v: &str) -> String {
     v.replace('\\', "\\\\").replace('\'', "''")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_calibration_keeps_the_shortest_round_trip_and_maps_both_ways() {
+        // (client before, server timer ps, client after): the second is the tightest.
+        let c = best_calibration(&[
+            (1_000, 5_000_000_000, 3_000),
+            (10_000, 14_000_000_000, 10_400),
+            (20_000, 24_500_000_000, 21_000),
+        ])
+        .unwrap();
+        assert_eq!(
+            c,
+            Calibration {
+                timer_ps: 14_000_000_000,
+                clock_ns: 10_200,
+                half_rtt_ns: 200,
+            }
+        );
+        // 1 µs of server timer later is 1 µs later on the run's clock; before the clock's
+        // origin there is no time.
+        assert_eq!(c.map(14_001_000_000), Some(11_200));
+        assert_eq!(c.map(13_999_990_000), Some(10_190));
+        assert_eq!(c.map(0), None);
+        assert_eq!(best_calibration(&[]), None);
+        // A clock that went backwards is not a round trip.
+        assert_eq!(best_calibration(&[(5, 1, 4)]), None);
+    }
 }

@@ -16,8 +16,9 @@ pub struct SessionProbe {
     run_id: String,
     ops: Vec<AtomicU64>,
     status: Vec<Mutex<StatusSlot>>,
-    /// The server's ids of every connection the run's sessions opened (MariaDB/MySQL), in order.
-    connections: Mutex<Vec<u64>>,
+    /// The server's ids of every connection the run's sessions opened (MariaDB/MySQL), in order,
+    /// with the session that opened it.
+    connections: Mutex<Vec<(u32, u64)>>,
     /// Connections kept open after their session ended, until the end snapshot read their
     /// statistics ([`Session::stats_end_with_connection`]).
     parked: Mutex<Vec<Box<dyn Session>>>,
@@ -169,17 +170,17 @@ impl SessionProbe {
 
     /// Notes a connection a session opened (at the start, or replacing a lost one): the observer
     /// reads the server's per-connection statistics by its id.
-    pub fn register(&self, sess: &dyn Session) {
+    pub fn register(&self, session: u32, sess: &dyn Session) {
         if let Some(id) = sess.connection_id() {
             self.connections
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .push(id);
+                .push((session, id));
         }
     }
 
-    /// The server's ids of the run's connections so far.
-    pub fn connection_ids(&self) -> Vec<u64> {
+    /// The run's connections so far: (session, the server's connection id).
+    pub fn connections(&self) -> Vec<(u32, u64)> {
         self.connections
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use dbscope_core::observe::Section;
+use dbscope_core::RunClock;
 
 use dbscope_db::{Param, Session, Target};
 
@@ -41,6 +42,8 @@ pub struct DbProbe {
     all_tables: bool,
     /// MariaDB/MySQL, `--waits history`: the ring's reader (it restores the setup when dropped).
     history: Option<WaitsHistory>,
+    /// `--waits history` ended (the setup restored): the timed waits are no longer read.
+    history_ended: bool,
 }
 
 /// The most user tables whose I/O a probe of every table reads; a database with more is said.
@@ -66,6 +69,7 @@ impl DbProbe {
             database: None,
             all_tables: false,
             history: None,
+            history_ended: false,
         };
         if p.kind == "mysql" {
             match target.connect() {
@@ -334,18 +338,29 @@ impl DbProbe {
         self.server_pid.clone()
     }
 
-    /// MariaDB/MySQL: reads the timed waits of the run's connections `ids` now (each keeps its
-    /// last reading once gone). Other targets: nothing.
-    pub fn read_waits(&mut self, ids: &[u64]) {
-        if self.kind != "mysql" {
+    /// MariaDB/MySQL: reads the timed waits of the run's connections now, given as (session,
+    /// connection id) (each keeps its last reading once gone). Other targets: nothing.
+    pub fn read_waits(&mut self, conns: &[(u32, u64)], clock: &RunClock) {
+        // After `--waits history` put the timers back, the summaries would be read with the
+        // old timers' units: the last reading before stands.
+        if self.kind != "mysql" || self.history_ended {
             return;
         }
-        self.connections = ids.to_vec();
+        let ids: Vec<u64> = conns.iter().map(|c| c.1).collect();
         if let Some(s) = self.sess.as_mut() {
-            self.waits.read(s.as_mut(), ids);
+            self.waits.read(s.as_mut(), &ids);
             if let Some(h) = self.history.as_mut() {
-                h.poll(s.as_mut(), ids);
+                h.poll(s.as_mut(), conns, clock);
             }
+        }
+        self.connections = ids;
+    }
+
+    /// MariaDB/MySQL, `--waits history`: places the server's timer on the run's clock (at the
+    /// start; again at the end, to measure the drift).
+    pub fn calibrate_history(&mut self, clock: &RunClock) {
+        if let (Some(h), Some(s)) = (self.history.as_mut(), self.sess.as_mut()) {
+            h.calibrate(s.as_mut(), clock);
         }
     }
 
@@ -371,6 +386,7 @@ impl DbProbe {
         };
         h.compare(s.as_mut());
         h.restore(s.as_mut());
+        self.history_ended = true;
         h.short()
     }
 
