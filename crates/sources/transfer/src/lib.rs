@@ -40,6 +40,7 @@ mod my;
 mod out;
 mod pq;
 mod record;
+mod sealing;
 mod session;
 mod split;
 #[cfg(feature = "sqlite")]

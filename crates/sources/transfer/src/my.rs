@@ -281,7 +281,7 @@ pub(crate) fn transfer_out_mysql(cfg: &TransferConfig) -> Result<TransferResult,
             why: "one mapper copies the whole table".into(),
         },
     };
-    crate::out::mark_unfinished(cfg, table)?;
+    crate::sealing::mark_unfinished(cfg, table)?;
     let mut rec = begin(cfg, "transfer-out", spec, Some(plan.kind))?;
     let clock = rec.start_clock()?;
     let header: Option<Vec<u8>> = (cfg.file.header && fmt.is_csv()).then(|| {
@@ -305,7 +305,7 @@ pub(crate) fn transfer_out_mysql(cfg: &TransferConfig) -> Result<TransferResult,
         let _ = s.commit();
     }
     let works = reps.last().expect("at least one repetition");
-    let detail = crate::out::seal(cfg, table, &plan, works)?;
+    let detail = crate::sealing::seal(cfg, table, &plan, works)?;
     finish(
         rec,
         &clock,
