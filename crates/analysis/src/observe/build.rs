@@ -49,7 +49,13 @@ pub fn build_joined(
     let snaps: Option<Vec<Snapshot>> = read_lines(&run.path, SNAPSHOTS_FILE)?;
     let (samples, during, waits) = match join {
         Some(j) => j.into_parts(),
-        None => (read_lines(&run.path, SAMPLES_FILE)?, None, None),
+        None => (None, None, None),
+    };
+    // Samples the join could not read (or no join): read here, so that an unreadable file is
+    // the report's note.
+    let samples = match samples {
+        Some(s) => Some(s),
+        None => read_lines(&run.path, SAMPLES_FILE)?,
     };
     if run.manifest.source == "trace" {
         return Ok(Some(from_trace(events)));

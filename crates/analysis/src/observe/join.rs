@@ -18,23 +18,24 @@ use super::model::{During, TopEvents, TopRow, NO_CLIENT_EVENT};
 /// contains its time (a wait's start). Cost: one binary search per event in the session's sorted
 /// times.
 pub struct SampleJoin {
-    /// The samples (`None`: the run has none).
-    pub(super) lines: Option<Vec<SampleLine>>,
-    samples: InFlight,
-    /// The waits placed on the run's clock (with a session and `start_ns`).
-    pub(super) waits: Vec<TimedWait>,
-    /// Waits in `waits.jsonl` other than idle that could not be placed (no calibration, no
-    /// session).
-    pub(super) unplaced: u64,
-    has_waits: bool,
-    waits_in: InFlight,
-    pub(super) names: Vec<String>,
+    /// The samples and their join (`None`: the run has none).
+    samples: Option<(Vec<SampleLine>, InFlight)>,
+    /// The waits and their join (`None`: the run has no `waits.jsonl`).
+    waits: Option<Waits>,
+    names: Vec<String>,
     index: std::collections::HashMap<String, u32>,
+}
+
+/// The waits of `waits.jsonl` placed on the run's clock (with a session and `start_ns`), their
+/// join, and how many others than idle could not be placed (no calibration, no session).
+struct Waits {
+    placed: Vec<TimedWait>,
+    joined: InFlight,
+    unplaced: u64,
 }
 
 /// Times of one session each, and per time the client events in flight (ids into the join's
 /// names).
-#[derive(Default)]
 struct InFlight {
     /// Per session: (time, index of the line) by time.
     by_session: Vec<Vec<(u64, u32)>>,
@@ -103,11 +104,12 @@ impl SampleJoin {
         if lines.is_none() && waits.is_none() {
             return None;
         }
-        let had_samples = lines.is_some();
-        let mut j = SampleJoin::from_lines(lines.unwrap_or_default());
-        if !had_samples {
-            j.lines = None;
-        }
+        let mut j = SampleJoin {
+            samples: lines.map(samples_in_flight),
+            waits: None,
+            names: Vec::new(),
+            index: std::collections::HashMap::new(),
+        };
         if let Some(w) = waits {
             j.set_waits(w.into_iter().map(|WaitLine::Wait(w)| w).collect());
         }
@@ -116,20 +118,9 @@ impl SampleJoin {
 
     /// For samples already read.
     pub fn from_lines(lines: Vec<SampleLine>) -> SampleJoin {
-        let samples = InFlight::new(
-            lines.len(),
-            lines.iter().enumerate().filter_map(|(i, l)| match l {
-                SampleLine::Sample(s) if s.state == "active" => Some((s.session, s.t_ns, i as u32)),
-                _ => None,
-            }),
-        );
         SampleJoin {
-            lines: Some(lines),
-            samples,
-            waits: Vec::new(),
-            unplaced: 0,
-            has_waits: false,
-            waits_in: InFlight::default(),
+            samples: Some(samples_in_flight(lines)),
+            waits: None,
             names: Vec::new(),
             index: std::collections::HashMap::new(),
         }
@@ -138,20 +129,24 @@ impl SampleJoin {
     /// The timed waits to join: those placed on the run's clock (a session and `start_ns`).
     pub fn set_waits(&mut self, all: Vec<TimedWait>) {
         // Idle waits (the client's time) may have no start on the run's clock: not counted.
-        let placed = |w: &TimedWait| w.session.is_some() && w.start_ns.is_some();
-        self.unplaced = all
+        let is_placed = |w: &TimedWait| w.session.is_some() && w.start_ns.is_some();
+        let unplaced = all
             .iter()
-            .filter(|w| !placed(w) && w.name != "idle")
+            .filter(|w| !is_placed(w) && w.name != "idle")
             .count() as u64;
-        self.waits = all.into_iter().filter(placed).collect();
-        self.has_waits = true;
-        self.waits_in = InFlight::new(
-            self.waits.len(),
-            self.waits
+        let placed: Vec<TimedWait> = all.into_iter().filter(is_placed).collect();
+        let joined = InFlight::new(
+            placed.len(),
+            placed
                 .iter()
                 .enumerate()
                 .filter_map(|(i, w)| Some((w.session?, w.start_ns?, i as u32))),
         );
+        self.waits = Some(Waits {
+            placed,
+            joined,
+            unplaced,
+        });
     }
 
     /// Attributes the samples and waits that fall inside `events`.
@@ -166,9 +161,11 @@ impl SampleJoin {
                 id
             }
         };
-        self.samples.add_block(names, events, &mut id_of);
-        if self.has_waits {
-            self.waits_in.add_block(names, events, &mut id_of);
+        if let Some((_, j)) = self.samples.as_mut() {
+            j.add_block(names, events, &mut id_of);
+        }
+        if let Some(w) = self.waits.as_mut() {
+            w.joined.add_block(names, events, &mut id_of);
         }
     }
 
@@ -176,20 +173,26 @@ impl SampleJoin {
     pub(super) fn into_parts(
         self,
     ) -> (Option<Vec<SampleLine>>, Option<Joined>, Option<JoinedWaits>) {
-        let waits = self.has_waits.then(|| {
-            (
-                self.waits,
-                self.waits_in.during,
-                self.names.clone(),
-                self.unplaced,
-            )
-        });
-        let joined = self
-            .lines
-            .is_some()
-            .then_some((self.samples.during, self.names));
-        (self.lines, joined, waits)
+        let waits = self
+            .waits
+            .map(|w| (w.placed, w.joined.during, self.names.clone(), w.unplaced));
+        match self.samples {
+            Some((lines, j)) => (Some(lines), Some((j.during, self.names)), waits),
+            None => (None, None, waits),
+        }
     }
+}
+
+/// The active samples of `lines`, ready to be joined.
+fn samples_in_flight(lines: Vec<SampleLine>) -> (Vec<SampleLine>, InFlight) {
+    let joined = InFlight::new(
+        lines.len(),
+        lines.iter().enumerate().filter_map(|(i, l)| match l {
+            SampleLine::Sample(s) if s.state == "active" => Some((s.session, s.t_ns, i as u32)),
+            _ => None,
+        }),
+    );
+    (lines, joined)
 }
 
 /// The top wait event of a run (or of the part of it between `window_ns.0` and `window_ns.1`,
