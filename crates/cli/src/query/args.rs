@@ -2,7 +2,16 @@
 
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
+
+/// Where `dbscope query` runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum QueryEngine {
+    /// Apache DataFusion in this process.
+    Local,
+    /// A job on an Apache DataFusion Ballista cluster (--scheduler).
+    Ballista,
+}
 
 /// `dbscope query`.
 #[derive(Debug, Args)]
@@ -22,6 +31,7 @@ Examples:
   dbscope query \"SELECT event, count(*), avg(duration_ns) FROM r GROUP BY 1\" --source r=run:runs/x
   dbscope query --plan q.dataflow --source …  (steps: NAME = load T | filter IN by EXPR | …)
   dbscope query \"…\" --sources hub.toml          ([sources] table of NAME = \"URI\" lines)
+  dbscope query \"…\" --source … --engine ballista --scheduler df://sched:50050   (on a cluster)
 
 docs/hub.md says what is pushed down and how the run is recorded.")]
 pub struct QueryArgs {
@@ -63,6 +73,17 @@ pub struct QueryArgs {
     /// Rows shown on the terminal.
     #[arg(long, default_value_t = 20, value_name = "N")]
     pub show: usize,
+
+    /// Where the query runs: `local` (DataFusion in this process) or `ballista` (a job on the
+    /// cluster of --scheduler: database tables are scanned here and staged as Parquet beside the
+    /// run directory, then every table is read by the executors, which must see that directory and
+    /// the file sources at the same paths; build with `--features cluster`).
+    #[arg(long, value_enum, default_value_t = QueryEngine::Local)]
+    pub engine: QueryEngine,
+
+    /// The Ballista scheduler for --engine ballista: df://HOST:PORT (`dbscope cluster scheduler`).
+    #[arg(long, value_name = "df://HOST:PORT")]
+    pub scheduler: Option<String>,
 
     /// Run directory to create (default: runs/<timestamp>-query).
     #[arg(long)]

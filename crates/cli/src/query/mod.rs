@@ -20,9 +20,10 @@ pub use with_hub::cmd_query;
 
 #[cfg(feature = "hub")]
 mod with_hub {
+    use crate::query::args::QueryEngine;
     use dbscope_core::redact::redact;
     use dbscope_hub::{
-        parse_plan, parse_source, read_sources_file, run_query, Dataflow, QueryConfig,
+        parse_plan, parse_source, read_sources_file, run_query, Dataflow, Engine, QueryConfig,
     };
 
     use super::*;
@@ -67,6 +68,25 @@ mod with_hub {
             run,
             command_line: redacted_command_line(),
             stop: Some(stop_on_ctrl_c()),
+            engine: match (a.engine, &a.scheduler) {
+                (QueryEngine::Local, None) => Engine::Local,
+                (QueryEngine::Local, Some(_)) => {
+                    return Err(anyhow::anyhow!(
+                        "--scheduler is for --engine ballista (the query runs in this process \
+                         otherwise)"
+                    )
+                    .into())
+                }
+                (QueryEngine::Ballista, Some(s)) => Engine::Ballista {
+                    scheduler: s.clone(),
+                },
+                (QueryEngine::Ballista, None) => {
+                    return Err(anyhow::anyhow!(
+                        "--engine ballista needs --scheduler df://HOST:PORT"
+                    )
+                    .into())
+                }
+            },
         };
         let r = run_query(&cfg)?;
         if a.quiet {

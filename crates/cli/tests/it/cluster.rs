@@ -85,8 +85,8 @@ fn wait_for_port(port: u16, what: &str) {
 }
 
 /// A scheduler and two executors on free loopback ports.
-struct Cluster {
-    url: String,
+pub(crate) struct Cluster {
+    pub(crate) url: String,
     /// The scheduler, then the executors.
     nodes: Vec<Node>,
     /// The executors' Flight ports, in the order of `nodes[1..]`.
@@ -95,7 +95,12 @@ struct Cluster {
 
 /// A scheduler (with `sched_extra` arguments) and two executors with `slots` slots each (and
 /// `exec_extra`).
-fn start_cluster(dir: &Path, slots: &str, sched_extra: &[&str], exec_extra: &[&str]) -> Cluster {
+pub(crate) fn start_cluster(
+    dir: &Path,
+    slots: &str,
+    sched_extra: &[&str],
+    exec_extra: &[&str],
+) -> Cluster {
     let port = free_port_pair();
     let bind = format!("127.0.0.1:{port}");
     let mut args = vec!["cluster", "scheduler", "--bind", &bind];

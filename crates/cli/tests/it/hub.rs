@@ -873,3 +873,150 @@ fn a_dataflow_runs_step_by_step_and_answers_as_the_sql() {
     );
     assert!(!join(dir.path(), "b").exists());
 }
+
+/// Part 4: the same queries as a job on a Ballista cluster (a scheduler and two executors of this
+/// binary): PostgreSQL's tables staged by their scan partitions with the filters pushed, lineitem
+/// read by the executors as Parquet and as `.tbl` — the answers are the in-process engine's and
+/// PostgreSQL's own.
+#[cfg(feature = "cluster")]
+#[test]
+fn q3_and_q12_on_a_ballista_cluster_answer_as_the_local_engine_and_postgres() {
+    let pg = PgCluster::shared();
+    let db = pg.create_db("hub_ballista");
+    let dir = tempdir();
+    tpch(pg, dir.path(), &db);
+    let cluster = crate::cluster::start_cluster(dir.path(), "2", &[], &[]);
+    let uri = pg.uri(&db);
+    let listed = uri.replacen('?', "?tables=customer,orders&", 1);
+    let pq = format!(
+        "lineitem=file:{}",
+        s(&join(dir.path(), "pq/lineitem.parquet"))
+    );
+    let q3 = Q3.replace("{c}", "pg.customer").replace("{o}", "pg.orders");
+    let sources = ["--source", &format!("pg={listed}"), "--source", &pq];
+    let mut local = vec!["query", &q3, "--out", "local.csv", "--run", "local", "-q"];
+    local.extend_from_slice(&sources);
+    ok(dir.path(), &local);
+    let mut remote = vec![
+        "query",
+        &q3,
+        "--engine",
+        "ballista",
+        "--scheduler",
+        &cluster.url,
+        "--explain",
+        "--out",
+        "cluster.csv",
+        "--run",
+        "runs/cluster",
+    ];
+    remote.extend_from_slice(&sources);
+    let out = ok(dir.path(), &remote);
+    let want = pg_rows(
+        pg,
+        &db,
+        &Q3.replace("{c}", "customer").replace("{o}", "orders"),
+    );
+    assert_eq!(want.len(), 20, "{want:?}");
+    assert_eq!(csv_rows(&join(dir.path(), "local.csv")), want);
+    assert_eq!(csv_rows(&join(dir.path(), "cluster.csv")), want);
+    // It ran on the cluster, and PostgreSQL got the pushed filters in its staging scans.
+    assert!(out.contains("DistributedQueryExec"), "{out}");
+    assert!(out.contains("\"o_orderdate\" < DATE '1995-03-15'"), "{out}");
+    let run = join(dir.path(), "runs/cluster");
+    let m = manifest(&run);
+    assert_eq!(m["workload"]["params"]["engine"], "ballista", "{m}");
+    assert_eq!(m["workload"]["params"]["scheduler"], cluster.url.as_str());
+    // Each table staged (one phase) by its four scan partitions, rows as PostgreSQL counts them.
+    let csv = join(dir.path(), "events.csv");
+    ok(dir.path(), &["export", s(&run), "-o", s(&csv)]);
+    let events = std::fs::read_to_string(&csv).unwrap();
+    let count = |name: &str| {
+        events
+            .lines()
+            .filter(|l| l.split(',').any(|f| f == name))
+            .count()
+    };
+    assert_eq!(count("stage:pg.orders"), 1, "{events}");
+    assert_eq!(count("stage:pg.customer"), 1, "{events}");
+    assert_eq!(count("scan:pg.orders"), 4, "{events}");
+    let (rows, _, pushed) = source_row(&run, "pg.orders");
+    let filtered: u64 = pg
+        .query(
+            &db,
+            "SELECT count(*) FROM orders WHERE o_orderdate < DATE '1995-03-15'",
+        )
+        .parse()
+        .unwrap();
+    assert_eq!(rows, filtered, "staged orders rows");
+    assert!(pushed.contains("1995-03-15"), "{pushed}");
+    // The stage directory is gone with the query.
+    let left: Vec<_> = std::fs::read_dir(join(dir.path(), "runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    assert!(
+        left.contains(&"cluster".to_string())
+            && !left.iter().any(|f| f.starts_with(".dbscope-stage")),
+        "{left:?}"
+    );
+
+    // Q12 with lineitem as TPC-H .tbl files, which the executors read as CSV.
+    let tbl = format!(
+        "lineitem=file:{}",
+        s(&join(dir.path(), "data/lineitem.tbl"))
+    );
+    let orders = format!("orders={}", table_uri(pg, &db, "orders"));
+    ok(
+        dir.path(),
+        &[
+            "query",
+            Q12,
+            "--source",
+            &orders,
+            "--source",
+            &tbl,
+            "--engine",
+            "ballista",
+            "--scheduler",
+            &cluster.url,
+            "--out",
+            "q12.csv",
+            "--run",
+            "runs/q12",
+            "-q",
+        ],
+    );
+    let want = pg_rows(pg, &db, Q12);
+    assert_eq!(want.len(), 2, "{want:?}");
+    assert_eq!(csv_rows(&join(dir.path(), "q12.csv")), want);
+
+    // A scheduler that does not answer: named, before any run; --engine ballista needs one.
+    fails(
+        dir.path(),
+        &[
+            "query",
+            Q12,
+            "--source",
+            &orders,
+            "--source",
+            &tbl,
+            "--engine",
+            "ballista",
+            "--scheduler",
+            "df://127.0.0.1:1",
+            "--run",
+            "runs/none",
+        ],
+        4,
+        &["127.0.0.1:1", "cannot be reached"],
+    );
+    assert!(!join(dir.path(), "runs/none").exists());
+    fails(
+        dir.path(),
+        &["query", Q12, "--source", &tbl, "--engine", "ballista"],
+        2,
+        &["--scheduler"],
+    );
+    drop(cluster);
+}

@@ -151,6 +151,43 @@ pub struct ClusterJob {
     pub job_name: String,
 }
 
+/// Checks that the scheduler at `scheduler` (`df://HOST:PORT` or `HOST:PORT`) accepts connections
+/// (Ballista's own connection error is a debug dump) and returns its `HOST:PORT`.
+pub fn reachable_scheduler(scheduler: &str) -> Result<String, ClusterError> {
+    let addr = scheduler_addr(scheduler).to_string();
+    let (_, _, sock) = parse_addr("--scheduler", &addr)?;
+    TcpStream::connect_timeout(&sock, Duration::from_secs(5)).map_err(|e| {
+        ClusterError::Unreachable {
+            addr: addr.clone(),
+            detail: e.to_string(),
+        }
+    })?;
+    Ok(addr)
+}
+
+/// A DataFusion context whose queries run as jobs named `job_name` on the Ballista cluster of
+/// `scheduler`: tables registered on it must be ones the scheduler can rebuild (listing tables of
+/// Parquet or CSV files the executors can read at the same paths). Call inside a Tokio runtime.
+pub async fn remote_context(
+    scheduler: &str,
+    job_name: &str,
+) -> Result<SessionContext, ClusterError> {
+    let addr = reachable_scheduler(scheduler)?;
+    let config = SessionConfig::new_with_ballista()
+        .with_information_schema(false)
+        .with_ballista_job_name(job_name);
+    let state = SessionStateBuilder::new()
+        .with_config(config)
+        .with_default_features()
+        .build();
+    SessionContext::remote_with_state(&format!("df://{addr}"), state)
+        .await
+        .map_err(|e| ClusterError::Job {
+            scheduler: addr,
+            detail: e.to_string(),
+        })
+}
+
 /// Runs Q1 on the cluster and reads its result, while watching the job on the scheduler's REST
 /// API (`progress` gets each new Hadoop-style line). An `Err` means the job could not be
 /// submitted (scheduler unreachable, plan invalid); a job that failed on the cluster is an `Ok`
@@ -160,15 +197,7 @@ pub fn run_q1(
     cfg: &ClusterQ1Config,
     progress: impl FnMut(&str) + Send,
 ) -> Result<ClusterJob, ClusterError> {
-    let addr = scheduler_addr(&cfg.scheduler).to_string();
-    let (_, _, sock) = parse_addr("--scheduler", &addr)?;
-    // Ballista's own connection error is a debug dump; say which scheduler does not answer.
-    TcpStream::connect_timeout(&sock, Duration::from_secs(5)).map_err(|e| {
-        ClusterError::Unreachable {
-            addr: addr.clone(),
-            detail: e.to_string(),
-        }
-    })?;
+    let addr = reachable_scheduler(&cfg.scheduler)?;
     let job_failed = |e: datafusion::error::DataFusionError| ClusterError::Job {
         scheduler: addr.clone(),
         detail: e.to_string(),

@@ -33,6 +33,29 @@ pub struct QueryConfig {
     pub dataflow: Option<Dataflow>,
     /// Set by Ctrl-C: the query stops, the run ends interrupted, nothing at `--out`.
     pub stop: Option<Arc<StopSignal>>,
+    /// Where the query runs.
+    pub engine: Engine,
+}
+
+/// Where a query runs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Engine {
+    /// DataFusion in this process.
+    #[default]
+    Local,
+    /// A job on the Ballista cluster of this scheduler (`df://HOST:PORT`): database tables staged
+    /// as Parquet here first, every table read by the executors.
+    Ballista { scheduler: String },
+}
+
+impl Engine {
+    /// `local` or `ballista`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Engine::Local => "local",
+            Engine::Ballista { .. } => "ballista",
+        }
+    }
 }
 
 /// What one table scan did.

@@ -175,17 +175,17 @@ pub(crate) async fn register(
 }
 
 /// Registers run `dir`'s events as table `name`: exported to Parquet in `tmp` first (the export's
-/// columns and types, warm-up events included and flagged).
+/// columns and types, warm-up events included and flagged); returns that file.
 pub(crate) async fn register_run(
     ctx: &SessionContext,
     name: &str,
     dir: &str,
     tmp: &Path,
-) -> Result<u64, Error> {
+) -> Result<std::path::PathBuf, Error> {
     let run = dbscope_core::RunDir::open(Path::new(dir))
         .map_err(|e| Error::Input(format!("run:{dir}: {e}")))?;
     let out = tmp.join(format!("{name}.parquet"));
-    let summary = dbscope_analysis::export::export_run(
+    dbscope_analysis::export::export_run(
         &run,
         dbscope_analysis::export::ExportFormat::Parquet,
         &out,
@@ -195,5 +195,5 @@ pub(crate) async fn register_run(
     ctx.register_parquet(name, &path, ParquetReadOptions::default())
         .await
         .map_err(|e| Error::Input(format!("run:{dir}: {e}")))?;
-    Ok(summary.rows)
+    Ok(out)
 }

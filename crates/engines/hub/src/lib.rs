@@ -26,8 +26,9 @@ mod record;
 mod scanlog;
 pub mod source;
 mod sqlite;
+mod stage;
 
 pub use dataflow::{parse_plan, Dataflow};
 pub use error::Error;
-pub use query::{run_query, QueryConfig, QueryResult, ScanSummary};
+pub use query::{run_query, Engine, QueryConfig, QueryResult, ScanSummary};
 pub use source::{parse_source, read_sources_file, SourceSpec};

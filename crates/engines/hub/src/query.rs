@@ -8,7 +8,7 @@ use std::sync::Arc;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::util::pretty::pretty_format_batches;
 use datafusion::catalog::MemorySchemaProvider;
-use datafusion::datasource::MemTable;
+use datafusion::datasource::{MemTable, TableProvider};
 use datafusion::execution::context::SQLOptions;
 use datafusion::physical_plan::display::DisplayableExecutionPlan;
 use datafusion::physical_plan::execute_stream;
@@ -16,7 +16,7 @@ use datafusion::prelude::{DataFrame, SessionContext};
 use dbscope_core::Outcome;
 use futures::StreamExt;
 
-pub use crate::config::{QueryConfig, ScanSummary};
+pub use crate::config::{Engine, QueryConfig, ScanSummary};
 use crate::dataflow::{build_step, Step};
 use crate::error::one_line;
 use crate::output::{self, Out};
@@ -25,6 +25,7 @@ use crate::record::{self, Finish, Phase};
 use crate::scanlog::ScanLog;
 use crate::source::{kind, Kind};
 use crate::sqlite::{self, SqliteTable};
+use crate::stage::{Seen, Staged};
 use crate::{files, Error};
 
 /// What a query did.
@@ -79,23 +80,45 @@ fn check(cfg: &QueryConfig) -> Result<(), Error> {
     Ok(())
 }
 
+/// Creates schema `name` of `ctx`'s default catalog when it has none (for `NAME.table` labels).
+fn ensure_schema(ctx: &SessionContext, name: &str) -> Result<(), Error> {
+    let df = |e: datafusion::error::DataFusionError| Error::Usage(e.to_string());
+    let cat = ctx
+        .catalog("datafusion")
+        .ok_or_else(|| Error::Usage("DataFusion has no default catalog".into()))?;
+    if cat.schema(name).is_none() {
+        cat.register_schema(name, Arc::new(MemorySchemaProvider::new()))
+            .map_err(df)?;
+    }
+    Ok(())
+}
+
+/// A database table's provider, wrapped for staging when the query runs on a cluster.
+fn provider(t: Arc<dyn TableProvider>, label: &str, seen: Option<&Seen>) -> Arc<dyn TableProvider> {
+    match seen {
+        None => t,
+        Some(seen) => Arc::new(Staged {
+            inner: t,
+            label: label.to_string(),
+            seen: seen.clone(),
+        }),
+    }
+}
+
+/// Registers every source with `ctx`. With `seen` (a cluster run) database tables record their
+/// scans for staging, and runs are exported into `stage` (which the executors read); the runs'
+/// exported files are returned by source name.
 async fn register(
     ctx: &SessionContext,
     cfg: &QueryConfig,
     log: &Arc<ScanLog>,
     held: &mut Vec<Held>,
-) -> Result<(), Error> {
+    seen: Option<&Seen>,
+    stage: Option<&std::path::Path>,
+) -> Result<Vec<(String, PathBuf)>, Error> {
     let df = |e: datafusion::error::DataFusionError| Error::Usage(e.to_string());
-    let schema = |name: &str| -> Result<(), Error> {
-        let cat = ctx
-            .catalog("datafusion")
-            .ok_or_else(|| Error::Usage("DataFusion has no default catalog".into()))?;
-        if cat.schema(name).is_none() {
-            cat.register_schema(name, Arc::new(MemorySchemaProvider::new()))
-                .map_err(df)?;
-        }
-        Ok(())
-    };
+    let schema = |name: &str| ensure_schema(ctx, name);
+    let mut exported = Vec::new();
     for s in &cfg.sources {
         match kind(s)? {
             Kind::Postgres { conn, tables } => {
@@ -112,7 +135,7 @@ async fn register(
                         schema(&s.name)?;
                     }
                     let t = PgTable::open(&src, &label, &table)?;
-                    ctx.register_table(label.as_str(), Arc::new(t))
+                    ctx.register_table(label.as_str(), provider(Arc::new(t), &label, seen))
                         .map_err(df)?;
                 }
             }
@@ -126,24 +149,30 @@ async fn register(
                         }
                     };
                     let p = SqliteTable::open(&path, &label, &t, log.clone())?;
-                    ctx.register_table(label.as_str(), Arc::new(p))
+                    ctx.register_table(label.as_str(), provider(Arc::new(p), &label, seen))
                         .map_err(df)?;
                 }
             }
             Kind::File(path) => {
                 files::register(ctx, &s.name, &path).await?;
             }
-            Kind::Run(dir) => {
-                let tmp = tempfile::Builder::new()
-                    .prefix("dbscope-hub-run-")
-                    .tempdir()
-                    .map_err(|e| Error::Input(format!("a temporary directory: {e}")))?;
-                files::register_run(ctx, &s.name, &dir, tmp.path()).await?;
-                held.push(Held::Tmp(tmp));
-            }
+            Kind::Run(dir) => match stage {
+                Some(stage) => {
+                    let out = files::register_run(ctx, &s.name, &dir, stage).await?;
+                    exported.push((s.name.clone(), out));
+                }
+                None => {
+                    let tmp = tempfile::Builder::new()
+                        .prefix("dbscope-hub-run-")
+                        .tempdir()
+                        .map_err(|e| Error::Input(format!("a temporary directory: {e}")))?;
+                    files::register_run(ctx, &s.name, &dir, tmp.path()).await?;
+                    held.push(Held::Tmp(tmp));
+                }
+            },
         }
     }
-    Ok(())
+    Ok(exported)
 }
 
 /// Runs the query: sources registered, SQL planned (errors here are the user's: no run), then the
@@ -173,7 +202,33 @@ async fn run(
 ) -> Result<QueryResult, Error> {
     let ctx = SessionContext::new();
     let opened = std::time::Instant::now();
-    register(&ctx, cfg, log, held).await?;
+    // On a cluster: the scheduler answers, the database tables' scans are kept for staging and
+    // everything the executors read goes to the stage directory.
+    let scheduler = match &cfg.engine {
+        Engine::Local => None,
+        Engine::Ballista { scheduler } => {
+            if cfg.dataflow.is_some() {
+                return Err(Error::Usage(
+                    "--plan runs its steps one by one in this process; --engine ballista runs \
+                     SQL only"
+                        .into(),
+                ));
+            }
+            reachable(scheduler)?;
+            Some(scheduler.clone())
+        }
+    };
+    let seen: Option<Seen> = scheduler.as_ref().map(|_| Seen::default());
+    let stage_dir = match &scheduler {
+        Some(_) => {
+            let d = stage_dir(&cfg.run)?;
+            let p = d.path().to_path_buf();
+            held.push(Held::Tmp(d));
+            Some(p)
+        }
+        None => None,
+    };
+    let exported = register(&ctx, cfg, log, held, seen.as_ref(), stage_dir.as_deref()).await?;
     // Before the run's clock: connecting, the catalog, the splits (a counter, not an event).
     let open_seconds = opened.elapsed().as_secs_f64();
     let opts = SQLOptions::new()
@@ -253,6 +308,39 @@ async fn run(
             }
         }
     }
+    // On a cluster: the database tables staged, then the query planned on the cluster's context.
+    let mut exec_ctx = ctx.clone();
+    if let (Some(sched), Some(seen), Some(stage_dir)) = (&scheduler, &seen, &stage_dir) {
+        let cluster = Cluster {
+            scheduler: sched,
+            seen,
+            stage: stage_dir,
+            exported: &exported,
+        };
+        let staging = on_cluster(cfg, &ctx, df.clone(), &cluster, &clock, &mut phases);
+        tokio::pin!(staging);
+        let r = loop {
+            tokio::select! {
+                r = &mut staging => break Some(r),
+                _ = tokio::time::sleep(std::time::Duration::from_millis(100)) => {
+                    if cfg.stop.as_ref().is_some_and(|s| s.is_set()) {
+                        break None;
+                    }
+                }
+            }
+        };
+        match r {
+            None => {
+                interrupted = true;
+                step_error = Some("interrupted (Ctrl-C or SIGTERM)".into());
+            }
+            Some(Err(e)) => step_error = Some(e),
+            Some(Ok((remote, remote_df))) => {
+                exec_ctx = remote;
+                df = remote_df;
+            }
+        }
+    }
     let p0 = clock.now_ns();
     let planned = match step_error {
         Some(e) => Err(e),
@@ -292,7 +380,7 @@ async fn run(
             };
             if detail.is_none() {
                 let t2 = clock.now_ns();
-                let stream = execute_stream(plan.clone(), ctx.task_ctx());
+                let stream = execute_stream(plan.clone(), exec_ctx.task_ctx());
                 match stream {
                     Err(e) => detail = Some(format!("running the query: {}", one_line(&e))),
                     Ok(mut stream) => {
@@ -464,4 +552,174 @@ async fn run_step(
     let schema = batches.first().map_or(schema, |b| b.schema());
     let table = MemTable::try_new(schema, vec![batches])?;
     Ok((ctx.read_table(Arc::new(table))?, rows))
+}
+
+/// `--engine ballista` in a build without the cluster engine is the user's error; a scheduler
+/// that does not answer is named before any run is made.
+fn reachable(scheduler: &str) -> Result<(), Error> {
+    #[cfg(feature = "ballista")]
+    {
+        dbscope_cluster::reachable_scheduler(scheduler)
+            .map(|_| ())
+            .map_err(|e| Error::Source(e.to_string()))
+    }
+    #[cfg(not(feature = "ballista"))]
+    {
+        let _ = scheduler;
+        Err(Error::Usage(
+            "this dbscope was built without the cluster engine (Apache DataFusion Ballista); \
+             build it with `cargo build --release --features cluster` for --engine ballista"
+                .into(),
+        ))
+    }
+}
+
+/// The stage directory of a cluster run: beside the run directory (so on its file system, which
+/// the executors must see at the same path), removed when the query ends.
+fn stage_dir(run: &std::path::Path) -> Result<tempfile::TempDir, Error> {
+    let parent = match run.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let bad = |e: std::io::Error| {
+        Error::Input(format!(
+            "{}: cannot make the stage directory: {e}",
+            parent.display()
+        ))
+    };
+    std::fs::create_dir_all(&parent).map_err(bad)?;
+    let parent = std::fs::canonicalize(&parent).map_err(bad)?;
+    tempfile::Builder::new()
+        .prefix(".dbscope-stage-")
+        .tempdir_in(&parent)
+        .map_err(bad)
+}
+
+/// What a cluster run needs beside the query.
+struct Cluster<'a> {
+    scheduler: &'a str,
+    seen: &'a Seen,
+    stage: &'a std::path::Path,
+    /// The runs' events exported to Parquet, by source name.
+    exported: &'a [(String, PathBuf)],
+}
+
+/// Stages every database table the query reads (all at once, each by its scan partitions: one
+/// `stage:TABLE` phase each), then registers the staged tables, the file sources and the exported
+/// runs with a context on the cluster and plans the query there.
+async fn on_cluster(
+    cfg: &QueryConfig,
+    local: &SessionContext,
+    local_df: DataFrame,
+    c: &Cluster<'_>,
+    clock: &dbscope_core::RunClock,
+    phases: &mut Vec<Phase>,
+) -> Result<(SessionContext, DataFrame), String> {
+    // Planning here calls each database table's scan with the projection and filters the query
+    // pushes: those scans are what is staged.
+    local_df
+        .create_physical_plan()
+        .await
+        .map_err(|e| format!("planning the query: {}", one_line(&e)))?;
+    let scans = crate::stage::scans_to_stage(local, c.seen).await?;
+    let runs = scans.into_iter().map(|(label, plan)| async move {
+        let dir = c.stage.join(&label);
+        let s0 = clock.now_ns();
+        let r = crate::stage::stage(local, &label, plan, &dir).await;
+        (label, dir, s0, clock.now_ns(), r)
+    });
+    let mut staged = Vec::new();
+    let mut first_err = None;
+    for (label, dir, s0, s1, r) in futures::future::join_all(runs).await {
+        phases.push(Phase {
+            name: format!("stage:{label}"),
+            start_ns: s0,
+            end_ns: s1,
+            rows: r.as_ref().map_or(0, |(rows, _)| *rows),
+            failed: r.is_err(),
+        });
+        match r {
+            Ok(_) => staged.push((label, dir)),
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    let job = format!(
+        "dbscope query [{}-{}]",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    );
+    let remote = remote_context(c.scheduler, &job).await?;
+    let reg = |e: datafusion::error::DataFusionError| format!("on the cluster: {}", one_line(&e));
+    for (label, dir) in &staged {
+        if let Some((schema, _)) = label.split_once('.') {
+            ensure_schema(&remote, schema).map_err(|e| e.to_string())?;
+        }
+        remote
+            .register_parquet(
+                label.as_str(),
+                &dir.to_string_lossy(),
+                datafusion::prelude::ParquetReadOptions::default(),
+            )
+            .await
+            .map_err(reg)?;
+    }
+    for s in &cfg.sources {
+        match kind(s).map_err(|e| e.to_string())? {
+            Kind::File(path) => {
+                // The executors resolve relative paths from their own directory.
+                let abs = std::path::absolute(&path)
+                    .map_err(|e| format!("{path}: {e}"))?
+                    .to_string_lossy()
+                    .to_string();
+                files::register(&remote, &s.name, &abs)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            Kind::Run(_) => {
+                let out = c
+                    .exported
+                    .iter()
+                    .find(|(n, _)| *n == s.name)
+                    .map(|(_, p)| p.to_string_lossy().to_string())
+                    .ok_or_else(|| format!("run source {} was not exported", s.name))?;
+                remote
+                    .register_parquet(
+                        s.name.as_str(),
+                        &out,
+                        datafusion::prelude::ParquetReadOptions::default(),
+                    )
+                    .await
+                    .map_err(reg)?;
+            }
+            Kind::Postgres { .. } | Kind::Sqlite { .. } => {}
+        }
+    }
+    let opts = SQLOptions::new()
+        .with_allow_ddl(false)
+        .with_allow_dml(false)
+        .with_allow_statements(false);
+    let df = remote
+        .sql_with_options(&cfg.sql, opts)
+        .await
+        .map_err(|e| format!("planning the query on the cluster: {}", one_line(&e)))?;
+    Ok((remote, df))
+}
+
+#[cfg(feature = "ballista")]
+async fn remote_context(scheduler: &str, job: &str) -> Result<SessionContext, String> {
+    dbscope_cluster::remote_context(scheduler, job)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(not(feature = "ballista"))]
+async fn remote_context(_scheduler: &str, _job: &str) -> Result<SessionContext, String> {
+    Err("this dbscope was built without the cluster engine".into())
 }

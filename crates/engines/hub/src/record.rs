@@ -33,6 +33,13 @@ pub(crate) fn begin(cfg: &QueryConfig) -> Result<Recording, Error> {
         ("pushdown".to_string(), cfg.pushdown.into()),
     ]);
     let mut params = params;
+    params.insert("engine".to_string(), cfg.engine.name().into());
+    if let crate::config::Engine::Ballista { scheduler } = &cfg.engine {
+        params.insert(
+            "scheduler".to_string(),
+            dbscope_core::redact::redact(scheduler).into(),
+        );
+    }
     if cfg.dataflow.is_some() {
         params.insert("dataflow".to_string(), true.into());
     }
