@@ -285,6 +285,31 @@ mod with_cluster {
                 if config.combiner { "on" } else { "off" },
                 lineitem.format.name(),
             )?;
+            // Hadoop's counters the seed read: what the combiner saved the shuffle, and the
+            // job's CPU (here the operators' compute time the executors report).
+            if let Some(r) = jobs.iter().rev().find_map(|j| j.report.as_ref()) {
+                let shipped: usize = r
+                    .stages
+                    .iter()
+                    .filter(|s| dbscope_cluster::monitor::stage_kind(s) == "map")
+                    .map(|s| s.output_rows)
+                    .sum();
+                let compute = r.ledger.as_ref().map(|l| {
+                    format!(
+                        "; compute time {:.3} s (DataFusion's elapsed_compute over the tasks)",
+                        l.iter().map(|t| t.compute_ns).sum::<u64>() as f64 / 1e9
+                    )
+                });
+                writeln!(
+                    out,
+                    "{} records shipped from map to reduce ({} rows passed the filter){}",
+                    dbscope_analysis::text::thousands(shipped as u64),
+                    dbscope_analysis::text::thousands(output.answer.rows_aggregated()),
+                    compute.unwrap_or_else(|| {
+                        "; no compute time (a stock scheduler keeps no task ledger)".into()
+                    })
+                )?;
+            }
             if failure.is_none() {
                 writeln!(
                     out,

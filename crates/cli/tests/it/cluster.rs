@@ -305,6 +305,32 @@ fn q1_on_a_ballista_cluster_both_ways_over_tbl_and_parquet() {
                 "{out}"
             );
             assert!(out.contains("59307 rows aggregated"), "{out}");
+            // Issue 34 item 5: the combiner's effect in records shipped, and the compute time.
+            let line = out
+                .lines()
+                .find(|l| l.contains("records shipped from map to reduce"))
+                .unwrap_or_else(|| panic!("{out}"));
+            let shipped: u64 = line
+                .split_whitespace()
+                .next()
+                .unwrap()
+                .replace(',', "")
+                .parse()
+                .unwrap();
+            assert!(line.contains("(59,307 rows passed the filter)"), "{line}");
+            if way.len() == 3 {
+                assert_eq!(shipped, 59307, "without the combiner: {line}");
+            } else {
+                // At most one record per group (4) per map task (3).
+                assert!(shipped <= 12, "with the combiner: {line}");
+            }
+            let compute: f64 = line
+                .split("compute time ")
+                .nth(1)
+                .and_then(|t| t.split_whitespace().next())
+                .and_then(|t| t.parse().ok())
+                .unwrap_or_else(|| panic!("{line}"));
+            assert!(compute > 0.0, "{line}");
             answers.push(answer);
         }
     }

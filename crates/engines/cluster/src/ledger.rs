@@ -18,13 +18,13 @@ use axum::extract::{Path, State};
 use axum::Json;
 use ballista_core::serde::protobuf::scheduler_grpc_server::SchedulerGrpc;
 use ballista_core::serde::protobuf::{
-    failed_task::FailedReason, task_status, CancelJobParams, CancelJobResult, CleanJobDataParams,
-    CleanJobDataResult, CreateUpdateSessionParams, CreateUpdateSessionResult, ExecuteQueryParams,
-    ExecuteQueryResult, ExecutorStoppedParams, ExecutorStoppedResult, GetJobMetricsParams,
-    GetJobMetricsResult, GetJobStatusParams, GetJobStatusResult, HeartBeatParams, HeartBeatResult,
-    PollWorkParams, PollWorkResult, RegisterExecutorParams, RegisterExecutorResult,
-    RemoveSessionParams, RemoveSessionResult, TaskStatus, UpdateTaskStatusParams,
-    UpdateTaskStatusResult,
+    failed_task::FailedReason, operator_metric, task_status, CancelJobParams, CancelJobResult,
+    CleanJobDataParams, CleanJobDataResult, CreateUpdateSessionParams, CreateUpdateSessionResult,
+    ExecuteQueryParams, ExecuteQueryResult, ExecutorStoppedParams, ExecutorStoppedResult,
+    GetJobMetricsParams, GetJobMetricsResult, GetJobStatusParams, GetJobStatusResult,
+    HeartBeatParams, HeartBeatResult, PollWorkParams, PollWorkResult, RegisterExecutorParams,
+    RegisterExecutorResult, RemoveSessionParams, RemoveSessionResult, TaskStatus,
+    UpdateTaskStatusParams, UpdateTaskStatusResult,
 };
 use ballista_scheduler::scheduler_server::SchedulerServer;
 use datafusion_proto::protobuf::{LogicalPlanNode, PhysicalPlanNode};
@@ -56,6 +56,11 @@ pub struct LedgerTask {
     pub bytes: u64,
     /// Rows in those files.
     pub rows: u64,
+    /// DataFusion's `elapsed_compute` summed over the task's operators, ns: the time its
+    /// operators spent computing (not waiting for input), the nearest to Hadoop's "CPU time
+    /// spent" that an executor reports. 0 from a scheduler of an earlier dbscope.
+    #[serde(default)]
+    pub compute_ns: u64,
 }
 
 /// The route's answer.
@@ -98,6 +103,15 @@ impl TaskLedger {
                 files: partitions.len() as u32,
                 bytes: partitions.iter().map(|p| p.num_bytes).sum(),
                 rows: partitions.iter().map(|p| p.num_rows).sum(),
+                compute_ns: s
+                    .metrics
+                    .iter()
+                    .flat_map(|set| &set.metrics)
+                    .filter_map(|m| match m.metric {
+                        Some(operator_metric::Metric::ElapseTime(ns)) => Some(ns),
+                        _ => None,
+                    })
+                    .sum(),
             };
             let at = match jobs.iter().position(|(id, _)| *id == s.job_id) {
                 Some(at) => at,

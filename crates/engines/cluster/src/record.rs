@@ -198,6 +198,7 @@ pub fn record_cluster_q1(
     let mut stage_rows: Vec<Vec<CounterValue>> = Vec::new();
     let (mut tasks, mut failed_tasks, mut shuffled_rows, mut shuffled_bytes) =
         (0u64, 0u64, 0u64, 0u64);
+    let mut compute_ns = 0u64;
     for (rep, job) in jobs.iter().enumerate() {
         let at = (job.submitted_unix_ns as i128 - origin_ns as i128).max(0) as u64;
         events.push((
@@ -250,6 +251,7 @@ pub fn record_cluster_q1(
                     .unwrap_or(start_ms);
                 let start_ns = rel_ns(start_ms, origin_ns);
                 let noted = ledger.get(&(stage_id, t.id as u32));
+                compute_ns += noted.map_or(0, |n| n.compute_ns);
                 let exec = noted.and_then(|n| executors.iter().position(|e| e.id == n.executor_id));
                 if let (Some(n), Some(x)) = (noted, exec) {
                     per_exec[x].0 += 1;
@@ -363,6 +365,18 @@ pub fn record_cluster_q1(
                     from_ledger(shuffled_bytes as i64),
                     "bytes",
                 ),
+                Counter::new(
+                    "compute_seconds",
+                    "the tasks' compute time (DataFusion's elapsed_compute over every operator of \
+                     every task; the seed's Cumulative CPU)",
+                    if ledger_missing {
+                        CounterValue::None
+                    } else {
+                        CounterValue::Float(compute_ns as f64 / 1e9)
+                    },
+                    "s",
+                )
+                .decimals(3),
                 Counter::new(
                     "job_status",
                     "last job's status",
