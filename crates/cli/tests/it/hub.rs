@@ -493,6 +493,114 @@ fn sqlite_tbl_files_and_runs_are_tables_too() {
     for e in ["execute,1", "output,1", "plan,1", "query,1", "scan:s.kv,1"] {
         assert!(events.contains(e), "{e} in {events}");
     }
+
+    // Filters pushed to SQLite: integer and text comparisons (text ordered as bytes, as in
+    // DataFusion) go into the WHERE, and only the matching rows are read; a table that declares a
+    // collation keeps its text filters in DataFusion. The answers are those without pushdown.
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute_batch(
+        "CREATE TABLE o (k INTEGER, d TEXT, x REAL);          CREATE TABLE ci (k INTEGER, name TEXT COLLATE NOCASE);          INSERT INTO ci VALUES (1, 'abc'), (2, 'ABC'), (3, 'b');",
+    )
+    .unwrap();
+    c.execute_batch("BEGIN").unwrap();
+    for i in 0..1000 {
+        c.execute(
+            "INSERT INTO o VALUES (?1, ?2, ?3)",
+            rusqlite::params![
+                i,
+                format!("1995-{:02}-{:02}", i % 12 + 1, i % 28 + 1),
+                i as f64 / 3.0
+            ],
+        )
+        .unwrap();
+    }
+    c.execute_batch("COMMIT").unwrap();
+    drop(c);
+    let want_o: i64 = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row(
+            "SELECT count(*) FROM o WHERE k >= 100 AND k < 600 AND d >= '1995-06-01' AND x > 50",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let src = format!("s=sqlite:{}", s(&db));
+    let q = "SELECT count(*) AS n, sum(k) AS ks FROM s.o              WHERE k >= 100 AND k < 600 AND d >= '1995-06-01' AND x > 50";
+    let pushed = ok(
+        dir.path(),
+        &[
+            "query",
+            q,
+            "--source",
+            &src,
+            "--explain",
+            "--out",
+            "p.csv",
+            "--run",
+            "p",
+        ],
+    );
+    assert!(
+        pushed.contains(
+            "filters pushed: (\"k\" >= 100) AND (\"k\" < 600) AND (\"d\" >= '1995-06-01')"
+        ),
+        "{pushed}"
+    );
+    // The real's filter is DataFusion's.
+    assert!(pushed.contains("FilterExec: x@1 > 50"), "{pushed}");
+    let read: u64 = pushed
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("received: "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{pushed}"));
+    let narrowed: u64 = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row(
+            "SELECT count(*) FROM o WHERE k >= 100 AND k < 600 AND d >= '1995-06-01'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(read, narrowed, "{pushed}");
+    ok(
+        dir.path(),
+        &[
+            "query",
+            q,
+            "--source",
+            &src,
+            "--no-pushdown",
+            "--out",
+            "np.csv",
+            "-q",
+        ],
+    );
+    let answer = std::fs::read_to_string(join(dir.path(), "p.csv")).unwrap();
+    assert_eq!(
+        answer,
+        std::fs::read_to_string(join(dir.path(), "np.csv")).unwrap()
+    );
+    assert!(answer.starts_with(&format!("n,ks\n{want_o},")), "{answer}");
+    // NOCASE: 'abc' = 'ABC' in SQLite, not in DataFusion; the integer filter still goes.
+    let out = ok(
+        dir.path(),
+        &[
+            "query",
+            "SELECT k FROM s.ci WHERE name = 'abc' AND k > 0 ORDER BY k",
+            "--source",
+            &src,
+            "--explain",
+            "--out",
+            "ci.csv",
+        ],
+    );
+    assert!(out.contains("filters pushed: (\"k\" > 0)"), "{out}");
+    assert!(out.contains("FilterExec: name@1 = abc"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(join(dir.path(), "ci.csv")).unwrap(),
+        "k\n1\n"
+    );
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! Which DataFusion filters a PostgreSQL scan can send to the server, and as what SQL.
+//! Which DataFusion filters a PostgreSQL or SQLite scan can send to the database, and as what
+//! SQL.
 //!
 //! A filter is pushed only when PostgreSQL's answer is exactly DataFusion's on the values the
 //! scan returns (DataFusion then does not apply it again, `Exact`); everything else stays in
@@ -8,6 +9,13 @@
 //! widened, a decimal given more digits). Text: only `=`, `<>` and `IN` — an ordering (`<`) or a
 //! `LIKE` would follow the column's collation on the server and byte order in DataFusion.
 //! Floats are not pushed (NaN orders differently).
+//!
+//! SQLite ([`Dialect::Sqlite`]): the scan reads only integers into Int64 columns and only text
+//! into Utf8 ones (anything else fails the scan), so comparisons of those with integer and text
+//! literals are SQLite's as DataFusion's. Text ordering too, under SQLite's default BINARY
+//! collation (memcmp of the UTF-8 bytes: DataFusion's order); a table that declares a COLLATE
+//! anywhere gets text equality and ordering left to DataFusion. Nothing else is pushed (reals,
+//! blobs, `LIKE`, which SQLite folds ASCII case for).
 
 use std::collections::HashMap;
 
@@ -34,7 +42,23 @@ enum Class {
     Bool,
 }
 
-fn class(t: &DataType) -> Option<Class> {
+/// Which database's SQL and comparison rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    /// PostgreSQL.
+    Postgres,
+    /// SQLite; `text_ordered`: text compares as bytes (no COLLATE declared in the table).
+    Sqlite { text_ordered: bool },
+}
+
+fn class(t: &DataType, d: Dialect) -> Option<Class> {
+    if let Dialect::Sqlite { text_ordered } = d {
+        return match t {
+            DataType::Int64 => Some(Class::Ordered),
+            DataType::Utf8 if text_ordered => Some(Class::Ordered),
+            _ => None,
+        };
+    }
     match t {
         DataType::Int8
         | DataType::Int16
@@ -55,40 +79,45 @@ fn class(t: &DataType) -> Option<Class> {
 /// The SQL of `e` for a table whose columns are `cols` (by name), or `None` when it cannot be
 /// said exactly.
 pub fn to_sql(e: &Expr, cols: &HashMap<String, PushColumn>) -> Option<String> {
-    let (sql, c) = translate(e, cols)?;
+    to_sql_in(e, cols, Dialect::Postgres)
+}
+
+/// [`to_sql`] for a database of `dialect`.
+pub fn to_sql_in(e: &Expr, cols: &HashMap<String, PushColumn>, dialect: Dialect) -> Option<String> {
+    let (sql, c) = translate(e, cols, dialect)?;
     (c == Class::Bool).then_some(sql)
 }
 
-fn translate(e: &Expr, cols: &HashMap<String, PushColumn>) -> Option<(String, Class)> {
+fn translate(e: &Expr, cols: &HashMap<String, PushColumn>, d: Dialect) -> Option<(String, Class)> {
     match e {
         Expr::Column(c) => {
             let col = cols.get(&c.name)?;
-            Some((col.sql.clone(), class(&col.data_type)?))
+            Some((col.sql.clone(), class(&col.data_type, d)?))
         }
-        Expr::Literal(v, _) => literal(v),
+        Expr::Literal(v, _) => literal(v, d),
         Expr::Cast(c) => {
-            let (sql, cl) = translate(&c.expr, cols)?;
+            let (sql, cl) = translate(&c.expr, cols, d)?;
             let from = match c.expr.as_ref() {
                 Expr::Column(col) => cols.get(&col.name)?.data_type.clone(),
                 _ => return None,
             };
-            widening(&from, c.field.data_type()).then_some((sql, cl))
+            (d == Dialect::Postgres && widening(&from, c.field.data_type())).then_some((sql, cl))
         }
         Expr::Not(inner) => {
-            let (s, c) = translate(inner, cols)?;
+            let (s, c) = translate(inner, cols, d)?;
             (c == Class::Bool).then(|| (format!("(NOT {s})"), Class::Bool))
         }
         Expr::IsNull(inner) => {
-            let (s, _) = translate(inner, cols)?;
+            let (s, _) = translate(inner, cols, d)?;
             Some((format!("({s} IS NULL)"), Class::Bool))
         }
         Expr::IsNotNull(inner) => {
-            let (s, _) = translate(inner, cols)?;
+            let (s, _) = translate(inner, cols, d)?;
             Some((format!("({s} IS NOT NULL)"), Class::Bool))
         }
         Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
-            let (l, lc) = translate(left, cols)?;
-            let (r, rc) = translate(right, cols)?;
+            let (l, lc) = translate(left, cols, d)?;
+            let (r, rc) = translate(right, cols, d)?;
             let sym = match op {
                 Operator::And | Operator::Or => {
                     if lc != Class::Bool || rc != Class::Bool {
@@ -126,9 +155,9 @@ fn translate(e: &Expr, cols: &HashMap<String, PushColumn>) -> Option<(String, Cl
             Some((format!("({l} {sym} {r})"), Class::Bool))
         }
         Expr::Between(b) => {
-            let (x, xc) = translate(&b.expr, cols)?;
-            let (lo, lc) = translate(&b.low, cols)?;
-            let (hi, hc) = translate(&b.high, cols)?;
+            let (x, xc) = translate(&b.expr, cols, d)?;
+            let (lo, lc) = translate(&b.low, cols, d)?;
+            let (hi, hc) = translate(&b.high, cols, d)?;
             if xc != Class::Ordered || lc != Class::Ordered || hc != Class::Ordered {
                 return None;
             }
@@ -136,7 +165,7 @@ fn translate(e: &Expr, cols: &HashMap<String, PushColumn>) -> Option<(String, Cl
             Some((format!("({x} {not}BETWEEN {lo} AND {hi})"), Class::Bool))
         }
         Expr::InList(l) => {
-            let (x, xc) = translate(&l.expr, cols)?;
+            let (x, xc) = translate(&l.expr, cols, d)?;
             if l.list.is_empty() {
                 return None;
             }
@@ -144,7 +173,7 @@ fn translate(e: &Expr, cols: &HashMap<String, PushColumn>) -> Option<(String, Cl
                 .list
                 .iter()
                 .map(|i| match i {
-                    Expr::Literal(..) => translate(i, cols).filter(|(_, c)| *c == xc),
+                    Expr::Literal(..) => translate(i, cols, d).filter(|(_, c)| *c == xc),
                     _ => None,
                 })
                 .collect::<Option<Vec<_>>>()?;
@@ -179,8 +208,17 @@ fn widening(from: &DataType, to: &DataType) -> bool {
     }
 }
 
-fn literal(v: &ScalarValue) -> Option<(String, Class)> {
+fn literal(v: &ScalarValue, d: Dialect) -> Option<(String, Class)> {
     let ordered = |s: String| Some((s, Class::Ordered));
+    if let Dialect::Sqlite { text_ordered } = d {
+        return match v {
+            ScalarValue::Int64(Some(x)) => ordered(x.to_string()),
+            ScalarValue::Utf8(Some(s)) if text_ordered && !s.contains('\0') => {
+                ordered(format!("'{}'", s.replace('\'', "''")))
+            }
+            _ => None,
+        };
+    }
     match v {
         ScalarValue::Int8(Some(x)) => ordered(x.to_string()),
         ScalarValue::Int16(Some(x)) => ordered(x.to_string()),
@@ -282,5 +320,69 @@ mod tests {
         assert_eq!(decimal(12345, 2), "123.45");
         assert_eq!(decimal(5, 3), "0.005");
         assert_eq!(decimal(-120, 0), "-120");
+    }
+
+    #[test]
+    fn sqlite_takes_integers_and_text_as_bytes_only() {
+        let c = HashMap::from([
+            (
+                "k".to_string(),
+                PushColumn {
+                    sql: "\"k\"".into(),
+                    data_type: DataType::Int64,
+                },
+            ),
+            (
+                "s".to_string(),
+                PushColumn {
+                    sql: "\"s\"".into(),
+                    data_type: DataType::Utf8,
+                },
+            ),
+            (
+                "f".to_string(),
+                PushColumn {
+                    sql: "\"f\"".into(),
+                    data_type: DataType::Float64,
+                },
+            ),
+        ]);
+        let bytes = Dialect::Sqlite { text_ordered: true };
+        let collated = Dialect::Sqlite {
+            text_ordered: false,
+        };
+        let range = col("s")
+            .gt_eq(lit("1995-01-01"))
+            .and(col("k").lt(lit(7i64)));
+        assert_eq!(
+            to_sql_in(&range, &c, bytes).as_deref(),
+            Some("((\"s\" >= '1995-01-01') AND (\"k\" < 7))")
+        );
+        // A declared collation: no text comparison at all, equality included.
+        assert_eq!(to_sql_in(&range, &c, collated), None);
+        assert_eq!(to_sql_in(&col("s").eq(lit("a")), &c, collated), None);
+        assert_eq!(
+            to_sql_in(&col("k").eq(lit(1i64)), &c, collated).as_deref(),
+            Some("(\"k\" = 1)")
+        );
+        // Reals, LIKE (ASCII case folded in SQLite), decimals and dates are DataFusion's.
+        assert_eq!(to_sql_in(&col("f").gt(lit(1.5f64)), &c, bytes), None);
+        assert_eq!(to_sql_in(&col("s").like(lit("a%")), &c, bytes), None);
+        assert_eq!(
+            to_sql_in(
+                &col("k").lt(lit(ScalarValue::Decimal128(Some(5), 15, 2))),
+                &c,
+                bytes
+            ),
+            None
+        );
+        assert_eq!(
+            to_sql_in(
+                &col("s").eq(lit(ScalarValue::Date32(Some(9000)))),
+                &c,
+                bytes
+            ),
+            None
+        );
     }
 }

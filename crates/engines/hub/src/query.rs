@@ -148,7 +148,7 @@ async fn register(
                             format!("{}.{t}", s.name)
                         }
                     };
-                    let p = SqliteTable::open(&path, &label, &t, log.clone())?;
+                    let p = SqliteTable::open(&path, &label, &t, log.clone(), cfg.pushdown)?;
                     ctx.register_table(label.as_str(), provider(Arc::new(p), &label, seen))
                         .map_err(df)?;
                 }

@@ -1,6 +1,9 @@
 //! A SQLite table as a DataFusion table provider: the projected columns read when the query
-//! scans it (one event), typed by their declared types (SQLite's affinity rules).
+//! scans it (one event), typed by their declared types (SQLite's affinity rules), with the
+//! filters SQLite answers exactly as DataFusion would sent in its WHERE (and then the LIMIT):
+//! [`crate::pushdown`] says which.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -13,11 +16,12 @@ use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::{DataFusionError, Result as DfResult};
 use datafusion::datasource::memory::MemorySourceConfig;
-use datafusion::logical_expr::{Expr, TableType};
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
+use crate::pushdown::{to_sql_in, Dialect, PushColumn};
 use crate::scanlog::{ScanLog, ScanPart, ScanPlan};
 use crate::Error;
 
@@ -62,6 +66,16 @@ pub(crate) struct SqliteTable {
     table: String,
     schema: SchemaRef,
     log: Arc<ScanLog>,
+    /// Send filters and LIMIT (off: `--no-pushdown`).
+    pushdown: bool,
+    /// How the filters are said, and whether text orders as bytes here.
+    dialect: Dialect,
+    /// The columns by name, for the filters.
+    by_name: HashMap<String, PushColumn>,
+}
+
+fn quote(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 /// A declared type's Arrow type (SQLite's affinity rules, section 3.1 of its datatype page).
@@ -89,6 +103,7 @@ impl SqliteTable {
         label: &str,
         table: &str,
         log: Arc<ScanLog>,
+        pushdown: bool,
     ) -> Result<SqliteTable, Error> {
         let c = open(path).map_err(Error::Input)?;
         let mut st = c
@@ -107,12 +122,42 @@ impl SqliteTable {
             })
             .and_then(|rows| rows.collect())
             .map_err(|e| Error::Input(format!("sqlite:{path}: table {table}: {e}")))?;
+        // Text compares as bytes unless a collation is declared: a COLLATE anywhere in a table's
+        // definition, or a view (whose columns keep their tables' collations), leaves text
+        // filters to DataFusion.
+        let (kind, sql): (String, Option<String>) = c
+            .query_row(
+                "SELECT type, sql FROM sqlite_schema WHERE name = ?1",
+                [table],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(|e| Error::Input(format!("sqlite:{path}: table {table}: {e}")))?;
+        let text_ordered = kind == "table"
+            && !sql
+                .unwrap_or_default()
+                .to_ascii_uppercase()
+                .contains("COLLATE");
+        let by_name = fields
+            .iter()
+            .map(|f| {
+                (
+                    f.name().clone(),
+                    PushColumn {
+                        sql: quote(f.name()),
+                        data_type: f.data_type().clone(),
+                    },
+                )
+            })
+            .collect();
         Ok(SqliteTable {
             path: PathBuf::from(path),
             label: label.to_string(),
             table: table.to_string(),
             schema: Arc::new(Schema::new(fields)),
             log,
+            pushdown,
+            dialect: Dialect::Sqlite { text_ordered },
+            by_name,
         })
     }
 
@@ -206,12 +251,27 @@ impl TableProvider for SqliteTable {
         TableType::Base
     }
 
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> DfResult<Vec<TableProviderFilterPushDown>> {
+        Ok(filters
+            .iter()
+            .map(
+                |f| match self.pushdown && to_sql_in(f, &self.by_name, self.dialect).is_some() {
+                    true => TableProviderFilterPushDown::Exact,
+                    false => TableProviderFilterPushDown::Unsupported,
+                },
+            )
+            .collect())
+    }
+
     async fn scan(
         &self,
         _state: &dyn Session,
         projection: Option<&Vec<usize>>,
-        _filters: &[Expr],
-        _limit: Option<usize>,
+        filters: &[Expr],
+        limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         let cols: Vec<usize> = projection
             .cloned()
@@ -220,11 +280,26 @@ impl TableProvider for SqliteTable {
             "1".to_string()
         } else {
             cols.iter()
-                .map(|&i| format!("\"{}\"", self.schema.field(i).name().replace('"', "\"\"")))
+                .map(|&i| quote(self.schema.field(i).name()))
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let sql = format!("SELECT {list} FROM \"{}\"", self.table.replace('"', "\"\""));
+        let mut pushed = Vec::new();
+        let mut kept = Vec::new();
+        for f in filters {
+            match to_sql_in(f, &self.by_name, self.dialect).filter(|_| self.pushdown) {
+                Some(s) => pushed.push(s),
+                None => kept.push(f.to_string()),
+            }
+        }
+        let limit = limit.filter(|_| self.pushdown && kept.is_empty());
+        let where_ = if pushed.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", pushed.join(" AND "))
+        };
+        let lim = limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
+        let sql = format!("SELECT {list} FROM {}{where_}{lim}", quote(&self.table));
         let log = &self.log;
         log.plan(ScanPlan {
             label: self.label.clone(),
@@ -233,9 +308,11 @@ impl TableProvider for SqliteTable {
                 .iter()
                 .map(|&i| self.schema.field(i).name().clone())
                 .collect(),
+            pushed,
+            kept,
+            limit,
             split: "one read (SQLite)".into(),
             sql: vec![sql.clone()],
-            ..Default::default()
         });
         let start_ns = log.now_ns();
         let r = self.read(&cols, &sql);
