@@ -19,6 +19,8 @@ pub enum QueryEngine {
   postgres://[user@]host[:port]/DB/TABLE      one table, as NAME
   postgres://…/DB?tables=a,b                  listed tables, as NAME.a, NAME.b
   postgres://…/DB[?schema=S]                  every table of schema S (public), as NAME.t
+  mysql://[user[:pw]@][host][:port]/DB/TABLE  MariaDB/MySQL (also ?tables=a,b, or the whole DB
+                                              as NAME.t; ?socket=PATH)
   sqlite:PATH[?table=T]                       T as NAME, or every table as NAME.t
   file:PATH                                   Parquet, CSV (header line) or TPC-H .tbl, file or directory
   run:DIR                                     a run's events, with `dbscope export`'s columns

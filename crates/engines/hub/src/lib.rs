@@ -18,6 +18,7 @@ mod config;
 pub mod dataflow;
 pub mod error;
 mod files;
+mod my;
 mod output;
 mod pg;
 pub mod pushdown;

@@ -49,9 +49,20 @@ pub enum Dialect {
     Postgres,
     /// SQLite; `text_ordered`: text compares as bytes (no COLLATE declared in the table).
     Sqlite { text_ordered: bool },
+    /// MariaDB/MySQL: integers, decimals and dates only (text follows the column's collation,
+    /// case-insensitive and blank-padded by default; DATETIME and TIMESTAMP differ in time zones).
+    MySql,
 }
 
 fn class(t: &DataType, d: Dialect) -> Option<Class> {
+    if d == Dialect::MySql {
+        return match t {
+            DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8 | DataType::Timestamp(..) => {
+                None
+            }
+            other => class(other, Dialect::Postgres),
+        };
+    }
     if let Dialect::Sqlite { text_ordered } = d {
         return match t {
             DataType::Int64 => Some(Class::Ordered),
@@ -101,7 +112,8 @@ fn translate(e: &Expr, cols: &HashMap<String, PushColumn>, d: Dialect) -> Option
                 Expr::Column(col) => cols.get(&col.name)?.data_type.clone(),
                 _ => return None,
             };
-            (d == Dialect::Postgres && widening(&from, c.field.data_type())).then_some((sql, cl))
+            (!matches!(d, Dialect::Sqlite { .. }) && widening(&from, c.field.data_type()))
+                .then_some((sql, cl))
         }
         Expr::Not(inner) => {
             let (s, c) = translate(inner, cols, d)?;
@@ -210,6 +222,15 @@ fn widening(from: &DataType, to: &DataType) -> bool {
 
 fn literal(v: &ScalarValue, d: Dialect) -> Option<(String, Class)> {
     let ordered = |s: String| Some((s, Class::Ordered));
+    if d == Dialect::MySql {
+        return match v {
+            ScalarValue::Utf8(_)
+            | ScalarValue::Utf8View(_)
+            | ScalarValue::LargeUtf8(_)
+            | ScalarValue::TimestampMicrosecond(..) => None,
+            other => literal(other, Dialect::Postgres),
+        };
+    }
     if let Dialect::Sqlite { text_ordered } = d {
         return match v {
             ScalarValue::Int64(Some(x)) => ordered(x.to_string()),

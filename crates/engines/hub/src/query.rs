@@ -19,6 +19,7 @@ use futures::StreamExt;
 pub use crate::config::{Engine, QueryConfig, ScanSummary};
 use crate::dataflow::{build_step, Step};
 use crate::error::one_line;
+use crate::my::{MySource, MyTable};
 use crate::output::{self, Out};
 use crate::pg::{PgSource, PgTable};
 use crate::record::{self, Finish, Phase};
@@ -56,6 +57,7 @@ pub struct QueryResult {
 
 enum Held {
     Pg(Arc<PgSource>),
+    My(Arc<MySource>),
     Tmp(#[allow(dead_code)] tempfile::TempDir),
 }
 
@@ -139,6 +141,18 @@ async fn register(
                         .map_err(df)?;
                 }
             }
+            Kind::MySql { conn, tables } => {
+                let src = MySource::open(&s.name, &conn, cfg.pushdown, log.clone())?;
+                held.push(Held::My(src.clone()));
+                for (label, table) in src.tables(&tables)? {
+                    if label.contains('.') {
+                        schema(&s.name)?;
+                    }
+                    let t = MyTable::open(&src, &label, &table)?;
+                    ctx.register_table(label.as_str(), provider(Arc::new(t), &label, seen))
+                        .map_err(df)?;
+                }
+            }
             Kind::Sqlite { path, table } => {
                 for t in sqlite::tables(&path, table.as_deref())? {
                     let label = match &table {
@@ -187,8 +201,10 @@ pub fn run_query(cfg: &QueryConfig) -> Result<QueryResult, Error> {
     let mut held = Vec::new();
     let r = rt.block_on(run(cfg, &log, &mut held));
     for h in &held {
-        if let Held::Pg(p) = h {
-            p.close();
+        match h {
+            Held::Pg(p) => p.close(),
+            Held::My(m) => m.close(),
+            Held::Tmp(_) => {}
         }
     }
     drop(held);
@@ -698,7 +714,7 @@ async fn on_cluster(
                     .await
                     .map_err(reg)?;
             }
-            Kind::Postgres { .. } | Kind::Sqlite { .. } => {}
+            Kind::Postgres { .. } | Kind::MySql { .. } | Kind::Sqlite { .. } => {}
         }
     }
     let opts = SQLOptions::new()

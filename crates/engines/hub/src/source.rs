@@ -5,6 +5,7 @@
 //! | `postgres://…/DATABASE/TABLE` | the table as `NAME` |
 //! | `postgres://…/DATABASE?tables=a,b` | `NAME.a`, `NAME.b` |
 //! | `postgres://…/DATABASE[?schema=S]` | every table of schema `S` (default `public`) as `NAME.t` |
+//! | `mysql://…/DATABASE/TABLE`, `?tables=a,b`, or the whole database (`mariadb://` too) | as for PostgreSQL |
 //! | `sqlite:PATH[?table=T]` | `T` as `NAME`, or every table as `NAME.t` |
 //! | `file:PATH` | a Parquet, CSV (header line) or TPC-H `.tbl` file or directory as `NAME` |
 //! | `run:DIR` | the run's events (the export's columns) as `NAME` |
@@ -42,6 +43,9 @@ impl SourceSpec {
 pub(crate) enum Kind {
     /// The connection string (hub parameters removed) and what to read.
     Postgres { conn: String, tables: PgTables },
+    /// A MariaDB/MySQL database: the connection string (hub parameters removed) and what to
+    /// read (`Schema` holds the database).
+    MySql { conn: String, tables: PgTables },
     /// The database file and, when given, the one table.
     Sqlite { path: String, table: Option<String> },
     /// A file or directory.
@@ -84,7 +88,7 @@ pub(crate) fn check_name(name: &str, what: &str) -> Result<(), Error> {
 pub fn parse_source(s: &str) -> Result<SourceSpec, Error> {
     let (name, uri) = s.split_once('=').ok_or_else(|| {
         Error::Usage(format!(
-            "--source {}: expected NAME=URI (postgres://…, sqlite:PATH, file:PATH, run:DIR)",
+            "--source {}: expected NAME=URI (postgres://…, mysql://…, sqlite:PATH, file:PATH, run:DIR)",
             redact(s)
         ))
     })?;
@@ -160,8 +164,14 @@ fn hub_params(uri: &str, own: &[&str]) -> (String, Vec<(String, String)>) {
 pub(crate) fn kind(spec: &SourceSpec) -> Result<Kind, Error> {
     let uri = spec.uri.as_str();
     let bad = |why: String| Error::Usage(format!("source {}: {why}", spec.shown()));
-    if uri.starts_with("postgres://") || uri.starts_with("postgresql://") {
+    let mysql = uri.starts_with("mysql://") || uri.starts_with("mariadb://");
+    if uri.starts_with("postgres://") || uri.starts_with("postgresql://") || mysql {
         let (conn, mine) = hub_params(uri, &["tables", "schema"]);
+        if mysql && mine.iter().any(|(k, _)| k == "schema") {
+            return Err(bad(
+                "?schema= is PostgreSQL's: on MariaDB/MySQL the database is the path".into(),
+            ));
+        }
         let scheme_end = conn.find("://").map_or(0, |i| i + 3);
         let main_end = conn.find('?').unwrap_or(conn.len());
         let path: Vec<&str> = conn[scheme_end..main_end]
@@ -174,9 +184,11 @@ pub(crate) fn kind(spec: &SourceSpec) -> Result<Kind, Error> {
                 qualified_ok(table).map_err(&bad)?;
                 let db_end = scheme_end + conn[scheme_end..].find('/').unwrap_or(0) + 1;
                 let conn = format!("{}{}", &conn[..db_end + path[0].len()], &conn[main_end..]);
-                return Ok(Kind::Postgres {
-                    conn,
-                    tables: PgTables::One(table.to_string()),
+                let tables = PgTables::One(table.to_string());
+                return Ok(if mysql {
+                    Kind::MySql { conn, tables }
+                } else {
+                    Kind::Postgres { conn, tables }
                 });
             }
             ([_, _], _, _) => {
@@ -201,6 +213,16 @@ pub(crate) fn kind(spec: &SourceSpec) -> Result<Kind, Error> {
                 }
                 PgTables::Listed(list)
             }
+            ([db], None, None) if mysql => {
+                if !plain(db) {
+                    return Err(bad(format!("database {db:?} is not a plain name")));
+                }
+                PgTables::Schema(db.to_string())
+            }
+            ([], None, None) if mysql => return Err(bad(
+                "expected mysql://[user[:password]@][host][:port]/DATABASE[/TABLE][?tables=a,b]"
+                    .into(),
+            )),
             ([] | [_], None, schema) => {
                 let schema = schema.unwrap_or_else(|| "public".into());
                 if !plain(&schema) {
@@ -213,7 +235,11 @@ pub(crate) fn kind(spec: &SourceSpec) -> Result<Kind, Error> {
                     .into(),
             )),
         };
-        return Ok(Kind::Postgres { conn, tables });
+        return Ok(if mysql {
+            Kind::MySql { conn, tables }
+        } else {
+            Kind::Postgres { conn, tables }
+        });
     }
     if let Some(rest) = uri.strip_prefix("sqlite:") {
         let (path, mine) = hub_params(rest, &["table"]);
@@ -241,7 +267,7 @@ pub(crate) fn kind(spec: &SourceSpec) -> Result<Kind, Error> {
         return Ok(Kind::Run(p.to_string()));
     }
     Err(bad(
-        "unknown kind of source; expected postgres://…, sqlite:PATH, file:PATH or run:DIR".into(),
+        "unknown kind of source; expected postgres://…, mysql://…, sqlite:PATH, file:PATH or run:DIR".into(),
     ))
 }
 
@@ -293,6 +319,36 @@ mod tests {
         );
         assert_eq!(k("f=file:a.parquet"), Kind::File("a.parquet".into()));
         assert_eq!(k("r=run:runs/x"), Kind::Run("runs/x".into()));
+    }
+
+    #[test]
+    fn mysql_uris_name_one_table_a_list_or_the_database() {
+        let k = |s: &str| kind(&parse_source(s).unwrap()).unwrap();
+        assert_eq!(
+            k("o=mysql://u:pw@/tpch/orders?socket=/tmp/s"),
+            Kind::MySql {
+                conn: "mysql://u:pw@/tpch?socket=/tmp/s".into(),
+                tables: PgTables::One("orders".into())
+            }
+        );
+        assert_eq!(
+            k("m=mariadb://h:3307/tpch?tables=a,b"),
+            Kind::MySql {
+                conn: "mariadb://h:3307/tpch".into(),
+                tables: PgTables::Listed(vec!["a".into(), "b".into()])
+            }
+        );
+        assert_eq!(
+            k("m=mysql://h/tpch"),
+            Kind::MySql {
+                conn: "mysql://h/tpch".into(),
+                tables: PgTables::Schema("tpch".into())
+            }
+        );
+        let err = |s: &str| parse_source(s).unwrap_err().to_string();
+        assert!(err("m=mysql://h/tpch?schema=x").contains("the database is the path"));
+        assert!(err("m=mysql://u:secret@h").contains("expected mysql://"));
+        assert!(!err("m=mysql://u:secret@h").contains("secret"));
     }
 
     #[test]
