@@ -107,6 +107,16 @@ fn source_row(run: &Path, table: &str) -> (u64, u64, String) {
     (num(&row[3]), num(&row[4]), text(&row[6]))
 }
 
+/// The rows `--explain` says the (first) source table sent.
+fn received_rows(explain: &str) -> u64 {
+    explain
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("received: "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no \"received:\" line in {explain}"))
+}
+
 fn no_secret(dir: &Path, secret: &str) {
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();
@@ -548,12 +558,7 @@ fn sqlite_tbl_files_and_runs_are_tables_too() {
     );
     // The real's filter is DataFusion's.
     assert!(pushed.contains("FilterExec: x@1 > 50"), "{pushed}");
-    let read: u64 = pushed
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("received: "))
-        .and_then(|l| l.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("{pushed}"));
+    let read = received_rows(&pushed);
     let narrowed: u64 = rusqlite::Connection::open(&db)
         .unwrap()
         .query_row(
@@ -1214,12 +1219,7 @@ fn mariadb_tables_join_files_with_their_filters_pushed() {
     // Text compares under the column's collation in MariaDB ('2-high' = '2-HIGH' by default):
     // DataFusion's filter.
     assert!(out.contains("FilterExec: o_orderpriority@"), "{out}");
-    let read: u64 = out
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("received: "))
-        .and_then(|l| l.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("{out}"));
+    let read = received_rows(&out);
     let narrowed: u64 = my
         .query(
             &db,

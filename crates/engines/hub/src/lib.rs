@@ -19,6 +19,7 @@ pub mod dataflow;
 pub mod error;
 mod files;
 mod my;
+mod oneread;
 mod output;
 mod pg;
 pub mod pushdown;

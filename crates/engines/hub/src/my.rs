@@ -15,15 +15,15 @@ use datafusion::arrow::array::{
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::catalog::{Session as DfSession, TableProvider};
-use datafusion::common::{DataFusionError, Result as DfResult};
-use datafusion::datasource::memory::MemorySourceConfig;
+use datafusion::common::Result as DfResult;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 use dbscope_core::redact::redact;
 use dbscope_db::{MyTarget, Session, Target};
 
-use crate::pushdown::{to_sql_in, Dialect, PushColumn};
-use crate::scanlog::{ScanLog, ScanPart, ScanPlan};
+use crate::oneread::OneRead;
+use crate::pushdown::{support, Dialect, PushColumn};
+use crate::scanlog::ScanLog;
 use crate::source::PgTables;
 use crate::Error;
 
@@ -375,15 +375,12 @@ impl TableProvider for MyTable {
         &self,
         filters: &[&Expr],
     ) -> DfResult<Vec<TableProviderFilterPushDown>> {
-        Ok(filters
-            .iter()
-            .map(|f| {
-                match self.src.pushdown && to_sql_in(f, &self.by_name, Dialect::MySql).is_some() {
-                    true => TableProviderFilterPushDown::Exact,
-                    false => TableProviderFilterPushDown::Unsupported,
-                }
-            })
-            .collect())
+        Ok(support(
+            filters,
+            &self.by_name,
+            Dialect::MySql,
+            self.src.pushdown,
+        ))
     }
 
     async fn scan(
@@ -393,76 +390,23 @@ impl TableProvider for MyTable {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        let cols: Vec<usize> = projection
-            .cloned()
-            .unwrap_or_else(|| (0..self.schema.fields().len()).collect());
-        let list = if cols.is_empty() {
-            "1".to_string()
-        } else {
-            cols.iter()
-                .map(|&i| quote(self.schema.field(i).name()))
-                .collect::<Vec<_>>()
-                .join(", ")
+        let source = format!("{} = {}", self.src.name, self.src.shown);
+        let one = OneRead {
+            log: &self.src.log,
+            label: &self.label,
+            table_sql: &self.table,
+            source: source.clone(),
+            split: "one read, in the source's snapshot (MariaDB/MySQL)",
+            schema: &self.schema,
+            by_name: &self.by_name,
+            dialect: Dialect::MySql,
+            pushdown: self.src.pushdown,
+            quote,
         };
-        let mut pushed = Vec::new();
-        let mut kept = Vec::new();
-        for f in filters {
-            match to_sql_in(f, &self.by_name, Dialect::MySql).filter(|_| self.src.pushdown) {
-                Some(s) => pushed.push(s),
-                None => kept.push(f.to_string()),
-            }
-        }
-        let limit = limit.filter(|_| self.src.pushdown && kept.is_empty());
-        let where_ = if pushed.is_empty() {
-            String::new()
-        } else {
-            format!(" WHERE {}", pushed.join(" AND "))
-        };
-        let lim = limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
-        let sql = format!("SELECT {list} FROM {}{where_}{lim}", self.table);
-        let log = &self.src.log;
-        log.plan(ScanPlan {
-            label: self.label.clone(),
-            source: format!("{} = {}", self.src.name, self.src.shown),
-            columns: cols
-                .iter()
-                .map(|&i| self.schema.field(i).name().clone())
-                .collect(),
-            pushed,
-            kept,
-            limit,
-            split: "one read, in the source's snapshot (MariaDB/MySQL)".into(),
-            sql: vec![sql.clone()],
-        });
-        let start_ns = log.now_ns();
-        let r = self.read(&cols, &sql);
-        let mut part = ScanPart {
-            label: self.label.clone(),
-            partition: 0,
-            sql,
-            start_ns,
-            end_ns: log.now_ns(),
-            ..Default::default()
-        };
-        match r {
-            Ok((batch, bytes)) => {
-                part.rows = batch.num_rows() as u64;
-                part.bytes = bytes;
-                log.part(part);
-                let schema = batch.schema();
-                Ok(MemorySourceConfig::try_new_exec(
-                    &[vec![batch]],
-                    schema,
-                    None,
-                )?)
-            }
-            Err(e) => {
-                let msg = format!("source {} ({}): {e}", self.src.name, self.src.shown);
-                part.error = Some(msg.clone());
-                log.part(part);
-                Err(DataFusionError::External(msg.into()))
-            }
-        }
+        let what = format!("source {} ({})", self.src.name, self.src.shown);
+        one.scan(projection, filters, limit, &what, |cols, sql| {
+            self.read(cols, sql)
+        })
     }
 }
 

@@ -23,7 +23,7 @@ use dbscope_core::redact::redact;
 use dbscope_pgwire::{connect_with, WireConn, WireError};
 use tokio::sync::mpsc::Sender;
 
-use crate::pushdown::{to_sql, PushColumn};
+use crate::pushdown::{support, to_sql, Dialect, PushColumn};
 use crate::scanlog::{ScanLog, ScanPart, ScanPlan};
 use crate::source::PgTables;
 use crate::Error;
@@ -298,15 +298,12 @@ impl TableProvider for PgTable {
         &self,
         filters: &[&Expr],
     ) -> DfResult<Vec<TableProviderFilterPushDown>> {
-        Ok(filters
-            .iter()
-            .map(
-                |f| match self.src.pushdown && to_sql(f, &self.by_name).is_some() {
-                    true => TableProviderFilterPushDown::Exact,
-                    false => TableProviderFilterPushDown::Unsupported,
-                },
-            )
-            .collect())
+        Ok(support(
+            filters,
+            &self.by_name,
+            Dialect::Postgres,
+            self.src.pushdown,
+        ))
     }
 
     async fn scan(

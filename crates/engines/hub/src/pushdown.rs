@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 
 use datafusion::arrow::datatypes::{DataType, TimeUnit};
-use datafusion::logical_expr::{BinaryExpr, Expr, Operator};
+use datafusion::logical_expr::{BinaryExpr, Expr, Operator, TableProviderFilterPushDown};
 use datafusion::scalar::ScalarValue;
 
 /// The SQL a column is read as, and its Arrow type.
@@ -91,6 +91,23 @@ fn class(t: &DataType, d: Dialect) -> Option<Class> {
 /// said exactly.
 pub fn to_sql(e: &Expr, cols: &HashMap<String, PushColumn>) -> Option<String> {
     to_sql_in(e, cols, Dialect::Postgres)
+}
+
+/// What DataFusion is told of each filter: `Exact` when it is sent to the database (pushdown
+/// `on` and said exactly in `dialect`), else `Unsupported`.
+pub fn support(
+    filters: &[&Expr],
+    cols: &HashMap<String, PushColumn>,
+    dialect: Dialect,
+    on: bool,
+) -> Vec<TableProviderFilterPushDown> {
+    filters
+        .iter()
+        .map(|f| match on && to_sql_in(f, cols, dialect).is_some() {
+            true => TableProviderFilterPushDown::Exact,
+            false => TableProviderFilterPushDown::Unsupported,
+        })
+        .collect()
 }
 
 /// [`to_sql`] for a database of `dialect`.

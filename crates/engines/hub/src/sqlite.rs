@@ -14,15 +14,15 @@ use datafusion::arrow::array::{
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::catalog::{Session, TableProvider};
-use datafusion::common::{DataFusionError, Result as DfResult};
-use datafusion::datasource::memory::MemorySourceConfig;
+use datafusion::common::Result as DfResult;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
-use crate::pushdown::{to_sql_in, Dialect, PushColumn};
-use crate::scanlog::{ScanLog, ScanPart, ScanPlan};
+use crate::oneread::OneRead;
+use crate::pushdown::{support, Dialect, PushColumn};
+use crate::scanlog::ScanLog;
 use crate::Error;
 
 fn open(path: &str) -> Result<Connection, String> {
@@ -255,15 +255,7 @@ impl TableProvider for SqliteTable {
         &self,
         filters: &[&Expr],
     ) -> DfResult<Vec<TableProviderFilterPushDown>> {
-        Ok(filters
-            .iter()
-            .map(
-                |f| match self.pushdown && to_sql_in(f, &self.by_name, self.dialect).is_some() {
-                    true => TableProviderFilterPushDown::Exact,
-                    false => TableProviderFilterPushDown::Unsupported,
-                },
-            )
-            .collect())
+        Ok(support(filters, &self.by_name, self.dialect, self.pushdown))
     }
 
     async fn scan(
@@ -273,75 +265,21 @@ impl TableProvider for SqliteTable {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        let cols: Vec<usize> = projection
-            .cloned()
-            .unwrap_or_else(|| (0..self.schema.fields().len()).collect());
-        let list = if cols.is_empty() {
-            "1".to_string()
-        } else {
-            cols.iter()
-                .map(|&i| quote(self.schema.field(i).name()))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let mut pushed = Vec::new();
-        let mut kept = Vec::new();
-        for f in filters {
-            match to_sql_in(f, &self.by_name, self.dialect).filter(|_| self.pushdown) {
-                Some(s) => pushed.push(s),
-                None => kept.push(f.to_string()),
-            }
-        }
-        let limit = limit.filter(|_| self.pushdown && kept.is_empty());
-        let where_ = if pushed.is_empty() {
-            String::new()
-        } else {
-            format!(" WHERE {}", pushed.join(" AND "))
-        };
-        let lim = limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
-        let sql = format!("SELECT {list} FROM {}{where_}{lim}", quote(&self.table));
-        let log = &self.log;
-        log.plan(ScanPlan {
-            label: self.label.clone(),
+        let one = OneRead {
+            log: &self.log,
+            label: &self.label,
+            table_sql: &quote(&self.table),
             source: format!("sqlite:{}", self.path.display()),
-            columns: cols
-                .iter()
-                .map(|&i| self.schema.field(i).name().clone())
-                .collect(),
-            pushed,
-            kept,
-            limit,
-            split: "one read (SQLite)".into(),
-            sql: vec![sql.clone()],
-        });
-        let start_ns = log.now_ns();
-        let r = self.read(&cols, &sql);
-        let mut part = ScanPart {
-            label: self.label.clone(),
-            partition: 0,
-            sql,
-            start_ns,
-            end_ns: log.now_ns(),
-            ..Default::default()
+            split: "one read (SQLite)",
+            schema: &self.schema,
+            by_name: &self.by_name,
+            dialect: self.dialect,
+            pushdown: self.pushdown,
+            quote,
         };
-        match r {
-            Ok((batch, bytes)) => {
-                part.rows = batch.num_rows() as u64;
-                part.bytes = bytes;
-                log.part(part);
-                let schema = batch.schema();
-                Ok(MemorySourceConfig::try_new_exec(
-                    &[vec![batch]],
-                    schema,
-                    None,
-                )?)
-            }
-            Err(e) => {
-                let msg = format!("sqlite:{}: {e}", self.path.display());
-                part.error = Some(msg.clone());
-                log.part(part);
-                Err(DataFusionError::External(msg.into()))
-            }
-        }
+        let what = format!("sqlite:{}", self.path.display());
+        one.scan(projection, filters, limit, &what, |cols, sql| {
+            self.read(cols, sql)
+        })
     }
 }
