@@ -1131,6 +1131,76 @@ fn q3_and_q12_on_a_ballista_cluster_answer_as_the_local_engine_and_postgres() {
         2,
         &["--scheduler"],
     );
+
+    // Ctrl-C while the job runs: the run ends interrupted and the job is cancelled on the
+    // scheduler, which would otherwise run it to its end.
+    let addr = cluster.url.trim_start_matches("df://").to_string();
+    let jobs = || -> Vec<serde_json::Value> {
+        use std::io::{Read, Write};
+        let mut c = std::net::TcpStream::connect(&addr).unwrap();
+        write!(
+            c,
+            "GET /api/jobs HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut r = String::new();
+        c.read_to_string(&mut r).unwrap();
+        let body = r.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+        // Chunked or not: the JSON array is between the first '[' and the last ']'.
+        let (a, b) = (body.find('[').unwrap(), body.rfind(']').unwrap());
+        serde_json::from_str(&body[a..=b]).unwrap_or_else(|e| panic!("{e}: {body}"))
+    };
+    let before = jobs().len();
+    let child = dbscope(dir.path())
+        .args([
+            "query",
+            "SELECT count(*) FROM lineitem a JOIN lineitem b ON a.l_quantity < b.l_quantity",
+            "--source",
+            &pq,
+            "--engine",
+            "ballista",
+            "--scheduler",
+            &cluster.url,
+            "--run",
+            "runs/int",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let running = loop {
+        let all = jobs();
+        if let Some(j) = all.iter().skip(before).find(|j| j["status"] == "Running") {
+            break j["job_id"].as_str().unwrap().to_string();
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the job never ran: {all:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    // SAFETY: the child's pid, which this test started and has not waited for.
+    #[allow(unsafe_code)]
+    let rc = unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    assert_eq!(rc, 0);
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(
+        err.contains(&format!("job {running} cancelled on the scheduler")),
+        "{err}"
+    );
+    assert_eq!(
+        manifest(&join(dir.path(), "runs/int"))["outcome"],
+        "interrupted"
+    );
+    let after = jobs();
+    let job = after
+        .iter()
+        .find(|j| j["job_id"] == running.as_str())
+        .unwrap();
+    assert_ne!(job["status"], "Running", "{job}");
     drop(cluster);
 }
 

@@ -85,7 +85,7 @@ pub enum ApiError {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// No answer within the time allowed.
-    #[error("GET {path} on {addr}: no answer in {secs} s")]
+    #[error("{path} on {addr}: no answer in {secs} s")]
     Timeout {
         /// The API path.
         path: String,
@@ -95,7 +95,7 @@ pub enum ApiError {
         secs: u64,
     },
     /// The request or the reading of the answer failed (connection refused, reset, …).
-    #[error("GET {path} on {addr}: {source}")]
+    #[error("{path} on {addr}: {source}")]
     Http {
         /// The API path.
         path: String,
@@ -105,7 +105,7 @@ pub enum ApiError {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// An HTTP status other than success.
-    #[error("GET {path} on {addr}: HTTP {status}")]
+    #[error("{path} on {addr}: HTTP {status}")]
     Status {
         /// The API path.
         path: String,
@@ -123,7 +123,7 @@ pub enum ApiError {
         addr: String,
     },
     /// The answer is not JSON.
-    #[error("GET {path} on {addr}: {source}")]
+    #[error("{path} on {addr}: {source}")]
     Json {
         /// The API path.
         path: String,

@@ -188,6 +188,20 @@ pub async fn remote_context(
         })
 }
 
+/// Cancels the job named `job_name` on the scheduler at `scheduler` (a query interrupted on the
+/// client: Ballista goes on running a job whose result nobody reads); its id when found. Call
+/// inside a Tokio runtime.
+pub async fn cancel_job(scheduler: &str, job_name: &str) -> Result<Option<String>, ClusterError> {
+    let addr = scheduler_addr(scheduler);
+    Rest::new(addr)
+        .cancel_named(job_name)
+        .await
+        .map_err(|e| ClusterError::Job {
+            scheduler: addr.to_string(),
+            detail: e.to_string(),
+        })
+}
+
 /// Runs Q1 on the cluster and reads its result, while watching the job on the scheduler's REST
 /// API (`progress` gets each new Hadoop-style line). An `Err` means the job could not be
 /// submitted (scheduler unreachable, plan invalid); a job that failed on the cluster is an `Ok`

@@ -18,8 +18,8 @@ pub mod record;
 pub use answer::{differences_from_local, ClusterAnswer, ClusterRow, Scaled};
 pub use error::{ApiError, ClusterError};
 pub use job::{
-    explain, reachable_scheduler, remote_context, run_q1, run_q1_in_process, scheduler_addr,
-    ClusterJob, ClusterQ1Config, ClusterQ1Output, Way,
+    cancel_job, explain, reachable_scheduler, remote_context, run_q1, run_q1_in_process,
+    scheduler_addr, ClusterJob, ClusterQ1Config, ClusterQ1Output, Way,
 };
 pub use monitor::{progress_line, ExecutorInfo, JobReport};
 pub use node::{

@@ -249,6 +249,52 @@ impl Rest {
     }
 
     /// The job named `name`, if the scheduler knows it.
+    /// Cancels the job named `name` if it is still queued or running (`PATCH /api/job/{id}`, as
+    /// Ballista's own UI does); returns its id, or `None` when the scheduler lists no such job.
+    pub async fn cancel_named(&self, name: &str) -> Result<Option<String>, ApiError> {
+        let Some(job) = self.find_job(name).await? else {
+            return Ok(None);
+        };
+        if !matches!(job.status.as_str(), "Queued" | "Running") {
+            return Ok(Some(job.job_id));
+        }
+        let path = format!("/api/job/{}", job.job_id);
+        let uri = format!("http://{}{path}", self.addr)
+            .parse::<hyper::Uri>()
+            .map_err(|e| ApiError::Uri {
+                path: path.clone(),
+                source: Box::new(e),
+            })?;
+        let req = hyper::Request::builder()
+            .method(hyper::Method::PATCH)
+            .uri(uri)
+            .body(Empty::<Bytes>::new())
+            .map_err(|e| ApiError::Uri {
+                path: path.clone(),
+                source: Box::new(e),
+            })?;
+        let resp = tokio::time::timeout(Duration::from_secs(5), self.client.request(req))
+            .await
+            .map_err(|_| ApiError::Timeout {
+                path: path.clone(),
+                addr: self.addr.clone(),
+                secs: 5,
+            })?
+            .map_err(|e| ApiError::Http {
+                path: path.clone(),
+                addr: self.addr.clone(),
+                source: Box::new(e),
+            })?;
+        if !resp.status().is_success() {
+            return Err(ApiError::Status {
+                path,
+                addr: self.addr.clone(),
+                status: resp.status(),
+            });
+        }
+        Ok(Some(job.job_id))
+    }
+
     pub async fn find_job(&self, name: &str) -> Result<Option<JobResponse>, ApiError> {
         let v = self.get("/api/jobs").await?;
         let jobs: Vec<JobResponse> = Self::decode("/api/jobs", v)?;

@@ -326,6 +326,7 @@ async fn run(
     }
     // On a cluster: the database tables staged, then the query planned on the cluster's context.
     let mut exec_ctx = ctx.clone();
+    let mut job_name: Option<String> = None;
     if let (Some(sched), Some(seen), Some(stage_dir)) = (&scheduler, &seen, &stage_dir) {
         let cluster = Cluster {
             scheduler: sched,
@@ -351,9 +352,10 @@ async fn run(
                 step_error = Some("interrupted (Ctrl-C or SIGTERM)".into());
             }
             Some(Err(e)) => step_error = Some(e),
-            Some(Ok((remote, remote_df))) => {
+            Some(Ok((remote, remote_df, job))) => {
                 exec_ctx = remote;
                 df = remote_df;
+                job_name = Some(job);
             }
         }
     }
@@ -478,6 +480,17 @@ async fn run(
                 "logical plan:\n{logical}\nphysical plan (with metrics):\n{}",
                 DisplayableExecutionPlan::with_metrics(plan.as_ref()).indent(true)
             );
+        }
+    }
+    // An interrupted cluster job goes on running on the cluster unless it is cancelled there.
+    if let (true, Some(sched), Some(job)) = (interrupted, &scheduler, &job_name) {
+        let said = match cancel_job(sched, job).await {
+            Ok(Some(id)) => format!("; job {id} cancelled on the scheduler"),
+            Ok(None) => "; the scheduler lists no such job (never submitted)".to_string(),
+            Err(e) => format!("; the job could not be cancelled on the scheduler: {e}"),
+        };
+        if let Some(d) = detail.as_mut() {
+            d.push_str(&said);
         }
     }
     let end = clock.now_ns();
@@ -630,7 +643,7 @@ async fn on_cluster(
     c: &Cluster<'_>,
     clock: &dbscope_core::RunClock,
     phases: &mut Vec<Phase>,
-) -> Result<(SessionContext, DataFrame), String> {
+) -> Result<(SessionContext, DataFrame, String), String> {
     // Planning here calls each database table's scan with the projection and filters the query
     // pushes: those scans are what is staged.
     local_df
@@ -725,7 +738,7 @@ async fn on_cluster(
         .sql_with_options(&cfg.sql, opts)
         .await
         .map_err(|e| format!("planning the query on the cluster: {}", one_line(&e)))?;
-    Ok((remote, df))
+    Ok((remote, df, job))
 }
 
 #[cfg(feature = "ballista")]
@@ -733,6 +746,18 @@ async fn remote_context(scheduler: &str, job: &str) -> Result<SessionContext, St
     dbscope_cluster::remote_context(scheduler, job)
         .await
         .map_err(|e| e.to_string())
+}
+
+#[cfg(feature = "ballista")]
+async fn cancel_job(scheduler: &str, job: &str) -> Result<Option<String>, String> {
+    dbscope_cluster::cancel_job(scheduler, job)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(not(feature = "ballista"))]
+async fn cancel_job(_scheduler: &str, _job: &str) -> Result<Option<String>, String> {
+    Err("this dbscope was built without the cluster engine".into())
 }
 
 #[cfg(not(feature = "ballista"))]
