@@ -134,6 +134,14 @@ fn numeric(rows: &[Vec<CounterValue>], i: usize) -> bool {
 
 /// Appends a table: its title, a heading line, then one aligned line per row.
 fn push_table(out: &mut String, t: &CounterTable) {
+    // No rows (a query with no database source has no scan partitions): its title says so,
+    // rather than a heading over nothing.
+    if t.rows.is_empty() {
+        if !t.title.is_empty() {
+            out.push_str(&format!("   {}: none\n", one_line(&t.title)));
+        }
+        return;
+    }
     if !t.title.is_empty() {
         out.push_str(&format!("   {}\n", one_line(&t.title)));
     }
@@ -575,6 +583,13 @@ redo log writer
         let mut fin = String::new();
         push_text(&mut fin, &section(1, 1.0, true));
         assert!(!fin.contains("snapshot"), "{fin}");
+        // A table without rows: its title and "none", no heading over nothing.
+        let mut empty = section(1, 1.0, true);
+        empty.tables[0].rows.clear();
+        let mut out = String::new();
+        push_text(&mut out, &empty);
+        assert!(out.contains("   per destination: none\n"), "{out}");
+        assert!(!out.contains("writes"), "{out}");
     }
 
     #[test]
