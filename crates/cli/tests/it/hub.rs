@@ -183,6 +183,31 @@ fn postgres_orders_joined_with_parquet_lineitem_give_postgres_own_answer() {
         out.contains("ctid >= '(0,0)'::tid"),
         "4 block ranges: {out}"
     );
+    // With the catalog's row estimate (after ANALYZE) the scans say how many rows they expect,
+    // which DataFusion's join selection reads (estimate.rs).
+    pg.query(&db, "ANALYZE customer; ANALYZE orders");
+    let out2 = ok(
+        dir.path(),
+        &[
+            "query",
+            &q3,
+            "--source",
+            &format!("pg={listed}"),
+            "--source",
+            &lineitem,
+            "--explain",
+            "--out",
+            "q3b.csv",
+        ],
+    );
+    assert!(
+        out2.contains("estimated_rows=15000") && out2.contains("estimated_rows=1500"),
+        "{out2}"
+    );
+    assert_eq!(
+        csv_rows(&join(dir.path(), "q3b.csv")),
+        csv_rows(&join(dir.path(), "q3.csv"))
+    );
     // The server ran those COPY statements (pg_stat_statements keeps utility statements' text).
     let seen = pg.query(
         &db,

@@ -17,6 +17,7 @@
 mod config;
 pub mod dataflow;
 pub mod error;
+mod estimate;
 mod files;
 mod my;
 mod oneread;

@@ -23,6 +23,7 @@ use dbscope_core::redact::redact;
 use dbscope_pgwire::{connect_with, WireConn, WireError};
 use tokio::sync::mpsc::Sender;
 
+use crate::estimate::Estimated;
 use crate::pushdown::{support, to_sql, Dialect, PushColumn};
 use crate::scanlog::{ScanLog, ScanPart, ScanPlan};
 use crate::source::PgTables;
@@ -212,6 +213,8 @@ pub(crate) struct PgTable {
     /// The ctid condition of each partition (`None`: the whole table).
     parts: Vec<Option<String>>,
     split: String,
+    /// The catalog's row estimate (`pg_class.reltuples`), when it has one.
+    reltuples: Option<usize>,
 }
 
 impl PgTable {
@@ -229,7 +232,8 @@ impl PgTable {
         let mut c = src.coordinator();
         let rows = c
             .simple_query(&format!(
-                "SELECT a.attname, t.typname, a.atttypmod, a.attnotnull, c.relkind::text \
+                "SELECT a.attname, t.typname, a.atttypmod, a.attnotnull, c.relkind::text, \
+                 c.reltuples::bigint \
                  FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid \
                  JOIN pg_class c ON c.oid = a.attrelid \
                  WHERE a.attrelid = '{}'::regclass AND a.attnum > 0 AND NOT a.attisdropped \
@@ -240,10 +244,12 @@ impl PgTable {
         let mut fields = Vec::new();
         let mut cols = Vec::new();
         let mut relkind = String::new();
+        let mut reltuples = -1i64;
         for r in &rows {
             let get = |i: usize| r.get(i).cloned().flatten().unwrap_or_default();
             let (name, typ) = (get(0), get(1));
             relkind = get(4);
+            reltuples = get(5).parse().unwrap_or(-1);
             let Some((dt, sql)) = map_type(&name, &typ, get(2).parse().unwrap_or(-1)) else {
                 return Err(Error::Source(format!(
                     "source {}: table {table}, column {name}: type {typ}{} has no Arrow type in the hub \
@@ -280,6 +286,8 @@ impl PgTable {
             by_name,
             parts: plan.parts.into_iter().map(|p| p.filter).collect(),
             split,
+            // -1: never analysed (PostgreSQL 14+); a view's is 0, meaning nothing.
+            reltuples: (relkind != "v" && reltuples >= 0).then_some(reltuples as usize),
         })
     }
 }
@@ -395,14 +403,19 @@ impl TableProvider for PgTable {
             .collect();
         // With pushdown the partitions return exactly the projection; without, DataFusion projects.
         let exec_projection = if pushdown { None } else { projection };
-        Ok(Arc::new(StreamingTableExec::try_new(
+        let scan: Arc<dyn ExecutionPlan> = Arc::new(StreamingTableExec::try_new(
             read_schema,
             partitions,
             exec_projection,
             [],
             false,
             None,
-        )?))
+        )?);
+        // The catalog's estimate lets a join build on the smaller side (estimate.rs).
+        Ok(match self.reltuples {
+            Some(rows) => Arc::new(Estimated { inner: scan, rows }),
+            None => scan,
+        })
     }
 }
 
