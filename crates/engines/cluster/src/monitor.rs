@@ -145,20 +145,26 @@ impl Rest {
         }
     }
 
-    /// GETs `path`; `Ok(None)` when the scheduler answers 404.
-    async fn get_if_served(&self, path: &str) -> Result<Option<serde_json::Value>, ApiError> {
+    /// Sends `method path` with no body and waits at most 5 s for the answer; its status and body.
+    async fn send(
+        &self,
+        method: hyper::Method,
+        path: &str,
+    ) -> Result<(hyper::StatusCode, Bytes), ApiError> {
         let http = |e: Box<dyn std::error::Error + Send + Sync>| ApiError::Http {
             path: path.to_string(),
             addr: self.addr.clone(),
             source: e,
         };
-        let uri = format!("http://{}{path}", self.addr)
-            .parse::<hyper::Uri>()
+        let req = hyper::Request::builder()
+            .method(method)
+            .uri(format!("http://{}{path}", self.addr))
+            .body(Empty::<Bytes>::new())
             .map_err(|e| ApiError::Uri {
                 path: path.to_string(),
                 source: Box::new(e),
             })?;
-        let resp = tokio::time::timeout(Duration::from_secs(5), self.client.get(uri))
+        let resp = tokio::time::timeout(Duration::from_secs(5), self.client.request(req))
             .await
             .map_err(|_| ApiError::Timeout {
                 path: path.to_string(),
@@ -173,6 +179,12 @@ impl Rest {
             .await
             .map_err(|e| http(Box::new(e)))?
             .to_bytes();
+        Ok((status, body))
+    }
+
+    /// GETs `path`; `Ok(None)` when the scheduler answers 404.
+    async fn get_if_served(&self, path: &str) -> Result<Option<serde_json::Value>, ApiError> {
+        let (status, body) = self.send(hyper::Method::GET, path).await?;
         if status.as_u16() == 404 {
             return Ok(None);
         }
@@ -259,37 +271,12 @@ impl Rest {
             return Ok(Some(job.job_id));
         }
         let path = format!("/api/job/{}", job.job_id);
-        let uri = format!("http://{}{path}", self.addr)
-            .parse::<hyper::Uri>()
-            .map_err(|e| ApiError::Uri {
-                path: path.clone(),
-                source: Box::new(e),
-            })?;
-        let req = hyper::Request::builder()
-            .method(hyper::Method::PATCH)
-            .uri(uri)
-            .body(Empty::<Bytes>::new())
-            .map_err(|e| ApiError::Uri {
-                path: path.clone(),
-                source: Box::new(e),
-            })?;
-        let resp = tokio::time::timeout(Duration::from_secs(5), self.client.request(req))
-            .await
-            .map_err(|_| ApiError::Timeout {
-                path: path.clone(),
-                addr: self.addr.clone(),
-                secs: 5,
-            })?
-            .map_err(|e| ApiError::Http {
-                path: path.clone(),
-                addr: self.addr.clone(),
-                source: Box::new(e),
-            })?;
-        if !resp.status().is_success() {
+        let (status, _) = self.send(hyper::Method::PATCH, &path).await?;
+        if !status.is_success() {
             return Err(ApiError::Status {
                 path,
                 addr: self.addr.clone(),
-                status: resp.status(),
+                status,
             });
         }
         Ok(Some(job.job_id))
