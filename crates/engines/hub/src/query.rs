@@ -107,17 +107,17 @@ fn provider(t: Arc<dyn TableProvider>, label: &str, seen: Option<&Seen>) -> Arc<
     }
 }
 
-/// Registers every source with `ctx`. With `seen` (a cluster run) database tables record their
-/// scans for staging, and runs are exported into `stage` (which the executors read); the runs'
+/// Registers every source with `ctx`. On a cluster, database tables record their scans for
+/// staging and runs are exported into the stage directory (which the executors read); the runs'
 /// exported files are returned by source name.
 async fn register(
     ctx: &SessionContext,
     cfg: &QueryConfig,
     log: &Arc<ScanLog>,
     held: &mut Vec<Held>,
-    seen: Option<&Seen>,
-    stage: Option<&std::path::Path>,
+    cluster: Option<&Cluster>,
 ) -> Result<Vec<(String, PathBuf)>, Error> {
+    let seen = cluster.map(|c| &c.seen);
     let df = |e: datafusion::error::DataFusionError| Error::Usage(e.to_string());
     let schema = |name: &str| ensure_schema(ctx, name);
     let mut exported = Vec::new();
@@ -170,9 +170,9 @@ async fn register(
             Kind::File(path) => {
                 files::register(ctx, &s.name, &path).await?;
             }
-            Kind::Run(dir) => match stage {
-                Some(stage) => {
-                    let out = files::register_run(ctx, &s.name, &dir, stage).await?;
+            Kind::Run(dir) => match cluster {
+                Some(c) => {
+                    let out = files::register_run(ctx, &s.name, &dir, &c.stage).await?;
                     exported.push((s.name.clone(), out));
                 }
                 None => {
@@ -220,7 +220,7 @@ async fn run(
     let opened = std::time::Instant::now();
     // On a cluster: the scheduler answers, the database tables' scans are kept for staging and
     // everything the executors read goes to the stage directory.
-    let scheduler = match &cfg.engine {
+    let cluster = match &cfg.engine {
         Engine::Local => None,
         Engine::Ballista { scheduler } => {
             if cfg.dataflow.is_some() {
@@ -231,29 +231,22 @@ async fn run(
                 ));
             }
             reachable(scheduler)?;
-            Some(scheduler.clone())
-        }
-    };
-    let seen: Option<Seen> = scheduler.as_ref().map(|_| Seen::default());
-    let stage_dir = match &scheduler {
-        Some(_) => {
             let d = stage_dir(&cfg.run)?;
-            let p = d.path().to_path_buf();
+            let stage = d.path().to_path_buf();
             held.push(Held::Tmp(d));
-            Some(p)
+            Some(Cluster {
+                scheduler: scheduler.clone(),
+                seen: Seen::default(),
+                stage,
+            })
         }
-        None => None,
     };
-    let exported = register(&ctx, cfg, log, held, seen.as_ref(), stage_dir.as_deref()).await?;
+    let exported = register(&ctx, cfg, log, held, cluster.as_ref()).await?;
     // Before the run's clock: connecting, the catalog, the splits (a counter, not an event).
     let open_seconds = opened.elapsed().as_secs_f64();
-    let opts = SQLOptions::new()
-        .with_allow_ddl(false)
-        .with_allow_dml(false)
-        .with_allow_statements(false);
     let df = match &cfg.dataflow {
         None => ctx
-            .sql_with_options(&cfg.sql, opts)
+            .sql_with_options(&cfg.sql, query_only())
             .await
             .map_err(|e| Error::Usage(format!("the query: {}", one_line(&e))))?,
         // Every step built (not run) first, so an unknown table or column is the user's error
@@ -327,14 +320,8 @@ async fn run(
     // On a cluster: the database tables staged, then the query planned on the cluster's context.
     let mut exec_ctx = ctx.clone();
     let mut job_name: Option<String> = None;
-    if let (Some(sched), Some(seen), Some(stage_dir)) = (&scheduler, &seen, &stage_dir) {
-        let cluster = Cluster {
-            scheduler: sched,
-            seen,
-            stage: stage_dir,
-            exported: &exported,
-        };
-        let staging = on_cluster(cfg, &ctx, df.clone(), &cluster, &clock, &mut phases);
+    if let Some(c) = &cluster {
+        let staging = on_cluster(cfg, &ctx, df.clone(), c, &exported, &clock, &mut phases);
         tokio::pin!(staging);
         let r = loop {
             tokio::select! {
@@ -483,8 +470,8 @@ async fn run(
         }
     }
     // An interrupted cluster job goes on running on the cluster unless it is cancelled there.
-    if let (true, Some(sched), Some(job)) = (interrupted, &scheduler, &job_name) {
-        let said = match cancel_job(sched, job).await {
+    if let (true, Some(c), Some(job)) = (interrupted, &cluster, &job_name) {
+        let said = match cancel_job(&c.scheduler, job).await {
             Ok(Some(id)) => format!("; job {id} cancelled on the scheduler"),
             Ok(None) => "; the scheduler lists no such job (never submitted)".to_string(),
             Err(e) => format!("; the job could not be cancelled on the scheduler: {e}"),
@@ -583,6 +570,14 @@ async fn run_step(
     Ok((ctx.read_table(Arc::new(table))?, rows))
 }
 
+/// One query, no DDL, DML or other statements.
+fn query_only() -> SQLOptions {
+    SQLOptions::new()
+        .with_allow_ddl(false)
+        .with_allow_dml(false)
+        .with_allow_statements(false)
+}
+
 /// `--engine ballista` in a build without the cluster engine is the user's error; a scheduler
 /// that does not answer is named before any run is made.
 fn reachable(scheduler: &str) -> Result<(), Error> {
@@ -624,13 +619,12 @@ fn stage_dir(run: &std::path::Path) -> Result<tempfile::TempDir, Error> {
         .map_err(bad)
 }
 
-/// What a cluster run needs beside the query.
-struct Cluster<'a> {
-    scheduler: &'a str,
-    seen: &'a Seen,
-    stage: &'a std::path::Path,
-    /// The runs' events exported to Parquet, by source name.
-    exported: &'a [(String, PathBuf)],
+/// A cluster run: the scheduler, the scans the local planning makes (what is staged), and the
+/// stage directory the executors read.
+struct Cluster {
+    scheduler: String,
+    seen: Seen,
+    stage: PathBuf,
 }
 
 /// Stages every database table the query reads (all at once, each by its scan partitions: one
@@ -640,7 +634,8 @@ async fn on_cluster(
     cfg: &QueryConfig,
     local: &SessionContext,
     local_df: DataFrame,
-    c: &Cluster<'_>,
+    c: &Cluster,
+    exported: &[(String, PathBuf)],
     clock: &dbscope_core::RunClock,
     phases: &mut Vec<Phase>,
 ) -> Result<(SessionContext, DataFrame, String), String> {
@@ -650,7 +645,7 @@ async fn on_cluster(
         .create_physical_plan()
         .await
         .map_err(|e| format!("planning the query: {}", one_line(&e)))?;
-    let scans = crate::stage::scans_to_stage(local, c.seen).await?;
+    let scans = crate::stage::scans_to_stage(local, &c.seen).await?;
     let runs = scans.into_iter().map(|(label, plan)| async move {
         let dir = c.stage.join(&label);
         let s0 = clock.now_ns();
@@ -684,7 +679,7 @@ async fn on_cluster(
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos())
     );
-    let remote = remote_context(c.scheduler, &job).await?;
+    let remote = remote_context(&c.scheduler, &job).await?;
     let reg = |e: datafusion::error::DataFusionError| format!("on the cluster: {}", one_line(&e));
     for (label, dir) in &staged {
         if let Some((schema, _)) = label.split_once('.') {
@@ -712,8 +707,7 @@ async fn on_cluster(
                     .map_err(|e| e.to_string())?;
             }
             Kind::Run(_) => {
-                let out = c
-                    .exported
+                let out = exported
                     .iter()
                     .find(|(n, _)| *n == s.name)
                     .map(|(_, p)| p.to_string_lossy().to_string())
@@ -730,12 +724,8 @@ async fn on_cluster(
             Kind::Postgres { .. } | Kind::MySql { .. } | Kind::Sqlite { .. } => {}
         }
     }
-    let opts = SQLOptions::new()
-        .with_allow_ddl(false)
-        .with_allow_dml(false)
-        .with_allow_statements(false);
     let df = remote
-        .sql_with_options(&cfg.sql, opts)
+        .sql_with_options(&cfg.sql, query_only())
         .await
         .map_err(|e| format!("planning the query on the cluster: {}", one_line(&e)))?;
     Ok((remote, df, job))
