@@ -22,7 +22,7 @@ use dbscope_core::redact::redact;
 use dbscope_db::{MyTarget, Session, Target};
 
 use crate::oneread::OneRead;
-use crate::pushdown::{support, Dialect, PushColumn};
+use crate::pushdown::{plain_columns, support, Dialect, PushColumn};
 use crate::scanlog::ScanLog;
 use crate::source::PgTables;
 use crate::Error;
@@ -221,18 +221,7 @@ impl MyTable {
             })?;
             fields.push(Field::new(col, t, get(5) == "YES"));
         }
-        let by_name = fields
-            .iter()
-            .map(|f| {
-                (
-                    f.name().clone(),
-                    PushColumn {
-                        sql: quote(f.name()),
-                        data_type: f.data_type().clone(),
-                    },
-                )
-            })
-            .collect();
+        let by_name = plain_columns(&fields, quote);
         Ok(MyTable {
             src: src.clone(),
             label: label.to_string(),

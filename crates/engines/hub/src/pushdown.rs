@@ -93,6 +93,25 @@ pub fn to_sql(e: &Expr, cols: &HashMap<String, PushColumn>) -> Option<String> {
     to_sql_in(e, cols, Dialect::Postgres)
 }
 
+/// The columns of `fields` by name, each said in SQL as `quote` names it (its own type, no cast).
+pub fn plain_columns(
+    fields: &[datafusion::arrow::datatypes::Field],
+    quote: fn(&str) -> String,
+) -> HashMap<String, PushColumn> {
+    fields
+        .iter()
+        .map(|f| {
+            (
+                f.name().clone(),
+                PushColumn {
+                    sql: quote(f.name()),
+                    data_type: f.data_type().clone(),
+                },
+            )
+        })
+        .collect()
+}
+
 /// What DataFusion is told of each filter: `Exact` when it is sent to the database (pushdown
 /// `on` and said exactly in `dialect`), else `Unsupported`.
 pub fn support(

@@ -21,7 +21,7 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
 use crate::oneread::OneRead;
-use crate::pushdown::{support, Dialect, PushColumn};
+use crate::pushdown::{plain_columns, support, Dialect, PushColumn};
 use crate::scanlog::ScanLog;
 use crate::Error;
 
@@ -137,18 +137,7 @@ impl SqliteTable {
                 .unwrap_or_default()
                 .to_ascii_uppercase()
                 .contains("COLLATE");
-        let by_name = fields
-            .iter()
-            .map(|f| {
-                (
-                    f.name().clone(),
-                    PushColumn {
-                        sql: quote(f.name()),
-                        data_type: f.data_type().clone(),
-                    },
-                )
-            })
-            .collect();
+        let by_name = plain_columns(&fields, quote);
         Ok(SqliteTable {
             path: PathBuf::from(path),
             label: label.to_string(),
