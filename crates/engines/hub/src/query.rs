@@ -107,6 +107,23 @@ fn provider(t: Arc<dyn TableProvider>, label: &str, seen: Option<&Seen>) -> Arc<
     }
 }
 
+/// Registers a database table of source `source` as `label` (`source.t` in the source's own
+/// schema), wrapped for staging on a cluster.
+fn add_table(
+    ctx: &SessionContext,
+    source: &str,
+    label: &str,
+    t: Arc<dyn TableProvider>,
+    seen: Option<&Seen>,
+) -> Result<(), Error> {
+    if label.contains('.') {
+        ensure_schema(ctx, source)?;
+    }
+    ctx.register_table(label, provider(t, label, seen))
+        .map_err(|e| Error::Usage(e.to_string()))?;
+    Ok(())
+}
+
 /// Registers every source with `ctx`. On a cluster, database tables record their scans for
 /// staging and runs are exported into the stage directory (which the executors read); the runs'
 /// exported files are returned by source name.
@@ -118,8 +135,6 @@ async fn register(
     cluster: Option<&Cluster>,
 ) -> Result<Vec<(String, PathBuf)>, Error> {
     let seen = cluster.map(|c| &c.seen);
-    let df = |e: datafusion::error::DataFusionError| Error::Usage(e.to_string());
-    let schema = |name: &str| ensure_schema(ctx, name);
     let mut exported = Vec::new();
     for s in &cfg.sources {
         match kind(s)? {
@@ -133,38 +148,26 @@ async fn register(
                 )?;
                 held.push(Held::Pg(src.clone()));
                 for (label, table) in src.tables(&tables)? {
-                    if label.contains('.') {
-                        schema(&s.name)?;
-                    }
                     let t = PgTable::open(&src, &label, &table)?;
-                    ctx.register_table(label.as_str(), provider(Arc::new(t), &label, seen))
-                        .map_err(df)?;
+                    add_table(ctx, &s.name, &label, Arc::new(t), seen)?;
                 }
             }
             Kind::MySql { conn, tables } => {
                 let src = MySource::open(&s.name, &conn, cfg.pushdown, log.clone())?;
                 held.push(Held::My(src.clone()));
                 for (label, table) in src.tables(&tables)? {
-                    if label.contains('.') {
-                        schema(&s.name)?;
-                    }
                     let t = MyTable::open(&src, &label, &table)?;
-                    ctx.register_table(label.as_str(), provider(Arc::new(t), &label, seen))
-                        .map_err(df)?;
+                    add_table(ctx, &s.name, &label, Arc::new(t), seen)?;
                 }
             }
             Kind::Sqlite { path, table } => {
                 for t in sqlite::tables(&path, table.as_deref())? {
                     let label = match &table {
                         Some(_) => s.name.clone(),
-                        None => {
-                            schema(&s.name)?;
-                            format!("{}.{t}", s.name)
-                        }
+                        None => format!("{}.{t}", s.name),
                     };
                     let p = SqliteTable::open(&path, &label, &t, log.clone(), cfg.pushdown)?;
-                    ctx.register_table(label.as_str(), provider(Arc::new(p), &label, seen))
-                        .map_err(df)?;
+                    add_table(ctx, &s.name, &label, Arc::new(p), seen)?;
                 }
             }
             Kind::File(path) => {
