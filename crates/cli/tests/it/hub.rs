@@ -148,22 +148,24 @@ fn postgres_orders_joined_with_parquet_lineitem_give_postgres_own_answer() {
     );
     let q3 = Q3.replace("{c}", "pg.customer").replace("{o}", "pg.orders");
     pg.query(&db, "SELECT pg_stat_statements_reset()");
-    let out = ok(
-        dir.path(),
-        &[
+    let pg_src = format!("pg={listed}");
+    // Q3 with --explain, its rows to `out`.
+    let q3_explained = |out: &str, more: &[&str]| {
+        let mut args = vec![
             "query",
             &q3,
             "--source",
-            &format!("pg={listed}"),
+            &pg_src,
             "--source",
             &lineitem,
             "--explain",
             "--out",
-            "q3.csv",
-            "--run",
-            "on",
-        ],
-    );
+            out,
+        ];
+        args.extend_from_slice(more);
+        ok(dir.path(), &args)
+    };
+    let out = q3_explained("q3.csv", &["--run", "on"]);
     // The answer is PostgreSQL's own with all three tables in it.
     let want = pg_rows(
         pg,
@@ -186,20 +188,7 @@ fn postgres_orders_joined_with_parquet_lineitem_give_postgres_own_answer() {
     // With the catalog's row estimate (after ANALYZE) the scans say how many rows they expect,
     // which DataFusion's join selection reads (estimate.rs).
     pg.query(&db, "ANALYZE customer; ANALYZE orders");
-    let out2 = ok(
-        dir.path(),
-        &[
-            "query",
-            &q3,
-            "--source",
-            &format!("pg={listed}"),
-            "--source",
-            &lineitem,
-            "--explain",
-            "--out",
-            "q3b.csv",
-        ],
-    );
+    let out2 = q3_explained("q3b.csv", &[]);
     assert!(
         out2.contains("estimated_rows=15000") && out2.contains("estimated_rows=1500"),
         "{out2}"
