@@ -2,7 +2,6 @@
 //! database, times each command, retries what pgbench retries, and records the events.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use dbscope_core::{NameId, Recorder};
 use dbscope_db::{ScriptSend, Session, StmtId, StmtResult, TargetError, TargetResult};
@@ -218,8 +217,7 @@ impl ScriptSession {
                     }
                 }
                 Step::Sleep { cmd, us } => {
-                    let until = Instant::now() + Duration::from_micros(us);
-                    dbscope_db::mux::sleep_until(until);
+                    crate::pace::wait_until(rec, t0.saturating_add(us.saturating_mul(1_000)));
                     rec.push_unpaced(names.cmds[cmd], t0, rec.now(), 0, 0);
                 }
                 Step::Shell { cmd } => {
