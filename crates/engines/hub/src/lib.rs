@@ -23,6 +23,7 @@ mod my;
 mod oneread;
 mod output;
 mod pg;
+mod pgbinary;
 pub mod pushdown;
 pub mod query;
 mod record;

@@ -2,14 +2,13 @@
 //! filters and (when every filter went) the LIMIT are sent to the server, and the table is read by
 //! N connections at once, each `COPY (SELECT cols FROM t WHERE ctid range AND filters) TO STDOUT`
 //! (transfer's block ranges, `dbscope_transfer::split_plan`) inside the source's one exported
-//! snapshot, COPY's CSV decoded into Arrow batches as it streams.
+//! snapshot, COPY's binary format decoded into Arrow batches as it streams (pgbinary.rs).
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use datafusion::arrow::csv::ReaderBuilder;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::catalog::{Session, TableProvider};
@@ -24,20 +23,15 @@ use dbscope_pgwire::{connect_with, WireConn, WireError};
 use tokio::sync::mpsc::Sender;
 
 use crate::estimate::Estimated;
+use crate::pgbinary::BinaryDecoder;
 use crate::pushdown::{support, to_sql, Dialect, PushColumn};
 use crate::scanlog::{ScanLog, ScanPart, ScanPlan};
 use crate::source::PgTables;
 use crate::Error;
 
-/// Every hub session's settings, so COPY's text of a value is what the Arrow parser reads: ISO
-/// dates, UTC, shortest exact floats.
-const SESSION_SETTINGS: &str = "SET DateStyle = ISO, YMD; SET TimeZone = 'UTC'; \
-     SET extra_float_digits = 1; SET IntervalStyle = postgres";
-
-/// COPY's NULL marker and the pattern Arrow's CSV parser knows it by: a byte no text value
-/// plausibly is on its own (`\N`, COPY's default, is a value in some data sets).
-const NULL_SQL: &str = "E'\\x01'";
-const NULL_RE: &str = r"^\x01$";
+/// Every hub session's settings: the pushed filters' date and timestamp literals read as ISO,
+/// in UTC.
+const SESSION_SETTINGS: &str = "SET DateStyle = ISO, YMD; SET TimeZone = 'UTC'";
 
 /// What a partition's sink returns when DataFusion stopped reading (a LIMIT met, the query
 /// ended): the COPY is abandoned and that is not an error.
@@ -165,8 +159,8 @@ fn quoted(table: &str) -> String {
         .join(".")
 }
 
-/// The Arrow type of a catalog type and the SELECT expression that gives COPY's text of it in the
-/// form Arrow's CSV parser reads; `None` when the hub has no mapping.
+/// The Arrow type of a catalog type and the SELECT expression whose binary COPY form pgbinary.rs
+/// decodes into it; `None` when the hub has no mapping.
 fn map_type(col: &str, typ: &str, typmod: i32) -> Option<(DataType, String)> {
     let q = format!("\"{}\"", col.replace('"', "\"\""));
     let plain = |t: DataType| Some((t, q.clone()));
@@ -179,12 +173,12 @@ fn map_type(col: &str, typ: &str, typmod: i32) -> Option<(DataType, String)> {
         "float8" => plain(DataType::Float64),
         "date" => plain(DataType::Date32),
         "timestamp" => plain(DataType::Timestamp(TimeUnit::Microsecond, None)),
-        "timestamptz" => Some((
-            DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
-            format!("({q} AT TIME ZONE 'UTC')"),
+        // Microseconds since 2000-01-01 UTC, whatever the session's time zone.
+        "timestamptz" => plain(DataType::Timestamp(
+            TimeUnit::Microsecond,
+            Some("UTC".into()),
         )),
-        // COPY says t/f; as text, true/false (what Arrow parses).
-        "bool" => Some((DataType::Boolean, format!("{q}::text"))),
+        "bool" => plain(DataType::Boolean),
         "text" | "varchar" | "name" => plain(DataType::Utf8),
         // char(n) as text drops the padding, as PostgreSQL's own comparisons ignore it.
         "bpchar" | "uuid" | "json" | "jsonb" => text(),
@@ -369,7 +363,7 @@ impl TableProvider for PgTable {
                 };
                 let lim = limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
                 format!(
-                    "COPY (SELECT {select} FROM {}{where_}{lim}) TO STDOUT (FORMAT csv, NULL {NULL_SQL})",
+                    "COPY (SELECT {select} FROM {}{where_}{lim}) TO STDOUT (FORMAT binary)",
                     self.table
                 )
             })
@@ -497,12 +491,7 @@ impl PgPart {
             &format!("SET TRANSACTION SNAPSHOT '{}'", self.src.snapshot),
         )
         .map_err(|e| db("SET TRANSACTION SNAPSHOT", &e))?;
-        let null = regex::Regex::new(NULL_RE).map_err(|e| e.to_string())?;
-        let mut dec = ReaderBuilder::new(self.decode_schema.clone())
-            .with_header(false)
-            .with_null_regex(null)
-            .with_batch_size(8192)
-            .build_decoder();
+        let mut dec = BinaryDecoder::new(self.decode_schema.clone(), 8192)?;
         let empty_projection = self.schema.fields().is_empty();
         let schema = self.schema.clone();
         let send = |b: RecordBatch, rows: &mut u64| -> Result<(), String> {
@@ -523,21 +512,7 @@ impl PgPart {
         let mut bytes = 0u64;
         let r = c.copy_out(&self.sql, &mut |d: &[u8]| {
             bytes += d.len() as u64;
-            let mut off = 0;
-            while off < d.len() {
-                let n = dec
-                    .decode(&d[off..])
-                    .map_err(|e| format!("row {}: {e}", rows + 1))?;
-                off += n;
-                if dec.capacity() == 0 {
-                    if let Some(b) = dec.flush().map_err(|e| e.to_string())? {
-                        send(b, &mut rows)?;
-                    }
-                } else if n == 0 {
-                    break;
-                }
-            }
-            Ok(())
+            dec.feed(d, &mut |b| send(b, &mut rows))
         });
         part.bytes = bytes;
         part.rows = rows;
@@ -546,7 +521,7 @@ impl PgPart {
             Err(e) => return Err(db("COPY", &e)),
             Ok(_) => {}
         }
-        if let Some(b) = dec.flush().map_err(|e| e.to_string())? {
+        if let Some(b) = dec.finish()? {
             send(b, &mut rows)?;
         }
         part.rows = rows;
