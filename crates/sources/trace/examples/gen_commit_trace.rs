@@ -16,7 +16,15 @@
 //! Lines average about 90 bytes (the long-line trace of gen_bench_trace about 50 % more). Times
 //! come from a fixed pseudo-random sequence: the same arguments always give the same file.
 //!
-//! Usage: cargo run --release -p dbscope-trace --example gen_commit_trace -- OUT SIZE_MB
+//! With `sync` after SIZE_MB, the shape of seed 001's excerpt instead: after the header nothing
+//! but the `log file sync` waits of one cursor, one line each (about 125 bytes), as a trace of a
+//! session that commits in a PL/SQL loop shows them:
+//!
+//! ```text
+//! WAIT #47124064145648: nam='log file sync' ela= 1043 buffer#=101808 sync scn=1266588527 p3=0 obj#=-1 tim=1347583167588250
+//! ```
+//!
+//! Usage: cargo run --release -p dbscope-trace --example gen_commit_trace -- OUT SIZE_MB [sync]
 
 use std::fmt::Write as _;
 use std::io::{BufWriter, Write};
@@ -89,8 +97,16 @@ const STATEMENTS: [(u64, &str, u64, &str); 2] = [
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if args.len() != 3 {
-        eprintln!("usage: gen_commit_trace OUT SIZE_MB");
+    let sync = match args.get(3).map(String::as_str) {
+        None => false,
+        Some("sync") => true,
+        Some(other) => {
+            eprintln!("gen_commit_trace: unknown shape {other:?} (only `sync`)");
+            std::process::exit(2);
+        }
+    };
+    if !(3..=4).contains(&args.len()) {
+        eprintln!("usage: gen_commit_trace OUT SIZE_MB [sync]");
         std::process::exit(2);
     }
     let target = args[2].parse::<u64>().expect("SIZE_MB is a number") << 20;
@@ -102,6 +118,35 @@ fn main() {
     let mut tim: u64 = 5_793_959_272_875;
     let mut scn: u64 = 1_266_588_527;
     let mut buf = String::from(HEADER);
+    if sync {
+        let mut tim: u64 = 1_347_583_167_588_250;
+        let mut lines = 0u64;
+        let mut written = 0u64;
+        while written < target {
+            let ela = rng.dur(900);
+            tim += ela + rng.dur(300);
+            scn += 1 + rng.next() % 60;
+            let _ = writeln!(
+                buf,
+                "WAIT #47124064145648: nam='log file sync' ela= {ela} buffer#={} sync scn={scn} p3=0 obj#=-1 tim={tim}",
+                100_000 + rng.next() % 40_000
+            );
+            lines += 1;
+            if buf.len() >= 1 << 20 {
+                out.write_all(buf.as_bytes()).expect("write");
+                written += buf.len() as u64;
+                buf.clear();
+            }
+        }
+        out.write_all(buf.as_bytes()).expect("write");
+        written += buf.len() as u64;
+        out.flush().expect("flush");
+        eprintln!(
+            "wrote {written} bytes, {lines} waits, {:.0} bytes a line",
+            written as f64 / lines as f64
+        );
+        return;
+    }
     for (cursor, sqlid, hv, text) in STATEMENTS {
         tim += rng.dur(300);
         let parse_e = rng.dur(400);
