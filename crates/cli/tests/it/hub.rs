@@ -716,6 +716,43 @@ fn values_of_every_mapped_type_come_through_and_limit_is_pushed() {
     );
     assert!(out.contains("| 50000 | 10 |"), "{out}");
     assert!(out.contains("one connection: relkind"), "{out}");
+    // A value Arrow cannot hold: the row and the column named, the run failed, nothing at --out.
+    pg.query(
+        &db,
+        "CREATE TABLE odd (k int, d date, n numeric(6,2)); \
+         INSERT INTO odd VALUES (1, '2020-01-01', 1.5), (2, 'infinity', 2), (3, '2020-01-03', 'NaN')",
+    );
+    let odd = format!("odd={}", table_uri(pg, &db, "odd"));
+    for (q, needles) in [
+        ("SELECT k, d FROM odd", ["row 2, column d", "infinity"]),
+        ("SELECT k, n FROM odd", ["row 3, column n", "NaN"]),
+    ] {
+        let o = dbscope(dir.path())
+            .args([
+                "query",
+                q,
+                "--source",
+                &odd,
+                "--scan-connections",
+                "1",
+                "--out",
+                "odd.csv",
+                "-q",
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(
+            needles.iter().all(|n| err.contains(n))
+                && err.contains("table odd partition 0")
+                && !err.contains("protocol error")
+                && !err.contains("panicked")
+                && !err.contains(pg.password()),
+            "{err}"
+        );
+        assert!(!join(dir.path(), "odd.csv").exists());
+    }
     // A sources file that is not TOML: the file and line.
     std::fs::write(
         join(dir.path(), "bad.toml"),

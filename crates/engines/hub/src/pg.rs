@@ -510,16 +510,20 @@ impl PgPart {
         };
         let mut rows = 0u64;
         let mut bytes = 0u64;
+        // The sink's own error (a value Arrow cannot hold, the query stopped), not the wire's
+        // wrapping of it as a protocol error.
+        let mut failed = None;
         let r = c.copy_out(&self.sql, &mut |d: &[u8]| {
             bytes += d.len() as u64;
             dec.feed(d, &mut |b| send(b, &mut rows))
+                .inspect_err(|e| failed = Some(e.clone()))
         });
         part.bytes = bytes;
         part.rows = rows;
-        match r {
-            Err(WireError::Protocol(m)) if m == STOPPED => return Err(STOPPED.into()),
-            Err(e) => return Err(db("COPY", &e)),
-            Ok(_) => {}
+        match (r, failed) {
+            (Err(_), Some(e)) => return Err(e),
+            (Err(e), None) => return Err(db("COPY", &e)),
+            (Ok(_), _) => {}
         }
         if let Some(b) = dec.finish()? {
             send(b, &mut rows)?;
