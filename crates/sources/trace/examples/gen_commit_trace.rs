@@ -132,15 +132,9 @@ fn main() {
                 100_000 + rng.next() % 40_000
             );
             lines += 1;
-            if buf.len() >= 1 << 20 {
-                out.write_all(buf.as_bytes()).expect("write");
-                written += buf.len() as u64;
-                buf.clear();
-            }
+            spill(&mut out, &mut buf, &mut written, false);
         }
-        out.write_all(buf.as_bytes()).expect("write");
-        written += buf.len() as u64;
-        out.flush().expect("flush");
+        spill(&mut out, &mut buf, &mut written, true);
         eprintln!(
             "wrote {written} bytes, {lines} waits, {:.0} bytes a line",
             written as f64 / lines as f64
@@ -215,17 +209,23 @@ fn main() {
         }
         lines += 1;
         txns += 1;
-        if buf.len() >= 1 << 20 {
-            out.write_all(buf.as_bytes()).expect("write");
-            written += buf.len() as u64;
-            buf.clear();
-        }
+        spill(&mut out, &mut buf, &mut written, false);
     }
-    out.write_all(buf.as_bytes()).expect("write");
-    written += buf.len() as u64;
-    out.flush().expect("flush");
+    spill(&mut out, &mut buf, &mut written, true);
     eprintln!(
         "wrote {written} bytes, {txns} transactions, {:.0} bytes a line",
         written as f64 / lines as f64
     );
+}
+
+/// Writes `buf` out once it holds 1 MiB (or at the `end`, then flushes), counting the bytes.
+fn spill(out: &mut impl Write, buf: &mut String, written: &mut u64, end: bool) {
+    if end || buf.len() >= 1 << 20 {
+        out.write_all(buf.as_bytes()).expect("write");
+        *written += buf.len() as u64;
+        buf.clear();
+    }
+    if end {
+        out.flush().expect("flush");
+    }
 }
