@@ -305,17 +305,33 @@ pub fn add_due(total: &std::sync::Mutex<Vec<u64>>, mine: &[u64]) {
 ///
 /// The sleep is on the OS's monotonic clock and the run clock may be the TSC, calibrated once: the
 /// two can differ by a fraction of a per mille (1.4 ms in 2 s on a CI machine), so the wait goes on
-/// until the run clock itself has passed the time, and a delay recorded on it is never short.
+/// until the run clock itself has passed the time, and a delay recorded on it is never short. What
+/// is left after the sleep is that difference: under [`SPIN_LEFT_NS`] it is spun away rather than
+/// slept, since a second sleep of a few nanoseconds would last the kernel's timer slack (50 µs) and
+/// start a paced operation late.
 pub fn wait_until(rec: &dbscope_core::Recorder, intended_ns: u64) {
+    let mut slept = false;
     loop {
         let now = rec.now();
         if intended_ns <= now {
             return;
         }
-        let at = std::time::Instant::now() + std::time::Duration::from_nanos(intended_ns - now);
+        let left = intended_ns - now;
+        if slept && left < SPIN_LEFT_NS {
+            while rec.now() < intended_ns {
+                std::hint::spin_loop();
+            }
+            return;
+        }
+        let at = std::time::Instant::now() + std::time::Duration::from_nanos(left);
         dbscope_db::mux::sleep_until(at);
+        slept = true;
     }
 }
+
+/// After a sleep, a rest shorter than this (the clocks' difference over a sleep of up to about a
+/// tenth of a second) is spun rather than slept.
+const SPIN_LEFT_NS: u64 = 100_000;
 
 #[cfg(test)]
 mod tests {
