@@ -673,6 +673,25 @@ fn values_of_every_mapped_type_come_through_and_limit_is_pushed() {
         got.iter().map(|r| norm(r)).collect::<Vec<_>>(),
         want.iter().map(|r| norm(r)).collect::<Vec<_>>()
     );
+    // A boolean column as a whole condition is pushed as itself (it was once sent as
+    // `"b"::text`, which PostgreSQL refuses in a WHERE).
+    let out = ok(
+        dir.path(),
+        &[
+            "query",
+            "SELECT count(*) AS n FROM t WHERE b AND k > 10",
+            "--source",
+            &src,
+            "--explain",
+            "--out",
+            "b.csv",
+        ],
+    );
+    assert!(out.contains("filters pushed: \"b\""), "{out}");
+    assert_eq!(
+        csv_rows(&join(dir.path(), "b.csv")),
+        pg_rows(pg, &db, "SELECT count(*) FROM t WHERE b AND k > 10")
+    );
 
     // LIMIT with a pushed filter goes to the server; with --sources from a file.
     std::fs::write(
