@@ -11,7 +11,7 @@ use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::ExecutionPlan;
 
-use crate::pushdown::{to_sql_in, Dialect, PushColumn};
+use crate::pushdown::{sent, where_limit, Dialect, PushColumn, Sent};
 use crate::scanlog::{ScanLog, ScanPart, ScanPlan};
 
 /// A table read by one statement when DataFusion plans its scan.
@@ -56,22 +56,16 @@ impl OneRead<'_> {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let mut pushed = Vec::new();
-        let mut kept = Vec::new();
-        for f in filters {
-            match to_sql_in(f, self.by_name, self.dialect).filter(|_| self.pushdown) {
-                Some(s) => pushed.push(s),
-                None => kept.push(f.to_string()),
-            }
-        }
-        let limit = limit.filter(|_| self.pushdown && kept.is_empty());
-        let where_ = if pushed.is_empty() {
-            String::new()
-        } else {
-            format!(" WHERE {}", pushed.join(" AND "))
-        };
-        let lim = limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
-        let sql = format!("SELECT {list} FROM {}{where_}{lim}", self.table_sql);
+        let Sent {
+            pushed,
+            kept,
+            limit,
+        } = sent(filters, self.by_name, self.dialect, self.pushdown, limit);
+        let sql = format!(
+            "SELECT {list} FROM {}{}",
+            self.table_sql,
+            where_limit(pushed.iter().map(String::as_str), limit)
+        );
         self.log.plan(ScanPlan {
             label: self.label.to_string(),
             source: self.source.clone(),

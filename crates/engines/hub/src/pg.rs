@@ -24,7 +24,7 @@ use tokio::sync::mpsc::Sender;
 
 use crate::estimate::Estimated;
 use crate::pgbinary::BinaryDecoder;
-use crate::pushdown::{support, to_sql, Dialect, PushColumn};
+use crate::pushdown::{sent, support, where_limit, Dialect, PushColumn, Sent};
 use crate::scanlog::{ScanLog, ScanPart, ScanPlan};
 use crate::source::PgTables;
 use crate::Error;
@@ -322,15 +322,11 @@ impl TableProvider for PgTable {
             Some(p) if pushdown => p.clone(),
             _ => all.clone(),
         };
-        let mut pushed = Vec::new();
-        let mut kept = Vec::new();
-        for f in filters {
-            match to_sql(f, &self.by_name).filter(|_| pushdown) {
-                Some(s) => pushed.push(s),
-                None => kept.push(f.to_string()),
-            }
-        }
-        let limit = limit.filter(|_| pushdown && kept.is_empty());
+        let Sent {
+            pushed,
+            kept,
+            limit,
+        } = sent(filters, &self.by_name, Dialect::Postgres, pushdown, limit);
         let read_schema = Arc::new(self.schema.project(&read)?);
         // No column at all (count(*)): read a constant per row, hand DataFusion row counts.
         let (select, decode_schema) = if read.is_empty() {
@@ -351,20 +347,11 @@ impl TableProvider for PgTable {
             .parts
             .iter()
             .map(|ctid| {
-                let conds: Vec<&str> = ctid
-                    .iter()
-                    .map(String::as_str)
-                    .chain(pushed.iter().map(String::as_str))
-                    .collect();
-                let where_ = if conds.is_empty() {
-                    String::new()
-                } else {
-                    format!(" WHERE {}", conds.join(" AND "))
-                };
-                let lim = limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
+                let conds = ctid.iter().chain(&pushed).map(String::as_str);
                 format!(
-                    "COPY (SELECT {select} FROM {}{where_}{lim}) TO STDOUT (FORMAT binary)",
-                    self.table
+                    "COPY (SELECT {select} FROM {}{}) TO STDOUT (FORMAT binary)",
+                    self.table,
+                    where_limit(conds, limit)
                 )
             })
             .collect();

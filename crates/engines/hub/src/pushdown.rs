@@ -129,6 +129,53 @@ pub fn support(
         .collect()
 }
 
+/// A scan's filters as it sends them: `pushed`, said exactly in the database's SQL (only with
+/// pushdown `on`); `kept`, DataFusion's (as text, for `--explain`); and the LIMIT, sent only
+/// when every filter went to the database.
+pub struct Sent {
+    pub pushed: Vec<String>,
+    pub kept: Vec<String>,
+    pub limit: Option<usize>,
+}
+
+/// Splits `filters` (and the `limit`) into what a scan sends to a database of `dialect` and
+/// what DataFusion keeps.
+pub fn sent(
+    filters: &[Expr],
+    cols: &HashMap<String, PushColumn>,
+    dialect: Dialect,
+    on: bool,
+    limit: Option<usize>,
+) -> Sent {
+    let mut pushed = Vec::new();
+    let mut kept = Vec::new();
+    for f in filters {
+        match to_sql_in(f, cols, dialect).filter(|_| on) {
+            Some(s) => pushed.push(s),
+            None => kept.push(f.to_string()),
+        }
+    }
+    let limit = limit.filter(|_| on && kept.is_empty());
+    Sent {
+        pushed,
+        kept,
+        limit,
+    }
+}
+
+/// The end of a scan's SELECT: ` WHERE c1 AND c2` (nothing without conditions) and ` LIMIT n`.
+pub fn where_limit<'a>(conds: impl IntoIterator<Item = &'a str>, limit: Option<usize>) -> String {
+    let conds: Vec<&str> = conds.into_iter().collect();
+    let mut s = String::new();
+    if !conds.is_empty() {
+        s = format!(" WHERE {}", conds.join(" AND "));
+    }
+    if let Some(n) = limit {
+        s.push_str(&format!(" LIMIT {n}"));
+    }
+    s
+}
+
 /// [`to_sql`] for a database of `dialect`.
 pub fn to_sql_in(e: &Expr, cols: &HashMap<String, PushColumn>, dialect: Dialect) -> Option<String> {
     let (sql, c) = translate(e, cols, dialect)?;
@@ -343,6 +390,17 @@ mod tests {
             ("s".to_string(), c("\"s\"::text", DataType::Utf8)),
             ("f".to_string(), c("\"f\"", DataType::Float64)),
         ])
+    }
+
+    #[test]
+    fn where_and_limit_appear_only_when_there_is_something_to_send() {
+        assert_eq!(where_limit([], None), "");
+        assert_eq!(where_limit([], Some(5)), " LIMIT 5");
+        assert_eq!(where_limit(["a > 1"], None), " WHERE a > 1");
+        assert_eq!(
+            where_limit(["ctid >= '(0,0)'", "a > 1"], Some(3)),
+            " WHERE ctid >= '(0,0)' AND a > 1 LIMIT 3"
+        );
     }
 
     #[test]
