@@ -1357,11 +1357,17 @@ fn check_waits_history(run_dir: &Path, o: &std::process::Output) -> bool {
             "{event}: {sec}"
         );
     }
-    let w = &lines[0]["wait"];
-    assert!(
-        w["wait_ps"].as_u64().is_some() && w["thread"].as_u64().is_some(),
-        "{w}"
-    );
+    // Every wait has its thread and, except an idle wait, its time. MariaDB 10.11 leaves an
+    // idle wait's `TIMER_WAIT` NULL now and then (the first line of 3 runs in 8 here): it is
+    // recorded as it is, never as 0.
+    for l in &lines {
+        let w = &l["wait"];
+        assert!(w["thread"].as_u64().is_some(), "{w}");
+        assert!(
+            w["wait_ps"].as_u64().is_some() || w["name"] == "idle",
+            "{w}"
+        );
+    }
     // Each wait has its session (0 or 1, by its connection) and its start on the run's clock,
     // placed by a calibration whose uncertainty and drift the section gives.
     for l in &lines {

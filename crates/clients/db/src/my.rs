@@ -574,19 +574,19 @@ impl Session for MySession {
             .collect::<TargetResult<_>>()?;
         let mut r = self.conn.exec_iter(&s, values(&bound)).map_err(classify)?;
         let mut n = 0u64;
+        let mut affected = 0u64;
         let mut returns_rows = false;
         while let Some(set) = r.iter() {
             returns_rows |= !set.columns().as_ref().is_empty();
+            // Read before the set is consumed: afterwards the result has moved past its OK
+            // packet and reports 0.
+            affected += set.affected_rows();
             for row in set {
                 row.map_err(classify)?;
                 n += 1;
             }
         }
-        if returns_rows {
-            Ok(n)
-        } else {
-            Ok(r.affected_rows())
-        }
+        Ok(if returns_rows { n } else { affected })
     }
     fn query_i64(&mut self, sql: &str) -> TargetResult<Vec<i64>> {
         let rows: Vec<Value> = self.conn.query(sql).map_err(classify)?;
