@@ -4,7 +4,7 @@
 
 use dbscope_core::RunDir;
 
-use dbscope_core::stats::Sample;
+use dbscope_core::stats::{Durations, Sample};
 
 use super::load::{compare_from_intended, load, Loaded, NameFacts};
 use super::manifest::{manifest_diff, storage_moves};
@@ -51,10 +51,12 @@ pub fn compare(a: &RunDir, b: &RunDir, opts: &CompareOptions) -> Result<Comparis
     let open_loop = [a, b]
         .iter()
         .any(|r| r.manifest.runner.as_ref().is_some_and(|x| x.mode == "open"));
-    // The two runs are independent: read them at the same time.
+    // The two runs are independent: read them at the same time, each buffering up to a quarter
+    // of the budget (8 bytes a duration); the rest is for sorting and testing one name.
+    let max_buffered = (opts.memory_bytes / 4 / 8).max(1024) as usize;
     let (la, lb) = std::thread::scope(|s| {
-        let h = s.spawn(|| load(a, opts.include_warmup, open_loop));
-        let lb = load(b, opts.include_warmup, open_loop);
+        let h = s.spawn(|| load(a, opts.include_warmup, open_loop, max_buffered));
+        let lb = load(b, opts.include_warmup, open_loop, max_buffered);
         (h.join().expect("reading a run does not panic"), lb)
     });
     let (mut la, mut lb) = (la?, lb?);
@@ -100,16 +102,21 @@ pub fn compare(a: &RunDir, b: &RunDir, opts: &CompareOptions) -> Result<Comparis
         let ia = la.names.iter().position(|n| n == name);
         let ib = lb.names.iter().position(|n| n == name);
         if let (Some(i), Some(j)) = (ia, ib) {
-            let (da, db) = (&la.durations[i], &lb.durations[j]);
-            if da.len() >= 2 && db.len() >= 2 {
+            if la.durations[i].len() >= 2 && lb.durations[j].len() >= 2 {
+                let da = std::mem::take(&mut la.durations[i]);
+                let db = std::mem::take(&mut lb.durations[j]);
                 let mut e = compare_event(name.clone(), da, db, opts)?;
                 e.errors = [la.facts[i].errors.clone(), lb.facts[j].errors.clone()];
                 events.push(e);
                 continue;
             }
         }
-        let fa = ia.map(|i| side_facts(&la.durations[i], &la.facts[i]));
-        let fb = ib.map(|j| side_facts(&lb.durations[j], &lb.facts[j]));
+        let fa = ia
+            .map(|i| side_facts(std::mem::take(&mut la.durations[i]), &la.facts[i]))
+            .transpose()?;
+        let fb = ib
+            .map(|j| side_facts(std::mem::take(&mut lb.durations[j]), &lb.facts[j]))
+            .transpose()?;
         untested.push(SideBySide {
             name: name.clone(),
             reason: no_test_reason(fa.as_ref(), fb.as_ref()),
@@ -167,17 +174,18 @@ pub fn compare(a: &RunDir, b: &RunDir, opts: &CompareOptions) -> Result<Comparis
 }
 
 /// One run's facts of a name that is not tested (durations in ns).
-fn side_facts(durations: &[u64], f: &NameFacts) -> SideFacts {
-    let summary = match durations {
-        [] => None,
-        [one] => Some(SummaryUs::from_six([*one as f64 / 1000.0; 6])),
-        many => Sample::from_u64(many, 1000.0)
-            .ok()
-            .map(|s| SummaryUs::from_six(s.summary().six())),
+fn side_facts(durations: Durations, f: &NameFacts) -> Result<SideFacts, CompareError> {
+    let n = durations.len();
+    let summary = match durations.in_memory() {
+        Some([]) => None,
+        Some(&[one]) => Some(SummaryUs::from_six([one as f64 / 1000.0; 6])),
+        _ => Some(SummaryUs::from_six(
+            Sample::from_durations(durations, 1000.0)?.summary().six(),
+        )),
     };
     let elapsed_s = f.span_ns.map(|(first, last)| (last - first) as f64 / 1e9);
-    SideFacts {
-        n: durations.len() as u64,
+    Ok(SideFacts {
+        n,
         errors: f.errors.clone(),
         summary,
         elapsed_s,
@@ -185,7 +193,7 @@ fn side_facts(durations: &[u64], f: &NameFacts) -> SideFacts {
         rows_per_s: elapsed_s
             .filter(|t| *t > 0.0 && f.rows > 0)
             .map(|t| f.rows as f64 / t),
-    }
+    })
 }
 
 /// Why a name is shown without a test: a side lacks it, has only failures, or too few events.

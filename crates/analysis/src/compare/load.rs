@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use dbscope_core::stats::Durations;
 use dbscope_core::{Error, Event, NameId, NameTable, Outcome, RunDir};
 
 use super::model::FromIntendedComparison;
@@ -15,8 +16,8 @@ use crate::summary::{FromIntended, LatencyAcc};
 pub(super) struct Loaded {
     /// Every name with a measured event (successful or failed), in order of first appearance.
     pub(super) names: Vec<String>,
-    /// Per name: the successful measured durations (ns).
-    pub(super) durations: Vec<Vec<u64>>,
+    /// Per name: the successful measured durations (ns), in memory or sorted on disk.
+    pub(super) durations: Vec<Durations>,
     /// Per name: the other facts of its measured events.
     pub(super) facts: Vec<NameFacts>,
     pub(super) events_read: u64,
@@ -48,8 +49,14 @@ pub(super) struct IntendedAcc {
 }
 
 /// Reads a run's event files once; with `open_loop`, also collects each name's latencies from
-/// the intended start.
-pub(super) fn load(run: &RunDir, include_warmup: bool, open_loop: bool) -> Result<Loaded, Error> {
+/// the intended start. At most `max_buffered` durations are held in memory across names: past
+/// that, the name holding the most is sorted and written to a temporary file.
+pub(super) fn load(
+    run: &RunDir,
+    include_warmup: bool,
+    open_loop: bool,
+    max_buffered: usize,
+) -> Result<Loaded, Error> {
     let mut readable = run.clone();
     let mut missing = Vec::new();
     readable.manifest.event_files.retain(|f| {
@@ -60,7 +67,9 @@ pub(super) fn load(run: &RunDir, include_warmup: bool, open_loop: bool) -> Resul
         present
     });
     let mut names: Vec<String> = Vec::new();
-    let mut durations: Vec<Vec<u64>> = Vec::new();
+    let mut durations: Vec<Durations> = Vec::new();
+    let mut buffered = 0usize;
+    let mut spill_error: Option<std::io::Error> = None;
     let mut facts: Vec<NameFacts> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut block_ids: HashMap<NameId, usize> = HashMap::new();
@@ -93,7 +102,7 @@ pub(super) fn load(run: &RunDir, include_warmup: bool, open_loop: bool) -> Resul
                 let name = table.name(e.name);
                 *index.entry(name.clone()).or_insert_with(|| {
                     names.push(name);
-                    durations.push(Vec::new());
+                    durations.push(Durations::new());
                     facts.push(NameFacts::default());
                     names.len() - 1
                 })
@@ -122,8 +131,21 @@ pub(super) fn load(run: &RunDir, include_warmup: bool, open_loop: bool) -> Resul
             f.span_ns = widen(f.span_ns);
             f.rows += u64::from(e.rows);
             durations[slot].push(e.duration_ns);
+            buffered += 1;
+            if buffered > max_buffered && spill_error.is_none() {
+                let largest = (0..durations.len())
+                    .max_by_key(|&i| durations[i].buffered())
+                    .expect("a name was just pushed");
+                buffered -= durations[largest].buffered();
+                if let Err(e) = durations[largest].spill() {
+                    spill_error = Some(e);
+                }
+            }
         }
     })?;
+    if let Some(e) = spill_error {
+        return Err(Error::io(std::env::temp_dir(), e));
+    }
     let mut why = Vec::new();
     if run.manifest.outcome == Outcome::Running {
         why.push("the run did not record an end (it is still being written, or was killed)".into());

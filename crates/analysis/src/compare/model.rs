@@ -13,6 +13,9 @@ use crate::summary::{FromIntended, SummaryUs};
 /// Quantiles compared by default.
 pub const DEFAULT_QUANTILES: [f64; 4] = [0.5, 0.9, 0.99, 0.999];
 
+/// The default of [`CompareOptions::memory_bytes`]: 1 GiB.
+pub const DEFAULT_MEMORY_BYTES: u64 = 1 << 30;
+
 /// What to compare and how.
 #[derive(Clone, Debug, Serialize)]
 pub struct CompareOptions {
@@ -30,6 +33,9 @@ pub struct CompareOptions {
     pub bootstrap: BootstrapOptions,
     /// Quantiles to compare, each in [0, 1].
     pub quantiles: Vec<f64>,
+    /// About how many bytes of latencies to hold in memory; an event name whose samples do not
+    /// fit is sorted on disk (in `$TMPDIR`) and its statistics read from there.
+    pub memory_bytes: u64,
 }
 
 impl Default for CompareOptions {
@@ -42,6 +48,7 @@ impl Default for CompareOptions {
             allow_incomplete: false,
             bootstrap: BootstrapOptions::default(),
             quantiles: DEFAULT_QUANTILES.to_vec(),
+            memory_bytes: DEFAULT_MEMORY_BYTES,
         }
     }
 }

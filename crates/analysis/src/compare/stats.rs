@@ -4,7 +4,8 @@
 //! differences, counts over a threshold.
 
 use dbscope_core::stats::{
-    hodges_lehmann, over_threshold, quantile_diff, welch_t_test, wilcoxon_rank_sum, Sample,
+    hodges_lehmann, over_threshold, quantile_diff, welch_t_test, wilcoxon_rank_sum, Durations,
+    Sample,
 };
 
 use super::model::{CompareError, CompareOptions, EventComparison, SideSummary};
@@ -22,14 +23,22 @@ fn side_summary(s: &Sample) -> SideSummary {
 
 pub(super) fn compare_event(
     name: String,
-    da: &[u64],
-    db: &[u64],
+    mut da: Durations,
+    mut db: Durations,
     opts: &CompareOptions,
 ) -> Result<EventComparison, CompareError> {
+    // In memory: the sorted values (8 bytes each) and the Hodges–Lehmann selection's row
+    // bounds (24 bytes per value of A). When that does not fit, or a side is already on disk,
+    // both sides are sorted on disk: the shift is then computed from both files.
+    let need = 8 * (da.len() + db.len()) + 24 * da.len();
+    if da.is_spilled() || db.is_spilled() || need > opts.memory_bytes {
+        da.spill().map_err(spill_error)?;
+        db.spill().map_err(spill_error)?;
+    }
     // Sorting dominates: do A and B at the same time.
     let (sa, sb) = std::thread::scope(|s| {
-        let h = s.spawn(|| Sample::from_u64(da, 1000.0));
-        let sb = Sample::from_u64(db, 1000.0);
+        let h = s.spawn(|| Sample::from_durations(da, 1000.0));
+        let sb = Sample::from_durations(db, 1000.0);
         (h.join().expect("sorting does not panic"), sb)
     });
     let (sa, sb) = (sa?, sb?);
@@ -46,10 +55,12 @@ pub(super) fn compare_event(
         .collect::<Result<Vec<_>, _>>()?;
     let outliers = opts.outlier_us.map(|t| {
         [
-            over_threshold(sa.sorted().iter().copied(), t),
-            over_threshold(sb.sorted().iter().copied(), t),
+            over_threshold(sa.ascending(), t),
+            over_threshold(sb.ascending(), t),
         ]
     });
+    sa.check()?;
+    sb.check()?;
     let verdict = verdict(&sa, &sb, welch.as_ref(), &quantiles, opts.noise);
     Ok(EventComparison {
         name,
@@ -65,4 +76,8 @@ pub(super) fn compare_event(
         errors: Default::default(),
         verdict,
     })
+}
+
+fn spill_error(e: std::io::Error) -> CompareError {
+    CompareError::Run(dbscope_core::Error::io(std::env::temp_dir(), e))
 }

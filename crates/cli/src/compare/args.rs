@@ -79,6 +79,11 @@ pub struct CompareArgs {
         value_parser = parse_quantile
     )]
     pub quantiles: Vec<f64>,
+    /// About how much memory the latencies may take (e.g. 100MB, 2GiB). An event name whose
+    /// samples do not fit is sorted on disk in $TMPDIR (about 16 bytes per event while it is
+    /// sorted) and every statistic is read from there: the same figures, more slowly.
+    #[arg(long, value_name = "SIZE", default_value = "1GiB", value_parser = crate::io::args::parse_size)]
+    pub memory: u64,
 }
 
 /// Parses `p99.9` (a percentile) or `0.999` (a fraction) into a fraction in [0, 1].

@@ -122,6 +122,7 @@ pub fn cmd_compare(a: CompareArgs) -> Result<u8, Exit> {
             ..BootstrapOptions::default()
         },
         quantiles: a.quantiles.clone(),
+        memory_bytes: a.memory,
     };
     let iterations = |r: &RunDir| r.manifest.workload.name == ITERATIONS_WORKLOAD;
     match (iterations(&ra), iterations(&rb)) {

@@ -16,6 +16,7 @@ pub mod rank;
 mod reference;
 pub mod sample;
 pub mod sequential;
+pub mod spill;
 mod summary;
 pub mod tail;
 pub mod ttest;
@@ -26,7 +27,8 @@ pub use ld::mean_r;
 pub use quantile_ci::{quantile_diff, BootstrapOptions, QuantileDiff};
 pub use rank::{hodges_lehmann, wilcoxon_rank_sum, RankSumTest};
 pub use sample::Sample;
-pub use summary::{quantile_type7, quantile_type7_by, Summary};
+pub use spill::{Durations, SortedFile};
+pub use summary::{quantile_type7, quantile_type7_at, quantile_type7_by, Summary};
 pub use tail::{largest_indices, over_threshold, OverThreshold};
 pub use ttest::{welch_t_test, welch_t_test_level, WelchTest};
 

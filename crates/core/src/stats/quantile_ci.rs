@@ -71,7 +71,7 @@ pub struct QuantileDiff {
 
 /// One quantile's bootstrap sampler: the Beta law of the lower order statistic and the weights.
 struct QuantileSampler<'a> {
-    sorted: &'a [f64],
+    sorted: &'a Sample,
     /// 1-based index k of the lower order statistic.
     k: usize,
     frac: f64,
@@ -79,7 +79,7 @@ struct QuantileSampler<'a> {
 }
 
 impl<'a> QuantileSampler<'a> {
-    fn new(sorted: &'a [f64], p: f64) -> Result<Self> {
+    fn new(sorted: &'a Sample, p: f64) -> Result<Self> {
         let n = sorted.len();
         let h = (n - 1) as f64 * p;
         let lo = (h.floor() as usize).min(n - 1);
@@ -98,7 +98,7 @@ impl<'a> QuantileSampler<'a> {
     fn at(&self, u: f64) -> f64 {
         let n = self.sorted.len();
         let i = ((n as f64 * u).ceil() as usize).clamp(1, n);
-        self.sorted[i - 1]
+        self.sorted.at(i - 1)
     }
 
     /// One bootstrap replicate of the type-7 quantile.
@@ -146,8 +146,8 @@ pub fn quantile_diff(
             opts.conf_level
         )));
     }
-    let sa = QuantileSampler::new(a.sorted(), p)?;
-    let sb = QuantileSampler::new(b.sorted(), p)?;
+    let sa = QuantileSampler::new(a, p)?;
+    let sb = QuantileSampler::new(b, p)?;
     // A separate stream per quantile, so adding a quantile does not change the others' intervals.
     let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
     rng.set_stream((p * 1e6).round() as u64);
@@ -180,6 +180,8 @@ pub fn quantile_diff(
     } else {
         (None, None)
     };
+    a.check()?;
+    b.check()?;
     Ok(QuantileDiff {
         p,
         a: qa,
@@ -218,7 +220,7 @@ mod tests {
         let x: Vec<f64> = (1..=41).map(|i| (i * i) as f64).collect();
         let s = Sample::new(x.clone()).unwrap();
         for p in [0.5, 0.9, 0.37] {
-            let q = QuantileSampler::new(s.sorted(), p).unwrap();
+            let q = QuantileSampler::new(&s, p).unwrap();
             let mut rng = ChaCha8Rng::seed_from_u64(3);
             let exact: Vec<f64> = (0..20_000).map(|_| q.draw(&mut rng)).collect();
             let naive = naive_replicates(&x, p, 20_000, 4);

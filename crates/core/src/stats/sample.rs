@@ -1,6 +1,7 @@
 //! A validated sample of real values (finite, at least two), sorted once, with its exact mean and
 //! variance: the input every comparison method in this module takes.
 
+use super::spill::SortedFile;
 use crate::error::{Error, Result};
 
 /// Neumaier's compensated sum (Neumaier 1974, an improved Kahan summation): the error does not grow
@@ -31,15 +32,51 @@ impl CompensatedSum {
     }
 }
 
+/// Where a sample's sorted values are: in memory, or in a sorted file of durations (ns) divided
+/// by `scale` as they are read ([`super::spill`]).
+#[derive(Debug)]
+enum Store {
+    Mem(Vec<f64>),
+    File { file: SortedFile, scale: f64 },
+}
+
 /// A sample for statistical tests: every value finite, at least two values, kept sorted ascending.
 ///
 /// Construction costs one sort (O(n log n)) and two passes for mean and variance; the tests then
-/// read the sorted values without copying them.
-#[derive(Clone, Debug, PartialEq)]
+/// read the sorted values without copying them. A sample too large for memory is a sorted file
+/// ([`Sample::from_durations`]): the same statistics, read sequentially or at chosen ranks.
+#[derive(Debug)]
 pub struct Sample {
-    sorted: Vec<f64>,
+    store: Store,
     mean: f64,
     var: f64,
+}
+
+/// The values of a [`Sample`], ascending.
+pub enum Ascending<'a> {
+    /// From memory.
+    Mem(std::iter::Copied<std::slice::Iter<'a, f64>>),
+    /// From a sorted file, each duration divided by the scale.
+    File(super::spill::Ascending<'a>, f64),
+}
+
+impl Iterator for Ascending<'_> {
+    type Item = f64;
+
+    #[inline]
+    fn next(&mut self) -> Option<f64> {
+        match self {
+            Ascending::Mem(it) => it.next(),
+            Ascending::File(it, scale) => it.next().map(|v| v as f64 / *scale),
+        }
+    }
+}
+
+fn too_few(n: u64) -> Error {
+    Error::InvalidInput(format!(
+        "{n} value{}: at least 2 are needed",
+        if n == 1 { "" } else { "s" }
+    ))
 }
 
 impl Sample {
@@ -47,11 +84,7 @@ impl Sample {
     /// of the first value that is NaN or infinite.
     pub fn new(mut values: Vec<f64>) -> Result<Self> {
         if values.len() < 2 {
-            return Err(Error::InvalidInput(format!(
-                "{} value{}: at least 2 are needed",
-                values.len(),
-                if values.len() == 1 { "" } else { "s" }
-            )));
+            return Err(too_few(values.len() as u64));
         }
         if let Some(i) = values.iter().position(|v| !v.is_finite()) {
             return Err(Error::InvalidInput(format!(
@@ -67,24 +100,48 @@ impl Sample {
     /// A sample of durations in nanoseconds, converted to `f64` after dividing by `scale` (1000 gives
     /// microseconds). Needs at least two values.
     pub fn from_u64(values: &[u64], scale: f64) -> Result<Self> {
+        Self::from_u64_vec(values.to_vec(), scale)
+    }
+
+    /// [`Sample::from_u64`] taking the vector: sorted and converted in place, no copy.
+    pub fn from_u64_vec(mut values: Vec<u64>, scale: f64) -> Result<Self> {
         if values.len() < 2 {
-            return Err(Error::InvalidInput(format!(
-                "{} value{}: at least 2 are needed",
-                values.len(),
-                if values.len() == 1 { "" } else { "s" }
-            )));
+            return Err(too_few(values.len() as u64));
         }
-        if !(scale.is_finite() && scale > 0.0) {
-            return Err(Error::InvalidInput(format!(
-                "scale {scale} is not positive"
-            )));
-        }
+        check_scale(scale)?;
         // R's mean of the values as given (R sums in vector order), before sorting.
         let mean = super::ld::mean_r(|| values.iter().map(|&v| v as f64 / scale));
-        let mut sorted_ns = values.to_vec();
-        sorted_ns.sort_unstable();
-        let sorted = sorted_ns.into_iter().map(|v| v as f64 / scale).collect();
+        values.sort_unstable();
+        let sorted = values.into_iter().map(|v| v as f64 / scale).collect();
         Ok(Self::from_sorted_finite(sorted, mean))
+    }
+
+    /// A sample of the durations (ns) gathered in `d`, divided by `scale`: in memory when none
+    /// were spilled to disk, else read from one sorted file. A file-backed sample's mean is R's
+    /// long-double mean taken in ascending order (R sums in vector order; the two differ only
+    /// where a long double's 64 bits round differently, below anything printed).
+    pub fn from_durations(d: super::spill::Durations, scale: f64) -> Result<Self> {
+        if d.len() < 2 {
+            return Err(too_few(d.len()));
+        }
+        check_scale(scale)?;
+        let file = match d.into_sorted_file().map_err(spill_error)? {
+            Err(values) => return Self::from_u64_vec(values, scale),
+            Ok(file) => file,
+        };
+        let mean = super::ld::mean_r(|| file.ascending().map(|v| v as f64 / scale));
+        let mut ss = CompensatedSum::default();
+        for v in file.ascending() {
+            let d = v as f64 / scale - mean;
+            ss.add(d * d);
+        }
+        file.check().map_err(spill_error)?;
+        let var = ss.value() / (file.len() as f64 - 1.0);
+        Ok(Sample {
+            store: Store::File { file, scale },
+            mean,
+            var,
+        })
     }
 
     /// From sorted finite values and R's mean of them.
@@ -97,12 +154,19 @@ impl Sample {
             ss.add(d * d);
         }
         let var = ss.value() / (n - 1.0);
-        Sample { sorted, mean, var }
+        Sample {
+            store: Store::Mem(sorted),
+            mean,
+            var,
+        }
     }
 
     /// Number of values (at least 2).
     pub fn len(&self) -> usize {
-        self.sorted.len()
+        match &self.store {
+            Store::Mem(v) => v.len(),
+            Store::File { file, .. } => file.len() as usize,
+        }
     }
 
     /// Always false: a sample has at least two values.
@@ -110,9 +174,46 @@ impl Sample {
         false
     }
 
-    /// The values, sorted ascending.
-    pub fn sorted(&self) -> &[f64] {
-        &self.sorted
+    /// The values, sorted ascending, when they are in memory.
+    pub fn as_slice(&self) -> Option<&[f64]> {
+        match &self.store {
+            Store::Mem(v) => Some(v),
+            Store::File { .. } => None,
+        }
+    }
+
+    /// The sorted file and its scale, when the values are on disk.
+    pub fn as_file(&self) -> Option<(&SortedFile, f64)> {
+        match &self.store {
+            Store::Mem(_) => None,
+            Store::File { file, scale } => Some((file, *scale)),
+        }
+    }
+
+    /// The value of rank `i` (0-based) in ascending order.
+    #[inline]
+    pub fn at(&self, i: usize) -> f64 {
+        match &self.store {
+            Store::Mem(v) => v[i],
+            Store::File { file, scale } => file.get(i as u64) as f64 / scale,
+        }
+    }
+
+    /// Every value, ascending.
+    pub fn ascending(&self) -> Ascending<'_> {
+        match &self.store {
+            Store::Mem(v) => Ascending::Mem(v.iter().copied()),
+            Store::File { file, scale } => Ascending::File(file.ascending(), *scale),
+        }
+    }
+
+    /// The first error reading a file-backed sample, if any read failed (a read that fails
+    /// gives 0, so a statistic is only good when this is `Ok`).
+    pub fn check(&self) -> Result<()> {
+        match &self.store {
+            Store::Mem(_) => Ok(()),
+            Store::File { file, .. } => file.check().map_err(spill_error),
+        }
     }
 
     /// Arithmetic mean (as R's `mean`).
@@ -132,27 +233,52 @@ impl Sample {
 
     /// Quantile of type 7 (R's default; Hyndman & Fan 1996), `p` clamped to `[0, 1]`. O(1).
     pub fn quantile(&self, p: f64) -> f64 {
-        super::summary::quantile_type7_by(&self.sorted, p, |v| v)
+        super::summary::quantile_type7_at(self.len(), p, |i| self.at(i))
     }
 
     /// R's `summary()`: Min, 1st Qu., Median, Mean, 3rd Qu., Max (and n and sd).
     pub fn summary(&self) -> super::summary::Summary {
         super::summary::Summary {
             n: self.len() as u64,
-            min: self.sorted[0],
+            min: self.at(0),
             q1: self.quantile(0.25),
             median: self.quantile(0.5),
             mean: self.mean,
             q3: self.quantile(0.75),
-            max: self.sorted[self.len() - 1],
+            max: self.at(self.len() - 1),
             sd: self.sd(),
         }
     }
 
     /// Number of values strictly greater than `threshold`. O(log n).
     pub fn count_above(&self, threshold: f64) -> usize {
-        self.len() - self.sorted.partition_point(|&v| v <= threshold)
+        // The first rank whose value is above the threshold, by bisection.
+        let (mut lo, mut hi) = (0usize, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.at(mid) <= threshold {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        self.len() - lo
     }
+}
+
+fn check_scale(scale: f64) -> Result<()> {
+    if scale.is_finite() && scale > 0.0 {
+        Ok(())
+    } else {
+        Err(Error::InvalidInput(format!(
+            "scale {scale} is not positive"
+        )))
+    }
+}
+
+fn spill_error(e: std::io::Error) -> Error {
+    // The sorted runs are anonymous files in the temporary directory ($TMPDIR).
+    Error::io(std::env::temp_dir(), e)
 }
 
 #[cfg(test)]

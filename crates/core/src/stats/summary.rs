@@ -16,15 +16,20 @@ use crate::error::{Error, Result};
 /// outside `[x[lo], x[hi]]` (R's formula can land one unit in the last place outside when the
 /// neighbours differ by one: no printed digit shows it). NaN for no values or a NaN `p`. O(1).
 pub fn quantile_type7_by<T: Copy>(sorted: &[T], p: f64, value: impl Fn(T) -> f64) -> f64 {
-    let n = sorted.len();
+    quantile_type7_at(sorted.len(), p, |i| value(sorted[i]))
+}
+
+/// [`quantile_type7_by`] of `n` sorted values read through `at` (0-based rank): the same
+/// formula for values that are not in one slice (a sorted file).
+pub fn quantile_type7_at(n: usize, p: f64, at: impl Fn(usize) -> f64) -> f64 {
     if n == 0 || p.is_nan() {
         return f64::NAN;
     }
     let index = 1.0 + (n - 1) as f64 * p.clamp(0.0, 1.0);
     let lo = index.floor();
     let hi = index.ceil();
-    let a = value(sorted[(lo as usize).clamp(1, n) - 1]);
-    let b = value(sorted[(hi as usize).clamp(1, n) - 1]);
+    let a = at((lo as usize).clamp(1, n) - 1);
+    let b = at((hi as usize).clamp(1, n) - 1);
     if index > lo && b != a {
         let h = index - lo;
         ((1.0 - h) * a + h * b).clamp(a.min(b), a.max(b))
