@@ -28,10 +28,11 @@ pub(super) fn compare_event(
     opts: &CompareOptions,
 ) -> Result<EventComparison, CompareError> {
     // In memory: the sorted values (8 bytes each) and the Hodges–Lehmann selection's row
-    // bounds (24 bytes per value of A). When that does not fit, or a side is already on disk,
-    // both sides are sorted on disk: the shift is then computed from both files.
+    // bounds (24 bytes per value of A), within half the budget (the other half is the process
+    // itself and the other names' durations read so far). When that does not fit, or a side is
+    // already on disk, both sides are sorted on disk: the shift is then computed from both files.
     let need = 8 * (da.len() + db.len()) + 24 * da.len();
-    if da.is_spilled() || db.is_spilled() || need > opts.memory_bytes {
+    if da.is_spilled() || db.is_spilled() || need > opts.memory_bytes / 2 {
         da.spill().map_err(spill_error)?;
         db.spill().map_err(spill_error)?;
     }
