@@ -52,8 +52,10 @@ pub fn compare(a: &RunDir, b: &RunDir, opts: &CompareOptions) -> Result<Comparis
         .iter()
         .any(|r| r.manifest.runner.as_ref().is_some_and(|x| x.mode == "open"));
     // The two runs are independent: read them at the same time, each buffering up to a quarter
-    // of the budget (8 bytes a duration); the rest is for sorting and testing one name.
-    let max_buffered = (opts.memory_bytes / 4 / 8).max(1024) as usize;
+    // of the budget (8 bytes a duration; shared with the latencies from the intended start in
+    // an open-loop run); the rest is for sorting and testing one name.
+    let share = if open_loop { 2 } else { 1 };
+    let max_buffered = (opts.memory_bytes / 4 / 8 / share).max(1024) as usize;
     let (la, lb) = std::thread::scope(|s| {
         let h = s.spawn(|| load(a, opts.include_warmup, open_loop, max_buffered));
         let lb = load(b, opts.include_warmup, open_loop, max_buffered);

@@ -10,7 +10,7 @@ use dbscope_core::stats::Durations;
 use dbscope_core::{Error, Event, NameId, NameTable, Outcome, RunDir};
 
 use super::model::FromIntendedComparison;
-use crate::summary::{FromIntended, LatencyAcc};
+use crate::summary::{FromIntended, LatencyAcc, MemoryBudget};
 
 /// Successful measured durations per event name of one run.
 pub(super) struct Loaded {
@@ -41,22 +41,26 @@ pub(super) struct NameFacts {
     pub(super) span_ns: Option<(u64, u64)>,
 }
 
-/// One event name's latencies from the intended start, while a run is read.
+/// One event name's latencies from the intended start, while a run is read: exact while the
+/// run's share of the memory budget lasts, then an HDR histogram (as `report` does).
 pub(super) struct IntendedAcc {
     name: String,
-    latencies: Vec<u64>,
+    latencies: LatencyAcc,
     late: u64,
 }
 
 /// Reads a run's event files once; with `open_loop`, also collects each name's latencies from
 /// the intended start. At most `max_buffered` durations are held in memory across names: past
-/// that, the name holding the most is sorted and written to a temporary file.
+/// that, the name holding the most is sorted and written to a temporary file. The latencies
+/// from the intended start are kept exact up to `max_buffered` values too, then summarised from
+/// an HDR histogram.
 pub(super) fn load(
     run: &RunDir,
     include_warmup: bool,
     open_loop: bool,
     max_buffered: usize,
 ) -> Result<Loaded, Error> {
+    let mut intended_budget = MemoryBudget::new(max_buffered);
     let mut readable = run.clone();
     let mut missing = Vec::new();
     readable.manifest.event_files.retain(|f| {
@@ -88,7 +92,7 @@ pub(super) fn load(
                     *intended_index.entry(name.clone()).or_insert_with(|| {
                         from_intended.push(IntendedAcc {
                             name,
-                            latencies: Vec::new(),
+                            latencies: LatencyAcc::default(),
                             late: 0,
                         });
                         from_intended.len() - 1
@@ -116,7 +120,8 @@ pub(super) fn load(
             }
             if let (Some(slot), Some(intended)) = (intended_slot, e.intended_start_ns) {
                 let acc = &mut from_intended[slot];
-                acc.latencies.push(e.latency_from_intended_ns());
+                acc.latencies
+                    .push(e.latency_from_intended_ns(), &mut intended_budget);
                 acc.late += u64::from(e.start_ns > intended);
             }
             let end = e.start_ns.saturating_add(e.duration_ns);
@@ -189,14 +194,8 @@ pub(super) fn compare_from_intended(
             let eb = b.iter_mut().find(|e| e.name == ea.name)?;
             Some(FromIntendedComparison {
                 name: ea.name.clone(),
-                a: FromIntended::of(
-                    LatencyAcc::from_values(std::mem::take(&mut ea.latencies)),
-                    ea.late,
-                )?,
-                b: FromIntended::of(
-                    LatencyAcc::from_values(std::mem::take(&mut eb.latencies)),
-                    eb.late,
-                )?,
+                a: FromIntended::of(std::mem::take(&mut ea.latencies), ea.late)?,
+                b: FromIntended::of(std::mem::take(&mut eb.latencies), eb.late)?,
             })
         })
         .collect()

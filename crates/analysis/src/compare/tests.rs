@@ -586,3 +586,56 @@ fn a_comparison_beyond_its_memory_budget_gives_the_same_figures_from_disk() {
     let lo = *d[..k].iter().max().unwrap();
     assert_eq!(disk.events[0].hl_shift_us, (lo + hi) as f64 / 2.0 / 1000.0);
 }
+
+/// Open-loop runs: the latencies from the intended start stay exact within the budget and fall
+/// back to an HDR histogram beyond it, said in the table, instead of being held whole.
+#[test]
+fn open_loop_latencies_beyond_the_budget_are_summarised_from_a_histogram() {
+    let dir = tempfile::tempdir().unwrap();
+    let open_run = |name: &str, base: u64| {
+        let mut m = Manifest::new("workload", WorkloadInfo::default(), 1);
+        m.runner = Some(dbscope_core::manifest::RunnerInfo {
+            mode: "open".into(),
+            ..Default::default()
+        });
+        m.outcome = Outcome::Complete;
+        m.events_written = Some(3000);
+        let mut f = FakeRun::with_manifest(&dir.path().join(name), m);
+        let id = f.name("commit");
+        let evs: Vec<Event> = lat(3000, base, 20_000)
+            .into_iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let start = 1_000_000 + i as u64 * 1000;
+                Event {
+                    // Every third operation started 50 µs after its intended start.
+                    intended_start_ns: Some(start - 50_000 * u64::from(i.is_multiple_of(3))),
+                    ..FakeRun::event(id, 0, start, d)
+                }
+            })
+            .collect();
+        f.block(&evs);
+        f.finish()
+    };
+    let (ra, rb) = (open_run("a", 100_000), open_run("b", 120_000));
+    let exact = compare(&ra, &rb, &CompareOptions::default()).unwrap();
+    let small = CompareOptions {
+        memory_bytes: 4 << 10, // 1,024 values a run: fewer than the 3,000 events
+        ..CompareOptions::default()
+    };
+    let hdr = compare(&ra, &rb, &small).unwrap();
+    let (e, h) = (&exact.from_intended[0], &hdr.from_intended[0]);
+    assert!(e.a.percentiles_us.exact && e.b.percentiles_us.exact);
+    assert!(!h.a.percentiles_us.exact && !h.b.percentiles_us.exact);
+    assert_eq!((e.a.count, e.a.late), (h.a.count, h.a.late));
+    assert_eq!(e.a.late, 1000);
+    for (x, y) in [
+        (e.a.summary_us.median, h.a.summary_us.median),
+        (e.b.percentiles_us.p99, h.b.percentiles_us.p99),
+    ] {
+        assert!((x - y).abs() <= 0.01 * x, "{x} vs {y}");
+    }
+    assert_eq!(e.a.summary_us.max, h.a.summary_us.max);
+    assert!(render_text(&hdr).contains("HDR histogram, 3 digits"));
+    assert!(!render_text(&exact).contains("HDR histogram"));
+}

@@ -114,6 +114,13 @@ fn push_from_intended_text(out: &mut String, c: &[FromIntendedComparison]) {
 latency from the intended start (CO-corrected, open loop), µs
 ",
     );
+    if c.iter()
+        .any(|e| !e.a.percentiles_us.exact || !e.b.percentiles_us.exact)
+    {
+        out.push_str(
+            "   (HDR histogram, 3 digits, where a side had more events than --memory holds exactly)\n",
+        );
+    }
     out.push_str(
         "   event                  median A    median B      p99 A      p99 B    p99.9 A    p99.9 B
 ",

@@ -514,19 +514,18 @@ fn collect_sets<T: mysql::prelude::Protocol>(
     Ok(out)
 }
 
+fn value(p: &Param) -> Value {
+    match p {
+        Param::Int(i) => Value::Int(*i),
+        Param::Text(s) => Value::Bytes(s.as_bytes().to_vec()),
+    }
+}
+
 fn values(params: &[Param]) -> mysql::Params {
     if params.is_empty() {
         return mysql::Params::Empty;
     }
-    mysql::Params::Positional(
-        params
-            .iter()
-            .map(|p| match p {
-                Param::Int(i) => Value::Int(*i),
-                Param::Text(s) => Value::Bytes(s.as_bytes().to_vec()),
-            })
-            .collect(),
-    )
+    mysql::Params::Positional(params.iter().map(value).collect())
 }
 
 /// A value as text: integers and floats printed, strings and DECIMALs as the server sent them.
@@ -555,15 +554,16 @@ impl Session for MySession {
         Ok(StmtId(self.stmts.len() - 1))
     }
     fn execute(&mut self, stmt: StmtId, params: &[Param]) -> TargetResult<u64> {
+        // The statement is borrowed, not cloned, and the values built once: this is every
+        // lookup's and commit's path.
         let (s, order) = self
             .stmts
             .get(stmt.0)
-            .ok_or_else(|| TargetError::config("unknown prepared statement"))?
-            .clone();
-        let bound: Vec<Param> = order
+            .ok_or_else(|| TargetError::config("unknown prepared statement"))?;
+        let bound = order
             .iter()
             .map(|&i| {
-                params.get(i).cloned().ok_or_else(|| {
+                params.get(i).map(value).ok_or_else(|| {
                     TargetError::config(format!(
                         "the statement uses parameter {} and {} were given",
                         i + 1,
@@ -571,8 +571,13 @@ impl Session for MySession {
                     ))
                 })
             })
-            .collect::<TargetResult<_>>()?;
-        let mut r = self.conn.exec_iter(&s, values(&bound)).map_err(classify)?;
+            .collect::<TargetResult<Vec<Value>>>()?;
+        let bound = if bound.is_empty() {
+            mysql::Params::Empty
+        } else {
+            mysql::Params::Positional(bound)
+        };
+        let mut r = self.conn.exec_iter(s, bound).map_err(classify)?;
         let mut n = 0u64;
         let mut affected = 0u64;
         let mut returns_rows = false;

@@ -151,7 +151,7 @@ fn hodges_lehmann_files(x: &SortedFile, y: &SortedFile) -> Result<f64> {
     let (n, m) = (x.len(), y.len());
     let total = n as u128 * m as u128;
     let k = (total - 1) / 2; // 0-based rank of the lower median
-                                       // C(d) = #{(i, j): x_i - y_j <= d}, and the smallest difference above d.
+                             // C(d) = #{(i, j): x_i - y_j <= d}, and the smallest difference above d.
     let count = |d: i128| -> (u128, Option<i128>) {
         let mut xs = x.ascending().peekable();
         let mut below = 0u128;
