@@ -164,8 +164,8 @@ impl AsRawFd for Stream {
     }
 }
 
-/// A Unix socket read the way libmariadb reads it (dbscope's patch, see vendor/README.md): a
-/// non-blocking `recv`, then `poll(POLLIN)` when nothing is there yet, then `recv` again.
+/// A Unix socket read by waiting for input in `poll(POLLIN)`, then a non-blocking `recv`
+/// (dbscope's patch, see vendor/README.md).
 ///
 /// A thread blocked in `recv(2)` on a Unix stream socket is also woken when the server *reads*
 /// the request (the kernel's write-space wake-up, which `recv`'s wait does not filter), finds
@@ -182,24 +182,11 @@ pub struct WaitReadable {
 impl io::Read for WaitReadable {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let fd = self.stream.as_raw_fd();
+        let timeout = match self.read_timeout {
+            None => -1,
+            Some(t) => t.as_millis().clamp(1, i32::MAX as u128) as i32,
+        };
         loop {
-            // SAFETY: `buf` is valid for `buf.len()` bytes and `fd` is open while `self` lives.
-            let n = unsafe {
-                libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT)
-            };
-            if n >= 0 {
-                return Ok(n as usize);
-            }
-            let e = io::Error::last_os_error();
-            match e.kind() {
-                io::ErrorKind::Interrupted => continue,
-                io::ErrorKind::WouldBlock => {}
-                _ => return Err(e),
-            }
-            let timeout = match self.read_timeout {
-                None => -1,
-                Some(t) => t.as_millis().clamp(1, i32::MAX as u128) as i32,
-            };
             let mut p = libc::pollfd {
                 fd,
                 events: libc::POLLIN,
@@ -213,9 +200,22 @@ impl io::Read for WaitReadable {
             }
             if r < 0 {
                 let e = io::Error::last_os_error();
-                if e.kind() != io::ErrorKind::Interrupted {
-                    return Err(e);
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
                 }
+                return Err(e);
+            }
+            // SAFETY: `buf` is valid for `buf.len()` bytes and `fd` is open while `self` lives.
+            let n = unsafe {
+                libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT)
+            };
+            if n >= 0 {
+                return Ok(n as usize);
+            }
+            let e = io::Error::last_os_error();
+            match e.kind() {
+                io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock => {}
+                _ => return Err(e),
             }
         }
     }
