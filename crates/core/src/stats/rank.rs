@@ -148,6 +148,36 @@ pub fn hodges_lehmann(x: &Sample, y: &Sample) -> Result<f64> {
 /// statistics of each file gives a first estimate and a narrow bracket around it, so a
 /// comparison of 2 × 100 M values takes about twenty passes rather than forty.
 fn hodges_lehmann_files(x: &SortedFile, y: &SortedFile) -> Result<f64> {
+    // A first estimate from evenly spaced order statistics of each side.
+    let pick = |f: &SortedFile| -> Vec<f64> {
+        let s = f.len().min(2001);
+        (0..s)
+            .map(|i| f.get(i * (f.len() - 1) / (s - 1).max(1)) as f64)
+            .collect()
+    };
+    let (sx, sy) = (pick(x), pick(y));
+    x.check().map_err(|e| Error::io(std::env::temp_dir(), e))?;
+    y.check().map_err(|e| Error::io(std::env::temp_dir(), e))?;
+    let iqr = |v: &[f64]| {
+        super::summary::quantile_type7_by(v, 0.75, |a| a)
+            - super::summary::quantile_type7_by(v, 0.25, |a| a)
+    };
+    let guess = {
+        let (a, b) = (Sample::new(sx.clone())?, Sample::new(sy.clone())?);
+        hodges_lehmann(&a, &b)?.round() as i128
+    };
+    let width = ((4.0 * (iqr(&sx) + iqr(&sy)) / (sx.len() as f64).sqrt()) as i128).max(4);
+    Ok(hodges_lehmann_files_from(x, y, guess, width))
+}
+
+/// [`hodges_lehmann_files`] from a first guess of the shift and a half-width around it; any
+/// guess gives the same answer, a good one in fewer passes.
+pub(crate) fn hodges_lehmann_files_from(
+    x: &SortedFile,
+    y: &SortedFile,
+    guess: i128,
+    width: i128,
+) -> f64 {
     let (n, m) = (x.len(), y.len());
     let total = n as u128 * m as u128;
     let k = (total - 1) / 2; // 0-based rank of the lower median
@@ -170,31 +200,14 @@ fn hodges_lehmann_files(x: &SortedFile, y: &SortedFile) -> Result<f64> {
         }
         (total, above)
     };
-    // A first estimate from evenly spaced order statistics of each side.
-    let pick = |f: &SortedFile| -> Vec<f64> {
-        let s = f.len().min(2001);
-        (0..s)
-            .map(|i| f.get(i * (f.len() - 1) / (s - 1).max(1)) as f64)
-            .collect()
-    };
-    let (sx, sy) = (pick(x), pick(y));
-    x.check().map_err(|e| Error::io(std::env::temp_dir(), e))?;
-    y.check().map_err(|e| Error::io(std::env::temp_dir(), e))?;
-    let iqr = |v: &[f64]| {
-        super::summary::quantile_type7_by(v, 0.75, |a| a)
-            - super::summary::quantile_type7_by(v, 0.25, |a| a)
-    };
-    let guess = {
-        let (a, b) = (Sample::new(sx.clone())?, Sample::new(sy.clone())?);
-        hodges_lehmann(&a, &b)?.round() as i128
-    };
-    let mut width = ((4.0 * (iqr(&sx) + iqr(&sy)) / (sx.len() as f64).sqrt()) as i128).max(4);
+    let mut width = width.max(1);
     let (min_d, max_d) = (
         x.get(0) as i128 - y.get(m - 1) as i128,
         x.get(n - 1) as i128 - y.get(0) as i128,
     );
     // Invariant once found: C(lo) <= k < C(hi), so the k-th smallest is in (lo, hi].
     let (mut lo, mut hi) = (min_d - 1, max_d);
+    let guess = guess.clamp(lo, hi);
     loop {
         let (a, b) = ((guess - width).max(lo), (guess + width).min(hi));
         let below_ok = a == lo || count(a).0 <= k;
@@ -203,11 +216,16 @@ fn hodges_lehmann_files(x: &SortedFile, y: &SortedFile) -> Result<f64> {
             (lo, hi) = (a, b);
             break;
         }
+        // Each count narrows the bracket whichever way it fell.
         if below_ok {
             lo = a;
+        } else {
+            hi = a;
         }
         if above_ok {
-            hi = b;
+            hi = hi.min(b);
+        } else {
+            lo = b;
         }
         width = width.saturating_mul(16);
     }
@@ -221,7 +239,7 @@ fn hodges_lehmann_files(x: &SortedFile, y: &SortedFile) -> Result<f64> {
     }
     let kth = hi;
     if total % 2 == 1 {
-        return Ok(kth as f64);
+        return kth as f64;
     }
     // The (k+1)-th: the k-th again when tied, else the smallest difference above it.
     let (le, above) = count(kth);
@@ -230,7 +248,7 @@ fn hodges_lehmann_files(x: &SortedFile, y: &SortedFile) -> Result<f64> {
     } else {
         above.unwrap_or(kth)
     };
-    Ok((kth + next) as f64 / 2.0)
+    (kth + next) as f64 / 2.0
 }
 
 /// Selection of the k-th smallest of `q[c] - p[r]` over all rows r (of `p`) and columns c (of `q`).
