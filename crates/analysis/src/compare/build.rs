@@ -178,9 +178,20 @@ pub fn compare(a: &RunDir, b: &RunDir, opts: &CompareOptions) -> Result<Comparis
 /// One run's facts of a name that is not tested (durations in ns).
 fn side_facts(durations: Durations, f: &NameFacts) -> Result<SideFacts, CompareError> {
     let n = durations.len();
-    let summary = match durations.in_memory() {
-        Some([]) => None,
-        Some(&[one]) => Some(SummaryUs::from_six([one as f64 / 1000.0; 6])),
+    let summary = match n {
+        0 => None,
+        1 => {
+            // In memory, or (a run of many names) already written out on its own.
+            let one = match durations.into_sorted_file().map_err(spill_error)? {
+                Err(values) => values[0],
+                Ok(file) => {
+                    let v = file.get(0);
+                    file.check().map_err(spill_error)?;
+                    v
+                }
+            };
+            Some(SummaryUs::from_six([one as f64 / 1000.0; 6]))
+        }
         _ => Some(SummaryUs::from_six(
             Sample::from_durations(durations, 1000.0)?.summary().six(),
         )),
@@ -212,4 +223,9 @@ fn no_test_reason(a: Option<&SideFacts>, b: Option<&SideFacts>) -> String {
         (Some(a), Some(b)) => format!("{} in A and {} in B (a test needs two in each)", a.n, b.n),
     };
     format!("{why}: no test")
+}
+
+/// A temporary file of durations sorted on disk could not be written or read.
+pub(super) fn spill_error(e: std::io::Error) -> CompareError {
+    CompareError::Run(dbscope_core::Error::io(std::env::temp_dir(), e))
 }

@@ -639,3 +639,34 @@ fn open_loop_latencies_beyond_the_budget_are_summarised_from_a_histogram() {
     assert!(render_text(&hdr).contains("HDR histogram, 3 digits"));
     assert!(!render_text(&exact).contains("HDR histogram"));
 }
+
+/// A run of many names with one event each, past the budget: single values written out on their
+/// own are read back for the side-by-side rows, not refused.
+#[test]
+fn single_events_written_out_under_a_small_budget_are_still_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let names: Vec<String> = (0..1100).map(|i| format!("step{i}")).collect();
+    let events: Vec<(&str, u64)> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), 1000 + i as u64))
+        .collect();
+    let ra = write_run(&dir.path().join("a"), "normal", &events);
+    let rb = write_run(&dir.path().join("b"), "normal", &events);
+    let tiny = CompareOptions {
+        memory_bytes: 4 << 10,
+        ..CompareOptions::default()
+    };
+    let c = compare(&ra, &rb, &tiny).unwrap();
+    assert_eq!(c.untested.len(), 1100);
+    for (i, u) in c.untested.iter().enumerate() {
+        let a = u.a.as_ref().unwrap();
+        assert_eq!(a.n, 1);
+        assert_eq!(
+            a.summary.unwrap().max,
+            (1000 + i) as f64 / 1000.0,
+            "{}",
+            u.name
+        );
+    }
+}
