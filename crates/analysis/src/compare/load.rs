@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use dbscope_core::stats::spill::SpillArea;
 use dbscope_core::stats::Durations;
 use dbscope_core::{Error, Event, NameId, NameTable, Outcome, RunDir};
 
@@ -74,6 +75,7 @@ pub(super) fn load(
     let mut durations: Vec<Durations> = Vec::new();
     let mut buffered = 0usize;
     let mut spill_error: Option<std::io::Error> = None;
+    let mut area: Option<SpillArea> = None;
     let mut facts: Vec<NameFacts> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut block_ids: HashMap<NameId, usize> = HashMap::new();
@@ -142,8 +144,17 @@ pub(super) fn load(
                     .max_by_key(|&i| durations[i].buffered())
                     .expect("a name was just pushed");
                 buffered -= durations[largest].buffered();
-                if let Err(e) = durations[largest].spill() {
-                    spill_error = Some(e);
+                // One temporary file for the whole run, made at its first spill.
+                if area.is_none() {
+                    match SpillArea::new() {
+                        Ok(a) => area = Some(a),
+                        Err(e) => spill_error = Some(e),
+                    }
+                }
+                if let Some(a) = &area {
+                    if let Err(e) = durations[largest].spill_into(a) {
+                        spill_error = Some(e);
+                    }
                 }
             }
         }

@@ -6,23 +6,68 @@
 //! An external merge sort (Knuth, TAOCP vol. 3, 5.4.1): chunks sorted in memory and written as
 //! runs, then one k-way merge through a binary heap. The files are anonymous temporary files in
 //! `$TMPDIR` (`tempfile::tempfile`): unlinked from the start, gone when dbscope exits, however it
-//! exits.
+//! exits. The runs of all the names of one run directory go into one file ([`SpillArea`]).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::FileExt;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Bytes read from a sorted file at a time by each sequential reader.
 const READ_BUF: usize = 256 << 10;
+
+/// One temporary file that the sorted runs of many names are appended to (a run of a thousand
+/// event names spills into one file, not a thousand open ones).
+#[derive(Debug)]
+pub struct SpillArea {
+    file: Arc<File>,
+    end: Mutex<u64>,
+}
+
+impl SpillArea {
+    /// A new, empty temporary file in `$TMPDIR`.
+    pub fn new() -> io::Result<Self> {
+        Ok(SpillArea {
+            file: Arc::new(tempfile::tempfile()?),
+            end: Mutex::new(0),
+        })
+    }
+
+    /// Appends `values` and returns them as a sorted file's segment (they must be sorted).
+    fn append(&self, values: &[u64]) -> io::Result<SortedFile> {
+        let bytes = values.len() as u64 * 8;
+        let base = {
+            let mut end = self.end.lock().unwrap_or_else(|p| p.into_inner());
+            let base = *end;
+            *end += bytes;
+            base
+        };
+        let mut chunk = Vec::with_capacity(1 << 20);
+        let mut at = base;
+        for part in values.chunks(1 << 17) {
+            chunk.clear();
+            for v in part {
+                chunk.extend_from_slice(&v.to_le_bytes());
+            }
+            self.file.write_all_at(&chunk, at)?;
+            at += chunk.len() as u64;
+        }
+        Ok(SortedFile {
+            file: Arc::clone(&self.file),
+            base,
+            len: values.len() as u64,
+            error: Mutex::new(None),
+        })
+    }
+}
 
 /// One event name's durations (ns) as they are read from a run.
 #[derive(Debug, Default)]
 pub struct Durations {
     buf: Vec<u64>,
-    runs: Vec<File>,
+    runs: Vec<SortedFile>,
     len: u64,
 }
 
@@ -64,64 +109,46 @@ impl Durations {
         (!self.is_spilled()).then_some(&self.buf[..])
     }
 
-    /// Sorts the durations held in memory, writes them to a temporary file as one sorted run and
-    /// frees their memory.
+    /// Sorts the durations held in memory, writes them to a temporary file of their own as one
+    /// sorted run and frees their memory.
     pub fn spill(&mut self) -> io::Result<()> {
         if self.buf.is_empty() {
             return Ok(());
         }
-        self.buf.sort_unstable();
-        let file = tempfile::tempfile()?;
-        let mut w = BufWriter::with_capacity(1 << 20, file);
-        for v in &self.buf {
-            w.write_all(&v.to_le_bytes())?;
+        self.spill_into(&SpillArea::new()?)
+    }
+
+    /// [`Durations::spill`] into `area`, shared with other names.
+    pub fn spill_into(&mut self, area: &SpillArea) -> io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
         }
-        self.runs.push(w.into_inner().map_err(|e| e.into_error())?);
+        self.buf.sort_unstable();
+        self.runs.push(area.append(&self.buf)?);
         self.buf = Vec::new();
         Ok(())
     }
 
     /// The durations sorted ascending: in memory (`Ok(Err(vec))`, in the order pushed, not yet
-    /// sorted) when nothing was spilled, else one merged file.
+    /// sorted) when nothing was spilled, else one sorted file (the run itself when there is
+    /// one, else the merge of the runs).
     pub fn into_sorted_file(mut self) -> io::Result<Result<SortedFile, Vec<u64>>> {
         if !self.is_spilled() {
             return Ok(Err(self.buf));
         }
         self.spill()?;
-        let len = self.len;
-        let runs = std::mem::take(&mut self.runs);
-        let file = if runs.len() == 1 {
-            runs.into_iter().next().expect("one run")
-        } else {
-            merge(runs)?
-        };
-        Ok(Ok(SortedFile {
-            file,
-            len,
-            error: Mutex::new(None),
-        }))
+        let mut runs = std::mem::take(&mut self.runs);
+        if runs.len() == 1 {
+            return Ok(Ok(runs.pop().expect("one run")));
+        }
+        merge(runs).map(Ok)
     }
 }
 
-/// Merges sorted runs into one sorted file.
-fn merge(runs: Vec<File>) -> io::Result<File> {
-    let mut readers: Vec<Ascending<'_>> = Vec::new();
-    let lens: Vec<u64> = runs
-        .iter()
-        .map(|f| f.metadata().map(|m| m.len() / 8))
-        .collect::<io::Result<_>>()?;
-    let holders: Vec<SortedFile> = runs
-        .into_iter()
-        .zip(lens)
-        .map(|(file, len)| SortedFile {
-            file,
-            len,
-            error: Mutex::new(None),
-        })
-        .collect();
-    for h in &holders {
-        readers.push(h.ascending());
-    }
+/// Merges sorted runs into one sorted file of its own.
+fn merge(runs: Vec<SortedFile>) -> io::Result<SortedFile> {
+    let len = runs.iter().map(|r| r.len).sum();
+    let mut readers: Vec<Ascending<'_>> = runs.iter().map(SortedFile::ascending).collect();
     let mut heap: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::with_capacity(readers.len());
     for (i, r) in readers.iter_mut().enumerate() {
         if let Some(v) = r.next() {
@@ -137,10 +164,15 @@ fn merge(runs: Vec<File>) -> io::Result<File> {
         }
     }
     drop(readers);
-    for h in &holders {
-        h.check()?;
+    for r in &runs {
+        r.check()?;
     }
-    w.into_inner().map_err(|e| e.into_error())
+    Ok(SortedFile {
+        file: Arc::new(w.into_inner().map_err(|e| e.into_error())?),
+        base: 0,
+        len,
+        error: Mutex::new(None),
+    })
 }
 
 /// Durations sorted ascending in a temporary file, 8 little-endian bytes each.
@@ -149,7 +181,9 @@ fn merge(runs: Vec<File>) -> io::Result<File> {
 /// [`SortedFile::check`] returns the error; the statistics check it before they answer.
 #[derive(Debug)]
 pub struct SortedFile {
-    file: File,
+    file: Arc<File>,
+    /// Where its first value is in the file.
+    base: u64,
     len: u64,
     error: Mutex<Option<io::Error>>,
 }
@@ -175,7 +209,7 @@ impl SortedFile {
     /// The value of rank `i` (0-based).
     pub fn get(&self, i: u64) -> u64 {
         let mut b = [0u8; 8];
-        match self.file.read_exact_at(&mut b, i * 8) {
+        match self.file.read_exact_at(&mut b, self.base + i * 8) {
             Ok(()) => u64::from_le_bytes(b),
             Err(e) => {
                 self.failed(e);
@@ -220,7 +254,8 @@ impl Ascending<'_> {
         }
         let want = (READ_BUF as u64).min(total - self.next_offset) as usize;
         let mut bytes = vec![0u8; want];
-        if let Err(e) = self.file.file.read_exact_at(&mut bytes, self.next_offset) {
+        let at = self.file.base + self.next_offset;
+        if let Err(e) = self.file.file.read_exact_at(&mut bytes, at) {
             self.file.failed(e);
             self.next_offset = total;
             return false;
@@ -284,6 +319,32 @@ mod tests {
         // Past the end: an error is kept and returned, not a panic.
         assert_eq!(f.get(100_000), 0);
         assert!(f.check().is_err());
+    }
+
+    #[test]
+    fn names_spilled_into_one_area_read_back_apart() {
+        let area = SpillArea::new().unwrap();
+        let (mut a, mut b) = (Durations::new(), Durations::new());
+        for i in 0..10_000u64 {
+            a.push(10_000 - i);
+            b.push(i * 3 % 7001);
+            if i % 999 == 998 {
+                a.spill_into(&area).unwrap();
+                b.spill_into(&area).unwrap();
+            }
+        }
+        let mut want_b: Vec<u64> = (0..10_000u64).map(|i| i * 3 % 7001).collect();
+        want_b.sort_unstable();
+        let fa = a.into_sorted_file().unwrap().unwrap();
+        let fb = b.into_sorted_file().unwrap().unwrap();
+        assert_eq!(
+            fa.ascending().collect::<Vec<_>>(),
+            (1..=10_000).collect::<Vec<_>>()
+        );
+        assert_eq!(fb.ascending().collect::<Vec<_>>(), want_b);
+        assert_eq!((fa.get(0), fb.get(9_999)), (1, want_b[9_999]));
+        fa.check().unwrap();
+        fb.check().unwrap();
     }
 
     #[test]
