@@ -147,7 +147,11 @@ impl Kind {
 fn core(e: &dbscope_core::Error) -> Kind {
     use dbscope_core::Error as E;
     match e {
-        E::Io { .. } | E::NotARun(_) | E::Format { .. } | E::NewerFormat { .. } => Kind::Input,
+        E::Io { .. }
+        | E::NotARun(_)
+        | E::Format { .. }
+        | E::NewerFormat { .. }
+        | E::Spill { .. } => Kind::Input,
         // `--out` names a run; the statistics' input is reached through options (quantiles,
         // replicates, confidence levels).
         E::RunExists(_) | E::InvalidInput(_) => Kind::Usage,

@@ -40,12 +40,28 @@ pub enum Error {
         /// The newest version this build reads.
         supported: String,
     },
+    /// Durations that did not fit the memory budget could not be sorted on disk.
+    #[error("{dir}: cannot sort durations on disk there ({source}); the comparison did not fit its memory budget: free space there, point TMPDIR elsewhere, or give more --memory")]
+    Spill {
+        /// The temporary directory (`$TMPDIR`).
+        dir: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
     /// Input that a statistical routine cannot work with (empty, NaN, out of range).
     #[error("invalid input: {0}")]
     InvalidInput(String),
 }
 
 impl Error {
+    /// A temporary file of sorted durations in `$TMPDIR` could not be written or read.
+    pub fn spill(source: std::io::Error) -> Self {
+        Error::Spill {
+            dir: std::env::temp_dir(),
+            source,
+        }
+    }
+
     /// Wraps an I/O error with the path it concerns.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {

@@ -227,5 +227,5 @@ fn no_test_reason(a: Option<&SideFacts>, b: Option<&SideFacts>) -> String {
 
 /// A temporary file of durations sorted on disk could not be written or read.
 pub(super) fn spill_error(e: std::io::Error) -> CompareError {
-    CompareError::Run(dbscope_core::Error::io(std::env::temp_dir(), e))
+    CompareError::Run(dbscope_core::Error::spill(e))
 }

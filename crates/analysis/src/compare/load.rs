@@ -87,6 +87,11 @@ pub(super) fn load(
         block_ids.clear();
         intended_ids.clear();
         for e in events {
+            if spill_error.is_some() {
+                // Writing to disk failed (disk full): the comparison stops with that error once
+                // the reader returns; hold nothing more meanwhile.
+                break;
+            }
             // Every event places its name in the open-loop order, as `report` lists names.
             let intended_slot = open_loop.then(|| {
                 *intended_ids.entry(e.name).or_insert_with(|| {
@@ -160,7 +165,7 @@ pub(super) fn load(
         }
     })?;
     if let Some(e) = spill_error {
-        return Err(Error::io(std::env::temp_dir(), e));
+        return Err(Error::spill(e));
     }
     let mut why = Vec::new();
     if run.manifest.outcome == Outcome::Running {

@@ -293,6 +293,32 @@ fn bad_input_is_one_clear_line() {
         &["nothing to compare: event \"nope\" is in neither run"],
     );
     fails(dir.path(), &["compare", "a", "missing"], 3, &["missing"]);
+    // Past the budget, with a temporary directory that cannot be written: one clear error
+    // naming it, no half comparison.
+    let many = p(
+        "many.csv",
+        &(0..3000)
+            .map(|i| format!("{}\n", 100 + i % 97))
+            .collect::<String>(),
+    );
+    import(dir.path(), &many, "commit", "m");
+    let o = dbscope(dir.path())
+        .args(["compare", "m", "m", "--memory", "4KiB"])
+        .env("TMPDIR", "/nonexistent-dbscope-tmp")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("/nonexistent-dbscope-tmp: cannot sort durations on disk there"),
+        "{err}"
+    );
+    assert!(
+        o.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert!(ok(dir.path(), &["compare", "m", "m", "--memory", "4KiB"]).contains("commit"));
     // A flag's value is refused by the argument parser, which adds its `--help` hint.
     let o = run(dir.path(), &["compare", "a", "a", "--memory", "lots"]);
     assert_eq!(o.status.code(), Some(2));

@@ -156,8 +156,8 @@ fn hodges_lehmann_files(x: &SortedFile, y: &SortedFile) -> Result<f64> {
             .collect()
     };
     let (sx, sy) = (pick(x), pick(y));
-    x.check().map_err(|e| Error::io(std::env::temp_dir(), e))?;
-    y.check().map_err(|e| Error::io(std::env::temp_dir(), e))?;
+    x.check().map_err(Error::spill)?;
+    y.check().map_err(Error::spill)?;
     let iqr = |v: &[f64]| {
         super::summary::quantile_type7_by(v, 0.75, |a| a)
             - super::summary::quantile_type7_by(v, 0.25, |a| a)

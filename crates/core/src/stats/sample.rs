@@ -278,7 +278,7 @@ fn check_scale(scale: f64) -> Result<()> {
 
 fn spill_error(e: std::io::Error) -> Error {
     // The sorted runs are anonymous files in the temporary directory ($TMPDIR).
-    Error::io(std::env::temp_dir(), e)
+    Error::spill(e)
 }
 
 #[cfg(test)]
