@@ -182,11 +182,11 @@ fn side_facts(durations: Durations, f: &NameFacts) -> Result<SideFacts, CompareE
         0 => None,
         1 => {
             // In memory, or (a run of many names) already written out on its own.
-            let one = match durations.into_sorted_file().map_err(spill_error)? {
+            let one = match durations.into_sorted_file().map_err(CompareError::spill)? {
                 Err(values) => values[0],
                 Ok(file) => {
                     let v = file.get(0);
-                    file.check().map_err(spill_error)?;
+                    file.check().map_err(CompareError::spill)?;
                     v
                 }
             };
@@ -223,9 +223,4 @@ fn no_test_reason(a: Option<&SideFacts>, b: Option<&SideFacts>) -> String {
         (Some(a), Some(b)) => format!("{} in A and {} in B (a test needs two in each)", a.n, b.n),
     };
     format!("{why}: no test")
-}
-
-/// A temporary file of durations sorted on disk could not be written or read.
-pub(super) fn spill_error(e: std::io::Error) -> CompareError {
-    CompareError::Run(dbscope_core::Error::spill(e))
 }

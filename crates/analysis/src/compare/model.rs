@@ -77,6 +77,13 @@ pub enum CompareError {
     Options(String),
 }
 
+impl CompareError {
+    /// A temporary file of durations sorted on disk could not be written or read.
+    pub fn spill(e: std::io::Error) -> Self {
+        CompareError::Run(Error::spill(e))
+    }
+}
+
 /// The comparison of run B against run A; serialized as is for `--json`.
 #[derive(Clone, Debug, Serialize)]
 pub struct Comparison {

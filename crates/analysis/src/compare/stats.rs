@@ -33,8 +33,8 @@ pub(super) fn compare_event(
     // already on disk, both sides are sorted on disk: the shift is then computed from both files.
     let need = 8 * (da.len() + db.len()) + 24 * da.len();
     if da.is_spilled() || db.is_spilled() || need > opts.memory_bytes / 2 {
-        da.spill().map_err(super::build::spill_error)?;
-        db.spill().map_err(super::build::spill_error)?;
+        da.spill().map_err(CompareError::spill)?;
+        db.spill().map_err(CompareError::spill)?;
     }
     // Sorting dominates: do A and B at the same time.
     let (sa, sb) = std::thread::scope(|s| {
