@@ -521,11 +521,17 @@ fn value(p: &Param) -> Value {
     }
 }
 
-fn values(params: &[Param]) -> mysql::Params {
-    if params.is_empty() {
-        return mysql::Params::Empty;
+/// Bound values as the crate takes them: none is `Empty`, not an empty list.
+fn positional(values: Vec<Value>) -> mysql::Params {
+    if values.is_empty() {
+        mysql::Params::Empty
+    } else {
+        mysql::Params::Positional(values)
     }
-    mysql::Params::Positional(params.iter().map(value).collect())
+}
+
+fn values(params: &[Param]) -> mysql::Params {
+    positional(params.iter().map(value).collect())
 }
 
 /// A value as text: integers and floats printed, strings and DECIMALs as the server sent them.
@@ -572,12 +578,10 @@ impl Session for MySession {
                 })
             })
             .collect::<TargetResult<Vec<Value>>>()?;
-        let bound = if bound.is_empty() {
-            mysql::Params::Empty
-        } else {
-            mysql::Params::Positional(bound)
-        };
-        let mut r = self.conn.exec_iter(s, bound).map_err(classify)?;
+        let mut r = self
+            .conn
+            .exec_iter(s, positional(bound))
+            .map_err(classify)?;
         let mut n = 0u64;
         let mut affected = 0u64;
         let mut returns_rows = false;
@@ -644,6 +648,8 @@ impl Session for MySession {
         params: &[&str],
         keep_rows: bool,
     ) -> TargetResult<Vec<StmtResult>> {
+        // A prepared statement is borrowed, not cloned (every `-M prepared` execution).
+        let unnamed;
         let (stmt, order) = match send {
             ScriptSend::Simple(sql) => {
                 let r = self.conn.query_iter(sql).map_err(classify)?;
@@ -651,12 +657,13 @@ impl Session for MySession {
             }
             ScriptSend::Unnamed(sql) => {
                 let (sql, order) = to_positional(sql);
-                (self.conn.prep(sql).map_err(classify)?, order)
+                unnamed = (self.conn.prep(sql).map_err(classify)?, order);
+                (&unnamed.0, &unnamed.1)
             }
             ScriptSend::Prepared(id) => self
                 .stmts
                 .get(id.0)
-                .cloned()
+                .map(|(s, o)| (s, o))
                 .ok_or_else(|| TargetError::config("unknown prepared statement"))?,
         };
         let values = order
@@ -678,18 +685,16 @@ impl Session for MySession {
                     })
             })
             .collect::<TargetResult<Vec<Value>>>()?;
-        let p = if values.is_empty() {
-            mysql::Params::Empty
-        } else {
-            mysql::Params::Positional(values)
-        };
         let result = {
-            let r = self.conn.exec_iter(&stmt, p).map_err(classify)?;
+            let r = self
+                .conn
+                .exec_iter(stmt, positional(values))
+                .map_err(classify)?;
             collect_sets(r, keep_rows)
         };
         if matches!(send, ScriptSend::Unnamed(_)) {
             // The unnamed statement lives for one execution, as PostgreSQL's does.
-            let _ = self.conn.close(stmt);
+            let _ = self.conn.close(stmt.clone());
         }
         result
     }
