@@ -180,9 +180,11 @@ pub(crate) fn hodges_lehmann_files_from(
 ) -> f64 {
     let (n, m) = (x.len(), y.len());
     let total = n as u128 * m as u128;
-    let k = (total - 1) / 2; // 0-based rank of the lower median
-                             // C(d) = #{(i, j): x_i - y_j <= d}, and the smallest difference above d.
-    let count = |d: i128| -> (u128, Option<i128>) {
+    // 0-based rank of the lower median.
+    let k = (total - 1) / 2;
+    // C(d) = #{(i, j): x_i - y_j <= d}, and, when asked (once, for the upper median), the
+    // smallest difference above d.
+    let count = |d: i128, want_above: bool| -> (u128, Option<i128>) {
         let mut xs = x.ascending().peekable();
         let mut below = 0u128;
         let mut total = 0u128;
@@ -193,6 +195,9 @@ pub(crate) fn hodges_lehmann_files_from(
                 below += 1;
             }
             total += below;
+            if !want_above {
+                continue;
+            }
             if let Some(&xi) = xs.peek() {
                 let diff = xi as i128 - yj as i128;
                 above = Some(above.map_or(diff, |a| a.min(diff)));
@@ -210,8 +215,8 @@ pub(crate) fn hodges_lehmann_files_from(
     let guess = guess.clamp(lo, hi);
     loop {
         let (a, b) = ((guess - width).max(lo), (guess + width).min(hi));
-        let below_ok = a == lo || count(a).0 <= k;
-        let above_ok = b == hi || count(b).0 > k;
+        let below_ok = a == lo || count(a, false).0 <= k;
+        let above_ok = b == hi || count(b, false).0 > k;
         if below_ok && above_ok {
             (lo, hi) = (a, b);
             break;
@@ -231,7 +236,7 @@ pub(crate) fn hodges_lehmann_files_from(
     }
     while hi - lo > 1 {
         let mid = lo + (hi - lo) / 2;
-        if count(mid).0 > k {
+        if count(mid, false).0 > k {
             hi = mid;
         } else {
             lo = mid;
@@ -242,7 +247,7 @@ pub(crate) fn hodges_lehmann_files_from(
         return kth as f64;
     }
     // The (k+1)-th: the k-th again when tied, else the smallest difference above it.
-    let (le, above) = count(kth);
+    let (le, above) = count(kth, true);
     let next = if le > k + 1 {
         kth
     } else {

@@ -125,18 +125,13 @@ impl Sample {
             return Err(too_few(d.len()));
         }
         check_scale(scale)?;
-        let file = match d.into_sorted_file().map_err(spill_error)? {
+        let file = match d.into_sorted_file().map_err(Error::spill)? {
             Err(values) => return Self::from_u64_vec(values, scale),
             Ok(file) => file,
         };
         let mean = super::ld::mean_r(|| file.ascending().map(|v| v as f64 / scale));
-        let mut ss = CompensatedSum::default();
-        for v in file.ascending() {
-            let d = v as f64 / scale - mean;
-            ss.add(d * d);
-        }
-        file.check().map_err(spill_error)?;
-        let var = ss.value() / (file.len() as f64 - 1.0);
+        let var = variance(file.ascending().map(|v| v as f64 / scale), mean);
+        file.check().map_err(Error::spill)?;
         Ok(Sample {
             store: Store::File { file, scale },
             mean,
@@ -146,14 +141,7 @@ impl Sample {
 
     /// From sorted finite values and R's mean of them.
     fn from_sorted_finite(sorted: Vec<f64>, mean: f64) -> Self {
-        let n = sorted.len() as f64;
-        // R's var(): two-pass sum of squared deviations over n - 1.
-        let mut ss = CompensatedSum::default();
-        for &v in &sorted {
-            let d = v - mean;
-            ss.add(d * d);
-        }
-        let var = ss.value() / (n - 1.0);
+        let var = variance(sorted.iter().copied(), mean);
         Sample {
             store: Store::Mem(sorted),
             mean,
@@ -212,7 +200,7 @@ impl Sample {
     pub fn check(&self) -> Result<()> {
         match &self.store {
             Store::Mem(_) => Ok(()),
-            Store::File { file, .. } => file.check().map_err(spill_error),
+            Store::File { file, .. } => file.check().map_err(Error::spill),
         }
     }
 
@@ -276,9 +264,16 @@ fn check_scale(scale: f64) -> Result<()> {
     }
 }
 
-fn spill_error(e: std::io::Error) -> Error {
-    // The sorted runs are anonymous files in the temporary directory ($TMPDIR).
-    Error::spill(e)
+/// R's `var()`: the second pass, the sum of squared deviations from `mean` over n - 1.
+fn variance(values: impl Iterator<Item = f64>, mean: f64) -> f64 {
+    let mut ss = CompensatedSum::default();
+    let mut n = 0u64;
+    for v in values {
+        let d = v - mean;
+        ss.add(d * d);
+        n += 1;
+    }
+    ss.value() / (n as f64 - 1.0)
 }
 
 #[cfg(test)]
