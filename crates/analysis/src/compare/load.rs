@@ -144,22 +144,10 @@ pub(super) fn load(
             f.rows += u64::from(e.rows);
             durations[slot].push(e.duration_ns);
             buffered += 1;
-            if buffered > max_buffered && spill_error.is_none() {
-                let largest = (0..durations.len())
-                    .max_by_key(|&i| durations[i].buffered())
-                    .expect("a name was just pushed");
-                buffered -= durations[largest].buffered();
-                // One temporary file for the whole run, made at its first spill.
-                if area.is_none() {
-                    match SpillArea::new() {
-                        Ok(a) => area = Some(a),
-                        Err(e) => spill_error = Some(e),
-                    }
-                }
-                if let Some(a) = &area {
-                    if let Err(e) = durations[largest].spill_into(a) {
-                        spill_error = Some(e);
-                    }
+            if buffered > max_buffered {
+                match spill_largest(&mut durations, &mut area) {
+                    Ok(freed) => buffered -= freed,
+                    Err(e) => spill_error = Some(e),
                 }
             }
         }
@@ -197,6 +185,25 @@ pub(super) fn load(
         span_ns,
         from_intended,
     })
+}
+
+/// Frees memory for the others when the run's share of the budget is spent: the name holding
+/// the most durations is sorted into the run's one temporary file (made at the first spill).
+/// Returns how many durations it freed.
+fn spill_largest(
+    durations: &mut [Durations],
+    area: &mut Option<SpillArea>,
+) -> std::io::Result<usize> {
+    let Some(largest) = durations.iter_mut().max_by_key(|d| d.buffered()) else {
+        return Ok(0);
+    };
+    let freed = largest.buffered();
+    let area = match area {
+        Some(a) => a,
+        None => area.insert(SpillArea::new()?),
+    };
+    largest.spill_into(area)?;
+    Ok(freed)
 }
 
 /// The CO-corrected latencies of the event names both runs have with intended starts, in A's
