@@ -265,13 +265,38 @@ struct PairSelector<'a> {
     hi: Vec<u32>,
     cut_lo: Vec<u32>,
     cut_hi: Vec<u32>,
+    /// Rows are handled in this many contiguous pieces, one a thread.
+    pieces: usize,
 }
 
 /// Candidates sampled per step to choose the two pivots.
 const SAMPLE: usize = 4096;
 
+/// Rows per block of the candidates' running count: a sample finds its block by bisection over
+/// the blocks (small enough to stay in cache) and its row by walking the block.
+const BLOCK: usize = 64;
+
+/// Below this many rows everything runs on the calling thread.
+const PARALLEL_ROWS: usize = 1 << 16;
+
+/// What a step keeps of each row's candidates, given the two pivots' counts.
+#[derive(Clone, Copy)]
+enum Keep {
+    /// Those below the lower pivot.
+    Below,
+    /// Those above the upper pivot.
+    Above,
+    /// Those between them.
+    Between,
+}
+
 impl<'a> PairSelector<'a> {
     fn new(q: &'a [f64], p: &'a [f64]) -> Self {
+        let pieces = if p.len() < PARALLEL_ROWS {
+            1
+        } else {
+            std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+        };
         PairSelector {
             q,
             p,
@@ -280,6 +305,7 @@ impl<'a> PairSelector<'a> {
             hi: Vec::new(),
             cut_lo: vec![0; p.len()],
             cut_hi: vec![0; p.len()],
+            pieces,
         }
     }
 
@@ -288,21 +314,33 @@ impl<'a> PairSelector<'a> {
         self.q[c] - self.p[r]
     }
 
-    /// Per row, the number of columns whose value is below `v` (or at most `v` when `inclusive`),
-    /// into `out`; returns the total. Values fall as the row grows, so the count only grows: one
-    /// pointer sweep, O(rows + columns).
-    fn count(&self, v: f64, inclusive: bool, out: &mut [u32]) -> u64 {
-        let cols = self.q.len();
-        let mut c = 0usize;
+    /// Rows per piece: whole blocks, so that each piece's block sums are its own.
+    fn piece_rows(&self) -> usize {
+        let rows = self.p.len().max(1);
+        rows.div_ceil(self.pieces).div_ceil(BLOCK).max(1) * BLOCK
+    }
+
+    /// For rows `first ..` (as many as `out` holds), the number of columns whose value is below
+    /// `v` (or at most `v` when `inclusive`), into `out`; returns their total. Values fall as the
+    /// row grows, so the count only grows: a bisection for the first row, then one pointer sweep.
+    fn count(&self, v: f64, inclusive: bool, first: usize, out: &mut [u32]) -> u64 {
+        let (q, cols) = (self.q, self.q.len());
+        let Some(&p0) = self.p.get(first) else {
+            return 0;
+        };
+        let mut c = if inclusive {
+            q.partition_point(|&x| x - p0 <= v)
+        } else {
+            q.partition_point(|&x| x - p0 < v)
+        };
         let mut total = 0u64;
-        for (r, slot) in out.iter_mut().enumerate() {
-            let pr = self.p[r];
+        for (slot, &pr) in out.iter_mut().zip(&self.p[first..]) {
             if inclusive {
-                while c < cols && self.q[c] - pr <= v {
+                while c < cols && q[c] - pr <= v {
                     c += 1;
                 }
             } else {
-                while c < cols && self.q[c] - pr < v {
+                while c < cols && q[c] - pr < v {
                     c += 1;
                 }
             }
@@ -312,28 +350,139 @@ impl<'a> PairSelector<'a> {
         total
     }
 
+    /// Both pivots' per-row counts (into `cut_lo` and `cut_hi`) and their totals, a piece of rows
+    /// a thread.
+    fn count_both(&mut self, plo: f64, phi: f64) -> (u64, u64) {
+        let size = self.piece_rows();
+        let mut cut_lo = std::mem::take(&mut self.cut_lo);
+        let mut cut_hi = std::mem::take(&mut self.cut_hi);
+        let this = &*self;
+        let work = |i: usize, l: &mut [u32], h: &mut [u32]| {
+            (
+                this.count(plo, false, i * size, l),
+                this.count(phi, true, i * size, h),
+            )
+        };
+        let sums: Vec<(u64, u64)> = if self.pieces == 1 {
+            vec![work(0, &mut cut_lo, &mut cut_hi)]
+        } else {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = cut_lo
+                    .chunks_mut(size)
+                    .zip(cut_hi.chunks_mut(size))
+                    .enumerate()
+                    .map(|(i, (l, h))| s.spawn(move || work(i, l, h)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("counting does not panic"))
+                    .collect()
+            })
+        };
+        self.cut_lo = cut_lo;
+        self.cut_hi = cut_hi;
+        sums.iter().fold((0, 0), |(a, b), &(x, y)| (a + x, b + y))
+    }
+
+    /// Narrows each row's candidates as `keep` says, then returns how many lie left of the
+    /// candidates in all and the running count of candidates at each block's start (one more
+    /// entry than blocks: the last is the total). With None, every column becomes a candidate of
+    /// every row.
+    fn narrow(&mut self, keep: Option<Keep>) -> (u64, Vec<u64>) {
+        let size = self.piece_rows();
+        let cols = self.q.len() as u32;
+        let (cut_lo, cut_hi) = (&self.cut_lo, &self.cut_hi);
+        let work = |first: usize, lo: &mut [u32], hi: &mut [u32]| -> (u64, Vec<u64>) {
+            let mut below = 0u64;
+            let mut blocks = Vec::with_capacity(lo.len().div_ceil(BLOCK));
+            for (b, (lo, hi)) in lo.chunks_mut(BLOCK).zip(hi.chunks_mut(BLOCK)).enumerate() {
+                let at = first + b * BLOCK;
+                let (cl, ch) = (&cut_lo[at..at + lo.len()], &cut_hi[at..at + lo.len()]);
+                let mut sum = 0u64;
+                for i in 0..lo.len() {
+                    let (l, h) = (&mut lo[i], &mut hi[i]);
+                    match keep {
+                        Some(Keep::Below) => *h = (*h).min(cl[i]).max(*l),
+                        Some(Keep::Above) => *l = (*l).max(ch[i]).min(*h),
+                        Some(Keep::Between) => {
+                            *l = (*l).max(cl[i]).min(*h);
+                            *h = (*h).min(ch[i]).max(*l);
+                        }
+                        None => (*l, *h) = (0, cols),
+                    }
+                    below += *l as u64;
+                    sum += (*h - *l) as u64;
+                }
+                blocks.push(sum);
+            }
+            (below, blocks)
+        };
+        let mut lo = std::mem::take(&mut self.lo);
+        let mut hi = std::mem::take(&mut self.hi);
+        let parts: Vec<(u64, Vec<u64>)> = if self.pieces == 1 {
+            vec![work(0, &mut lo, &mut hi)]
+        } else {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = lo
+                    .chunks_mut(size)
+                    .zip(hi.chunks_mut(size))
+                    .enumerate()
+                    .map(|(i, (l, h))| s.spawn(move || work(i * size, l, h)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("narrowing does not panic"))
+                    .collect()
+            })
+        };
+        self.lo = lo;
+        self.hi = hi;
+        let mut below = 0u64;
+        let mut running = vec![0u64];
+        for (b, sums) in parts {
+            below += b;
+            for s in sums {
+                running.push(running.last().expect("starts with 0") + s);
+            }
+        }
+        (below, running)
+    }
+
+    /// The candidate with 0-based index `t` in row-major order, `running` as [`Self::narrow`]
+    /// returns it.
+    fn candidate(&self, running: &[u64], t: u64) -> f64 {
+        let b = running.partition_point(|&x| x <= t) - 1;
+        let mut left = t - running[b];
+        let mut r = b * BLOCK;
+        loop {
+            let len = (self.hi[r] - self.lo[r]) as u64;
+            if left < len {
+                return self.value(r, (self.lo[r] as u64 + left) as usize);
+            }
+            left -= len;
+            r += 1;
+        }
+    }
+
     /// The k-th smallest (0-based) difference, and the (k+1)-th when `next` is set (else NaN).
     ///
     /// Each step samples candidates, takes two pivots that bracket the k-th with high probability
     /// (Floyd & Rivest 1975, "Expected time bounds for selection", CACM 18(3)), counts both in one
     /// sweep each, and keeps only the candidates between them: about twenty times fewer per step.
+    /// The sweeps and the narrowing split the rows among the machine's cores.
     fn select(&mut self, k: u64, next: bool) -> (f64, f64) {
         let rows = self.p.len();
         // Candidates of row r are columns lo[r] .. hi[r]; everything left of lo is below the
-        // answer, everything from hi on is above it.
+        // answer, everything from hi on is above it. The bounds are written before they are read,
+        // a piece a thread: the allocator's zeroed pages are then faulted in once each, in
+        // parallel (reading a fresh page first maps the shared zero page, and the write after it
+        // costs a second fault and a TLB flush on every core running the selection).
         self.lo = vec![0; rows];
-        self.hi = vec![self.q.len() as u32; rows];
-        let mut prefix: Vec<u64> = vec![0; rows + 1];
-        let mut cut_lo = std::mem::take(&mut self.cut_lo);
-        let mut cut_hi = std::mem::take(&mut self.cut_hi);
+        self.hi = vec![0; rows];
+        let (mut below, mut running) = self.narrow(None);
         let mut previous_total = u64::MAX;
         let kth = loop {
-            let mut below = 0u64;
-            for r in 0..rows {
-                below += self.lo[r] as u64;
-                prefix[r + 1] = prefix[r] + (self.hi[r] - self.lo[r]) as u64;
-            }
-            let total = prefix[rows];
+            let total = *running.last().expect("starts with 0");
             debug_assert!(k >= below && k < below + total);
             if total <= (2 * (rows + self.q.len())).max(SAMPLE) as u64 {
                 let mut cand = Vec::with_capacity(total as usize);
@@ -349,8 +498,7 @@ impl<'a> PairSelector<'a> {
             let mut sample: Vec<f64> = (0..SAMPLE)
                 .map(|_| {
                     let t = self.rng.random_range(0..total);
-                    let r = prefix.partition_point(|&x| x <= t) - 1;
-                    self.value(r, (self.lo[r] as u64 + t - prefix[r]) as usize)
+                    self.candidate(&running, t)
                 })
                 .collect();
             sample.sort_unstable_by(f64::total_cmp);
@@ -366,44 +514,36 @@ impl<'a> PairSelector<'a> {
                 phi = plo;
             }
             previous_total = total;
-            let n_lo = self.count(plo, false, &mut cut_lo);
-            let n_hi = self.count(phi, true, &mut cut_hi);
-            let bounds = self.lo.iter_mut().zip(self.hi.iter_mut());
-            if k < n_lo {
-                for ((lo, hi), &cut) in bounds.zip(&cut_lo) {
-                    *hi = (*hi).min(cut).max(*lo);
-                }
+            let (n_lo, n_hi) = self.count_both(plo, phi);
+            let keep = if k < n_lo {
+                Keep::Below
             } else if k >= n_hi {
-                for ((lo, hi), &cut) in bounds.zip(&cut_hi) {
-                    *lo = (*lo).max(cut).min(*hi);
-                }
+                Keep::Above
             } else if plo == phi {
                 // Every value between the pivots is this one value.
                 break plo;
             } else {
-                for ((lo, hi), (&cl, &ch)) in bounds.zip(cut_lo.iter().zip(&cut_hi)) {
-                    *lo = (*lo).max(cl).min(*hi);
-                    *hi = (*hi).min(ch).max(*lo);
-                }
-            }
+                Keep::Between
+            };
+            (below, running) = self.narrow(Some(keep));
         };
         let mut following = f64::NAN;
         if next {
             // The (k+1)-th is the k-th itself when it is tied, else the smallest value above it.
-            let n_le = self.count(kth, true, &mut cut_hi);
+            let mut cut = std::mem::take(&mut self.cut_hi);
+            let n_le = self.count(kth, true, 0, &mut cut);
             if n_le > k + 1 {
                 following = kth;
             } else {
                 following = f64::INFINITY;
-                for (r, &c) in cut_hi.iter().enumerate() {
+                for (r, &c) in cut.iter().enumerate() {
                     if (c as usize) < self.q.len() {
                         following = following.min(self.value(r, c as usize));
                     }
                 }
             }
+            self.cut_hi = cut;
         }
-        self.cut_lo = cut_lo;
-        self.cut_hi = cut_hi;
         (kth, following)
     }
 }
@@ -493,10 +633,71 @@ mod tests {
     }
 
     #[test]
+    fn rows_split_among_threads_give_the_same_answer() {
+        // The threads' pieces are whole blocks of rows: sizes around block and piece edges, ties
+        // and distinct values, each against sorting all pairs.
+        let mut rng = ChaCha8Rng::seed_from_u64(19);
+        for round in 0..24 {
+            let n = [63, 64, 65, 129, 200, 191, 700, 1500][round % 8];
+            let m = rng.random_range(2..400);
+            let range = if round % 3 == 0 { 7.0 } else { 1e4 };
+            let mut x: Vec<f64> = (0..m)
+                .map(|_| (rng.random::<f64>() * range).floor())
+                .collect();
+            let mut y: Vec<f64> = (0..n)
+                .map(|_| (rng.random::<f64>() * range).floor() / 8.0)
+                .collect();
+            let want = hl_naive(&x, &y);
+            x.sort_by(f64::total_cmp);
+            y.sort_by(f64::total_cmp);
+            for pieces in [1, 2, 3, 8] {
+                let mut sel = PairSelector::new(&x, &y);
+                sel.pieces = pieces;
+                let total = (n * m) as u64;
+                let got = if total % 2 == 1 {
+                    sel.select((total - 1) / 2, false).0
+                } else {
+                    let (lo, hi) = sel.select(total / 2 - 1, true);
+                    (lo + hi) / 2.0
+                };
+                assert_eq!(got, want, "round {round}: n {n} m {m} pieces {pieces}");
+            }
+        }
+    }
+
+    #[test]
     fn all_tied_gives_p_one_not_nan() {
         let a = Sample::new(vec![3.0; 5]).unwrap();
         let r = wilcoxon_rank_sum(&a, &a);
         assert_eq!(r.p_value, 1.0);
         assert_eq!(r.w, 12.5);
+    }
+}
+
+#[cfg(test)]
+mod timing {
+    use super::*;
+
+    /// `cargo test -p dbscope-core --release -- --ignored hl_cost --nocapture`: the shift of two
+    /// samples of 4 M log-normal latencies (µs, three decimals), as `compare` computes it.
+    #[test]
+    #[ignore]
+    fn hl_cost() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let mut draw = |scale: f64| -> Vec<f64> {
+            (0..4_000_000)
+                .map(|_| {
+                    let u: f64 = rng.random::<f64>().max(1e-300);
+                    let v: f64 = rng.random();
+                    let z = (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos();
+                    ((500.0 * (0.3 * z).exp() * scale) * 1000.0).round() / 1000.0
+                })
+                .collect()
+        };
+        let (a, b) = (draw(1.0), draw(1.067));
+        let (a, b) = (Sample::new(a).unwrap(), Sample::new(b).unwrap());
+        let t = std::time::Instant::now();
+        let hl = hodges_lehmann(&b, &a).unwrap();
+        println!("shift {hl} in {:?}", t.elapsed());
     }
 }
