@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::event::{Event, EventParams, NameId, NameTable, EVENT_WARMUP};
 use crate::manifest::{Manifest, Outcome};
 use crate::redact::redact;
-use crate::run::{EventWriter, RunDir, EVENTS_FILE};
+use crate::run::{EventWriter, Headline, RunDir, EVENTS_FILE};
 
 /// Events a session collects before handing them to the writer as one block.
 pub const BATCH_EVENTS: usize = 4096;
@@ -347,6 +347,10 @@ pub struct Recording {
     counters: RunCounters,
     reserve: Option<PathBuf>,
     write_error: Option<String>,
+    /// The catalogue's headline figures, gathered from the blocks written when asked for.
+    headline: Option<Headline>,
+    /// Whether finishing flushes the events to stable storage first.
+    final_sync: bool,
 }
 
 impl Recording {
@@ -367,6 +371,8 @@ impl Recording {
             counters: RunCounters::default(),
             reserve: None,
             write_error: None,
+            headline: None,
+            final_sync: true,
         })
     }
 
@@ -415,7 +421,27 @@ impl Recording {
 
     /// Appends one block of events (written at once, so a crash leaves at most one torn block).
     pub fn write_block(&mut self, events: &[Event]) -> Result<()> {
-        self.writer.write_block(events)
+        self.writer.write_block(events)?;
+        if let Some(h) = &mut self.headline {
+            h.add(events);
+        }
+        Ok(())
+    }
+
+    /// Finishes without flushing the events to stable storage: for runs made from an input that
+    /// stays where it is (an import), which can be made again. A tail lost to a crash is still
+    /// detected: the manifest records how many events were written.
+    pub fn skip_final_sync(&mut self) {
+        self.final_sync = false;
+    }
+
+    /// Gathers the run catalogue's headline figures from the blocks given to
+    /// [`Recording::write_block`] (keeping up to `max_durations` durations, 8 bytes each), so that
+    /// finishing does not read the events back. Past that many the events are read back as usual.
+    /// For sources that write every block themselves (imports); a live run's [`Recording::pump`]
+    /// does not gather them.
+    pub fn gather_headline(&mut self, max_durations: usize) {
+        self.headline = Some(Headline::new(max_durations));
     }
 
     /// [`Recording::write_block`] with each event's parameters (`params[i]` for `events[i]`, or
@@ -425,7 +451,11 @@ impl Recording {
         events: &[Event],
         params: &[EventParams],
     ) -> Result<()> {
-        self.writer.write_block_with_params(events, params)
+        self.writer.write_block_with_params(events, params)?;
+        if let Some(h) = &mut self.headline {
+            h.add(events);
+        }
+        Ok(())
     }
 
     /// Events written so far.
@@ -505,7 +535,7 @@ impl Recording {
         }
     }
 
-    /// Ends the run: syncs the events, frees the space reserve, and writes the manifest with the
+    /// Ends the run: syncs the events (unless [`Recording::skip_final_sync`]), frees the space reserve, and writes the manifest with the
     /// outcome, the end time (now) and the events written.
     pub fn finish(self, outcome: Outcome, detail: Option<String>) -> Result<RunDir> {
         self.finish_at(outcome, detail, Some(Utc::now()))
@@ -520,7 +550,7 @@ impl Recording {
     ) -> Result<RunDir> {
         self.release_space();
         let mut sync_error = None;
-        if self.write_error.is_none() {
+        if self.write_error.is_none() && self.final_sync {
             if let Err(e) = self.writer.sync() {
                 sync_error = Some(format!("cannot flush events: {e}"));
             }
@@ -534,7 +564,8 @@ impl Recording {
         m.outcome = outcome;
         m.outcome_detail = detail;
         m.events_written = Some(self.writer.events_written());
-        self.run.save_manifest()?;
+        let gathered = self.headline.take().map(|h| (h, &self.names));
+        self.run.save_manifest_with(gathered)?;
         Ok(self.run)
     }
 }
@@ -559,6 +590,50 @@ mod tests {
     use super::*;
     use crate::counters::{Counter, CounterValue};
     use crate::manifest::WorkloadInfo;
+
+    /// The catalogue's headline gathered while writing equals the one read back from the files,
+    /// and past its limit of durations it is read back.
+    #[test]
+    fn a_gathered_headline_is_the_one_read_back() {
+        for cap in [usize::MAX, 10, 0] {
+            let dir = tempfile::tempdir().unwrap();
+            let out = dir.path().join("run");
+            let mut rec =
+                Recording::begin(&out, Manifest::new("w", WorkloadInfo::default(), 2)).unwrap();
+            let (a, b) = (rec.names().intern("a"), rec.names().intern("b"));
+            let err = rec.names().intern_outcome("pg:40001");
+            let mut gathered = crate::run::Headline::new(cap);
+            for k in 0..40u64 {
+                let block: Vec<Event> = (0..25u64)
+                    .map(|i| Event {
+                        session: (i % 2) as u32,
+                        name: if i % 3 == 0 { b } else { a },
+                        start_ns: 1_000 * (k * 25 + i),
+                        duration_ns: (k * 7919 + i * 104_729) % 50_000,
+                        outcome: if i == 7 { err } else { 0 },
+                        flags: if k == 0 {
+                            crate::event::EVENT_WARMUP
+                        } else {
+                            0
+                        },
+                        ..Event::default()
+                    })
+                    .collect();
+                gathered.add(&block);
+                rec.write_block(&block).unwrap();
+            }
+            let names = rec.names().clone();
+            let run = rec.finish(Outcome::Complete, None).unwrap();
+            let read_back = crate::run::catalog_entry(&run).unwrap();
+            assert!(
+                read_back.p50_ms.is_some() && read_back.ops == Some(624),
+                "{read_back:?}"
+            );
+            assert_eq!(gathered.overflowed, cap < 1000);
+            let from_gathered = crate::run::catalog_entry_with(&run, Some((gathered, &names)));
+            assert_eq!(from_gathered.unwrap(), read_back, "cap {cap}");
+        }
+    }
 
     #[test]
     fn a_threaded_recording_round_trips_and_redacts() {

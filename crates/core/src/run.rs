@@ -19,7 +19,7 @@ use crate::counters::RunCounters;
 use crate::error::{Error, Result};
 use crate::event::{Event, EventParams, NameTable};
 use crate::manifest::{Manifest, Outcome};
-use crate::stats::quantile_type7;
+use crate::stats::quantile_type7_unsorted;
 use std::collections::HashMap;
 
 pub use crate::files::{EVENTS_FILE, MANIFEST_FILE};
@@ -442,8 +442,17 @@ impl RunDir {
     /// this is the one place that keeps `dbscope history` up to date. A catalogue that cannot be
     /// written is reported on stderr, never fails the run (`history --rebuild` recreates it).
     pub fn save_manifest(&self) -> Result<()> {
+        self.save_manifest_with(None)
+    }
+
+    /// [`RunDir::save_manifest`] with the catalogue's headline figures already gathered from the
+    /// events as they were written (they are read back from the files otherwise).
+    pub(crate) fn save_manifest_with(
+        &self,
+        gathered: Option<(Headline, &NameTable)>,
+    ) -> Result<()> {
         self.manifest.write(&self.path.join(MANIFEST_FILE))?;
-        if let Err(e) = catalog_record(self) {
+        if let Err(e) = catalog_record_with(self, gathered) {
             eprintln!(
                 "dbscope: warning: run {} not entered in the run catalogue: {e}",
                 self.path.display()
@@ -511,6 +520,14 @@ impl RunDir {
 
 /// Computes a run's catalogue entry from its manifest (and, once it has ended, its events).
 pub fn catalog_entry(run: &RunDir) -> Result<Entry> {
+    catalog_entry_with(run, None)
+}
+
+/// [`catalog_entry`], with the headline figures from `gathered` when given and complete.
+pub(crate) fn catalog_entry_with(
+    run: &RunDir,
+    gathered: Option<(Headline, &NameTable)>,
+) -> Result<Entry> {
     let m = &run.manifest;
     let dir = run
         .path
@@ -547,61 +564,146 @@ pub fn catalog_entry(run: &RunDir) -> Result<Entry> {
         p99_ms: None,
     };
     if m.outcome != Outcome::Running {
-        headline(run, &mut e)?;
+        match gathered {
+            Some((h, names)) if !h.overflowed => h.apply(run, names, &mut e),
+            _ => {
+                let mut h = Headline::new(usize::MAX);
+                let (names, _tail) = run.for_each_block(|_, block| h.add(block))?;
+                h.apply(run, &names, &mut e);
+            }
+        }
     }
     Ok(e)
 }
 
-fn headline(run: &RunDir, e: &mut Entry) -> Result<()> {
-    let mut ok: HashMap<u32, Vec<u64>> = HashMap::new();
-    let mut count: HashMap<u32, u64> = HashMap::new();
-    let (mut errors, mut oks) = (0u64, 0u64);
-    let (mut first, mut last) = (u64::MAX, 0u64);
-    let (names, _tail) = run.for_each_block(|_, block| {
+/// Per event name: how many events, and the durations of those that did not fail. Names are
+/// dense small numbers in a run's files, so a vector indexed by name does the counting (a hash
+/// per event cost a fifth of `import csv`); a name beyond it goes to a map.
+#[derive(Debug, Default)]
+struct PerName {
+    dense: Vec<(u64, Vec<u64>)>,
+    sparse: HashMap<u32, (u64, Vec<u64>)>,
+}
+
+impl PerName {
+    const DENSE: u32 = 1 << 16;
+
+    fn slot(&mut self, id: u32) -> &mut (u64, Vec<u64>) {
+        if id < Self::DENSE {
+            let i = id as usize;
+            if self.dense.len() <= i {
+                self.dense.resize_with(i + 1, Default::default);
+            }
+            &mut self.dense[i]
+        } else {
+            self.sparse.entry(id).or_default()
+        }
+    }
+
+    fn drop_durations(&mut self) {
+        for (_, d) in self.dense.iter_mut().chain(self.sparse.values_mut()) {
+            *d = Vec::new();
+        }
+    }
+
+    fn counts(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        let dense = self.dense.iter().enumerate();
+        dense
+            .filter(|(_, (n, _))| *n > 0)
+            .map(|(i, (n, _))| (i as u32, *n))
+            .chain(self.sparse.iter().map(|(&id, (n, _))| (id, *n)))
+    }
+}
+
+/// A run's headline figures for the catalogue, gathered block by block: events per name, errors,
+/// the time span, and the durations of the events that did not fail (up to a number of them).
+#[derive(Debug)]
+pub(crate) struct Headline {
+    per: PerName,
+    errors: u64,
+    oks: u64,
+    first: u64,
+    last: u64,
+    /// Durations kept, and how many may be.
+    kept: usize,
+    cap: usize,
+    /// More durations than `cap`: the figures must be read from the files instead.
+    pub(crate) overflowed: bool,
+}
+
+impl Headline {
+    /// Gathers up to `cap` durations.
+    pub(crate) fn new(cap: usize) -> Self {
+        Headline {
+            per: PerName::default(),
+            errors: 0,
+            oks: 0,
+            first: u64::MAX,
+            last: 0,
+            kept: 0,
+            cap,
+            overflowed: false,
+        }
+    }
+
+    pub(crate) fn add(&mut self, block: &[Event]) {
         for ev in block.iter().filter(|ev| !ev.is_warmup()) {
-            *count.entry(ev.name).or_default() += 1;
-            first = first.min(ev.start_ns);
-            last = last.max(ev.start_ns.saturating_add(ev.duration_ns));
+            let (n, ok) = self.per.slot(ev.name);
+            *n += 1;
+            self.first = self.first.min(ev.start_ns);
+            self.last = self.last.max(ev.start_ns.saturating_add(ev.duration_ns));
             if ev.is_error() {
-                errors += 1;
+                self.errors += 1;
             } else {
-                oks += 1;
-                ok.entry(ev.name).or_default().push(ev.duration_ns);
+                self.oks += 1;
+                if self.kept < self.cap {
+                    ok.push(ev.duration_ns);
+                    self.kept += 1;
+                } else if !self.overflowed {
+                    self.overflowed = true;
+                    self.per.drop_durations();
+                }
             }
         }
-    })?;
-    // The source's own headline event when it names one that occurred, else the most frequent.
-    let named = run
-        .manifest
-        .headline_event
-        .as_deref()
-        .and_then(|h| count.iter().find(|(id, _)| names.name(**id) == h));
-    let Some((&top, &n)) = named.or_else(|| {
-        count
-            .iter()
-            .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
-    }) else {
-        e.ops = Some(0);
-        e.errors = Some(0);
-        return Ok(());
-    };
-    e.headline_event = Some(names.name(top));
-    e.ops = Some(n as i64);
-    e.errors = Some(errors as i64);
-    if last > first {
-        e.throughput = Some(oks as f64 / ((last - first) as f64 / 1e9));
     }
-    if let Some(d) = ok.get_mut(&top) {
-        d.sort_unstable();
-        e.p50_ms = Some(quantile_type7(d, 0.5) / 1e6);
-        e.p99_ms = Some(quantile_type7(d, 0.99) / 1e6);
+
+    fn apply(mut self, run: &RunDir, names: &NameTable, e: &mut Entry) {
+        // The source's own headline event when it names one that occurred, else the most frequent.
+        let named = run
+            .manifest
+            .headline_event
+            .as_deref()
+            .and_then(|h| self.per.counts().find(|(id, _)| names.name(*id) == h));
+        let Some((top, n)) = named.or_else(|| {
+            self.per
+                .counts()
+                .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
+        }) else {
+            e.ops = Some(0);
+            e.errors = Some(0);
+            return;
+        };
+        e.headline_event = Some(names.name(top));
+        e.ops = Some(n as i64);
+        e.errors = Some(self.errors as i64);
+        if self.last > self.first {
+            e.throughput = Some(self.oks as f64 / ((self.last - self.first) as f64 / 1e9));
+        }
+        let d = &mut self.per.slot(top).1;
+        if !d.is_empty() {
+            e.p50_ms = Some(quantile_type7_unsorted(d, 0.5) / 1e6);
+            e.p99_ms = Some(quantile_type7_unsorted(d, 0.99) / 1e6);
+        }
     }
-    Ok(())
 }
 
 /// Enters (or replaces) a run in its runs directory's catalogue.
 pub fn catalog_record(run: &RunDir) -> Result<()> {
-    let entry = catalog_entry(run)?;
+    catalog_record_with(run, None)
+}
+
+fn catalog_record_with(run: &RunDir, gathered: Option<(Headline, &NameTable)>) -> Result<()> {
+    let entry = catalog_entry_with(run, gathered)?;
     let settings = run
         .manifest
         .target

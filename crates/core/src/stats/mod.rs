@@ -28,7 +28,9 @@ pub use quantile_ci::{quantile_diff, BootstrapOptions, QuantileDiff};
 pub use rank::{hodges_lehmann, wilcoxon_rank_sum, RankSumTest};
 pub use sample::Sample;
 pub use spill::{Durations, SortedFile};
-pub use summary::{quantile_type7, quantile_type7_at, quantile_type7_by, Summary};
+pub use summary::{
+    quantile_type7, quantile_type7_at, quantile_type7_by, quantile_type7_unsorted, Summary,
+};
 pub use tail::{largest_indices, over_threshold, OverThreshold};
 pub use ttest::{welch_t_test, welch_t_test_level, WelchTest};
 
@@ -96,6 +98,34 @@ impl LatencyHistogram {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quantiles_by_selection_equal_quantiles_of_the_sorted_values() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for case in 0..300 {
+            let n = 1 + (next() % 3000) as usize;
+            let spread = [3, 1000, u64::MAX / 4][case % 3];
+            let v: Vec<u64> = (0..n).map(|_| next() % spread).collect();
+            let mut sorted = v.clone();
+            sorted.sort_unstable();
+            for p in [0.0, 0.01, 0.25, 0.5, 0.9, 0.99, 0.999, 1.0] {
+                let mut w = v.clone();
+                let got = quantile_type7_unsorted(&mut w, p);
+                assert_eq!(
+                    got.to_bits(),
+                    quantile_type7(&sorted, p).to_bits(),
+                    "n {n} p {p}"
+                );
+            }
+        }
+        assert!(quantile_type7_unsorted(&mut [], 0.5).is_nan());
+    }
 
     // Reference values from R 4.2.2 (reference/r/summary.R prints them):
     //   x <- c(3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5); summary(x); quantile(x, c(.9, .99)); sd(x)

@@ -43,6 +43,27 @@ pub fn quantile_type7(sorted: &[u64], p: f64) -> f64 {
     quantile_type7_by(sorted, p, |v| v as f64)
 }
 
+/// [`quantile_type7`] of values in any order, by selection (O(n), where sorting is O(n log n));
+/// the values are reordered.
+pub fn quantile_type7_unsorted(values: &mut [u64], p: f64) -> f64 {
+    let n = values.len();
+    if n == 0 || p.is_nan() {
+        return f64::NAN;
+    }
+    // The two order statistics type 7 reads (0-based): floor and ceiling of the 1-based index,
+    // computed as quantile_type7_at computes them, which then reads them from here.
+    let index = 1.0 + (n - 1) as f64 * p.clamp(0.0, 1.0);
+    let lo = (index.floor() as usize).clamp(1, n) - 1;
+    let hi = (index.ceil() as usize).clamp(1, n) - 1;
+    let (_, &mut a, right) = values.select_nth_unstable(lo);
+    let b = if hi > lo {
+        right.iter().copied().min().unwrap_or(a)
+    } else {
+        a
+    };
+    quantile_type7_at(n, p, |i| if i == hi { b as f64 } else { a as f64 })
+}
+
 /// R's `summary()` of a numeric vector: Min, 1st Qu., Median, Mean, 3rd Qu., Max.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Summary {
