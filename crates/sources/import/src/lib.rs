@@ -366,144 +366,166 @@ pub fn import_csv(opts: &CsvImport) -> Result<ImportSummary, ImportError> {
         // crash is still detected (the manifest records how many events were written).
         w.skip_final_sync();
         let id = w.names().intern(&opts.event);
-        let mut block: Vec<Event> = Vec::with_capacity(BLOCK);
-        // Session clocks: a plain vector indexed by session number for the common small numbers.
-        let mut clocks: Vec<u64> = Vec::new();
-        let mut far_clocks: HashMap<u32, u64> = HashMap::new();
+        // Blocks are encoded and written on a thread of their own while the next lines are
+        // parsed. A failed write closes the channel: parsing stops and the write's error is the
+        // import's.
         let mut skipped = 0u64;
         let mut examples = Vec::new();
-        let scale = opts.unit.ns();
-        let decimals = opts.unit.decimals();
-        let unit = opts.unit.as_str();
-        let mut rec = first.clone();
-        let mut pending_first = !header;
-        let mut line = lines.line(first.position());
-        // Fast path for the common file, one plain number per line: split lines directly instead
-        // of running the CSV state machine (about three times faster). Files with the delimiter,
-        // quotes or carriage returns anywhere take the CSV reader.
-        let fast = whole
-            .as_deref()
-            .filter(|b| fast_path_applies(b, opts.delimiter, col, session_col, start_col));
-        let (mut fast_pos, mut fast_line, mut fast_skip) = (0usize, 0u64, header);
-        if fast.is_some() {
-            pending_first = false;
-        }
-        loop {
-            if let Some(b) = &fast {
-                let mut got = false;
-                while fast_pos < b.len() {
-                    let end = b[fast_pos..]
-                        .iter()
-                        .position(|&c| c == b'\n')
-                        .map_or(b.len(), |i| fast_pos + i);
-                    let l = &b[fast_pos..end];
-                    fast_pos = end + 1;
-                    fast_line += 1;
-                    if l.is_empty() {
-                        continue;
-                    }
-                    if fast_skip {
-                        fast_skip = false;
-                        continue;
-                    }
-                    rec.clear();
-                    rec.push_field(l);
-                    line = fast_line;
-                    got = true;
-                    break;
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Event>>(4);
+        let writing = &mut w;
+        std::thread::scope(|s| -> Result<(), ImportError> {
+            let writer = s.spawn(move || -> Result<(), dbscope_core::Error> {
+                for block in rx {
+                    writing.write_block(&block)?;
                 }
-                if !got {
-                    break;
+                Ok(())
+            });
+            let parsing = (|| -> Result<(), ImportError> {
+                let mut block: Vec<Event> = Vec::with_capacity(BLOCK);
+                // Session clocks: a plain vector indexed by session number for the common small numbers.
+                let mut clocks: Vec<u64> = Vec::new();
+                let mut far_clocks: HashMap<u32, u64> = HashMap::new();
+                let scale = opts.unit.ns();
+                let decimals = opts.unit.decimals();
+                let unit = opts.unit.as_str();
+                let mut rec = first.clone();
+                let mut pending_first = !header;
+                let mut line = lines.line(first.position());
+                // Fast path for the common file, one plain number per line: split lines directly instead
+                // of running the CSV state machine (about three times faster). Files with the delimiter,
+                // quotes or carriage returns anywhere take the CSV reader.
+                let fast = whole
+                    .as_deref()
+                    .filter(|b| fast_path_applies(b, opts.delimiter, col, session_col, start_col));
+                let (mut fast_pos, mut fast_line, mut fast_skip) = (0usize, 0u64, header);
+                if fast.is_some() {
+                    pending_first = false;
                 }
-            } else if pending_first {
-                pending_first = false;
-            } else {
-                if !rdr.read_byte_record(&mut rec).map_err(read_err)? {
-                    break;
-                }
-                line = lines.line(rec.position());
-            }
-            let parsed = (|| -> Result<Event, String> {
-                let ns = |i: usize, what: &str| -> Result<u64, String> {
-                    if let Some(n) = rec.get(i).and_then(|f| plain_decimal(f, decimals)) {
-                        return Ok(n);
-                    }
-                    let v = parse_number(&rec, i).ok_or_else(|| {
-                        format!(
-                            "{}: expected {what} in {unit}, found {:?}",
-                            col_name(i),
-                            field_str(&rec, i).unwrap_or_else(|| "(missing)".into())
-                        )
-                    })?;
-                    let n = (v * scale).round();
-                    if !(n.is_finite() && n >= 0.0 && n < u64::MAX as f64) {
-                        return Err(format!(
-                            "{}: {v} {unit} is not a non-negative duration",
-                            col_name(i)
-                        ));
-                    }
-                    Ok(n as u64)
-                };
-                let duration_ns = ns(col, "a latency")?;
-                let session = match session_col {
-                    Some(i) => {
-                        let s = field_str(&rec, i).unwrap_or_default();
-                        s.parse::<u32>().map_err(|_| {
-                            format!(
-                                "{}: expected a session number (0, 1, 2, …), found {s:?}",
-                                col_name(i)
-                            )
-                        })?
-                    }
-                    None => 0,
-                };
-                let start_ns = match start_col {
-                    Some(i) => ns(i, "a start offset")?,
-                    None => {
-                        let c = if (session as usize) < 4096 {
-                            if clocks.len() <= session as usize {
-                                clocks.resize(session as usize + 1, 0);
+                loop {
+                    if let Some(b) = &fast {
+                        let mut got = false;
+                        while fast_pos < b.len() {
+                            let end = b[fast_pos..]
+                                .iter()
+                                .position(|&c| c == b'\n')
+                                .map_or(b.len(), |i| fast_pos + i);
+                            let l = &b[fast_pos..end];
+                            fast_pos = end + 1;
+                            fast_line += 1;
+                            if l.is_empty() {
+                                continue;
                             }
-                            &mut clocks[session as usize]
-                        } else {
-                            far_clocks.entry(session).or_insert(0)
+                            if fast_skip {
+                                fast_skip = false;
+                                continue;
+                            }
+                            rec.clear();
+                            rec.push_field(l);
+                            line = fast_line;
+                            got = true;
+                            break;
+                        }
+                        if !got {
+                            break;
+                        }
+                    } else if pending_first {
+                        pending_first = false;
+                    } else {
+                        if !rdr.read_byte_record(&mut rec).map_err(read_err)? {
+                            break;
+                        }
+                        line = lines.line(rec.position());
+                    }
+                    let parsed = (|| -> Result<Event, String> {
+                        let ns = |i: usize, what: &str| -> Result<u64, String> {
+                            if let Some(n) = rec.get(i).and_then(|f| plain_decimal(f, decimals)) {
+                                return Ok(n);
+                            }
+                            let v = parse_number(&rec, i).ok_or_else(|| {
+                                format!(
+                                    "{}: expected {what} in {unit}, found {:?}",
+                                    col_name(i),
+                                    field_str(&rec, i).unwrap_or_else(|| "(missing)".into())
+                                )
+                            })?;
+                            let n = (v * scale).round();
+                            if !(n.is_finite() && n >= 0.0 && n < u64::MAX as f64) {
+                                return Err(format!(
+                                    "{}: {v} {unit} is not a non-negative duration",
+                                    col_name(i)
+                                ));
+                            }
+                            Ok(n as u64)
                         };
-                        let s = *c;
-                        *c = c.saturating_add(duration_ns);
-                        s
+                        let duration_ns = ns(col, "a latency")?;
+                        let session = match session_col {
+                            Some(i) => {
+                                let s = field_str(&rec, i).unwrap_or_default();
+                                s.parse::<u32>().map_err(|_| {
+                                    format!(
+                                        "{}: expected a session number (0, 1, 2, …), found {s:?}",
+                                        col_name(i)
+                                    )
+                                })?
+                            }
+                            None => 0,
+                        };
+                        let start_ns = match start_col {
+                            Some(i) => ns(i, "a start offset")?,
+                            None => {
+                                let c = if (session as usize) < 4096 {
+                                    if clocks.len() <= session as usize {
+                                        clocks.resize(session as usize + 1, 0);
+                                    }
+                                    &mut clocks[session as usize]
+                                } else {
+                                    far_clocks.entry(session).or_insert(0)
+                                };
+                                let s = *c;
+                                *c = c.saturating_add(duration_ns);
+                                s
+                            }
+                        };
+                        Ok(Event {
+                            session,
+                            name: id,
+                            start_ns,
+                            duration_ns,
+                            ..Event::default()
+                        })
+                    })();
+                    match parsed {
+                        Ok(e) => {
+                            block.push(e);
+                            if block.len() == BLOCK {
+                                let full = std::mem::replace(&mut block, Vec::with_capacity(BLOCK));
+                                if tx.send(full).is_err() {
+                                    // The writer stopped: its error is returned below.
+                                    return Ok(());
+                                }
+                            }
+                        }
+                        Err(msg) => {
+                            let msg = format!("{}:{line}: {msg}", opts.file.display());
+                            if !opts.lenient {
+                                return Err(ImportError::Input(format!(
+                                    "{msg} (pass --lenient to skip bad rows and count them)"
+                                )));
+                            }
+                            skipped += 1;
+                            if examples.len() < KEEP_MESSAGES {
+                                examples.push(msg);
+                            }
+                        }
                     }
-                };
-                Ok(Event {
-                    session,
-                    name: id,
-                    start_ns,
-                    duration_ns,
-                    ..Event::default()
-                })
+                }
+                let _ = tx.send(block);
+                Ok(())
             })();
-            match parsed {
-                Ok(e) => {
-                    block.push(e);
-                    if block.len() == BLOCK {
-                        w.write_block(&block)?;
-                        block.clear();
-                    }
-                }
-                Err(msg) => {
-                    let msg = format!("{}:{line}: {msg}", opts.file.display());
-                    if !opts.lenient {
-                        return Err(ImportError::Input(format!(
-                            "{msg} (pass --lenient to skip bad rows and count them)"
-                        )));
-                    }
-                    skipped += 1;
-                    if examples.len() < KEEP_MESSAGES {
-                        examples.push(msg);
-                    }
-                }
-            }
-        }
-        w.write_block(&block)?;
+            drop(tx);
+            writer.join().expect("writing blocks does not panic")?;
+            parsing
+        })?;
         let events = w.events_written();
         if events == 0 {
             return Err(ImportError::Input(format!(
