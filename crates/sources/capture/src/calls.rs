@@ -413,14 +413,18 @@ fn bind_values(f: &mut Fields<'_>) -> (Vec<Option<String>>, Vec<i16>) {
     }
     let n = f.i16().unwrap_or(0).max(0) as usize;
     let mut values = Vec::with_capacity(n);
-    let mut each = Vec::with_capacity(n);
+    // Each value's format, kept only when some value is binary (nothing is allocated otherwise).
+    let binary = formats.contains(&1);
+    let mut each = Vec::with_capacity(if binary { n } else { 0 });
     for i in 0..n {
         let format = match formats.len() {
             0 => 0,
             1 => formats[0],
             _ => formats.get(i).copied().unwrap_or(0),
         };
-        each.push(format);
+        if binary {
+            each.push(format);
+        }
         let Some(len) = f.i32() else { break };
         if len < 0 {
             values.push(None);
@@ -430,10 +434,12 @@ fn bind_values(f: &mut Fields<'_>) -> (Vec<Option<String>>, Vec<i16>) {
             break;
         };
         if format == 1 {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
             let mut s = String::with_capacity(2 + 2 * v.len());
             s.push_str("\\x");
-            for b in v {
-                s.push_str(&format!("{b:02x}"));
+            for &b in v {
+                s.push(char::from(HEX[usize::from(b >> 4)]));
+                s.push(char::from(HEX[usize::from(b & 15)]));
             }
             values.push(Some(s));
         } else {
@@ -441,6 +447,7 @@ fn bind_values(f: &mut Fields<'_>) -> (Vec<Option<String>>, Vec<i16>) {
         }
     }
     if !each.contains(&1) {
+        // Formats were sent, but no value used a binary one.
         each.clear();
     }
     (values, each)
@@ -449,6 +456,60 @@ fn bind_values(f: &mut Fields<'_>) -> (Vec<Option<String>>, Vec<i16>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A Bind's values: text as text, binary as `\x` and hex, NULL as None; formats kept only
+    /// when a value used a binary one.
+    #[test]
+    fn bind_values_as_text_and_hex() {
+        let body = |formats: &[i16], values: &[Option<&[u8]>]| {
+            let mut b = Vec::new();
+            b.extend_from_slice(&(formats.len() as i16).to_be_bytes());
+            for f in formats {
+                b.extend_from_slice(&f.to_be_bytes());
+            }
+            b.extend_from_slice(&(values.len() as i16).to_be_bytes());
+            for v in values {
+                match v {
+                    Some(v) => {
+                        b.extend_from_slice(&(v.len() as i32).to_be_bytes());
+                        b.extend_from_slice(v);
+                    }
+                    None => b.extend_from_slice(&(-1i32).to_be_bytes()),
+                }
+            }
+            b
+        };
+        let b = body(
+            &[0, 1, 0],
+            &[Some(b"42"), Some(&[0x00, 0xab, 0x7f, 0xff]), None],
+        );
+        let (values, formats) = bind_values(&mut Fields::new(&b));
+        assert_eq!(
+            values,
+            vec![
+                Some("42".to_string()),
+                Some("\\x00ab7fff".to_string()),
+                None
+            ]
+        );
+        assert_eq!(formats, vec![0, 1, 0]);
+        // One format for all values, binary.
+        let b = body(&[1], &[Some(&[1, 2]), Some(&[])]);
+        let (values, formats) = bind_values(&mut Fields::new(&b));
+        assert_eq!(values, vec![Some("\\x0102".into()), Some("\\x".into())]);
+        assert_eq!(formats, vec![1, 1]);
+        // A binary format that no value uses, and none at all: no formats kept.
+        let b = body(&[0, 1], &[Some(b"7")]);
+        assert_eq!(
+            bind_values(&mut Fields::new(&b)),
+            (vec![Some("7".into())], vec![])
+        );
+        let b = body(&[], &[Some(b"x"), None]);
+        assert_eq!(
+            bind_values(&mut Fields::new(&b)),
+            (vec![Some("x".into()), None], vec![])
+        );
+    }
 
     fn m(kind: u8, body: &[u8]) -> (u8, Vec<u8>) {
         (kind, body.to_vec())

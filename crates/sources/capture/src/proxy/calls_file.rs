@@ -5,7 +5,6 @@ use std::io::{self, BufWriter, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
-
 use crate::calls::Call;
 use crate::CaptureError;
 
@@ -127,7 +126,10 @@ mod tests {
         let mut want = serde_json::to_value(&c).unwrap();
         want["type"] = serde_json::json!("call");
         assert_eq!(v, want);
-        assert!(text.starts_with("{\"type\":\"call\",\"session\":3,"), "{text}");
+        assert!(
+            text.starts_with("{\"type\":\"call\",\"session\":3,"),
+            "{text}"
+        );
         let back: Call = serde_json::from_value(v).unwrap();
         assert_eq!(back, c);
     }
