@@ -27,11 +27,13 @@ pub(super) fn compare_event(
     mut db: Durations,
     opts: &CompareOptions,
 ) -> Result<EventComparison, CompareError> {
-    // In memory: the sorted values (8 bytes each) and the Hodges–Lehmann selection's row
-    // bounds (24 bytes per value of A), within half the budget (the other half is the process
-    // itself and the other names' durations read so far). When that does not fit, or a side is
-    // already on disk, both sides are sorted on disk: the shift is then computed from both files.
-    let need = 8 * (da.len() + db.len()) + 24 * da.len();
+    // In memory: the sorted values (8 bytes each), the Hodges–Lehmann selection's row bounds
+    // (16 bytes per value of A) and its last candidates (at most twice as many as both sides
+    // hold, 8 bytes each), within half the budget (the other half is the process itself and the
+    // other names' durations read so far). When that does not fit, or a side is already on disk,
+    // both sides are sorted on disk: the shift is then computed from both files.
+    let both = da.len() + db.len();
+    let need = 8 * both + 16 * da.len() + 16 * both;
     if da.is_spilled() || db.is_spilled() || need > opts.memory_bytes / 2 {
         da.spill().map_err(CompareError::spill)?;
         db.spill().map_err(CompareError::spill)?;

@@ -379,7 +379,10 @@ pub fn import_files_chunked(
     if let Some(t) = chrono::DateTime::from_timestamp_micros(origin_us) {
         manifest.started_utc = t;
     }
-    let rec = Recording::begin(out, manifest)?;
+    let mut rec = Recording::begin(out, manifest)?;
+    // The catalogue's figures as the blocks go by (up to 64 MiB of durations) rather than
+    // reading the run back once it is written.
+    rec.gather_headline(8 << 20);
     let names = rec.names().clone();
     let attrs_path = out.join(ATTRS_FILE);
     let attrs_file = File::create(&attrs_path).map_err(|source| ImportError::Io {
