@@ -256,6 +256,33 @@ pub(crate) fn hodges_lehmann_files_from(
     (kth + next) as f64 / 2.0
 }
 
+/// Runs `work(first row, a piece, b piece)` on the same rows of `a` and `b`, pieces of `size`
+/// rows, one thread each when there are several (in order of the pieces).
+fn in_pieces<T: Send>(
+    pieces: usize,
+    size: usize,
+    a: &mut [u32],
+    b: &mut [u32],
+    work: impl Fn(usize, &mut [u32], &mut [u32]) -> T + Sync,
+) -> Vec<T> {
+    if pieces == 1 {
+        return vec![work(0, a, b)];
+    }
+    let work = &work;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = a
+            .chunks_mut(size)
+            .zip(b.chunks_mut(size))
+            .enumerate()
+            .map(|(i, (a, b))| s.spawn(move || work(i * size, a, b)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("the selection's sweeps do not panic"))
+            .collect()
+    })
+}
+
 /// Selection of the k-th smallest of `q[c] - p[r]` over all rows r (of `p`) and columns c (of `q`).
 struct PairSelector<'a> {
     q: &'a [f64],
@@ -357,28 +384,18 @@ impl<'a> PairSelector<'a> {
         let mut cut_lo = std::mem::take(&mut self.cut_lo);
         let mut cut_hi = std::mem::take(&mut self.cut_hi);
         let this = &*self;
-        let work = |i: usize, l: &mut [u32], h: &mut [u32]| {
-            (
-                this.count(plo, false, i * size, l),
-                this.count(phi, true, i * size, h),
-            )
-        };
-        let sums: Vec<(u64, u64)> = if self.pieces == 1 {
-            vec![work(0, &mut cut_lo, &mut cut_hi)]
-        } else {
-            std::thread::scope(|s| {
-                let handles: Vec<_> = cut_lo
-                    .chunks_mut(size)
-                    .zip(cut_hi.chunks_mut(size))
-                    .enumerate()
-                    .map(|(i, (l, h))| s.spawn(move || work(i, l, h)))
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().expect("counting does not panic"))
-                    .collect()
-            })
-        };
+        let sums = in_pieces(
+            self.pieces,
+            size,
+            &mut cut_lo,
+            &mut cut_hi,
+            |first, l, h| {
+                (
+                    this.count(plo, false, first, l),
+                    this.count(phi, true, first, h),
+                )
+            },
+        );
         self.cut_lo = cut_lo;
         self.cut_hi = cut_hi;
         sums.iter().fold((0, 0), |(a, b), &(x, y)| (a + x, b + y))
@@ -419,22 +436,7 @@ impl<'a> PairSelector<'a> {
         };
         let mut lo = std::mem::take(&mut self.lo);
         let mut hi = std::mem::take(&mut self.hi);
-        let parts: Vec<(u64, Vec<u64>)> = if self.pieces == 1 {
-            vec![work(0, &mut lo, &mut hi)]
-        } else {
-            std::thread::scope(|s| {
-                let handles: Vec<_> = lo
-                    .chunks_mut(size)
-                    .zip(hi.chunks_mut(size))
-                    .enumerate()
-                    .map(|(i, (l, h))| s.spawn(move || work(i * size, l, h)))
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().expect("narrowing does not panic"))
-                    .collect()
-            })
-        };
+        let parts = in_pieces(self.pieces, size, &mut lo, &mut hi, work);
         self.lo = lo;
         self.hi = hi;
         let mut below = 0u64;

@@ -366,11 +366,11 @@ pub fn import_csv(opts: &CsvImport) -> Result<ImportSummary, ImportError> {
         // crash is still detected (the manifest records how many events were written).
         w.skip_final_sync();
         let id = w.names().intern(&opts.event);
+        let mut skipped = 0u64;
+        let mut examples = Vec::new();
         // Blocks are encoded and written on a thread of their own while the next lines are
         // parsed. A failed write closes the channel: parsing stops and the write's error is the
         // import's.
-        let mut skipped = 0u64;
-        let mut examples = Vec::new();
         let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Event>>(4);
         let writing = &mut w;
         std::thread::scope(|s| -> Result<(), ImportError> {

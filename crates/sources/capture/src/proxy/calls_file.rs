@@ -99,27 +99,12 @@ mod tests {
 
     #[test]
     fn a_call_line_is_the_call_with_its_type() {
-        let c = Call {
-            session: 3,
-            seq: 7,
-            start_ns: 10,
-            end_ns: 25,
-            protocol: crate::calls::Protocol::Simple,
-            sql: "SELECT \"x\" FROM t WHERE a = 'é'".into(),
-            statement: None,
-            params: vec![Some("1".into()), None],
-            formats: vec![],
-            tags: vec!["SELECT 1".into()],
-            rows: 1,
-            error: None,
-            skipped: false,
-            copy: None,
-            txn: Some('I'),
-            unfinished: false,
-            unknown_statement: false,
-            cut: false,
-            from_log: false,
-        };
+        let c: Call = serde_json::from_value(serde_json::json!({
+            "session": 3, "seq": 7, "start_ns": 10, "end_ns": 25, "protocol": "simple",
+            "sql": "SELECT \"x\" FROM t WHERE a = 'é'", "params": ["1", null],
+            "tags": ["SELECT 1"], "rows": 1, "txn": "I"
+        }))
+        .unwrap();
         let mut text = String::new();
         call_line(&c, &mut text);
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
