@@ -86,6 +86,8 @@ pub(super) fn load(
     let (_, tail) = readable.for_each_block(|table: &NameTable, events: &[Event]| {
         block_ids.clear();
         intended_ids.clear();
+        // The slot of the name the last event had: runs of one name skip the map.
+        let mut last: Option<(NameId, usize)> = None;
         for e in events {
             if spill_error.is_some() {
                 // Writing to disk failed (disk full): the comparison stops with that error once
@@ -109,15 +111,22 @@ pub(super) fn load(
             if e.is_warmup() && !include_warmup {
                 continue;
             }
-            let slot = *block_ids.entry(e.name).or_insert_with(|| {
-                let name = table.name(e.name);
-                *index.entry(name.clone()).or_insert_with(|| {
-                    names.push(name);
-                    durations.push(Durations::new());
-                    facts.push(NameFacts::default());
-                    names.len() - 1
-                })
-            });
+            let slot = match last {
+                Some((id, slot)) if id == e.name => slot,
+                _ => {
+                    let slot = *block_ids.entry(e.name).or_insert_with(|| {
+                        let name = table.name(e.name);
+                        *index.entry(name.clone()).or_insert_with(|| {
+                            names.push(name);
+                            durations.push(Durations::new());
+                            facts.push(NameFacts::default());
+                            names.len() - 1
+                        })
+                    });
+                    last = Some((e.name, slot));
+                    slot
+                }
+            };
             if e.is_error() {
                 *facts[slot]
                     .errors
