@@ -1058,7 +1058,10 @@ fn a_full_run_directory_stops_cleanly_and_keeps_the_run() {
     let shm = shm_tempdir();
     let log = join(shm.path(), "redo.log");
     // The log is elsewhere; the run directory is on the 2 MiB file system, which the events
-    // (40 bytes each, hundreds of thousands a second on tmpfs) fill within the run.
+    // (40 bytes each, hundreds of thousands a second on tmpfs) fill within the run. The log must
+    // not wrap: a circular log keeps only its last lap, and a session that stopped a lap before
+    // the other (a loaded CI machine deschedules one) would have no record left in it. 2 MiB of
+    // events is at most ~52,000 commits; one 512-byte block each fills 26 MiB of the 64.
     let run_dir = join(fs.path(), "run");
     let out = run(
         disk.path(),
@@ -1070,10 +1073,12 @@ fn a_full_run_directory_stops_cleanly_and_keeps_the_run() {
             "--sessions",
             "2",
             "--no-group-commit",
+            "--record-bytes",
+            "200..400",
             "--duration",
             "60s",
             "--log-size",
-            "1MiB",
+            "64MiB",
             "--out",
             s(&run_dir),
             "-q",
@@ -1103,6 +1108,10 @@ fn a_full_run_directory_stops_cleanly_and_keeps_the_run() {
     let acks = acknowledged_per_session(disk.path(), &run_dir);
     let (code, v) = verify_json(disk.path(), &[&log]);
     assert_eq!(code, 0, "{v}");
+    assert!(
+        v["logs"][0]["first_commit"].as_u64().unwrap() <= 1,
+        "the log wrapped, so it no longer holds every commit: {v}"
+    );
     assert_acknowledged_in_log("full run directory", &acks, &v);
 }
 
