@@ -535,8 +535,9 @@ impl Recording {
         }
     }
 
-    /// Ends the run: syncs the events (unless [`Recording::skip_final_sync`]), frees the space reserve, and writes the manifest with the
-    /// outcome, the end time (now) and the events written.
+    /// Ends the run: syncs the events (unless [`Recording::skip_final_sync`]), frees the space
+    /// reserve, and writes the manifest with the outcome, the end time (now) and the events
+    /// written.
     pub fn finish(self, outcome: Outcome, detail: Option<String>) -> Result<RunDir> {
         self.finish_at(outcome, detail, Some(Utc::now()))
     }

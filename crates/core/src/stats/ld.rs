@@ -494,13 +494,9 @@ mod x87 {
 
         #[test]
         fn the_unit_and_the_emulation_give_the_same_bits() {
-            let mut seed = 0x2545_f491_4f6c_dd1du64;
-            let mut next = || {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                seed
-            };
+            use rand::{Rng, SeedableRng};
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x2545_f491_4f6c_dd1d);
+            let mut next = || rng.random::<u64>();
             for case in 0..400 {
                 let n = 1 + (next() % 5000) as usize;
                 let x: Vec<f64> = (0..n)

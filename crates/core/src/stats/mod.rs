@@ -101,13 +101,9 @@ mod tests {
 
     #[test]
     fn quantiles_by_selection_equal_quantiles_of_the_sorted_values() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x9e37_79b9_7f4a_7c15);
+        let mut next = || rng.random::<u64>();
         for case in 0..300 {
             let n = 1 + (next() % 3000) as usize;
             let spread = [3, 1000, u64::MAX / 4][case % 3];

@@ -35,12 +35,8 @@ pub enum Unit {
 impl Unit {
     /// Nanoseconds per unit.
     pub fn ns(&self) -> f64 {
-        match self {
-            Unit::Ns => 1.0,
-            Unit::Us => 1e3,
-            Unit::Ms => 1e6,
-            Unit::S => 1e9,
-        }
+        // 10^0 … 10^9 are exact in a double.
+        10f64.powi(self.decimals() as i32)
     }
 
     /// Decimal digits of a nanosecond count per unit (10^digits nanoseconds a unit).
@@ -382,7 +378,8 @@ pub fn import_csv(opts: &CsvImport) -> Result<ImportSummary, ImportError> {
             });
             let parsing = (|| -> Result<(), ImportError> {
                 let mut block: Vec<Event> = Vec::with_capacity(BLOCK);
-                // Session clocks: a plain vector indexed by session number for the common small numbers.
+                // Session clocks: a plain vector indexed by session number for the common small
+                // numbers.
                 let mut clocks: Vec<u64> = Vec::new();
                 let mut far_clocks: HashMap<u32, u64> = HashMap::new();
                 let scale = opts.unit.ns();
@@ -391,9 +388,9 @@ pub fn import_csv(opts: &CsvImport) -> Result<ImportSummary, ImportError> {
                 let mut rec = first.clone();
                 let mut pending_first = !header;
                 let mut line = lines.line(first.position());
-                // Fast path for the common file, one plain number per line: split lines directly instead
-                // of running the CSV state machine (about three times faster). Files with the delimiter,
-                // quotes or carriage returns anywhere take the CSV reader.
+                // Fast path for the common file, one plain number per line: split lines directly
+                // instead of running the CSV state machine (about three times faster). Files with
+                // the delimiter, quotes or carriage returns anywhere take the CSV reader.
                 let fast = whole
                     .as_deref()
                     .filter(|b| fast_path_applies(b, opts.delimiter, col, session_col, start_col));
@@ -604,6 +601,8 @@ mod tests {
             }
         }
         assert!(checked > 150_000, "the fast path applied to only {checked}");
+        let scales = [Unit::Ns, Unit::Us, Unit::Ms, Unit::S].map(|u| u.ns());
+        assert_eq!(scales, [1.0, 1e3, 1e6, 1e9]);
         assert_eq!(plain_decimal(b"5.", 3), Some(5000));
         assert_eq!(
             plain_decimal(b"0.0005", 3),
