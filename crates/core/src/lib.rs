@@ -7,6 +7,7 @@
 pub mod atomic;
 pub mod baseline;
 pub mod catalog;
+mod columns;
 pub mod counters;
 pub mod error;
 pub mod event;

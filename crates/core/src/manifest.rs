@@ -8,8 +8,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
-/// The run format this build writes. Readers accept any `1.x` and refuse a newer major version.
-pub const FORMAT_VERSION: &str = "1.1";
+/// The run format this build writes. Readers accept this major version and older ones (1.x: events
+/// in 40-byte records only; 2.0 adds packed events blocks, which a 1.x reader would skip) and refuse
+/// a newer major version.
+pub const FORMAT_VERSION: &str = "2.0";
 
 /// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -645,7 +647,7 @@ mod tests {
         std::fs::write(&p, text.replace(FORMAT_VERSION, "1.0")).unwrap();
         assert_eq!(Manifest::read(&p).unwrap().format_version, "1.0");
 
-        let text = text.replace(&format!("\"{FORMAT_VERSION}\""), "\"2.0\"");
+        let text = text.replace(&format!("\"{FORMAT_VERSION}\""), "\"3.0\"");
         std::fs::write(&p, text).unwrap();
         let err = Manifest::read(&p).unwrap_err().to_string();
         assert!(err.contains("newer than this dbscope reads"), "{err}");

@@ -2,10 +2,12 @@
 //! killed at any moment (SIGKILL included) keeps every complete block.
 //!
 //! An event file is a sequence of blocks. Each block is a 20-byte header — magic `DSB1`, kind (1 = new
-//! names, 2 = events, 3 = event parameters), three reserved bytes, record count (u32), payload length
-//! (u32), CRC-32 of the payload (u32), all little-endian — followed by the payload. A names block lists
-//! `(id u32, len u32, bytes)` for names first used since the previous block; an events block holds
-//! fixed 40-byte events (see [`Event::encode`]); a parameters block (format 1.1), written just before
+//! names, 2 = events, 3 = event parameters, 4 = packed events), three reserved bytes, record count
+//! (u32), payload length (u32), CRC-32 of the payload (u32), all little-endian — followed by the
+//! payload. A names block lists `(id u32, len u32, bytes)` for names first used since the previous
+//! block; an events block holds fixed 40-byte events (see [`Event::encode`]); a packed events block
+//! (format 2.0, written whenever it is the shorter) holds the same events column by column (see
+//! `crate::columns`); a parameters block (format 1.1), written just before
 //! the events block it belongs to and only when some of its events have parameters, holds one entry
 //! per such event (see [`EventParams`]). Readers of format 1.0 skip it as an unknown kind. A torn or damaged block ends the readable part of the file: readers keep
 //! everything before it and report what they ignored.
@@ -28,6 +30,8 @@ const MAGIC: &[u8; 4] = b"DSB1";
 const KIND_NAMES: u8 = 1;
 const KIND_EVENTS: u8 = 2;
 const KIND_PARAMS: u8 = 3;
+/// Events packed column by column (format 2.0, see [`crate::columns`]).
+const KIND_PACKED: u8 = 4;
 const HEADER_LEN: usize = 20;
 /// Refuse blocks claiming more than this (a damaged length field must not make us allocate gigabytes).
 const MAX_PAYLOAD: usize = 256 << 20;
@@ -113,14 +117,18 @@ impl EventWriter {
             }
             self.end_block(start);
         }
-        let start = self.begin_block(KIND_EVENTS, events.len());
-        let at = self.buf.len();
-        self.buf.resize(at + events.len() * Event::ENCODED_LEN, 0);
-        for (slot, e) in self.buf[at..]
-            .chunks_exact_mut(Event::ENCODED_LEN)
-            .zip(events)
-        {
-            e.encode_into(slot.try_into().expect("chunks are ENCODED_LEN long"));
+        // Packed (a fifth of the bytes, usually); the 40-byte form when packing would not be shorter.
+        let start = self.begin_block(KIND_PACKED, events.len());
+        if !crate::columns::encode(events, &mut self.buf) {
+            self.buf[start + 4] = KIND_EVENTS;
+            let at = self.buf.len();
+            self.buf.resize(at + events.len() * Event::ENCODED_LEN, 0);
+            for (slot, e) in self.buf[at..]
+                .chunks_exact_mut(Event::ENCODED_LEN)
+                .zip(events)
+            {
+                e.encode_into(slot.try_into().expect("chunks are ENCODED_LEN long"));
+            }
         }
         self.end_block(start);
         if let Err(e) = self.file.write_all(&self.buf) {
@@ -293,10 +301,17 @@ impl EventReader {
                         break;
                     }
                 }
-                KIND_EVENTS => {
-                    if count * Event::ENCODED_LEN != len {
+                KIND_EVENTS | KIND_PACKED => {
+                    if kind == KIND_EVENTS && count * Event::ENCODED_LEN != len {
                         self.stop(format!(
                             "events block at byte {} has {len} bytes for {count} events",
+                            self.offset
+                        ));
+                        break;
+                    }
+                    if kind == KIND_PACKED && count > MAX_PAYLOAD / Event::ENCODED_LEN {
+                        self.stop(format!(
+                            "packed events block at byte {} claims {count} events",
                             self.offset
                         ));
                         break;
@@ -318,18 +333,26 @@ impl EventReader {
                             self.params[i as usize] = p;
                         }
                     }
-                    out.extend(
-                        self.payload
-                            .chunks_exact(Event::ENCODED_LEN)
-                            .map(Event::decode),
-                    );
+                    if kind == KIND_EVENTS {
+                        out.extend(
+                            self.payload
+                                .chunks_exact(Event::ENCODED_LEN)
+                                .map(Event::decode),
+                        );
+                    } else if let Err(msg) = crate::columns::decode(&self.payload, count, out) {
+                        self.stop(format!(
+                            "bad packed events block at byte {}: {msg}",
+                            self.offset
+                        ));
+                        break;
+                    }
                 }
                 // Unknown kinds come from a newer minor version: skip them, keep reading.
                 _ => {}
             }
             self.offset += (HEADER_LEN + len) as u64;
             self.tail.blocks += 1;
-            if kind == KIND_EVENTS {
+            if kind == KIND_EVENTS || kind == KIND_PACKED {
                 self.tail.events += count as u64;
                 return Ok(true);
             }
@@ -937,7 +960,7 @@ mod tests {
         let (mut at, mut events) = (0, 0);
         while at < bytes.len() {
             let word = |i: usize| u32::from_le_bytes(bytes[at + i..at + i + 4].try_into().unwrap());
-            if bytes[at + 4] == KIND_EVENTS {
+            if bytes[at + 4] == KIND_EVENTS || bytes[at + 4] == KIND_PACKED {
                 events += word(8) as usize;
             }
             at += HEADER_LEN + word(12) as usize;

@@ -135,13 +135,13 @@ fn newer_format_version_is_refused() {
     let p = join(dir.path(), "r/manifest.json");
     let text = std::fs::read_to_string(&p)
         .unwrap()
-        .replace("\"format_version\": \"1.1\"", "\"format_version\": \"2.0\"");
+        .replace("\"format_version\": \"2.0\"", "\"format_version\": \"3.0\"");
     std::fs::write(&p, text).unwrap();
     fails(
         dir.path(),
         &["report", "r"],
         3,
-        &["format_version 2.0 is newer", "upgrade dbscope"],
+        &["format_version 3.0 is newer", "upgrade dbscope"],
     );
 }
 

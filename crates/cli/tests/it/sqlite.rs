@@ -41,7 +41,7 @@ fn commit_run_counts_match_the_database() {
     let run = join(dir.path(), "r1");
     let m = manifest(&run);
     assert_eq!(m["outcome"], "complete");
-    assert_eq!(m["format_version"], "1.1");
+    assert_eq!(m["format_version"], "2.0");
     assert_eq!(m["workload"]["name"], "commit");
     assert_eq!(m["seed"], 1);
     assert_eq!(m["runner"]["sessions"], 2);

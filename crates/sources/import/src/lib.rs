@@ -15,7 +15,7 @@ use dbscope_core::run::{EVENTS_FILE, MANIFEST_FILE};
 use dbscope_core::{Event, Manifest, Outcome, Recording};
 
 /// Events per block written.
-const BLOCK: usize = 1 << 16;
+const BLOCK: usize = 1 << 13;
 /// Bad-row messages kept for the summary when rows are skipped.
 const KEEP_MESSAGES: usize = 5;
 
