@@ -21,7 +21,7 @@ use crate::counters::RunCounters;
 use crate::error::{Error, Result};
 use crate::event::{Event, EventParams, NameTable};
 use crate::manifest::{Manifest, Outcome};
-use crate::stats::quantile_type7_unsorted;
+use crate::stats::quantiles_type7_unsorted;
 use std::collections::HashMap;
 
 pub use crate::files::{EVENTS_FILE, MANIFEST_FILE};
@@ -44,6 +44,8 @@ pub struct EventWriter {
     names: NameTable,
     names_written: usize,
     buf: Vec<u8>,
+    /// The packed encoder's columns, kept between blocks.
+    scratch: Vec<u64>,
     events_written: u64,
     /// Bytes of complete blocks in the file.
     len: u64,
@@ -64,6 +66,7 @@ impl EventWriter {
             names,
             names_written: 1, // id 0, the empty name, is implicit
             buf: Vec::with_capacity(64 << 10),
+            scratch: Vec::new(),
             events_written: 0,
             len: 0,
         })
@@ -119,7 +122,7 @@ impl EventWriter {
         }
         // Packed (a fifth of the bytes, usually); the 40-byte form when packing would not be shorter.
         let start = self.begin_block(KIND_PACKED, events.len());
-        if !crate::columns::encode(events, &mut self.buf) {
+        if !crate::columns::encode(events, &mut self.buf, &mut self.scratch) {
             self.buf[start + 4] = KIND_EVENTS;
             let at = self.buf.len();
             self.buf.resize(at + events.len() * Event::ENCODED_LEN, 0);
@@ -714,8 +717,9 @@ impl Headline {
         }
         let d = &mut self.per.slot(top).1;
         if !d.is_empty() {
-            e.p50_ms = Some(quantile_type7_unsorted(d, 0.5) / 1e6);
-            e.p99_ms = Some(quantile_type7_unsorted(d, 0.99) / 1e6);
+            let q = quantiles_type7_unsorted(d, &[0.5, 0.99]);
+            e.p50_ms = Some(q[0] / 1e6);
+            e.p99_ms = Some(q[1] / 1e6);
         }
     }
 }
@@ -806,6 +810,55 @@ mod tests {
             w.write_block(&evs).unwrap();
         }
         run
+    }
+
+    /// Format 1.x files hold 40-byte events blocks only; a 2.0 reader reads them, interleaved
+    /// with packed blocks as a 2.0 writer leaves them, event for event.
+    #[test]
+    fn forty_byte_blocks_of_format_1_read_beside_packed_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(EVENTS_FILE);
+        let names = NameTable::new();
+        let id = names.intern("commit");
+        let mut w = EventWriter::create(&path, names.clone()).unwrap();
+        let packed: Vec<Event> = (0..500).map(|i| ev(id, i)).collect();
+        w.write_block(&packed).unwrap();
+        drop(w);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let kinds = |b: &[u8]| {
+            let (mut at, mut k) = (0, Vec::new());
+            while at < b.len() {
+                k.push(b[at + 4]);
+                at += HEADER_LEN
+                    + u32::from_le_bytes(b[at + 12..at + 16].try_into().unwrap()) as usize;
+            }
+            k
+        };
+        assert_eq!(kinds(&bytes), [KIND_NAMES, KIND_PACKED]);
+        // A block as format 1.x wrote it, appended by hand.
+        let plain: Vec<Event> = (500..900).map(|i| ev(id, i)).collect();
+        let mut payload = Vec::new();
+        for e in &plain {
+            e.encode(&mut payload);
+        }
+        bytes.extend_from_slice(MAGIC);
+        bytes.extend_from_slice(&[KIND_EVENTS, 0, 0, 0]);
+        bytes.extend_from_slice(&(plain.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        bytes.extend_from_slice(&payload);
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(kinds(&bytes), [KIND_NAMES, KIND_PACKED, KIND_EVENTS]);
+        let mut r = EventReader::open(&path).unwrap();
+        let (mut all, mut block) = (Vec::new(), Vec::new());
+        while r.next_block(&mut block).unwrap() {
+            all.extend_from_slice(&block);
+        }
+        assert_eq!(all, [packed, plain].concat());
+        assert_eq!(r.tail().events, 900);
+        assert!(r.tail().problem.is_none());
+        // Packed, the 500 events took a fraction of their 40 bytes each.
+        assert!(bytes.len() < 500 * 10 + 400 * Event::ENCODED_LEN + 200);
     }
 
     #[test]

@@ -1051,17 +1051,18 @@ fn assert_kept_as_failed(dir: &Path, run_dir: &Path, needles: &[&str]) -> Value 
 
 #[test]
 fn a_full_run_directory_stops_cleanly_and_keeps_the_run() {
-    let Some(fs) = SmallFs::mount_or_skip("2m") else {
+    let Some(fs) = SmallFs::mount_or_skip("1m") else {
         return;
     };
     let disk = disk_tempdir();
     let shm = shm_tempdir();
     let log = join(shm.path(), "redo.log");
-    // The log is elsewhere; the run directory is on the 2 MiB file system, which the events
-    // (40 bytes each, hundreds of thousands a second on tmpfs) fill within the run. The log must
-    // not wrap: a circular log keeps only its last lap, and a session that stopped a lap before
-    // the other (a loaded CI machine deschedules one) would have no record left in it. 2 MiB of
-    // events is at most ~52,000 commits; one 512-byte block each fills 26 MiB of the 64.
+    // The log is elsewhere; the run directory is on the 1 MiB file system, which the events
+    // (packed, 5–10 bytes each; hundreds of thousands a second on tmpfs) fill within the run
+    // after the 256 KiB space reserve. The log must not wrap: a circular log keeps only its last
+    // lap, and a session that stopped a lap before the other (a loaded CI machine deschedules
+    // one) would have no record left in it. 768 KiB of events is at most ~160,000 commits at 5
+    // bytes each; one 512-byte block each fills 80 MiB of the 128.
     let run_dir = join(fs.path(), "run");
     let out = run(
         disk.path(),
@@ -1078,7 +1079,7 @@ fn a_full_run_directory_stops_cleanly_and_keeps_the_run() {
             "--duration",
             "60s",
             "--log-size",
-            "64MiB",
+            "128MiB",
             "--out",
             s(&run_dir),
             "-q",

@@ -302,6 +302,16 @@ pub fn mean_r<I: Iterator<Item = f64>>(values: impl Fn() -> I) -> f64 {
     mean_r_emulated(values)
 }
 
+/// [`mean_r`] of a slice: on x86-64 the unit sums the slice where it lies (no copying into
+/// chunks), the same bits as [`mean_r`].
+pub fn mean_r_slice(values: &[f64]) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(m) = x87::mean_r_slice(values) {
+        return m;
+    }
+    mean_r(|| values.iter().copied())
+}
+
 /// [`mean_r`] with every operation in [`Ld`].
 pub(crate) fn mean_r_emulated<I: Iterator<Item = f64>>(values: impl Fn() -> I) -> f64 {
     let mut n = 0u64;
@@ -488,6 +498,24 @@ mod x87 {
         Some(s.add(from_ext(&t)?.div_count(n)).to_f64())
     }
 
+    /// [`mean_r_slice`]: as [`mean_r`], the slice summed in place.
+    pub(super) fn mean_r_slice(values: &[f64]) -> Option<f64> {
+        let n = values.len() as u64;
+        if n == 0 || n >= 1 << 60 || !values.iter().all(|x| x.is_finite()) {
+            return None;
+        }
+        let mut sum = [0u8; 10];
+        sum_into(&mut sum, values);
+        let s = from_ext(&sum)?.div_count(n);
+        if !s.to_f64().is_finite() {
+            return None;
+        }
+        let s_ext = to_ext(s)?;
+        let mut t = [0u8; 10];
+        residuals_into(&mut t, &s_ext, values);
+        Some(s.add(from_ext(&t)?.div_count(n)).to_f64())
+    }
+
     #[cfg(test)]
     mod tests {
         use super::*;
@@ -521,6 +549,7 @@ mod x87 {
                     Some(h) => assert_eq!(h.to_bits(), sw.to_bits(), "case {case}: {h} vs {sw}"),
                     None => assert!(x.is_empty() || !sw.is_finite(), "case {case}"),
                 }
+                assert_eq!(mean_r_slice(&x), hw, "case {case}: the slice path");
             }
         }
 

@@ -29,7 +29,8 @@ pub use rank::{hodges_lehmann, wilcoxon_rank_sum, RankSumTest};
 pub use sample::Sample;
 pub use spill::{Durations, SortedFile};
 pub use summary::{
-    quantile_type7, quantile_type7_at, quantile_type7_by, quantile_type7_unsorted, Summary,
+    order_statistics, quantile_type7, quantile_type7_at, quantile_type7_by,
+    quantile_type7_unsorted, quantiles_type7_unsorted, Summary,
 };
 pub use tail::{largest_indices, over_threshold, OverThreshold};
 pub use ttest::{welch_t_test, welch_t_test_level, WelchTest};
@@ -121,6 +122,53 @@ mod tests {
             }
         }
         assert!(quantile_type7_unsorted(&mut [], 0.5).is_nan());
+    }
+
+    /// Above the histogram threshold: several probabilities at once, on spreads from all-tied to
+    /// the full range, with heavy tails and clusters, equal the sorted values' quantiles.
+    #[test]
+    fn quantiles_through_the_histogram_equal_quantiles_of_the_sorted_values() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x0005_e1ec_7104);
+        let ps = [
+            0.0, 1e-6, 0.01, 0.25, 0.5, 0.5, 0.75, 0.9, 0.99, 0.999, 0.9999, 1.0,
+        ];
+        for case in 0..24 {
+            let n = [65_536, 65_537, 100_003, 400_000][case % 4];
+            let v: Vec<u64> = (0..n)
+                .map(|_| match case % 6 {
+                    0 => 7,
+                    1 => rng.random::<u64>(),
+                    2 => rng.random_range(0..5),
+                    // A log-normal-like body with a long tail.
+                    3 => {
+                        let u: f64 = rng.random();
+                        (500_000.0 * (u * 3.0).exp() / (1.0 - u).max(1e-9).powf(0.7)) as u64
+                    }
+                    // Two tight clusters far apart: most buckets empty.
+                    4 => [1_000, u64::MAX - 1_000][rng.random_range(0..2)] + rng.random_range(0..3),
+                    _ => rng.random_range(0..1u64 << 20) << 30,
+                })
+                .collect();
+            let mut sorted = v.clone();
+            sorted.sort_unstable();
+            let mut w = v.clone();
+            let got = quantiles_type7_unsorted(&mut w, &ps);
+            for (p, g) in ps.iter().zip(&got) {
+                assert_eq!(
+                    g.to_bits(),
+                    quantile_type7(&sorted, *p).to_bits(),
+                    "case {case} n {n} p {p}"
+                );
+            }
+            let ranks = [0, 1, n / 3, n / 2, n - 2, n - 1];
+            let mut w = v.clone();
+            let stats = order_statistics(&mut w, &ranks);
+            assert_eq!(stats, ranks.map(|r| sorted[r]), "case {case}");
+        }
+        assert!(quantiles_type7_unsorted(&mut [], &[0.5, 0.9])
+            .iter()
+            .all(|q| q.is_nan()));
     }
 
     // Reference values from R 4.2.2 (reference/r/summary.R prints them):

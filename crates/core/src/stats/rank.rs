@@ -483,6 +483,10 @@ impl<'a> PairSelector<'a> {
         self.hi = vec![0; rows];
         let (mut below, mut running) = self.narrow(None);
         let mut previous_total = u64::MAX;
+        // The (k+1)-th when the loop already knows it: the smallest candidate above the k-th when
+        // the last candidates hold it, or the k-th itself when a tied pivot's count shows copies
+        // beyond k. Otherwise one more count finds it below.
+        let mut known_next = None;
         let kth = loop {
             let total = *running.last().expect("starts with 0");
             debug_assert!(k >= below && k < below + total);
@@ -493,7 +497,11 @@ impl<'a> PairSelector<'a> {
                         cand.push(self.value(r, c as usize));
                     }
                 }
-                let (_, v, _) = cand.select_nth_unstable_by((k - below) as usize, f64::total_cmp);
+                let (_, v, right) =
+                    cand.select_nth_unstable_by((k - below) as usize, f64::total_cmp);
+                if next {
+                    known_next = right.iter().copied().min_by(f64::total_cmp);
+                }
                 break *v;
             }
             // Sample candidates uniformly and pick pivots around the target's expected place.
@@ -522,7 +530,11 @@ impl<'a> PairSelector<'a> {
             } else if k >= n_hi {
                 Keep::Above
             } else if plo == phi {
-                // Every value between the pivots is this one value.
+                // Every value between the pivots is this one value; n_hi of them lie at or
+                // below it.
+                if n_hi > k + 1 {
+                    known_next = Some(plo);
+                }
                 break plo;
             } else {
                 Keep::Between
@@ -530,7 +542,9 @@ impl<'a> PairSelector<'a> {
             (below, running) = self.narrow(Some(keep));
         };
         let mut following = f64::NAN;
-        if next {
+        if let (true, Some(v)) = (next, known_next) {
+            following = v;
+        } else if next {
             // The (k+1)-th is the k-th itself when it is tied, else the smallest value above it.
             let mut cut = std::mem::take(&mut self.cut_hi);
             let n_le = self.count(kth, true, 0, &mut cut);

@@ -104,15 +104,19 @@ impl Sample {
     }
 
     /// [`Sample::from_u64`] taking the vector: sorted and converted in place, no copy.
-    pub fn from_u64_vec(mut values: Vec<u64>, scale: f64) -> Result<Self> {
+    pub fn from_u64_vec(values: Vec<u64>, scale: f64) -> Result<Self> {
         if values.len() < 2 {
             return Err(too_few(values.len() as u64));
         }
         check_scale(scale)?;
-        // R's mean of the values as given (R sums in vector order), before sorting.
-        let mean = super::ld::mean_r(|| values.iter().map(|&v| v as f64 / scale));
-        values.sort_unstable();
-        let sorted = values.into_iter().map(|v| v as f64 / scale).collect();
+        // Converted once, in place (same size: the vector is reused). R's mean of the values as
+        // given (R sums in vector order), before sorting. They are finite and not negative (the
+        // scale is positive), so their bit patterns sort as the numbers do: the integer sort.
+        let x: Vec<f64> = values.into_iter().map(|v| v as f64 / scale).collect();
+        let mean = super::ld::mean_r_slice(&x);
+        let mut bits: Vec<u64> = x.into_iter().map(f64::to_bits).collect();
+        bits.sort_unstable();
+        let sorted = bits.into_iter().map(f64::from_bits).collect();
         Ok(Self::from_sorted_finite(sorted, mean))
     }
 

@@ -182,6 +182,38 @@ fn plain_decimal(field: &[u8], decimals: u32) -> Option<u64> {
     (n < 1 << 50).then_some(n)
 }
 
+/// The fast path's line: its length up to the newline (or the end), and its value as
+/// [`plain_decimal`] reads it when the line is only digits and at most one point (anything else,
+/// spaces included, is left to the general path: None).
+#[inline]
+fn plain_line(b: &[u8], decimals: u32) -> (usize, Option<u64>) {
+    let (mut n, mut digits, mut frac, mut dot, mut plain) = (0u64, 0u32, 0u32, false, true);
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        match c {
+            b'\n' => break,
+            b'0'..=b'9' => {
+                // Past 16 digits the value is refused below; stop accumulating before it wraps.
+                if digits < 17 {
+                    n = n * 10 + u64::from(c - b'0');
+                }
+                digits += 1;
+                frac += u32::from(dot);
+            }
+            b'.' if !dot => dot = true,
+            _ => plain = false,
+        }
+        i += 1;
+    }
+    if !plain || digits == 0 || digits > 16 || frac > decimals {
+        return (i, None);
+    }
+    let Some(n) = n.checked_mul(10u64.pow(decimals - frac)) else {
+        return (i, None);
+    };
+    (i, (n < 1 << 50).then_some(n))
+}
+
 fn parse_number(rec: &csv::ByteRecord, i: usize) -> Option<f64> {
     let f = rec.get(i)?;
     std::str::from_utf8(f).ok()?.trim().parse::<f64>().ok()
@@ -199,9 +231,7 @@ fn fast_path_applies(
     col == 0
         && session_col.is_none()
         && start_col.is_none()
-        && !bytes.contains(&delimiter)
-        && !bytes.contains(&b'"')
-        && !bytes.contains(&b'\r')
+        && memchr::memchr3(delimiter, b'"', b'\r', bytes).is_none()
 }
 
 /// 1-based line numbers of records from their byte offsets, counted in the file's bytes when it
@@ -399,15 +429,14 @@ pub fn import_csv(opts: &CsvImport) -> Result<ImportSummary, ImportError> {
                     pending_first = false;
                 }
                 loop {
+                    // A plain number read by the fast path, without the CSV record.
+                    let mut plain = None;
                     if let Some(b) = &fast {
                         let mut got = false;
                         while fast_pos < b.len() {
-                            let end = b[fast_pos..]
-                                .iter()
-                                .position(|&c| c == b'\n')
-                                .map_or(b.len(), |i| fast_pos + i);
-                            let l = &b[fast_pos..end];
-                            fast_pos = end + 1;
+                            let (len, value) = plain_line(&b[fast_pos..], decimals);
+                            let l = &b[fast_pos..fast_pos + len];
+                            fast_pos += len + 1;
                             fast_line += 1;
                             if l.is_empty() {
                                 continue;
@@ -416,8 +445,11 @@ pub fn import_csv(opts: &CsvImport) -> Result<ImportSummary, ImportError> {
                                 fast_skip = false;
                                 continue;
                             }
-                            rec.clear();
-                            rec.push_field(l);
+                            plain = value;
+                            if plain.is_none() {
+                                rec.clear();
+                                rec.push_field(l);
+                            }
                             line = fast_line;
                             got = true;
                             break;
@@ -434,6 +466,20 @@ pub fn import_csv(opts: &CsvImport) -> Result<ImportSummary, ImportError> {
                         line = lines.line(rec.position());
                     }
                     let parsed = (|| -> Result<Event, String> {
+                        if let Some(duration_ns) = plain {
+                            // One column, no session or start column: session 0's clock.
+                            if clocks.is_empty() {
+                                clocks.push(0);
+                            }
+                            let start_ns = clocks[0];
+                            clocks[0] = start_ns.saturating_add(duration_ns);
+                            return Ok(Event {
+                                name: id,
+                                start_ns,
+                                duration_ns,
+                                ..Event::default()
+                            });
+                        }
                         let ns = |i: usize, what: &str| -> Result<u64, String> {
                             if let Some(n) = rec.get(i).and_then(|f| plain_decimal(f, decimals)) {
                                 return Ok(n);
@@ -581,7 +627,7 @@ mod tests {
             seed ^= seed << 17;
             seed
         };
-        let mut checked = 0;
+        let (mut checked, mut lines) = (0, 0);
         for case in 0..200_000u64 {
             let d = [0, 3, 6, 9][(case % 4) as usize];
             let int = next() % [10, 1000, 1_000_000, 10_000_000_000][(case / 4 % 4) as usize];
@@ -599,8 +645,18 @@ mod tests {
                 assert_eq!(n, slow(&t, d), "{t:?} at 10^-{d}");
                 checked += 1;
             }
+            // The line scanner ends the line at the newline and, where it reads a value, reads
+            // plain_decimal's (it leaves lines with spaces to the general path).
+            let (len, v) = plain_line(format!("{t}\n7\n").as_bytes(), d);
+            assert_eq!(len, t.len(), "{t:?}");
+            if let Some(v) = v {
+                assert_eq!(Some(v), plain_decimal(t.as_bytes(), d), "{t:?} at 10^-{d}");
+                lines += 1;
+            }
+            assert_eq!(plain_line(t.as_bytes(), d).1, v, "{t:?} without a newline");
         }
         assert!(checked > 150_000, "the fast path applied to only {checked}");
+        assert!(lines > 110_000, "the line scanner read only {lines}");
         let scales = [Unit::Ns, Unit::Us, Unit::Ms, Unit::S].map(|u| u.ns());
         assert_eq!(scales, [1.0, 1e3, 1e6, 1e9]);
         assert_eq!(plain_decimal(b"5.", 3), Some(5000));
@@ -626,6 +682,7 @@ mod tests {
                 "{:?}",
                 String::from_utf8_lossy(other)
             );
+            assert_eq!(plain_line(other, 3).1, None);
         }
         assert_eq!(
             plain_decimal(b"99999999999999999", 9),
@@ -633,6 +690,9 @@ mod tests {
             "too many digits"
         );
         assert_eq!(plain_decimal(b"9999999999999999", 9), None, "beyond 2^50");
+        assert_eq!(plain_line(b"99999999999999999", 9).1, None);
+        assert_eq!(plain_line(b"9999999999999999", 9).1, None);
+        assert_eq!(plain_line(b"123456789012345678901234567890", 0).1, None);
     }
 
     fn opts(dir: &Path, text: &str) -> CsvImport {
