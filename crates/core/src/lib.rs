@@ -14,6 +14,7 @@ pub mod event;
 pub mod fake;
 pub mod files;
 pub mod manifest;
+pub mod mapped;
 pub mod observe;
 pub mod os;
 pub mod plans;

@@ -214,6 +214,21 @@ fn plain_line(b: &[u8], decimals: u32) -> (usize, Option<u64>) {
     (i, (n < 1 << 50).then_some(n))
 }
 
+/// A file read whole: mapped (guarded against the file shrinking under the map), or read in.
+enum Whole {
+    Mapped(dbscope_core::mapped::Mapped),
+    Read(Vec<u8>),
+}
+
+impl Whole {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Whole::Mapped(m) => m,
+            Whole::Read(v) => v,
+        }
+    }
+}
+
 fn parse_number(rec: &csv::ByteRecord, i: usize) -> Option<f64> {
     let f = rec.get(i)?;
     std::str::from_utf8(f).ok()?.trim().parse::<f64>().ok()
@@ -293,16 +308,22 @@ pub fn import_csv(opts: &CsvImport) -> Result<ImportSummary, ImportError> {
     // Files up to 1 GiB are read whole: plain ones take the fast path, and line numbers are
     // counted exactly (the CSV reader's own count skips blank lines).
     let size = file.metadata().map_err(io_err)?.len();
-    let whole: Option<Vec<u8>> = if size <= 1 << 30 {
-        Some(std::fs::read(&opts.file).map_err(io_err)?)
+    // Mapped where the file can be (no copy into a fresh buffer: a fifth of a 4 M-line import's
+    // time), else read in.
+    let whole: Option<Whole> = if size <= 1 << 30 {
+        Some(match dbscope_core::mapped::map_from(&file, 0) {
+            Some(m) if m.len() as u64 == size => Whole::Mapped(m),
+            _ => Whole::Read(std::fs::read(&opts.file).map_err(io_err)?),
+        })
     } else {
         None
     };
-    let input: Box<dyn std::io::Read + '_> = match &whole {
-        Some(b) => Box::new(&b[..]),
+    let whole_bytes = whole.as_ref().map(Whole::bytes);
+    let input: Box<dyn std::io::Read + '_> = match whole_bytes {
+        Some(b) => Box::new(b),
         None => Box::new(file),
     };
-    let mut lines = LineCounter::new(whole.as_deref());
+    let mut lines = LineCounter::new(whole_bytes);
     let mut rdr = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
@@ -421,8 +442,7 @@ pub fn import_csv(opts: &CsvImport) -> Result<ImportSummary, ImportError> {
                 // Fast path for the common file, one plain number per line: split lines directly
                 // instead of running the CSV state machine (about three times faster). Files with
                 // the delimiter, quotes or carriage returns anywhere take the CSV reader.
-                let fast = whole
-                    .as_deref()
+                let fast = whole_bytes
                     .filter(|b| fast_path_applies(b, opts.delimiter, col, session_col, start_col));
                 let (mut fast_pos, mut fast_line, mut fast_skip) = (0usize, 0u64, header);
                 if fast.is_some() {
@@ -569,6 +589,17 @@ pub fn import_csv(opts: &CsvImport) -> Result<ImportSummary, ImportError> {
             writer.join().expect("writing blocks does not panic")?;
             parsing
         })?;
+        if let Some(Whole::Mapped(m)) = &whole {
+            let now = std::fs::metadata(&opts.file).map(|m| m.len()).ok();
+            if m.faulted() || now != Some(size) {
+                return Err(ImportError::Input(format!(
+                    "{}: the file changed while it was read ({size} bytes when opened, {} now): \
+                     nothing was imported",
+                    opts.file.display(),
+                    now.map_or_else(|| "gone".to_string(), |n| format!("{n} bytes"))
+                )));
+            }
+        }
         let events = w.events_written();
         if events == 0 {
             return Err(ImportError::Input(format!(

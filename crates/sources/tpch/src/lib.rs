@@ -9,7 +9,6 @@ pub mod decimal;
 pub mod error;
 pub mod gen;
 pub mod lineitem;
-mod mapped;
 pub mod parquet_io;
 pub mod q1;
 pub mod record;

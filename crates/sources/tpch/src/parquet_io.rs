@@ -190,7 +190,7 @@ pub fn open_lineitem(path: &Path) -> Result<(LineitemReader, Vec<u64>), Lineitem
 }
 
 /// The flag raised when a read of a mapped file faulted: the file shrank under its map (see
-/// `crate::mapped`).
+/// `dbscope_core::mapped`).
 pub type FaultFlag = std::sync::Arc<std::sync::atomic::AtomicBool>;
 
 /// [`open_lineitem`], and the flag that says whether a read of the file's memory map faulted
@@ -207,8 +207,8 @@ fn open_lineitem_unguarded(
     let file = File::open(path).map_err(LineitemParquetError::Open)?;
     // The whole file as one buffer the reader slices (no copies, no per-page seek and read, and
     // shared by every map task): a memory map (guarded against the file shrinking under it: see
-    // `crate::mapped`), or the file read in when it cannot be mapped.
-    let (data, faulted) = match crate::mapped::map_from(&file, 0) {
+    // `dbscope_core::mapped`), or the file read in when it cannot be mapped.
+    let (data, faulted) = match dbscope_core::mapped::map_from(&file, 0) {
         Some(map) => {
             let faulted = map.fault_flag();
             (Bytes::from_owner(map), Some(faulted))

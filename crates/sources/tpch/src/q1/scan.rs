@@ -40,7 +40,7 @@ impl Sources<'_> {
     /// The file must have the length the splits were planned on, before and after the scan: a
     /// file that shrank (or grew) under the job would give an answer that is not the file's —
     /// lines past a new end silently missing, or the zeros a map reads past it (see
-    /// `crate::mapped`) — so the task fails naming the file instead.
+    /// `dbscope_core::mapped`) — so the task fails naming the file instead.
     #[inline(always)]
     pub fn scan(&self, split: &Split, emit: impl FnMut(RowValues)) -> Result<u64, ScanError> {
         let input = &self.inputs[split.file];
@@ -92,7 +92,7 @@ impl Sources<'_> {
         let base = split.start.saturating_sub(1);
         match self
             .mmap
-            .then(|| crate::mapped::map_from(file, base))
+            .then(|| dbscope_core::mapped::map_from(file, base))
             .flatten()
         {
             Some(data) => {

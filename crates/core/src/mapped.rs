@@ -1,7 +1,7 @@
-//! Read-only memory maps of input files (memmap2), so Q1's mappers parse the page cache in place
-//! instead of copying every byte into a buffer first, and the guard that keeps a file shrinking
-//! under its map from killing the process. The one `unsafe` of this crate outside `simd.rs`, each
-//! with its note.
+//! Read-only memory maps of input files (memmap2), so TPC-H Q1's mappers and `import csv` parse
+//! the page cache in place instead of copying every byte into a buffer first, and the guard that
+//! keeps a file shrinking under its map from killing the process. With `stats::ld`'s x87 sums, the
+//! `unsafe` of this crate, each with its note.
 //!
 //! A file truncated by another process while it is mapped makes reads of the pages past its new
 //! end fault (SIGBUS), which by default kills the process with no message (issue 27). Every map
