@@ -287,6 +287,26 @@ mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
 
+    /// An import's events: one session, one name, closed loop, consecutive waits of 300 µs ..
+    /// 2 ms (21 bits each for the duration and the step to the next start).
+    pub(super) fn import_like(n: usize, seed: u64) -> Vec<Event> {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut t = 0u64;
+        (0..n)
+            .map(|_| {
+                let d = rng.random_range(300_000..2_000_000u64);
+                let e = Event {
+                    name: 1,
+                    start_ns: t,
+                    duration_ns: d,
+                    ..Event::default()
+                };
+                t += d;
+                e
+            })
+            .collect()
+    }
+
     fn round_trip(events: &[Event]) -> Option<usize> {
         let (mut out, mut scratch) = (Vec::new(), Vec::new());
         if !encode(events, &mut out, &mut scratch) {
@@ -352,23 +372,7 @@ mod tests {
 
     #[test]
     fn an_import_block_packs_to_a_fraction_of_its_size() {
-        // One session, one name, closed loop, consecutive waits of 300 µs .. 2 ms: 21 bits each for
-        // the duration and the step to the next start.
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
-        let mut t = 0u64;
-        let events: Vec<Event> = (0..4096)
-            .map(|_| {
-                let d = rng.random_range(300_000..2_000_000u64);
-                let e = Event {
-                    name: 1,
-                    start_ns: t,
-                    duration_ns: d,
-                    ..Event::default()
-                };
-                t += d;
-                e
-            })
-            .collect();
+        let events = import_like(4096, 7);
         let len = round_trip(&events).expect("packed");
         let per_event = len as f64 / events.len() as f64;
         assert!(per_event < 6.0, "{per_event} bytes an event");
@@ -417,48 +421,14 @@ mod tests {
 #[cfg(test)]
 mod cost {
     use super::*;
-    use rand::{Rng, SeedableRng};
 
-    /// `cargo test -p dbscope-core --release -- --ignored packed_cost --nocapture`
+    /// `cargo test -p dbscope-core --release -- --ignored packed_cost --nocapture`: 4 M
+    /// import-like events packed, written as 40-byte records, and unpacked, in blocks of 8192
+    /// and 65,536 (prints the times and the packed size; asserts nothing).
     #[test]
     #[ignore]
     fn packed_cost() {
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
-        let mut t = 0u64;
-        let events: Vec<Event> = (0..4_000_000)
-            .map(|_| {
-                let d = rng.random_range(300_000..2_000_000u64);
-                let e = Event {
-                    name: 1,
-                    start_ns: t,
-                    duration_ns: d,
-                    ..Event::default()
-                };
-                t += d;
-                e
-            })
-            .collect();
-        {
-            let b = &events[..8192];
-            let (mut out, mut scratch) = (Vec::new(), Vec::new());
-            let t0 = std::time::Instant::now();
-            for _ in 0..488 {
-                out.clear();
-                encode(b, &mut out, &mut scratch);
-            }
-            let hot = t0.elapsed();
-            let t0 = std::time::Instant::now();
-            for _ in 0..488 {
-                out.clear();
-                for e in b {
-                    e.encode(&mut out);
-                }
-            }
-            println!(
-                "hot block of 8192 x 488: packed {hot:?} plain {:?}",
-                t0.elapsed()
-            );
-        }
+        let events = super::tests::import_like(4_000_000, 7);
         for block in [1usize << 13, 1 << 16] {
             let (mut out, mut scratch) = (Vec::new(), Vec::new());
             let t0 = std::time::Instant::now();
@@ -498,28 +468,11 @@ mod cost {
     }
 
     /// `cargo test -p dbscope-core --release -- --ignored packed_hot --nocapture`: one block
-    /// of 8192 import-like events, in cache, packed again and again.
+    /// of 8192 import-like events, in cache, packed again and again (prints the time an event).
     #[test]
     #[ignore]
     fn packed_hot() {
-        let mut t = 0u64;
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let events: Vec<Event> = (0..8192)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                let d = 300_000 + x % 1_700_000;
-                let e = Event {
-                    name: 1,
-                    start_ns: t,
-                    duration_ns: d,
-                    ..Event::default()
-                };
-                t += d;
-                e
-            })
-            .collect();
+        let events = super::tests::import_like(8192, 7);
         let (mut out, mut scratch) = (Vec::new(), Vec::new());
         let t0 = std::time::Instant::now();
         for _ in 0..4880 {
