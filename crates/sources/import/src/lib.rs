@@ -229,6 +229,23 @@ impl Whole {
     }
 }
 
+/// The error for a mapped file that changed while it was read: it shrank under the map (whose
+/// pages then read as zeros) or its length is not the one it was opened with.
+fn changed(whole: Option<&Whole>, path: &Path, size: u64) -> Option<ImportError> {
+    let Some(Whole::Mapped(m)) = whole else {
+        return None;
+    };
+    let now = std::fs::metadata(path).map(|m| m.len()).ok();
+    (m.faulted() || now != Some(size)).then(|| {
+        ImportError::Input(format!(
+            "{}: the file changed while it was read ({size} bytes when opened, {} now): nothing \
+             was imported",
+            path.display(),
+            now.map_or_else(|| "gone".to_string(), |n| format!("{n} bytes"))
+        ))
+    })
+}
+
 fn parse_number(rec: &csv::ByteRecord, i: usize) -> Option<f64> {
     let f = rec.get(i)?;
     std::str::from_utf8(f).ok()?.trim().parse::<f64>().ok()
@@ -589,16 +606,8 @@ pub fn import_csv(opts: &CsvImport) -> Result<ImportSummary, ImportError> {
             writer.join().expect("writing blocks does not panic")?;
             parsing
         })?;
-        if let Some(Whole::Mapped(m)) = &whole {
-            let now = std::fs::metadata(&opts.file).map(|m| m.len()).ok();
-            if m.faulted() || now != Some(size) {
-                return Err(ImportError::Input(format!(
-                    "{}: the file changed while it was read ({size} bytes when opened, {} now): \
-                     nothing was imported",
-                    opts.file.display(),
-                    now.map_or_else(|| "gone".to_string(), |n| format!("{n} bytes"))
-                )));
-            }
+        if let Some(e) = changed(whole.as_ref(), &opts.file, size) {
+            return Err(e);
         }
         let events = w.events_written();
         if events == 0 {
@@ -626,6 +635,12 @@ pub fn import_csv(opts: &CsvImport) -> Result<ImportSummary, ImportError> {
             header,
         })
     })();
+    // A parse error in a file that shrank under its map is the zeros read instead: say what
+    // happened.
+    let result = match result {
+        Err(e) => Err(changed(whole.as_ref(), &opts.file, size).unwrap_or(e)),
+        ok => ok,
+    };
     if result.is_err() {
         // Leave nothing half-made behind.
         let _ = std::fs::remove_file(opts.out.join(EVENTS_FILE));
@@ -643,6 +658,38 @@ pub fn import_csv(opts: &CsvImport) -> Result<ImportSummary, ImportError> {
 mod tests {
     use super::*;
     use dbscope_core::RunDir;
+
+    /// A mapped file whose length changed is reported as changed, naming both lengths; an
+    /// unchanged one, or one read into memory, is not.
+    #[test]
+    fn a_mapped_file_that_changed_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in.csv");
+        std::fs::write(&path, "1\n2\n3\n".repeat(2000)).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let size = file.metadata().unwrap().len();
+        let Some(map) = dbscope_core::mapped::map_from(&file, 0) else {
+            eprintln!("skipped: this machine cannot map the file");
+            return;
+        };
+        let whole = Whole::Mapped(map);
+        assert!(changed(Some(&whole), &path, size).is_none());
+        assert!(changed(Some(&Whole::Read(vec![b'1'])), &path, size).is_none());
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(100)
+            .unwrap();
+        let e = changed(Some(&whole), &path, size)
+            .expect("changed")
+            .to_string();
+        assert!(
+            e.contains("changed while it was read")
+                && e.contains("12000 bytes when opened, 100 bytes now"),
+            "{e}"
+        );
+    }
 
     /// The fast decimal path gives the number the double path gives, wherever it applies.
     #[test]
