@@ -483,8 +483,26 @@ mod x87 {
     /// [`super::mean_r`] with the sums on the unit; None where the emulation must decide (a
     /// non-finite value, no values, a value the 80-bit format cannot carry).
     pub(super) fn mean_r<I: Iterator<Item = f64>>(values: &impl Fn() -> I) -> Option<f64> {
+        mean_of(|f| in_chunks(values(), f))
+    }
+
+    /// [`mean_r_slice`]: as [`mean_r`], the slice summed where it lies.
+    pub(super) fn mean_r_slice(values: &[f64]) -> Option<f64> {
+        mean_of(|f| {
+            if !values.iter().all(|x| x.is_finite()) {
+                return None;
+            }
+            f(values);
+            Some(values.len() as u64)
+        })
+    }
+
+    /// R's two long sums over the values `feed` hands to its callback, in order and in slices
+    /// (twice: once for the sum, once for the residuals); `feed` returns how many it handed over,
+    /// or None at a non-finite value.
+    fn mean_of(feed: impl Fn(&mut dyn FnMut(&[f64])) -> Option<u64>) -> Option<f64> {
         let mut sum = [0u8; 10];
-        let n = in_chunks(values(), |xs| sum_into(&mut sum, xs))?;
+        let n = feed(&mut |xs| sum_into(&mut sum, xs))?;
         if n == 0 || n >= 1 << 60 {
             return None;
         }
@@ -494,25 +512,7 @@ mod x87 {
         }
         let s_ext = to_ext(s)?;
         let mut t = [0u8; 10];
-        in_chunks(values(), |xs| residuals_into(&mut t, &s_ext, xs))?;
-        Some(s.add(from_ext(&t)?.div_count(n)).to_f64())
-    }
-
-    /// [`mean_r_slice`]: as [`mean_r`], the slice summed in place.
-    pub(super) fn mean_r_slice(values: &[f64]) -> Option<f64> {
-        let n = values.len() as u64;
-        if n == 0 || n >= 1 << 60 || !values.iter().all(|x| x.is_finite()) {
-            return None;
-        }
-        let mut sum = [0u8; 10];
-        sum_into(&mut sum, values);
-        let s = from_ext(&sum)?.div_count(n);
-        if !s.to_f64().is_finite() {
-            return None;
-        }
-        let s_ext = to_ext(s)?;
-        let mut t = [0u8; 10];
-        residuals_into(&mut t, &s_ext, values);
+        feed(&mut |xs| residuals_into(&mut t, &s_ext, xs))?;
         Some(s.add(from_ext(&t)?.div_count(n)).to_f64())
     }
 
