@@ -160,31 +160,18 @@ fn field_str(rec: &csv::ByteRecord, i: usize) -> Option<String> {
 /// count N is an integer, the parsed double is within N·2^-53 of it and the product within
 /// another N·2^-53, so below 2^50 the product rounds to N.
 fn plain_decimal(field: &[u8], decimals: u32) -> Option<u64> {
+    // The line scanner's rules on the trimmed field, which must hold no newline of its own.
     let f = field.trim_ascii();
-    let (int, frac) = match f.iter().position(|&c| c == b'.') {
-        Some(dot) => (&f[..dot], &f[dot + 1..]),
-        None => (f, &f[f.len()..]),
-    };
-    if (int.is_empty() && frac.is_empty())
-        || frac.len() > decimals as usize
-        || int.len() + frac.len() > 16
-    {
-        return None;
+    match plain_line(f, decimals) {
+        (len, v) if len == f.len() => v,
+        _ => None,
     }
-    let mut n = 0u64;
-    for &c in int.iter().chain(frac) {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        n = n * 10 + u64::from(c - b'0');
-    }
-    let n = n.checked_mul(10u64.pow(decimals - frac.len() as u32))?;
-    (n < 1 << 50).then_some(n)
 }
 
-/// The fast path's line: its length up to the newline (or the end), and its value as
-/// [`plain_decimal`] reads it when the line is only digits and at most one point (anything else,
-/// spaces included, is left to the general path: None).
+/// The fast path's line: its length up to the newline (or the end), and its value when the line
+/// is only digits and at most one point, with at most 16 digits and `decimals` after the point:
+/// the count of 10^-decimals units, when below 2^50 (see [`plain_decimal`], which applies these
+/// rules to a trimmed field). Anything else, spaces included, is left to the general path: None.
 #[inline]
 fn plain_line(b: &[u8], decimals: u32) -> (usize, Option<u64>) {
     let (mut n, mut digits, mut frac, mut dot, mut plain) = (0u64, 0u32, 0u32, false, true);
@@ -503,20 +490,6 @@ pub fn import_csv(opts: &CsvImport) -> Result<ImportSummary, ImportError> {
                         line = lines.line(rec.position());
                     }
                     let parsed = (|| -> Result<Event, String> {
-                        if let Some(duration_ns) = plain {
-                            // One column, no session or start column: session 0's clock.
-                            if clocks.is_empty() {
-                                clocks.push(0);
-                            }
-                            let start_ns = clocks[0];
-                            clocks[0] = start_ns.saturating_add(duration_ns);
-                            return Ok(Event {
-                                name: id,
-                                start_ns,
-                                duration_ns,
-                                ..Event::default()
-                            });
-                        }
                         let ns = |i: usize, what: &str| -> Result<u64, String> {
                             if let Some(n) = rec.get(i).and_then(|f| plain_decimal(f, decimals)) {
                                 return Ok(n);
@@ -537,7 +510,10 @@ pub fn import_csv(opts: &CsvImport) -> Result<ImportSummary, ImportError> {
                             }
                             Ok(n as u64)
                         };
-                        let duration_ns = ns(col, "a latency")?;
+                        let duration_ns = match plain {
+                            Some(n) => n,
+                            None => ns(col, "a latency")?,
+                        };
                         let session = match session_col {
                             Some(i) => {
                                 let s = field_str(&rec, i).unwrap_or_default();
