@@ -812,6 +812,18 @@ mod tests {
         run
     }
 
+    /// Each block of an event file's bytes: its kind, its record count and the byte it ends at.
+    fn block_list(bytes: &[u8]) -> Vec<(u8, usize, usize)> {
+        let (mut at, mut list) = (0, Vec::new());
+        while at < bytes.len() {
+            let word = |i: usize| u32::from_le_bytes(bytes[at + i..at + i + 4].try_into().unwrap());
+            let (kind, count, len) = (bytes[at + 4], word(8) as usize, word(12) as usize);
+            at += HEADER_LEN + len;
+            list.push((kind, count, at));
+        }
+        list
+    }
+
     /// Format 1.x files hold 40-byte events blocks only; a 2.0 reader reads them, interleaved
     /// with packed blocks as a 2.0 writer leaves them, event for event.
     #[test]
@@ -825,15 +837,7 @@ mod tests {
         w.write_block(&packed).unwrap();
         drop(w);
         let mut bytes = std::fs::read(&path).unwrap();
-        let kinds = |b: &[u8]| {
-            let (mut at, mut k) = (0, Vec::new());
-            while at < b.len() {
-                k.push(b[at + 4]);
-                at += HEADER_LEN
-                    + u32::from_le_bytes(b[at + 12..at + 16].try_into().unwrap()) as usize;
-            }
-            k
-        };
+        let kinds = |b: &[u8]| block_list(b).iter().map(|x| x.0).collect::<Vec<_>>();
         assert_eq!(kinds(&bytes), [KIND_NAMES, KIND_PACKED]);
         // A block as format 1.x wrote it, appended by hand.
         let plain: Vec<Event> = (500..900).map(|i| ev(id, i)).collect();
@@ -1010,16 +1014,14 @@ mod tests {
         let bytes = std::fs::read(&path).unwrap();
         // Block ends and the events complete at each.
         let mut ends = vec![(0usize, 0usize)];
-        let (mut at, mut events) = (0, 0);
-        while at < bytes.len() {
-            let word = |i: usize| u32::from_le_bytes(bytes[at + i..at + i + 4].try_into().unwrap());
-            if bytes[at + 4] == KIND_EVENTS || bytes[at + 4] == KIND_PACKED {
-                events += word(8) as usize;
+        let mut events = 0;
+        for (kind, count, end) in block_list(&bytes) {
+            if kind == KIND_EVENTS || kind == KIND_PACKED {
+                events += count;
             }
-            at += HEADER_LEN + word(12) as usize;
-            ends.push((at, events));
+            ends.push((end, events));
         }
-        assert_eq!(at, bytes.len());
+        assert_eq!(ends.last().unwrap().0, bytes.len());
         assert!(
             ends.iter().filter(|(e, _)| *e > last_write).count() == 3,
             "the last write is a names, a parameters and an events block"
