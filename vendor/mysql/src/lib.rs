@@ -938,6 +938,10 @@ pub use crate::myc::packets::{session_state_change, SessionStateInfo};
 pub use crate::conn::binlog_stream::BinlogStream;
 #[doc(inline)]
 pub use crate::conn::local_infile::{LocalInfile, LocalInfileHandler};
+
+/// dbscope's patch: where a Unix socket waits for the server on a shared thread.
+#[cfg(unix)]
+pub use crate::io::{set_wait_hook, WaitHook};
 #[doc(inline)]
 pub use crate::conn::opts::SslOpts;
 #[doc(inline)]

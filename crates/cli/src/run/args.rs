@@ -111,9 +111,11 @@ pub struct RunArgs {
     )]
     pub sessions: u32,
 
-    /// Client threads the sessions run on (PostgreSQL): sessions share threads, each switching
-    /// to another while it waits for the server, as pgbench's -j does. Default: one per CPU, at
-    /// most one per session. SQLite and null sessions always get a thread each.
+    /// Client threads the sessions run on (PostgreSQL, and MariaDB/MySQL on a Unix socket):
+    /// sessions share threads, each switching to another while it waits for the server, as
+    /// pgbench's -j does. Default: one per CPU, at most one per session, on PostgreSQL; a thread
+    /// per session on MariaDB/MySQL (docs/targets.md says why). SQLite and null sessions always
+    /// get a thread each.
     #[arg(long, short = 'j', value_name = "N")]
     pub threads: Option<u32>,
 

@@ -70,6 +70,78 @@ fn commit_run_on_mariadb_records_the_server_and_hides_the_password() {
     }
 }
 
+/// Sessions on the Unix socket share client threads with `--threads` (the vendored client waits
+/// in the multiplexer) and do exactly the work of sessions with a thread each; without it, each
+/// MariaDB session has a thread of its own.
+#[test]
+fn sessions_on_the_socket_share_client_threads_when_asked() {
+    let my = MariaDb::shared();
+    let db = my.create_db("mux");
+    let dir = tempdir();
+    let uri = my.uri(&db);
+    ok(
+        dir.path(),
+        &Argv::run("commit")
+            .target(&uri)
+            .sessions(5)
+            .opt("--threads", 2)
+            .ops(300)
+            .out("m")
+            .quiet()
+            .args(),
+    );
+    let run_dir = join(dir.path(), "m");
+    assert_eq!(manifest(&run_dir)["runner"]["threads"], 2);
+    let r = report_json(dir.path(), &run_dir);
+    for name in ["update", "commit"] {
+        let e = event(&r, name);
+        assert_eq!(e["count"], 1500, "{name}");
+        assert_eq!(e["errors"], 0, "{name}");
+    }
+    assert_eq!(
+        my.query(
+            &db,
+            "SELECT GROUP_CONCAT(v ORDER BY id SEPARATOR ',') FROM dbscope_commit"
+        ),
+        "300,300,300,300,300"
+    );
+    let text = ok(dir.path(), &["report", "m"]);
+    assert!(
+        text.contains("5 sessions  closed loop  on 2 client threads"),
+        "{text}"
+    );
+    // Reads too: every lookup of 4 sessions on one thread finds its row.
+    ok(
+        dir.path(),
+        &Argv::run("lookup")
+            .target(&uri)
+            .sessions(4)
+            .opt("--threads", 1)
+            .opt("--rows", 500)
+            .ops(2000)
+            .out("l")
+            .quiet()
+            .args(),
+    );
+    let l = report_json(dir.path(), &join(dir.path(), "l"));
+    assert_eq!(event(&l, "lookup")["count"], 2000);
+    assert_eq!(event(&l, "lookup")["errors"], 0);
+    assert_eq!(manifest(&join(dir.path(), "l"))["runner"]["threads"], 1);
+
+    // No --threads: a thread per session (no `threads` in the manifest).
+    ok(
+        dir.path(),
+        &Argv::run("commit")
+            .target(&uri)
+            .sessions(5)
+            .ops(10)
+            .out("own")
+            .quiet()
+            .args(),
+    );
+    assert!(manifest(&join(dir.path(), "own"))["runner"]["threads"].is_null());
+}
+
 #[test]
 fn wrong_password_and_global_only_session_set_are_clear_errors() {
     let my = MariaDb::shared();

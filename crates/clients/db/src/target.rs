@@ -234,6 +234,12 @@ pub trait Session: Send {
     fn multiplex(&mut self) -> TargetResult<bool> {
         Ok(false)
     }
+    /// True when, without `--threads`, this session should get a thread of its own although it
+    /// could share one ([`Session::multiplex`]): where sharing was measured to cost the server
+    /// more than it saves (MariaDB point selects, docs/targets.md).
+    fn own_thread_by_default(&self) -> bool {
+        false
+    }
     /// Runs one command of a user's script, sent as `send` says with `params` (text, as pgbench
     /// sends them) for its `$n`; returns each statement's result, with columns and rows when
     /// `keep_rows` (for `\gset`).

@@ -66,6 +66,16 @@ pub fn wait_fd(fd: RawFd, events: i16) -> io::Result<()> {
     Ok(())
 }
 
+/// [`wait_fd`] for a client that has its own way of waiting alone (a timeout, say): inside
+/// [`run_group`] it suspends this session until `fd` is ready and returns `Some`; on a thread of
+/// its own it returns `None` at once and the caller waits as it always does.
+pub fn wait_fd_if_shared(fd: RawFd, events: i16) -> Option<io::Result<()>> {
+    if CURRENT.with(Cell::get).is_null() {
+        return None;
+    }
+    Some(wait_fd(fd, events))
+}
+
 /// Waits until `until` (open-loop pacing: the next operation's intended start): inside
 /// [`run_group`], by suspending this session so that the thread runs the others meanwhile;
 /// elsewhere, by sleeping the thread.

@@ -447,9 +447,14 @@ impl<'a> LiveProgress<'a> {
 }
 
 /// How many client threads run the sessions: `--threads`, else one per CPU, never more than the
-/// sessions. Fewer threads than sessions needs every session to multiplex (PostgreSQL); where the
-/// target cannot, each session gets its own thread, and an explicit `--threads` is refused.
+/// sessions (a thread per session where the target prefers it without `--threads`: MariaDB). Fewer
+/// threads than sessions needs every session to multiplex (PostgreSQL, MariaDB on a Unix socket);
+/// where the target cannot, each session gets its own thread, and an explicit `--threads` is
+/// refused.
 fn client_threads(cfg: &RunConfig, sessions: &mut [Box<dyn Session>]) -> Result<u32, Error> {
+    if cfg.threads.is_none() && sessions.iter().any(|s| s.own_thread_by_default()) {
+        return Ok(cfg.sessions);
+    }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
     let threads = cfg.threads.unwrap_or(cpus).clamp(1, cfg.sessions);
     if threads == cfg.sessions {
@@ -462,7 +467,8 @@ fn client_threads(cfg: &RunConfig, sessions: &mut [Box<dyn Session>]) -> Result<
                     "threads",
                     format!(
                         "{t}: this target runs every session in a thread of its own (only \
-                         PostgreSQL sessions can share threads); leave {{threads}} out"
+                         PostgreSQL sessions, and MariaDB/MySQL ones on a Unix socket, can \
+                         share threads); leave {{threads}} out"
                     ),
                 )),
                 None => Ok(cfg.sessions),

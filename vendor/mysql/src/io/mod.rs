@@ -178,6 +178,27 @@ pub struct WaitReadable {
     read_timeout: Option<Duration>,
 }
 
+/// How a Unix socket waits for the server when the thread is shared (dbscope's patch): the hook
+/// gets the socket and `POLLIN` or `POLLOUT`, and either waits (returning `Some`: the thread ran
+/// other connections meanwhile) or returns `None`, and the socket waits in `poll(2)` itself.
+#[cfg(unix)]
+pub type WaitHook = fn(RawFd, i16) -> Option<io::Result<()>>;
+
+#[cfg(unix)]
+static WAIT_HOOK: std::sync::OnceLock<WaitHook> = std::sync::OnceLock::new();
+
+/// Installs the process's [`WaitHook`] (dbscope's patch); a second call changes nothing.
+#[cfg(unix)]
+pub fn set_wait_hook(hook: WaitHook) {
+    let _ = WAIT_HOOK.set(hook);
+}
+
+/// Waits in the hook, when one is installed and takes the wait.
+#[cfg(unix)]
+fn hook_wait(fd: RawFd, events: i16) -> Option<io::Result<()>> {
+    WAIT_HOOK.get().and_then(|h| h(fd, events))
+}
+
 #[cfg(unix)]
 impl io::Read for WaitReadable {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
@@ -187,23 +208,28 @@ impl io::Read for WaitReadable {
             Some(t) => t.as_millis().clamp(1, i32::MAX as u128) as i32,
         };
         loop {
-            let mut p = libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: one valid pollfd.
-            let r = unsafe { libc::poll(&mut p, 1, timeout) };
-            if r == 0 {
-                // As a blocking read past SO_RCVTIMEO reports it.
-                return Err(io::Error::from(io::ErrorKind::WouldBlock));
-            }
-            if r < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
+            match hook_wait(fd, libc::POLLIN) {
+                Some(r) => r?,
+                None => {
+                    let mut p = libc::pollfd {
+                        fd,
+                        events: libc::POLLIN,
+                        revents: 0,
+                    };
+                    // SAFETY: one valid pollfd.
+                    let r = unsafe { libc::poll(&mut p, 1, timeout) };
+                    if r == 0 {
+                        // As a blocking read past SO_RCVTIMEO reports it.
+                        return Err(io::Error::from(io::ErrorKind::WouldBlock));
+                    }
+                    if r < 0 {
+                        let e = io::Error::last_os_error();
+                        if e.kind() == io::ErrorKind::Interrupted {
+                            continue;
+                        }
+                        return Err(e);
+                    }
                 }
-                return Err(e);
             }
             // SAFETY: `buf` is valid for `buf.len()` bytes and `fd` is open while `self` lives.
             let n = unsafe {
@@ -224,10 +250,44 @@ impl io::Read for WaitReadable {
 #[cfg(unix)]
 impl io::Write for WaitReadable {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        io::Write::write(&mut self.stream, buf)
+        if WAIT_HOOK.get().is_none() {
+            return io::Write::write(&mut self.stream, buf);
+        }
+        // A shared thread must not block in send(2): a full socket buffer waits in the hook.
+        let fd = self.stream.as_raw_fd();
+        loop {
+            // SAFETY: `buf` is valid for `buf.len()` bytes and `fd` is open while `self` lives.
+            let n = unsafe {
+                libc::send(
+                    fd,
+                    buf.as_ptr().cast(),
+                    buf.len(),
+                    libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+                )
+            };
+            if n >= 0 {
+                return Ok(n as usize);
+            }
+            let e = io::Error::last_os_error();
+            match e.kind() {
+                io::ErrorKind::Interrupted => {}
+                io::ErrorKind::WouldBlock => match hook_wait(fd, libc::POLLOUT) {
+                    Some(r) => r?,
+                    // Not on a shared thread: block as upstream does (with its write timeout).
+                    None => return io::Write::write(&mut self.stream, buf),
+                },
+                _ => return Err(e),
+            }
+        }
     }
     fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        io::Write::write_vectored(&mut self.stream, bufs)
+        if WAIT_HOOK.get().is_none() {
+            return io::Write::write_vectored(&mut self.stream, bufs);
+        }
+        match bufs.iter().find(|b| !b.is_empty()) {
+            Some(b) => io::Write::write(self, b),
+            None => Ok(0),
+        }
     }
     fn flush(&mut self) -> io::Result<()> {
         io::Write::flush(&mut self.stream)

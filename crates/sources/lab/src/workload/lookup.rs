@@ -158,6 +158,18 @@ impl LookupWorkload {
         self.cfg.row_bytes as usize - 8
     }
 
+    /// The pad's column type on MariaDB/MySQL: a VARCHAR where the row allows one (in any
+    /// character set: 4 bytes a character at most, within InnoDB's 65,535-byte row), as
+    /// sysbench's `c CHAR(120)` is a plain column. A TEXT column is a BLOB to the server, which
+    /// copies it into a buffer of its own on every row read: about 7 % more server CPU a point
+    /// select at 188-byte rows (docs/targets.md). Longer pads are MEDIUMTEXT.
+    fn mysql_pad_type(&self) -> String {
+        match self.pad_len() {
+            n if n <= 16_380 => format!("VARCHAR({n})"),
+            _ => "MEDIUMTEXT".to_string(),
+        }
+    }
+
     fn setup_pg(&self, s: &mut dyn Session) -> TargetResult<()> {
         let t = &self.cfg.table;
         let ts = place::pg_tablespace(s, &self.cfg.place)?;
@@ -368,10 +380,13 @@ impl LookupWorkload {
         if self.cfg.fresh {
             s.batch(&format!("DROP TABLE IF EXISTS {t}"))?;
         }
+        let pad_type = self.mysql_pad_type();
         let shape = Shape {
             prefix: "",
             table: t,
-            want: self.shape(),
+            // The column type is part of the shape: tables made as TEXT by dbscope before 0.x
+            // are not silently reused for a comparison with this layout.
+            want: format!("{} pad={pad_type}", self.shape()),
         };
         if shape.check(s, Dialect::Mysql)? == Found::Same {
             self.note(format!("table {t} reused ({})", shape.want));
@@ -380,7 +395,7 @@ impl LookupWorkload {
             // CREATE TABLE commits by itself: made before the fill's transaction, so an
             // interrupted fill leaves a table without a recorded shape (refused next time).
             s.batch(&format!(
-                "CREATE TABLE {t} (id BIGINT NOT NULL PRIMARY KEY, pad TEXT NOT NULL)"
+                "CREATE TABLE {t} (id BIGINT NOT NULL PRIMARY KEY, pad {pad_type} NOT NULL)"
             ))?;
             s.begin()?;
             let filled = (|| {
