@@ -941,7 +941,7 @@ pub use crate::conn::local_infile::{LocalInfile, LocalInfileHandler};
 
 /// dbscope's patch: where a Unix socket waits for the server on a shared thread.
 #[cfg(unix)]
-pub use crate::io::{set_wait_hook, WaitHook};
+pub use crate::io::WaitHook;
 #[doc(inline)]
 pub use crate::conn::opts::SslOpts;
 #[doc(inline)]

@@ -128,6 +128,23 @@ fn sessions_on_the_socket_share_client_threads_when_asked() {
     assert_eq!(event(&l, "lookup")["errors"], 0);
     assert_eq!(manifest(&join(dir.path(), "l"))["runner"]["threads"], 1);
 
+    // A workload that snapshots the server at its steps from a session's thread (through the
+    // observer's own connection, which blocks rather than yields): three loaders on one thread
+    // finish, and dbscope's check of the GROUP BY answer passes.
+    ok(
+        dir.path(),
+        &Argv::run("bulkload")
+            .target(&uri)
+            .sessions(3)
+            .opt("--threads", 1)
+            .opt("--rows", 30000)
+            .opt("--into", "logged")
+            .out("b")
+            .quiet()
+            .args(),
+    );
+    assert_eq!(manifest(&join(dir.path(), "b"))["outcome"], "complete");
+
     // No --threads: a thread per session (no `threads` in the manifest).
     ok(
         dir.path(),

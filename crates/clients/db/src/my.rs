@@ -333,7 +333,6 @@ impl Target for MyTarget {
             conn,
             stmts: Vec::new(),
             infile,
-            on_socket: matches!(self.info.endpoint, Endpoint::Socket(_)),
         }))
     }
     fn describe(&self) -> TargetResult<TargetInfo> {
@@ -394,9 +393,6 @@ struct MySession {
     stmts: Vec<(mysql::Statement, Vec<usize>)>,
     /// The data the next `LOAD DATA LOCAL INFILE` sends ([`Session::copy_in`]).
     infile: Arc<Mutex<Vec<u8>>>,
-    /// Connected over a Unix socket: the one stream that can share its thread
-    /// ([`Session::multiplex`]).
-    on_socket: bool,
 }
 
 /// Bytes of data per `LOAD DATA LOCAL INFILE` statement in [`Session::copy_in`].
@@ -635,13 +631,10 @@ impl Session for MySession {
         self.conn.query_drop("ROLLBACK").map_err(classify)
     }
     fn multiplex(&mut self) -> TargetResult<bool> {
-        // The Unix socket's reads and writes (vendor/mysql) wait in the multiplexer when the
-        // session runs inside one; TCP streams block as upstream's do.
-        if !self.on_socket {
-            return Ok(false);
-        }
-        mysql::set_wait_hook(crate::mux::wait_fd_if_shared);
-        Ok(true)
+        // This connection's Unix socket (vendor/mysql) waits in the multiplexer when the session
+        // runs inside one; only this connection's: another one used from a shared thread (an
+        // observer's, say) blocks as before. A TCP stream cannot: false.
+        Ok(self.conn.set_wait_hook(Some(crate::mux::wait_fd_if_shared)))
     }
     fn own_thread_by_default(&self) -> bool {
         // 16 point selects on 2 CPUs: 55-70 k/s on 2 shared threads, 100-118 k/s with a thread

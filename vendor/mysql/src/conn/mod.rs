@@ -351,6 +351,19 @@ impl Conn {
         self.0.stream.as_mut().expect("incomplete connection")
     }
 
+    /// dbscope's patch: where this connection's Unix socket waits for the server (`None`: in
+    /// `poll(2)`, as before). False, and nothing set, for any other stream.
+    #[cfg(unix)]
+    pub fn set_wait_hook(&mut self, hook: Option<crate::WaitHook>) -> bool {
+        match self.0.stream.as_mut().map(|s| s.get_mut()) {
+            Some(Stream::SocketStream(s)) => {
+                s.get_mut().hook = hook;
+                true
+            }
+            _ => false,
+        }
+    }
+
     fn is_insecure(&self) -> bool {
         self.stream_ref().get_ref().is_insecure()
     }

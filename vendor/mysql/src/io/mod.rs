@@ -53,6 +53,7 @@ impl Stream {
                 Ok(Stream::SocketStream(BufStream::new(WaitReadable {
                     stream,
                     read_timeout,
+                    hook: None,
                 })))
             }
             Err(e) => {
@@ -176,27 +177,23 @@ impl AsRawFd for Stream {
 pub struct WaitReadable {
     stream: unix::net::UnixStream,
     read_timeout: Option<Duration>,
+    /// Where this socket waits while its thread is shared; `None`: in `poll(2)`.
+    pub(crate) hook: Option<WaitHook>,
 }
 
-/// How a Unix socket waits for the server when the thread is shared (dbscope's patch): the hook
-/// gets the socket and `POLLIN` or `POLLOUT`, and either waits (returning `Some`: the thread ran
-/// other connections meanwhile) or returns `None`, and the socket waits in `poll(2)` itself.
+/// How a Unix socket waits for the server when its thread is shared (dbscope's patch, set per
+/// connection with `Conn::set_wait_hook`): the hook gets the socket and `POLLIN` or `POLLOUT`,
+/// and either waits (returning `Some`: the thread ran other connections meanwhile) or returns
+/// `None`, and the socket waits in `poll(2)` itself.
 #[cfg(unix)]
 pub type WaitHook = fn(RawFd, i16) -> Option<io::Result<()>>;
 
 #[cfg(unix)]
-static WAIT_HOOK: std::sync::OnceLock<WaitHook> = std::sync::OnceLock::new();
-
-/// Installs the process's [`WaitHook`] (dbscope's patch); a second call changes nothing.
-#[cfg(unix)]
-pub fn set_wait_hook(hook: WaitHook) {
-    let _ = WAIT_HOOK.set(hook);
-}
-
-/// Waits in the hook, when one is installed and takes the wait.
-#[cfg(unix)]
-fn hook_wait(fd: RawFd, events: i16) -> Option<io::Result<()>> {
-    WAIT_HOOK.get().and_then(|h| h(fd, events))
+impl WaitReadable {
+    /// Waits in the hook, when this socket has one and it takes the wait.
+    fn hook_wait(&self, events: i16) -> Option<io::Result<()>> {
+        self.hook.and_then(|h| h(self.stream.as_raw_fd(), events))
+    }
 }
 
 #[cfg(unix)]
@@ -208,7 +205,7 @@ impl io::Read for WaitReadable {
             Some(t) => t.as_millis().clamp(1, i32::MAX as u128) as i32,
         };
         loop {
-            match hook_wait(fd, libc::POLLIN) {
+            match self.hook_wait(libc::POLLIN) {
                 Some(r) => r?,
                 None => {
                     let mut p = libc::pollfd {
@@ -250,7 +247,7 @@ impl io::Read for WaitReadable {
 #[cfg(unix)]
 impl io::Write for WaitReadable {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if WAIT_HOOK.get().is_none() {
+        if self.hook.is_none() {
             return io::Write::write(&mut self.stream, buf);
         }
         // A shared thread must not block in send(2): a full socket buffer waits in the hook.
@@ -271,7 +268,7 @@ impl io::Write for WaitReadable {
             let e = io::Error::last_os_error();
             match e.kind() {
                 io::ErrorKind::Interrupted => {}
-                io::ErrorKind::WouldBlock => match hook_wait(fd, libc::POLLOUT) {
+                io::ErrorKind::WouldBlock => match self.hook_wait(libc::POLLOUT) {
                     Some(r) => r?,
                     // Not on a shared thread: block as upstream does (with its write timeout).
                     None => return io::Write::write(&mut self.stream, buf),
@@ -281,7 +278,7 @@ impl io::Write for WaitReadable {
         }
     }
     fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        if WAIT_HOOK.get().is_none() {
+        if self.hook.is_none() {
             return io::Write::write_vectored(&mut self.stream, bufs);
         }
         match bufs.iter().find(|b| !b.is_empty()) {
