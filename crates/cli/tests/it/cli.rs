@@ -113,3 +113,36 @@ pub fn s(p: &Path) -> &str {
 pub fn join(dir: &Path, name: &str) -> PathBuf {
     dir.join(name)
 }
+
+/// `run commit` of 5 sessions × 300 on 2 shared client threads (`--threads 2`) into `dir/m`:
+/// asserts the run says how it was driven and did exactly the work of 5 sessions with a thread
+/// each; returns the run directory (the caller checks the database's rows).
+pub fn commit_on_two_shared_threads(dir: &Path, uri: &str) -> PathBuf {
+    ok(
+        dir,
+        &crate::common::argv::Argv::run("commit")
+            .target(uri)
+            .sessions(5)
+            .opt("--threads", 2)
+            .ops(300)
+            .out("m")
+            .quiet()
+            .args(),
+    );
+    let run_dir = join(dir, "m");
+    let m = manifest(&run_dir);
+    assert_eq!(m["runner"]["threads"], 2, "{}", m["runner"]);
+    let r = report_json(dir, &run_dir);
+    for name in ["update", "commit"] {
+        let e = event(&r, name);
+        assert_eq!(e["count"], 1500, "{name}");
+        assert_eq!(e["errors"], 0, "{name}");
+        assert_summary_sane(e);
+    }
+    let text = ok(dir, &["report", "m"]);
+    assert!(
+        text.contains("5 sessions  closed loop  on 2 client threads"),
+        "{text}"
+    );
+    run_dir
+}

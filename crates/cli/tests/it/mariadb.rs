@@ -79,36 +79,13 @@ fn sessions_on_the_socket_share_client_threads_when_asked() {
     let db = my.create_db("mux");
     let dir = tempdir();
     let uri = my.uri(&db);
-    ok(
-        dir.path(),
-        &Argv::run("commit")
-            .target(&uri)
-            .sessions(5)
-            .opt("--threads", 2)
-            .ops(300)
-            .out("m")
-            .quiet()
-            .args(),
-    );
-    let run_dir = join(dir.path(), "m");
-    assert_eq!(manifest(&run_dir)["runner"]["threads"], 2);
-    let r = report_json(dir.path(), &run_dir);
-    for name in ["update", "commit"] {
-        let e = event(&r, name);
-        assert_eq!(e["count"], 1500, "{name}");
-        assert_eq!(e["errors"], 0, "{name}");
-    }
+    commit_on_two_shared_threads(dir.path(), &uri);
     assert_eq!(
         my.query(
             &db,
             "SELECT GROUP_CONCAT(v ORDER BY id SEPARATOR ',') FROM dbscope_commit"
         ),
         "300,300,300,300,300"
-    );
-    let text = ok(dir.path(), &["report", "m"]);
-    assert!(
-        text.contains("5 sessions  closed loop  on 2 client threads"),
-        "{text}"
     );
     // Reads too: every lookup of 4 sessions on one thread finds its row.
     ok(

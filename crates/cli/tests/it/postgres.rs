@@ -312,27 +312,7 @@ fn sessions_share_client_threads() {
     let db = pg.create_db("mux");
     let dir = tempdir();
     let uri = pg.uri(&db);
-    ok(
-        dir.path(),
-        &Argv::run("commit")
-            .target(&uri)
-            .sessions(5)
-            .opt("--threads", 2)
-            .ops(300)
-            .out("m")
-            .quiet()
-            .args(),
-    );
-    let run_dir = join(dir.path(), "m");
-    let m = manifest(&run_dir);
-    assert_eq!(m["runner"]["threads"], 2, "{}", m["runner"]);
-    let r = report_json(dir.path(), &run_dir);
-    for name in ["update", "commit"] {
-        let e = event(&r, name);
-        assert_eq!(e["count"], 1500, "{name}");
-        assert_eq!(e["errors"], 0, "{name}");
-        assert_summary_sane(e);
-    }
+    commit_on_two_shared_threads(dir.path(), &uri);
     assert_eq!(pg.query(&db, "SELECT SUM(v) FROM dbscope_commit"), "1500");
     assert_eq!(
         pg.query(
@@ -340,11 +320,6 @@ fn sessions_share_client_threads() {
             "SELECT string_agg(v::text, ',' ORDER BY id) FROM dbscope_commit"
         ),
         "300,300,300,300,300"
-    );
-    let text = ok(dir.path(), &["report", "m"]);
-    assert!(
-        text.contains("5 sessions  closed loop  on 2 client threads"),
-        "{text}"
     );
 
     // A thread per session: no `threads` in the manifest.
