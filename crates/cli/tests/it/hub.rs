@@ -639,7 +639,7 @@ fn values_of_every_mapped_type_come_through_and_limit_is_pushed() {
            CASE WHEN g % 3 = 0 THEN NULL ELSE g % 2 = 0 END, \
            timestamptz '2026-01-01 00:00:00+02' + g * interval '1 minute 0.5 second', \
            date '2000-01-01' + g, (g * 7 % 100000) / 100.0 - 300, g / 4.0, \
-           CASE WHEN g % 2 = 0 THEN 'ab' END, md5(g::text)::uuid, (g % 30000)::int2, \
+           CASE WHEN g % 2 = 0 THEN 'ab' WHEN g % 3 = 0 THEN ' a b' END, md5(g::text)::uuid, (g % 30000)::int2, \
            CASE g % 4 WHEN 0 THEN chr(1) WHEN 1 THEN NULL ELSE 'w' || g END, g - 25000, \
            timestamp '1999-12-31 23:00:00' + g * interval '1 hour' \
          FROM generate_series(1, 50000) g",
@@ -648,7 +648,8 @@ fn values_of_every_mapped_type_come_through_and_limit_is_pushed() {
     let agg = "SELECT count(*), count(v), sum(CASE WHEN v = '' THEN 1 ELSE 0 END), sum(length(v)), \
                sum(CASE WHEN b THEN 1 ELSE 0 END), count(b), \
                min(ts) = TIMESTAMPTZ '2025-12-31 22:01:00.5+00', max(d), sum(n), CAST(sum(f) * 4 AS BIGINT), \
-               sum(CASE WHEN c = 'ab' THEN 1 ELSE 0 END), count(DISTINCT u), sum(i), count(w), \
+               sum(CASE WHEN c = 'ab' THEN 1 ELSE 0 END), sum(length(c)), count(c), \
+               sum(CASE WHEN c = ' a b' THEN 1 ELSE 0 END), count(DISTINCT u), sum(i), count(w), \
                sum(CASE WHEN w = chr(1) THEN 1 ELSE 0 END), sum(i4), min(i4), \
                max(t2) = TIMESTAMP '2005-09-14 07:00:00', min(t2) = TIMESTAMP '2000-01-01 00:00:00' FROM t";
     let pg_agg = agg.replace("TIMESTAMPTZ", "timestamptz");

@@ -36,6 +36,8 @@ enum Col {
     Date(Date32Builder),
     Ts(TimestampMicrosecondBuilder),
     Text(StringBuilder),
+    /// char(n): the text without its trailing spaces (PostgreSQL's `::text`).
+    Padded(StringBuilder),
     Dec(Decimal128Builder, i8),
 }
 
@@ -73,7 +75,7 @@ impl Col {
             Col::Bool(b) => b.append_null(),
             Col::Date(b) => b.append_null(),
             Col::Ts(b) => b.append_null(),
-            Col::Text(b) => b.append_null(),
+            Col::Text(b) | Col::Padded(b) => b.append_null(),
             Col::Dec(b, _) => b.append_null(),
         }
     }
@@ -108,6 +110,15 @@ impl Col {
             Col::Text(b) => b.append_value(
                 std::str::from_utf8(v).map_err(|e| format!("the text is not UTF-8: {e}"))?,
             ),
+            Col::Padded(b) => {
+                // A space byte is never inside a UTF-8 sequence: trimming bytes is trimming
+                // characters.
+                let end = v.iter().rposition(|&c| c != b' ').map_or(0, |i| i + 1);
+                b.append_value(
+                    std::str::from_utf8(&v[..end])
+                        .map_err(|e| format!("the text is not UTF-8: {e}"))?,
+                )
+            }
             Col::Dec(b, scale) => b.append_value(numeric(v, *scale)?),
         }
         Ok(())
@@ -123,7 +134,7 @@ impl Col {
             Col::Bool(b) => Arc::new(b.finish()),
             Col::Date(b) => Arc::new(b.finish()),
             Col::Ts(b) => Arc::new(b.finish()),
-            Col::Text(b) => Arc::new(b.finish()),
+            Col::Text(b) | Col::Padded(b) => Arc::new(b.finish()),
             Col::Dec(b, _) => Arc::new(b.finish()),
         }
     }
@@ -199,22 +210,32 @@ pub(crate) struct BinaryDecoder {
 }
 
 impl BinaryDecoder {
-    /// A decoder for rows whose fields are the columns of `schema`, in order; an error names a
-    /// column whose type has no binary decoder here.
-    pub(crate) fn new(schema: SchemaRef, batch_size: usize) -> Result<BinaryDecoder, String> {
+    /// A decoder for rows whose fields are the columns of `schema`, in order, text columns
+    /// marked in `trim_end` without their trailing spaces (char(n)); an error names a column
+    /// whose type has no binary decoder here.
+    pub(crate) fn new(
+        schema: SchemaRef,
+        batch_size: usize,
+        trim_end: &[bool],
+    ) -> Result<BinaryDecoder, String> {
         let cols = schema
             .fields()
             .iter()
-            .map(|f| {
-                Col::new(f.data_type(), batch_size).ok_or_else(|| {
+            .enumerate()
+            .map(|(i, f)| {
+                let col = Col::new(f.data_type(), batch_size).ok_or_else(|| {
                     format!(
                         "column {}: type {} has no binary COPY decoder",
                         f.name(),
                         f.data_type()
                     )
+                })?;
+                Ok(match col {
+                    Col::Text(b) if trim_end.get(i) == Some(&true) => Col::Padded(b),
+                    c => c,
                 })
             })
-            .collect::<Result<_, _>>()?;
+            .collect::<Result<_, String>>()?;
         Ok(BinaryDecoder {
             schema,
             cols,
@@ -439,12 +460,57 @@ mod tests {
             .collect()
     }
 
+    /// A char(n) column marked to be trimmed loses its trailing spaces only (as PostgreSQL's
+    /// `::text`); the same bytes in an unmarked column keep them.
+    #[test]
+    fn padded_text_loses_only_its_trailing_spaces() {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("c", DataType::Utf8, true),
+            Field::new("t", DataType::Utf8, true),
+        ]));
+        let values: [Option<&str>; 5] = [
+            Some("ab   "),
+            Some(" a b "),
+            Some("     "),
+            Some("é  "),
+            None,
+        ];
+        let data = stream(
+            &values
+                .iter()
+                .map(|v| vec![v.map(|v| v.as_bytes().to_vec()); 2])
+                .collect::<Vec<_>>(),
+        );
+        let mut dec = BinaryDecoder::new(schema, 100, &[true, false]).unwrap();
+        let mut got = Vec::new();
+        dec.feed(&data, &mut |b| {
+            got.push(b);
+            Ok(())
+        })
+        .unwrap();
+        got.extend(dec.finish().unwrap());
+        let col = |i: usize| -> Vec<Option<String>> {
+            let a = got[0]
+                .column(i)
+                .as_any()
+                .downcast_ref::<datafusion::arrow::array::StringArray>()
+                .unwrap();
+            a.iter().map(|v| v.map(str::to_string)).collect()
+        };
+        let want = |v: [Option<&str>; 5]| v.map(|v| v.map(str::to_string)).to_vec();
+        assert_eq!(
+            col(0),
+            want([Some("ab"), Some(" a b"), Some(""), Some("é"), None])
+        );
+        assert_eq!(col(1), want(values));
+    }
+
     /// Every split of the stream into messages decodes to the same batches.
     #[test]
     fn rows_split_anywhere_across_messages_decode_the_same() {
         let data = stream(&rows(10));
         for chunk in [1, 2, 3, 7, 19, 20, 33, data.len()] {
-            let mut dec = BinaryDecoder::new(schema(), 4).unwrap();
+            let mut dec = BinaryDecoder::new(schema(), 4, &[]).unwrap();
             let mut got = Vec::new();
             for m in data.chunks(chunk) {
                 dec.feed(m, &mut |b| {
@@ -483,7 +549,7 @@ mod tests {
     #[test]
     fn bad_streams_are_errors_that_name_the_row_and_column() {
         let run = |data: &[u8]| -> Result<usize, String> {
-            let mut dec = BinaryDecoder::new(schema(), 100)?;
+            let mut dec = BinaryDecoder::new(schema(), 100, &[])?;
             let mut n = 0;
             dec.feed(data, &mut |b| {
                 n += b.num_rows();
