@@ -231,15 +231,37 @@ pub fn parse_cpuinfo(text: &str) -> (String, u32) {
     (model, sockets.len() as u32)
 }
 
+/// `uname -a` as coreutils prints it on Linux, from /proc/sys/kernel (kernel name, host name,
+/// release, version, machine, then the operating system), rather than a `uname` process (and a
+/// search of PATH) for every command. Where a file is missing (a kernel before
+/// /proc/sys/kernel/arch), the command itself.
+fn uname_a() -> String {
+    let read = |f: &str| {
+        std::fs::read_to_string(format!("/proc/sys/kernel/{f}"))
+            .ok()
+            .map(|s| s.trim().to_string())
+    };
+    let parts: Option<Vec<String>> = ["ostype", "hostname", "osrelease", "version", "arch"]
+        .iter()
+        .map(|f| read(f))
+        .collect();
+    if let Some(p) = parts {
+        if p[0] == "Linux" {
+            return format!("{} GNU/Linux", p.join(" "));
+        }
+    }
+    std::process::Command::new("uname")
+        .arg("-a")
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
 impl HostInfo {
     /// Reads the facts of this machine; a fact that cannot be read is left empty, never an error.
     pub fn detect() -> Self {
-        let uname = std::process::Command::new("uname")
-            .arg("-a")
-            .output()
-            .ok()
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-            .unwrap_or_default();
+        let uname = uname_a();
         let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
             .map(|s| s.trim().to_string())
             .unwrap_or_default();
@@ -548,6 +570,16 @@ fn check_version(path: &Path, version: &str) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    /// The host line read from /proc is what `uname -a` prints on this machine.
+    #[test]
+    fn uname_a_from_proc_equals_the_command() {
+        let Ok(o) = std::process::Command::new("uname").arg("-a").output() else {
+            eprintln!("no uname command here: nothing to compare with");
+            return;
+        };
+        assert_eq!(super::uname_a(), String::from_utf8_lossy(&o.stdout).trim());
+    }
+
     use super::*;
 
     #[test]
