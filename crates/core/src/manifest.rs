@@ -570,6 +570,8 @@ fn check_version(path: &Path, version: &str) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     /// The host line read from /proc is what `uname -a` prints on this machine.
     #[test]
     fn uname_a_from_proc_equals_the_command() {
@@ -577,10 +579,8 @@ mod tests {
             eprintln!("no uname command here: nothing to compare with");
             return;
         };
-        assert_eq!(super::uname_a(), String::from_utf8_lossy(&o.stdout).trim());
+        assert_eq!(uname_a(), String::from_utf8_lossy(&o.stdout).trim());
     }
-
-    use super::*;
 
     #[test]
     fn issue_13_cpu_facts_from_cpuinfo() {

@@ -238,9 +238,9 @@ pub(crate) struct PgTable {
     label: String,
     table: String,
     schema: SchemaRef,
-    cols: Vec<PushColumn>,
     /// Each column's SELECT expression in the COPY, and whether the decoder trims it.
     reads: Vec<(String, bool)>,
+    /// Each column as a pushed filter names it.
     by_name: HashMap<String, PushColumn>,
     /// The ctid condition of each partition (`None`: the whole table).
     parts: Vec<Option<String>>,
@@ -274,8 +274,8 @@ impl PgTable {
             ))
             .map_err(|e| fail("reading its columns", e))?;
         let mut fields = Vec::new();
-        let mut cols = Vec::new();
         let mut reads = Vec::new();
+        let mut by_name = HashMap::new();
         let mut relkind = String::new();
         let mut reltuples = -1i64;
         for r in &rows {
@@ -294,11 +294,14 @@ impl PgTable {
                 )));
             };
             fields.push(Field::new(&name, m.data_type.clone(), get(3) != "t"));
-            cols.push(PushColumn {
-                sql: m.sql,
-                data_type: m.data_type,
-            });
             reads.push((m.select, m.trim_end));
+            by_name.insert(
+                name,
+                PushColumn {
+                    sql: m.sql,
+                    data_type: m.data_type,
+                },
+            );
         }
         let ctid_ok = dbscope_transfer::no_ctid_split(src.version, &relkind);
         let n = if ctid_ok.is_none() { src.conns } else { 1 };
@@ -309,17 +312,11 @@ impl PgTable {
             (Some(why), _) => format!("one connection: {why}"),
             (None, _) => plan.why.clone(),
         };
-        let by_name = fields
-            .iter()
-            .zip(&cols)
-            .map(|(f, c)| (f.name().clone(), c.clone()))
-            .collect();
         Ok(PgTable {
             src: src.clone(),
             label: label.to_string(),
             table: qt,
             schema: Arc::new(Schema::new(fields)),
-            cols,
             reads,
             by_name,
             parts: plan.parts.into_iter().map(|p| p.filter).collect(),
@@ -359,7 +356,7 @@ impl TableProvider for PgTable {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        let all: Vec<usize> = (0..self.cols.len()).collect();
+        let all: Vec<usize> = (0..self.reads.len()).collect();
         let pushdown = self.src.pushdown;
         // Without pushdown every column is read and DataFusion projects.
         let read: Vec<usize> = match projection {

@@ -384,8 +384,8 @@ impl LookupWorkload {
         let shape = Shape {
             prefix: "",
             table: t,
-            // The column type is part of the shape: tables made as TEXT by dbscope before 0.x
-            // are not silently reused for a comparison with this layout.
+            // The column type is part of the shape: a table made as TEXT by an older build is
+            // not silently reused for a comparison with this layout.
             want: format!("{} pad={pad_type}", self.shape()),
         };
         if shape.check(s, Dialect::Mysql)? == Found::Same {
