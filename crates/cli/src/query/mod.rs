@@ -111,6 +111,13 @@ mod with_hub {
                     if let Some(l) = s.limit {
                         println!("  limit pushed: {l}");
                     }
+                    if let Some(d) = &s.dynamic {
+                        println!(
+                            "  join's run-time filter sent: {d} (waited {:.3} s for the join's \
+                             table)",
+                            s.filter_wait_s
+                        );
+                    }
                     println!("  received: {} rows, {} bytes", s.rows, s.bytes);
                     for (i, sql) in s.sql.iter().enumerate() {
                         println!("  sql[{i}]: {}", redact(sql));

@@ -79,6 +79,10 @@ pub struct ScanSummary {
     pub limit: Option<usize>,
     /// How it was split.
     pub split: String,
-    /// The SQL of each partition.
+    /// The SQL of each partition as sent (a run-time filter's long lists shown by length).
     pub sql: Vec<String>,
+    /// The hash join's run-time filter added to the scan's SQL (its short form), and the
+    /// longest a partition waited for it.
+    pub dynamic: Option<String>,
+    pub filter_wait_s: f64,
 }

@@ -16,8 +16,8 @@
 
 mod config;
 pub mod dataflow;
+mod dynamic;
 pub mod error;
-mod estimate;
 mod files;
 mod my;
 mod oneread;

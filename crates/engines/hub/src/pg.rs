@@ -4,7 +4,7 @@
 //! (transfer's block ranges, `dbscope_transfer::split_plan`) inside the source's one exported
 //! snapshot, COPY's binary format decoded into Arrow batches as it streams (pgbinary.rs).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -12,17 +12,29 @@ use async_trait::async_trait;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::catalog::{Session, TableProvider};
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::internal_err;
+use datafusion::common::stats::Precision;
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::common::Statistics;
 use datafusion::common::{DataFusionError, Result as DfResult};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
+use datafusion::physical_expr::expressions::DynamicFilterPhysicalExpr;
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::filter_pushdown::{
+    ChildPushdownResult, FilterPushdownPhase, FilterPushdownPropagation,
+};
 use datafusion::physical_plan::stream::RecordBatchReceiverStreamBuilder;
-use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
-use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
+};
 use dbscope_core::redact::redact;
 use dbscope_pgwire::{connect_with, WireConn, WireError};
 use tokio::sync::mpsc::Sender;
 
-use crate::estimate::Estimated;
+use crate::dynamic::{self, Implied};
 use crate::pgbinary::BinaryDecoder;
 use crate::pushdown::{sent, support, where_limit, Dialect, PushColumn, Sent};
 use crate::scanlog::{ScanLog, ScanPart, ScanPlan};
@@ -386,17 +398,17 @@ impl TableProvider for PgTable {
                 read.iter().map(|&i| self.reads[i].1).collect(),
             )
         };
-        let sqls: Vec<String> = self
+        let heads: Vec<(String, Vec<String>)> = self
             .parts
             .iter()
             .map(|ctid| {
-                let conds = ctid.iter().chain(&pushed).map(String::as_str);
-                format!(
-                    "COPY (SELECT {select} FROM {}{}) TO STDOUT (FORMAT binary)",
-                    self.table,
-                    where_limit(conds, limit)
-                )
+                let conds = ctid.iter().chain(&pushed).cloned().collect();
+                (format!("COPY (SELECT {select} FROM {}", self.table), conds)
             })
+            .collect();
+        let sqls: Vec<String> = heads
+            .iter()
+            .map(|(head, conds)| copy_sql(head, conds, None, limit))
             .collect();
         self.src.log.plan(ScanPlan {
             label: self.label.clone(),
@@ -409,40 +421,288 @@ impl TableProvider for PgTable {
             kept,
             limit,
             split: self.split.clone(),
-            sql: sqls.clone(),
+            sql: sqls,
         });
-        let partitions: Vec<Arc<dyn PartitionStream>> = sqls
+        // Without pushdown every column is read and each batch is projected here.
+        let project = match projection {
+            Some(p) if !pushdown => Some(p.clone()),
+            _ => None,
+        };
+        let out_schema = match &project {
+            Some(p) => Arc::new(read_schema.project(p)?),
+            None => read_schema.clone(),
+        };
+        let parts: Vec<PgPart> = heads
             .into_iter()
             .enumerate()
-            .map(|(i, sql)| {
-                Arc::new(PgPart {
-                    src: self.src.clone(),
-                    label: self.label.clone(),
-                    partition: i as u32,
-                    sql,
-                    schema: read_schema.clone(),
-                    decode_schema: decode_schema.clone(),
-                    trim_end: trim_end.clone(),
-                }) as Arc<dyn PartitionStream>
+            .map(|(i, (head, conds))| PgPart {
+                src: self.src.clone(),
+                label: self.label.clone(),
+                partition: i as u32,
+                head,
+                conds,
+                limit,
+                schema: read_schema.clone(),
+                decode_schema: decode_schema.clone(),
+                trim_end: trim_end.clone(),
+                project: project.clone(),
             })
             .collect();
-        // With pushdown the partitions return exactly the projection; without, DataFusion projects.
-        let exec_projection = if pushdown { None } else { projection };
-        let scan: Arc<dyn ExecutionPlan> = Arc::new(StreamingTableExec::try_new(
-            read_schema,
-            partitions,
-            exec_projection,
-            [],
-            false,
-            None,
-        )?);
-        // The catalog's estimate lets a join build on the smaller side (estimate.rs).
-        Ok(match self.reltuples {
-            Some(rows) => Arc::new(Estimated { inner: scan, rows }),
-            None => scan,
-        })
+        Ok(Arc::new(PgScanExec::new(
+            parts,
+            out_schema,
+            self.reltuples,
+            Arc::new(self.by_name.clone()),
+        )))
     }
 }
+
+/// `COPY (SELECT … FROM t WHERE conds [AND the join's filter] [LIMIT n]) TO STDOUT (FORMAT binary)`.
+fn copy_sql(head: &str, conds: &[String], dynamic: Option<&str>, limit: Option<usize>) -> String {
+    let conds = conds.iter().map(String::as_str).chain(dynamic);
+    format!(
+        "{head}{}) TO STDOUT (FORMAT binary)",
+        where_limit(conds, limit)
+    )
+}
+
+/// A PostgreSQL table's scan: one partition per connection, each a COPY of its block range,
+/// with the catalog's row estimate (so that a join builds its table on the smaller side) and, on
+/// the probe side of a hash join, the join's run-time filter added to the COPY (dynamic.rs).
+#[derive(Debug)]
+pub(crate) struct PgScanExec {
+    parts: Vec<PgPart>,
+    schema: SchemaRef,
+    props: Arc<PlanProperties>,
+    /// The catalog's row estimate (`pg_class.reltuples`).
+    rows: Option<usize>,
+    /// Each column as a filter names it.
+    cols: Arc<HashMap<String, PushColumn>>,
+    /// Run-time filters DataFusion handed down (a join's, a TopK's), read when the scan starts.
+    dynamic: Vec<Arc<dyn PhysicalExpr>>,
+    /// The ids of the hash joins' filters (set by [`arm`] once the plan is final): a partition
+    /// waits for those to be complete before it sends its COPY. Other dynamic filters (a TopK's
+    /// threshold) tighten only as this scan's own rows arrive: they are read as they are.
+    joins: Arc<Mutex<HashSet<u64>>>,
+}
+
+impl PgScanExec {
+    fn new(
+        parts: Vec<PgPart>,
+        schema: SchemaRef,
+        rows: Option<usize>,
+        cols: Arc<HashMap<String, PushColumn>>,
+    ) -> PgScanExec {
+        let props = Arc::new(PlanProperties::new(
+            EquivalenceProperties::new(schema.clone()),
+            Partitioning::UnknownPartitioning(parts.len()),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        ));
+        PgScanExec {
+            parts,
+            schema,
+            props,
+            rows,
+            cols,
+            dynamic: Vec::new(),
+            joins: Arc::default(),
+        }
+    }
+}
+
+/// Tells every PostgreSQL scan in `plan` which of its run-time filters come from hash joins (a
+/// join publishes its filter once its table is built, so a scan on its probe side can wait for
+/// it): called on the final physical plan, before it runs.
+pub(crate) fn arm(plan: &Arc<dyn ExecutionPlan>) {
+    let mut joins = HashSet::new();
+    let _ = plan.apply(|n| {
+        if n.name() == "HashJoinExec" {
+            joins.extend(
+                n.dynamic_expressions_produced()
+                    .iter()
+                    .filter_map(|e| e.expression_id()),
+            );
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    let _ = plan.apply(|n| {
+        if let Some(s) = n.downcast_ref::<PgScanExec>() {
+            *s.joins.lock().unwrap_or_else(PoisonError::into_inner) = joins.clone();
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+}
+
+impl DisplayAs for PgScanExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        let table = self.parts.first().map_or("", |p| p.label.as_str());
+        write!(
+            f,
+            "PgScanExec: table={table}, partitions={}",
+            self.parts.len()
+        )?;
+        if let Some(r) = self.rows {
+            write!(f, ", estimated_rows={r}")?;
+        }
+        // The join's filter as the COPY says it (its lists by length: DataFusion's own
+        // rendering prints every key).
+        let version = self.parts.first().map_or(0, |p| p.src.version);
+        for d in &self.dynamic {
+            match dynamic::implied(d, &self.schema, &self.cols, version) {
+                Some(i) => write!(f, ", run_time_filter=[{}]", i.shown)?,
+                None => write!(f, ", run_time_filter=[nothing to send yet]")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ExecutionPlan for PgScanExec {
+    fn name(&self) -> &str {
+        "PgScanExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.props
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    fn apply_expressions(
+        &self,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>,
+    ) -> DfResult<TreeNodeRecursion> {
+        for d in &self.dynamic {
+            if f(d)? == TreeNodeRecursion::Stop {
+                return Ok(TreeNodeRecursion::Stop);
+            }
+        }
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        if children.is_empty() {
+            Ok(self)
+        } else {
+            internal_err!("a database scan has no children")
+        }
+    }
+
+    fn handle_child_pushdown_result(
+        &self,
+        _phase: FilterPushdownPhase,
+        child: ChildPushdownResult,
+        _config: &ConfigOptions,
+    ) -> DfResult<FilterPushdownPropagation<Arc<dyn ExecutionPlan>>> {
+        // Every filter stays where it is (the join decides what joins; a FilterExec still
+        // applies its own): the run-time ones are also kept here, to be said in the COPY. Not
+        // with a LIMIT sent: that LIMIT counts rows before any filter added to it.
+        let fresh: Vec<Arc<dyn PhysicalExpr>> = child
+            .parent_filters
+            .iter()
+            .map(|f| f.filter.clone())
+            .filter(|f| dynamic::is_dynamic(f) && !self.dynamic.iter().any(|d| d == f))
+            .collect();
+        let no = FilterPushdownPropagation::all_unsupported(child);
+        let limited = self.parts.iter().any(|p| p.limit.is_some());
+        if fresh.is_empty() || limited || self.parts.iter().any(|p| !p.src.pushdown) {
+            return Ok(no);
+        }
+        let mut dynamic = self.dynamic.clone();
+        dynamic.extend(fresh);
+        let node = PgScanExec {
+            parts: self.parts.clone(),
+            schema: self.schema.clone(),
+            props: self.props.clone(),
+            rows: self.rows,
+            cols: self.cols.clone(),
+            dynamic,
+            joins: self.joins.clone(),
+        };
+        Ok(no.with_updated_node(Arc::new(node) as Arc<dyn ExecutionPlan>))
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        _context: Arc<TaskContext>,
+    ) -> DfResult<SendableRecordBatchStream> {
+        let Some(part) = self.parts.get(partition) else {
+            return internal_err!("PgScanExec has no partition {partition}");
+        };
+        let mut b = RecordBatchReceiverStreamBuilder::new(self.schema.clone(), 2);
+        let tx = b.tx();
+        let me = part.clone();
+        let running = part.src.log.start();
+        // The join's filter, once the join has built its table; the connection is opened and
+        // the snapshot set meanwhile.
+        let (filter_tx, filter_rx) = tokio::sync::oneshot::channel();
+        let dynamic = self.dynamic.clone();
+        let joins = self
+            .joins
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let read_schema = self.schema.clone();
+        let cols = self.cols.clone();
+        let version = part.src.version;
+        b.spawn(async move {
+            let t0 = std::time::Instant::now();
+            let mut said = Vec::new();
+            for d in &dynamic {
+                let mut ids = Vec::new();
+                dynamic::dynamic_ids(d, &mut ids);
+                for (id, e) in ids {
+                    if !joins.contains(&id) {
+                        continue;
+                    }
+                    if let Some(f) = e.downcast_ref::<DynamicFilterPhysicalExpr>() {
+                        // A join's filter is complete once every partition of the join has
+                        // built its table; the bound is a guard against a join that never
+                        // does (the scan then goes without it).
+                        let _ = tokio::time::timeout(JOIN_FILTER_WAIT, f.wait_complete()).await;
+                    }
+                }
+                if let Some(i) = dynamic::implied(d, &read_schema, &cols, version) {
+                    said.push(i);
+                }
+            }
+            let _ = filter_tx.send((said, t0.elapsed()));
+            Ok(())
+        });
+        b.spawn_blocking(move || {
+            let r = me.run(tx, filter_rx);
+            drop(running);
+            r
+        });
+        Ok(b.build())
+    }
+
+    fn partition_statistics(&self, partition: Option<usize>) -> DfResult<Arc<Statistics>> {
+        let mut s = Statistics::new_unknown(&self.schema);
+        if let Some(rows) = self.rows {
+            let parts = self.parts.len().max(1);
+            s.num_rows = Precision::Inexact(match partition {
+                None => rows,
+                Some(_) => rows.div_ceil(parts),
+            });
+        }
+        Ok(Arc::new(s))
+    }
+}
+
+/// How long a scan waits at most for a join's filter.
+const JOIN_FILTER_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// What a partition is told before it sends its COPY: the run-time filters as SQL, and how long
+/// it waited for them.
+type Filters = tokio::sync::oneshot::Receiver<(Vec<Implied>, std::time::Duration)>;
 
 /// One connection's share of a table scan.
 #[derive(Debug, Clone)]
@@ -450,43 +710,31 @@ struct PgPart {
     src: Arc<PgSource>,
     label: String,
     partition: u32,
-    sql: String,
+    /// `COPY (SELECT cols FROM t`, the conditions (block range, pushed filters) and the LIMIT:
+    /// the run-time filter goes with them when the scan starts.
+    head: String,
+    conds: Vec<String>,
+    limit: Option<usize>,
+    /// What the COPY returns (the decoder's columns, or none for `count(*)`).
     schema: SchemaRef,
     decode_schema: SchemaRef,
     /// Per decoded column: drop trailing spaces (char(n)).
     trim_end: Vec<bool>,
-}
-
-impl PartitionStream for PgPart {
-    fn schema(&self) -> &SchemaRef {
-        &self.schema
-    }
-
-    fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
-        let mut b = RecordBatchReceiverStreamBuilder::new(self.schema.clone(), 2);
-        let tx = b.tx();
-        let me = self.clone();
-        let running = self.src.log.start();
-        b.spawn_blocking(move || {
-            let r = me.run(tx);
-            drop(running);
-            r
-        });
-        b.build()
-    }
+    /// Without pushdown: the columns DataFusion asked for, projected from every batch.
+    project: Option<Vec<usize>>,
 }
 
 impl PgPart {
-    fn run(&self, tx: Sender<DfResult<RecordBatch>>) -> DfResult<()> {
+    fn run(&self, tx: Sender<DfResult<RecordBatch>>, filters: Filters) -> DfResult<()> {
         let log = &self.src.log;
         let mut part = ScanPart {
             label: self.label.clone(),
             partition: self.partition,
-            sql: self.sql.clone(),
+            sql: copy_sql(&self.head, &self.conds, None, self.limit),
             start_ns: log.now_ns(),
             ..Default::default()
         };
-        let r = self.copy(&tx, &mut part);
+        let r = self.copy(&tx, &mut part, filters);
         part.end_ns = log.now_ns();
         let r = match r {
             Err(e) if e == STOPPED => {
@@ -507,7 +755,12 @@ impl PgPart {
         r
     }
 
-    fn copy(&self, tx: &Sender<DfResult<RecordBatch>>, part: &mut ScanPart) -> Result<(), String> {
+    fn copy(
+        &self,
+        tx: &Sender<DfResult<RecordBatch>>,
+        part: &mut ScanPart,
+        filters: Filters,
+    ) -> Result<(), String> {
         let who = format!("dbscope/hub/{}", self.partition);
         let (mut c, _) = connect_with(&self.src.conn, &who, None).map_err(|e| {
             format!(
@@ -524,6 +777,24 @@ impl PgPart {
             &format!("SET TRANSACTION SNAPSHOT '{}'", self.src.snapshot),
         )
         .map_err(|e| db("SET TRANSACTION SNAPSHOT", &e))?;
+        // The query gone before the filter came: nothing to read.
+        let (said, waited) = filters.blocking_recv().map_err(|_| STOPPED.to_string())?;
+        let sql = if said.is_empty() {
+            part.sql.clone()
+        } else {
+            let all: Vec<&str> = said.iter().map(|i| i.sql.as_str()).collect();
+            let shown: Vec<&str> = said.iter().map(|i| i.shown.as_str()).collect();
+            let shown = shown.join(" AND ");
+            part.sql = copy_sql(&self.head, &self.conds, Some(&shown), self.limit);
+            part.dynamic = Some(shown);
+            copy_sql(
+                &self.head,
+                &self.conds,
+                Some(&all.join(" AND ")),
+                self.limit,
+            )
+        };
+        part.filter_wait_ns = waited.as_nanos() as u64;
         let mut dec = BinaryDecoder::new(self.decode_schema.clone(), 8192, &self.trim_end)?;
         let empty_projection = self.schema.fields().is_empty();
         let schema = self.schema.clone();
@@ -539,6 +810,10 @@ impl PgPart {
             } else {
                 b
             };
+            let b = match &self.project {
+                Some(p) => b.project(p).map_err(|e| e.to_string())?,
+                None => b,
+            };
             tx.blocking_send(Ok(b)).map_err(|_| STOPPED.to_string())
         };
         let mut rows = 0u64;
@@ -546,7 +821,7 @@ impl PgPart {
         // The sink's own error (a value Arrow cannot hold, the query stopped), not the wire's
         // wrapping of it as a protocol error.
         let mut failed = None;
-        let r = c.copy_out(&self.sql, &mut |d: &[u8]| {
+        let r = c.copy_out(&sql, &mut |d: &[u8]| {
             bytes += d.len() as u64;
             dec.feed(d, &mut |b| send(b, &mut rows))
                 .inspect_err(|e| failed = Some(e.clone()))

@@ -32,8 +32,8 @@ pub struct PushColumn {
     pub data_type: DataType,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Class {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Class {
     /// Ordered the same on both sides: integers, decimals, dates, timestamps.
     Ordered,
     /// Equality only (text: collations).
@@ -54,7 +54,7 @@ pub enum Dialect {
     MySql,
 }
 
-fn class(t: &DataType, d: Dialect) -> Option<Class> {
+pub(crate) fn class(t: &DataType, d: Dialect) -> Option<Class> {
     if d == Dialect::MySql {
         return match t {
             DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8 | DataType::Timestamp(..) => {
@@ -303,7 +303,7 @@ fn widening(from: &DataType, to: &DataType) -> bool {
     }
 }
 
-fn literal(v: &ScalarValue, d: Dialect) -> Option<(String, Class)> {
+pub(crate) fn literal(v: &ScalarValue, d: Dialect) -> Option<(String, Class)> {
     let ordered = |s: String| Some((s, Class::Ordered));
     if d == Dialect::MySql {
         return match v {

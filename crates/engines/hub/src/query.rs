@@ -12,7 +12,7 @@ use datafusion::datasource::{MemTable, TableProvider};
 use datafusion::execution::context::SQLOptions;
 use datafusion::physical_plan::display::DisplayableExecutionPlan;
 use datafusion::physical_plan::execute_stream;
-use datafusion::prelude::{DataFrame, SessionContext};
+use datafusion::prelude::{DataFrame, SessionConfig, SessionContext};
 use dbscope_core::Outcome;
 use futures::StreamExt;
 
@@ -192,6 +192,19 @@ async fn register(
     Ok(exported)
 }
 
+/// DataFusion's settings for the hub. A hash join hands its probe side the list of its build
+/// side's keys (not only their bounds) for up to 100,000 distinct keys per join partition
+/// (DataFusion's default: 150), so that a PostgreSQL scan on the probe side sends the list with
+/// its COPY and the server returns only the rows that can join (dynamic.rs). A file scan prunes
+/// with a list as it does with the join's hash table.
+fn session_config() -> SessionConfig {
+    let mut c = SessionConfig::new();
+    let o = &mut c.options_mut().optimizer;
+    o.hash_join_inlist_pushdown_max_distinct_values = 100_000;
+    o.hash_join_inlist_pushdown_max_size = 8 << 20;
+    c
+}
+
 /// Runs the query: sources registered, SQL planned (errors here are the user's: no run), then the
 /// run recorded around planning the scans, executing and writing.
 pub fn run_query(cfg: &QueryConfig) -> Result<QueryResult, Error> {
@@ -219,7 +232,7 @@ async fn run(
     log: &Arc<ScanLog>,
     held: &mut Vec<Held>,
 ) -> Result<QueryResult, Error> {
-    let ctx = SessionContext::new();
+    let ctx = SessionContext::new_with_config(session_config());
     let opened = std::time::Instant::now();
     // On a cluster: the scheduler answers, the database tables' scans are kept for staging and
     // everything the executors read goes to the stage directory.
@@ -376,6 +389,7 @@ async fn run(
     match planned {
         Err(e) => detail = Some(e),
         Ok(plan) => {
+            crate::pg::arm(&plan);
             let mut out = match &cfg.out {
                 Some(p) => match Out::create(p, &plan.schema()) {
                     Ok(o) => Some(o),
@@ -497,7 +511,23 @@ async fn run(
         .into_iter()
         .map(|p| {
             let mine = parts.iter().filter(|x| x.label == p.label);
+            // The SQL as sent: with the join's filter when there was one.
+            let sent: Vec<String> = p
+                .sql
+                .iter()
+                .enumerate()
+                .map(|(i, planned)| {
+                    mine.clone()
+                        .find(|x| x.partition as usize == i)
+                        .map_or_else(|| planned.clone(), |x| x.sql.clone())
+                })
+                .collect();
             ScanSummary {
+                dynamic: mine.clone().find_map(|x| x.dynamic.clone()),
+                filter_wait_s: mine
+                    .clone()
+                    .map(|x| x.filter_wait_ns as f64 / 1e9)
+                    .fold(0.0, f64::max),
                 rows: mine.clone().map(|x| x.rows).sum(),
                 bytes: mine.map(|x| x.bytes).sum(),
                 table: p.label,
@@ -508,7 +538,7 @@ async fn run(
                 kept: p.kept,
                 limit: p.limit,
                 split: p.split,
-                sql: p.sql,
+                sql: sent,
             }
         })
         .collect();

@@ -174,6 +174,7 @@ pub(crate) fn finish(
                     Column::new("columns", "columns read", ""),
                     Column::new("pushed", "filters pushed", ""),
                     Column::new("kept", "filters in DataFusion", ""),
+                    Column::new("join_filter", "join's run-time filter sent", ""),
                     Column::new("limit", "limit pushed", ""),
                     Column::new("split", "split", ""),
                 ],
@@ -190,6 +191,7 @@ pub(crate) fn finish(
                             text(s.columns.join(", ")),
                             text(s.pushed.join(" AND ")),
                             text(s.kept.join(" AND ")),
+                            text(s.dynamic.clone().unwrap_or_default()),
                             text(s.limit.map(|l| l.to_string()).unwrap_or_default()),
                             text(s.split.clone()),
                         ]

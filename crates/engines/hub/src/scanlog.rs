@@ -26,6 +26,10 @@ pub(crate) struct ScanPart {
     pub error: Option<String>,
     /// The query stopped reading before the end (a LIMIT met): not an error.
     pub stopped_early: bool,
+    /// The join's run-time filter added to the SQL (its short form, as in `sql`).
+    pub dynamic: Option<String>,
+    /// How long the partition waited for the join's filter (its connection set up meanwhile).
+    pub filter_wait_ns: u64,
 }
 
 /// One scan of a table as planned: what went to the source and what stayed in DataFusion.
