@@ -55,8 +55,10 @@ pub struct QueryArgs {
     pub sources: Option<PathBuf>,
 
     /// Connections reading each PostgreSQL table at once (block ranges, one snapshot).
-    #[arg(long, default_value_t = 4, value_name = "N")]
-    pub scan_connections: u32,
+    /// Default: one per CPU of this machine, 2 to 8 (each connection's rows are decoded on a
+    /// thread of its own; more connections than CPUs add server processes to the same CPUs).
+    #[arg(long, value_name = "N")]
+    pub scan_connections: Option<u32>,
 
     /// Send nothing but the table to PostgreSQL (every column and row read, DataFusion does the
     /// rest): the other side of an A/B with pushdown.

@@ -61,7 +61,11 @@ mod with_hub {
             sql,
             dataflow,
             sources,
-            scan_connections: a.scan_connections,
+            scan_connections: a.scan_connections.unwrap_or_else(|| {
+                std::thread::available_parallelism()
+                    .map_or(2, |n| n.get() as u32)
+                    .clamp(2, 8)
+            }),
             pushdown: !a.no_pushdown,
             out: a.out.clone(),
             show: a.show,
