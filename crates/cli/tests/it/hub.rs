@@ -1153,6 +1153,8 @@ fn q3_and_q12_on_a_ballista_cluster_answer_as_the_local_engine_and_postgres() {
         "--scheduler",
         &cluster.url,
         "--explain",
+        "--scan-connections",
+        "4",
         "--out",
         "cluster.csv",
         "--run",
