@@ -14,6 +14,7 @@
 //! DataFusion takes minutes to compile, so this crate is behind the `dbscope` binary's `hub`
 //! feature (which `cluster` turns on).
 
+mod cheap_first;
 mod config;
 pub mod dataflow;
 mod dynamic;

@@ -10,6 +10,7 @@ use datafusion::arrow::util::pretty::pretty_format_batches;
 use datafusion::catalog::MemorySchemaProvider;
 use datafusion::datasource::{MemTable, TableProvider};
 use datafusion::execution::context::SQLOptions;
+use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::physical_plan::display::DisplayableExecutionPlan;
 use datafusion::physical_plan::execute_stream;
 use datafusion::prelude::{DataFrame, SessionConfig, SessionContext};
@@ -232,7 +233,12 @@ async fn run(
     log: &Arc<ScanLog>,
     held: &mut Vec<Held>,
 ) -> Result<QueryResult, Error> {
-    let ctx = SessionContext::new_with_config(session_config());
+    let state = SessionStateBuilder::new()
+        .with_config(session_config())
+        .with_default_features()
+        .with_physical_optimizer_rule(Arc::new(crate::cheap_first::CheapFiltersFirst))
+        .build();
+    let ctx = SessionContext::new_with_state(state);
     let opened = std::time::Instant::now();
     // On a cluster: the scheduler answers, the database tables' scans are kept for staging and
     // everything the executors read goes to the stage directory.
