@@ -172,6 +172,11 @@ mod tests {
         Arc::new(BinaryExpr::new(l, op, r))
     }
 
+    /// The conjuncts of `p`, as text, in order.
+    fn order(p: &Arc<dyn PhysicalExpr>) -> Vec<String> {
+        split_conjunction(p).iter().map(|c| c.to_string()).collect()
+    }
+
     #[test]
     fn text_comparisons_go_after_those_of_numbers_and_dates() {
         let s = schema();
@@ -180,14 +185,7 @@ mod tests {
         let n = bin(col("n", &s).unwrap(), Operator::Lt, col("n", &s).unwrap());
         let p = conjunction(vec![mode.clone(), date.clone(), n.clone()]);
         let r = reordered(&p, &s).unwrap();
-        let order: Vec<String> = split_conjunction(&r)
-            .iter()
-            .map(|c| c.to_string())
-            .collect();
-        assert_eq!(
-            order,
-            vec![date.to_string(), n.to_string(), mode.to_string()]
-        );
+        assert_eq!(order(&r), [&date, &n, &mode].map(|c| c.to_string()));
         // Already cheapest first: left as it is.
         assert!(reordered(&r, &s).is_none());
         // One condition: nothing to order.
@@ -216,13 +214,6 @@ mod tests {
             &s,
         )
         .unwrap();
-        let order: Vec<String> = split_conjunction(&r)
-            .iter()
-            .map(|c| c.to_string())
-            .collect();
-        assert_eq!(
-            order,
-            vec![date.to_string(), either.to_string(), sum.to_string()]
-        );
+        assert_eq!(order(&r), [&date, &either, &sum].map(|c| c.to_string()));
     }
 }
