@@ -24,7 +24,7 @@ use datafusion::scalar::ScalarValue;
 
 use dbscope_analysis::text::thousands;
 
-use crate::pushdown::{class, literal, Class, Dialect, PushColumn};
+use crate::pushdown::{class, comparison, literal, Class, Dialect, PushColumn};
 
 /// Lists longer than this go as one array constant (`= ANY('{…}'::int8[])`): PostgreSQL parses
 /// one string instead of thousands of constants (0.15 s against 0.18 s for a 29,099-key list on
@@ -155,16 +155,7 @@ impl Cx<'_> {
         if let Some(b) = e.downcast_ref::<BinaryExpr>() {
             let (l, lc) = self.value(b.left())?;
             let (r, rc) = self.value(b.right())?;
-            let ordered = lc == Class::Ordered && rc == Class::Ordered;
-            let sym = match b.op() {
-                Operator::Eq if lc == rc => "=",
-                Operator::NotEq if lc == rc => "<>",
-                Operator::Lt if ordered => "<",
-                Operator::LtEq if ordered => "<=",
-                Operator::Gt if ordered => ">",
-                Operator::GtEq if ordered => ">=",
-                _ => return None,
-            };
+            let sym = comparison(b.op(), lc, rc)?;
             let s = format!("{l} {sym} {r}");
             return Some((s.clone(), s));
         }

@@ -224,28 +224,7 @@ fn translate(e: &Expr, cols: &HashMap<String, PushColumn>, d: Dialect) -> Option
                         "OR"
                     }
                 }
-                Operator::Eq | Operator::NotEq => {
-                    if lc != rc {
-                        return None;
-                    }
-                    if *op == Operator::Eq {
-                        "="
-                    } else {
-                        "<>"
-                    }
-                }
-                Operator::Lt | Operator::LtEq | Operator::Gt | Operator::GtEq => {
-                    if lc != Class::Ordered || rc != Class::Ordered {
-                        return None;
-                    }
-                    match op {
-                        Operator::Lt => "<",
-                        Operator::LtEq => "<=",
-                        Operator::Gt => ">",
-                        _ => ">=",
-                    }
-                }
-                _ => return None,
+                _ => comparison(op, lc, rc)?,
             };
             Some((format!("({l} {sym} {r})"), Class::Bool))
         }
@@ -276,6 +255,22 @@ fn translate(e: &Expr, cols: &HashMap<String, PushColumn>, d: Dialect) -> Option
             let items: Vec<String> = items.into_iter().map(|(s, _)| s).collect();
             Some((format!("({x} {not}IN ({}))", items.join(", ")), Class::Bool))
         }
+        _ => None,
+    }
+}
+
+/// The SQL operator of comparison `op` between values of classes `l` and `r`, when the server
+/// compares them as DataFusion does: equality between values of one class, an ordering only
+/// between ordered ones (text follows a collation on the server).
+pub(crate) fn comparison(op: &Operator, l: Class, r: Class) -> Option<&'static str> {
+    let ordered = l == Class::Ordered && r == Class::Ordered;
+    match op {
+        Operator::Eq if l == r => Some("="),
+        Operator::NotEq if l == r => Some("<>"),
+        Operator::Lt if ordered => Some("<"),
+        Operator::LtEq if ordered => Some("<="),
+        Operator::Gt if ordered => Some(">"),
+        Operator::GtEq if ordered => Some(">="),
         _ => None,
     }
 }
