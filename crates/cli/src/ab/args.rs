@@ -47,7 +47,8 @@ pub struct AbArgs {
     /// Confidence of the whole sequence of looks (1 − the error rate), e.g. 95%.
     #[arg(long, default_value = "95%", value_name = "PERCENT", value_parser = parse_percent)]
     pub confidence: f64,
-    /// Stop and say "no difference larger than X%" when the interval lies within ±X%.
+    /// Stop and say "no difference larger than X%" when the interval lies within ±X% (even if it
+    /// also excludes 0: a shift smaller than X% is not called "B slower").
     #[arg(long, value_name = "PERCENT", value_parser = parse_percent)]
     pub equivalence: Option<f64>,
     /// A regression gate on the rounds: exit 5 when a condition's whole interval lies beyond its

@@ -460,13 +460,23 @@ pub fn cmd_ab(a: AbArgs) -> Result<u8, Exit> {
         (None, Decision::Higher) => ("faster", "B faster".to_string()),
         (None, Decision::Lower) if latency => ("faster", "B faster".to_string()),
         (None, Decision::Lower) => ("slower", "B slower".to_string()),
-        (None, Decision::Equivalent) => (
-            "equivalent",
-            format!(
+        (None, Decision::Equivalent) => {
+            let mut v = format!(
                 "no difference larger than {}%",
                 share(a.equivalence.unwrap_or(0.0))
-            ),
-        ),
+            );
+            // The interval may also exclude 0: a real shift, smaller than the band.
+            let within = match last {
+                Some((_, lo, _)) if lo > 0.0 => Some(latency),
+                Some((_, _, hi)) if hi < 0.0 => Some(!latency),
+                _ => None,
+            };
+            if let Some(slower) = within {
+                let which = if slower { "slower" } else { "faster" };
+                v.push_str(&format!(" (B {which}, by less than that)"));
+            }
+            ("equivalent", v)
+        }
         (None, Decision::Continue) => (
             "undecided",
             format!("undecided after {} rounds", rounds.len()),

@@ -113,13 +113,19 @@ pub enum Decision {
 
 /// Decides from the interval `(low, high)` and an optional equivalence band `(−e_low, e_high)`
 /// (on the same scale, both > 0).
+///
+/// The band is looked at first: an interval inside it answers the question the band asked ("is
+/// there a difference larger than this?") even when it also excludes 0. Both statements are then
+/// covered by the same interval, so the error bound is unchanged; what changes is that a real
+/// but negligible shift (identical plans, +0.1% from the order of the runs) is not called "B
+/// slower".
 pub fn decide(low: f64, high: f64, band: Option<(f64, f64)>) -> Decision {
-    if low > 0.0 {
+    if band.is_some_and(|(lo, hi)| low > -lo && high < hi) {
+        Decision::Equivalent
+    } else if low > 0.0 {
         Decision::Higher
     } else if high < 0.0 {
         Decision::Lower
-    } else if band.is_some_and(|(lo, hi)| low > -lo && high < hi) {
-        Decision::Equivalent
     } else {
         Decision::Continue
     }
@@ -174,6 +180,15 @@ mod tests {
             decide(-0.01, 0.01, Some((0.02, 0.02))),
             Decision::Equivalent
         );
+        // Inside the band and above 0: the band's answer, not "higher".
+        assert_eq!(
+            decide(0.0004, 0.0018, Some((0.1, 0.1))),
+            Decision::Equivalent
+        );
+        assert_eq!(decide(0.0004, 0.0018, None), Decision::Higher);
+        // Above 0 and reaching out of the band: higher.
+        assert_eq!(decide(0.05, 0.12, Some((0.1, 0.1))), Decision::Higher);
+        assert_eq!(decide(-0.12, -0.05, Some((0.1, 0.1))), Decision::Lower);
         assert_eq!(decide(-0.03, 0.01, Some((0.02, 0.02))), Decision::Continue);
     }
 
