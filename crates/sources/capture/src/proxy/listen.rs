@@ -31,6 +31,12 @@ pub(super) type Reader = Box<dyn AsyncRead + Unpin + Send>;
 /// The writing half of a socket (TCP or Unix).
 pub(super) type Writer = Box<dyn AsyncWrite + Unpin + Send>;
 
+/// A connected non-blocking socket's halves, woken for reading only ([`super::quiet`]).
+pub(super) fn quiet_halves(fd: std::os::fd::OwnedFd) -> io::Result<(Reader, Writer)> {
+    let (r, w) = super::quiet::split(fd)?;
+    Ok((Box::new(r), Box::new(w)))
+}
+
 /// The listening socket.
 pub(super) enum Listener {
     Tcp(tokio::net::TcpListener),
@@ -78,13 +84,13 @@ impl Listener {
             Listener::Tcp(l) => {
                 let (s, addr) = l.accept().await?;
                 let _ = s.set_nodelay(true);
-                let (r, w) = s.into_split();
-                Ok((Box::new(r), Box::new(w), addr.to_string()))
+                let (r, w) = quiet_halves(s.into_std()?.into())?;
+                Ok((r, w, addr.to_string()))
             }
             Listener::Unix(l, path) => {
                 let (s, _) = l.accept().await?;
-                let (r, w) = s.into_split();
-                Ok((Box::new(r), Box::new(w), format!("unix:{}", path.display())))
+                let (r, w) = quiet_halves(s.into_std()?.into())?;
+                Ok((r, w, format!("unix:{}", path.display())))
             }
         }
     }

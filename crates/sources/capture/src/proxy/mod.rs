@@ -17,6 +17,7 @@
 
 mod calls_file;
 mod listen;
+mod quiet;
 mod session;
 mod shared;
 

@@ -18,7 +18,7 @@ use crate::wire::{
     startup_params, Framer, CANCEL_REQUEST, GSSENC_REQUEST, PROTOCOL_3, SSL_REQUEST,
 };
 
-use super::listen::{Listener, Reader, Writer};
+use super::listen::{quiet_halves, Listener, Reader, Writer};
 use super::shared::*;
 
 /// Accepts clients until `stopped` (the stop signal or the duration, seen by the recording
@@ -225,23 +225,18 @@ async fn open_upstream(spec: &str) -> Result<(Reader, Writer), String> {
         .await
         .map_err(|e| format!("connecting failed: {e}"))?
         .map_err(|e| e.to_string())?;
-    let halves = match raw {
+    let fd: std::os::fd::OwnedFd = match raw {
         RawSocket::Tcp(s) => {
             let _ = s.set_nodelay(true);
             s.set_nonblocking(true).map_err(|e| e.to_string())?;
-            let (r, w) = tokio::net::TcpStream::from_std(s)
-                .map_err(|e| e.to_string())?
-                .into_split();
-            (Box::new(r) as Reader, Box::new(w) as Writer)
+            s.into()
         }
         RawSocket::Unix(s) => {
             s.set_nonblocking(true).map_err(|e| e.to_string())?;
-            let (r, w) = tokio::net::UnixStream::from_std(s)
-                .map_err(|e| e.to_string())?
-                .into_split();
-            (Box::new(r) as Reader, Box::new(w) as Writer)
+            s.into()
         }
     };
+    let halves = quiet_halves(fd).map_err(|e| e.to_string())?;
     Ok(halves)
 }
 
