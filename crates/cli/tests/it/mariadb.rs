@@ -1675,3 +1675,72 @@ fn a_session_on_the_unix_socket_sleeps_once_per_statement() {
          for the answer)"
     );
 }
+
+/// The vendored client sends a prepared statement's parameter types with its first execution
+/// and again only when they change, as libmariadb does (vendor/README.md): the server keeps
+/// them. Counted by the server's own `Bytes_received` for the session: 100 executions starting
+/// with a fresh statement take exactly 4 bytes more (two parameters' types, once) than the next
+/// 100 with values of the same lengths. Changing a parameter's type sends the types again, and
+/// every execution does what it says.
+#[test]
+fn a_statement_executed_again_sends_its_parameter_types_once() {
+    let my = MariaDb::shared();
+    let db = my.create_db("types");
+    my.query(
+        &db,
+        "CREATE TABLE t (id INT PRIMARY KEY, c VARCHAR(20)); INSERT INTO t VALUES (1, 'a'), (2, 'b')",
+    );
+    let target = dbscope_db::open_target(&my.uri(&db), &[]).expect("open the MariaDB target");
+    let mut s = target.connect().expect("connect");
+    let received = |s: &mut Box<dyn dbscope_db::Session>| {
+        s.query_i64(
+            "SELECT CAST(VARIABLE_VALUE AS SIGNED) FROM information_schema.SESSION_STATUS \
+             WHERE VARIABLE_NAME = 'BYTES_RECEIVED'",
+        )
+        .expect("read Bytes_received")[0]
+    };
+    let stmt = s
+        .prepare("UPDATE t SET c = $1 WHERE id = $2")
+        .expect("prepare");
+    let run = |s: &mut Box<dyn dbscope_db::Session>, from: i64| {
+        for i in from..from + 100 {
+            let p = [
+                dbscope_db::Param::Text(format!("v{i}")),
+                dbscope_db::Param::Int(1 + i % 2),
+            ];
+            assert_eq!(s.execute(stmt, &p).expect("execute"), 1);
+        }
+    };
+    let m0 = received(&mut s);
+    run(&mut s, 100);
+    let m1 = received(&mut s);
+    run(&mut s, 200);
+    let m2 = received(&mut s);
+    assert_eq!(
+        (m1 - m0) - (m2 - m1),
+        4,
+        "bytes received: {} for the first 100 executions, {} for the next 100",
+        m1 - m0,
+        m2 - m1
+    );
+    // A different type for $1 (an integer into the VARCHAR), then text again: each change is
+    // sent, and the server applies the value of the type given.
+    for (p, want) in [
+        (dbscope_db::Param::Int(42), "42"),
+        (dbscope_db::Param::Text("x".into()), "x"),
+        (dbscope_db::Param::Int(7), "7"),
+        (dbscope_db::Param::Int(8), "8"),
+    ] {
+        assert_eq!(
+            s.execute(stmt, &[p, dbscope_db::Param::Int(1)])
+                .expect("execute"),
+            1
+        );
+        let sql = format!("SELECT COUNT(*) FROM t WHERE id = 1 AND c = '{want}'");
+        assert_eq!(
+            s.query_i64(&sql).expect("read back"),
+            [1],
+            "c should be {want}"
+        );
+    }
+}

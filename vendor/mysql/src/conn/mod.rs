@@ -223,6 +223,11 @@ struct ConnInner {
 
     /// This flag is to opt-in/opt-out from reset upon return to a pool.
     pub(crate) reset_upon_return: bool,
+
+    /// dbscope: the parameter types last bound by a successful COM_STMT_EXECUTE, by statement
+    /// id. The server keeps them, so an execution with the same types sends none
+    /// (`new_params_bound_flag` 0), as libmariadb does.
+    bound_types: std::collections::HashMap<u32, Vec<u8>>,
 }
 
 impl ConnInner {
@@ -245,6 +250,7 @@ impl ConnInner {
             auth_plugin: AuthPlugin::MysqlNativePassword,
             nonce: Vec::new(),
             reset_upon_return: opts.get_pool_opts().reset_connection(),
+            bound_types: std::collections::HashMap::new(),
 
             opts,
         }
@@ -1061,6 +1067,9 @@ impl Conn {
 
                 if as_long_data {
                     self.send_long_data(stmt.id(), params)?;
+                    self.0.bound_types.remove(&stmt.id());
+                } else if !params.is_empty() {
+                    return self.execute_binding_once(stmt.id(), params.len(), &body);
                 }
 
                 body
@@ -1075,6 +1084,45 @@ impl Conn {
         };
         self.write_command_raw(&exec_request)?;
         self.handle_result_set()
+    }
+
+    /// dbscope: sends `body` (a COM_STMT_EXECUTE of `n` parameters, with their types) without
+    /// the types when the statement's last successful execution bound the same ones, and
+    /// reads the result.
+    fn execute_binding_once(
+        &mut self,
+        id: u32,
+        n: usize,
+        body: &mysql_common::packets::ComStmtExecuteRequest<'_>,
+    ) -> Result<ResultSetInfo> {
+        let mut buf = get_buffer();
+        body.serialize(buf.as_mut());
+        let flag = ComStmtExecuteRequestBuilder::NULL_BITMAP_OFFSET + (n + 7) / 8;
+        let types = flag + 1..flag + 1 + 2 * n;
+        let mut sent = None;
+        if buf.len() >= types.end && buf[flag] == 1 {
+            if self.0.bound_types.get(&id).map(Vec::as_slice) == Some(&buf[types.clone()]) {
+                buf.as_mut()[flag] = 0;
+                buf.as_mut().drain(types);
+            } else {
+                sent = Some(buf[types].to_vec());
+            }
+        }
+        self.reset_seq_id();
+        self.0.last_command = buf[0];
+        self.write_packet(&mut &*buf)?;
+        let res = self.handle_result_set();
+        match (&res, sent) {
+            (Ok(_), Some(types)) => {
+                self.0.bound_types.insert(id, types);
+            }
+            (Ok(_), None) => {}
+            // Whether the server kept the types is not known: send them next time.
+            (Err(_), _) => {
+                self.0.bound_types.remove(&id);
+            }
+        }
+        res
     }
 
     fn _start_transaction(&mut self, tx_opts: TxOpts) -> Result<()> {
@@ -1207,6 +1255,8 @@ impl Conn {
         self.write_command(Command::COM_STMT_PREPARE, query)?;
         let pld = self.read_packet()?;
         let mut stmt = ParseBuf(&pld).parse::<InnerStmt>(self.connection_id())?;
+        // A new statement (the server may reuse a closed one's id) has no types bound yet.
+        self.0.bound_types.remove(&stmt.id());
         if stmt.num_params() > 0 {
             let mut params: Vec<Column> = Vec::with_capacity(stmt.num_params() as usize);
             for _ in 0..stmt.num_params() {
