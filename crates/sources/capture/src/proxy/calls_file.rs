@@ -37,12 +37,13 @@ impl CallsFile {
         })
     }
 
-    pub(super) fn push_calls(&self, done: Vec<Call>) {
+    /// Takes the finished calls out of `done` (which keeps its room for the next ones).
+    pub(super) fn push_calls(&self, done: &mut Vec<Call>) {
         if done.is_empty() {
             return;
         }
         let mut p = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
-        p.extend(done.into_iter().map(Line::Call));
+        p.extend(done.drain(..).map(Line::Call));
     }
 
     pub(super) fn push_session(&self, line: serde_json::Value) {
@@ -52,8 +53,13 @@ impl CallsFile {
 
     /// Writes what the sessions handed in so far and flushes; the first failure is kept.
     pub(super) fn flush(&self) {
-        let lines =
-            std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner));
+        // The sessions' next calls go into a vector of the same size: no regrowing it from
+        // nothing after every flush.
+        let lines = {
+            let mut p = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+            let room = p.capacity();
+            std::mem::replace(&mut *p, Vec::with_capacity(room))
+        };
         let mut out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
         let mut text = String::new();
         for l in lines {

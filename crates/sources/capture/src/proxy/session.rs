@@ -329,25 +329,25 @@ async fn relay(
                 break;
             }
             base.live.bytes_out.fetch_add(n as u64, Ordering::Relaxed);
-            let done = {
-                let mut s = lock();
-                let s = &mut *s;
-                framer.feed(&buf[..n], |m| {
-                    if m.kind == b'K' {
-                        if let (Some(p), Some(b)) = (backend_pid(m.body), &base.backends) {
-                            pid.store(p, Ordering::Relaxed);
-                            b.connected(session, p, database.as_deref());
-                        }
+            let mut s = lock();
+            let s = &mut *s;
+            framer.feed(&buf[..n], |m| {
+                if m.kind == b'K' {
+                    if let (Some(p), Some(b)) = (backend_pid(m.body), &base.backends) {
+                        pid.store(p, Ordering::Relaxed);
+                        b.connected(session, p, database.as_deref());
                     }
-                    s.tracker.server(&m, t)
-                });
-                take_done(s, base)
-            };
-            base.calls.push_calls(done);
+                }
+                s.tracker.server(&m, t)
+            });
+            take_done(s, base);
         }
     };
     // The first direction to end ends the session: the other is dropped, closing both sockets.
+    // `biased`: each branch ends only with the session, so there is no fairness to keep and no
+    // random branch order to draw at every wake-up.
     tokio::select! {
+        biased;
         _ = client_to_server => {}
         _ = server_to_client => {}
         _ = until_stopped(stopped) => {}
@@ -362,8 +362,7 @@ async fn relay(
     }
     let mut s = shared.into_inner().unwrap_or_else(PoisonError::into_inner);
     s.tracker.end(end);
-    let done = take_done(&mut s, base);
-    base.calls.push_calls(done);
+    take_done(&mut s, base);
     s.rec.flush();
     base.live
         .unmatched
@@ -379,13 +378,14 @@ async fn relay(
     base.calls.push_session(line);
 }
 
-/// Takes the finished calls and records their events (under the session's lock).
-fn take_done(s: &mut Shared, base: &Base) -> Vec<Call> {
+/// Records the finished calls' events and hands the calls to the calls file (under the
+/// session's lock).
+fn take_done(s: &mut Shared, base: &Base) {
     if s.tracker.done.is_empty() {
-        return Vec::new();
+        return;
     }
-    let done = std::mem::take(&mut s.tracker.done);
-    for c in &done {
+    let done = &mut s.tracker.done;
+    for c in done.iter() {
         let name = s.rec.name(&event_name(c));
         match (&c.error, c.skipped, c.unfinished) {
             (_, true, _) => s.rec.error(name, c.start_ns, c.end_ns, "not executed"),
@@ -402,7 +402,7 @@ fn take_done(s: &mut Shared, base: &Base) -> Vec<Call> {
         .fetch_add(done.len() as u64, Ordering::Relaxed);
     let errors = done.iter().filter(|c| c.error.is_some()).count();
     base.live.errors.fetch_add(errors as u64, Ordering::Relaxed);
-    done
+    base.calls.push_calls(done);
 }
 
 /// A call's event name: its statement's fingerprint (or what it was when there is no text).
