@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, Schema};
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::Result as DfResult;
 use datafusion::logical_expr::Operator;
 use datafusion::physical_expr::expressions::{
@@ -20,6 +20,7 @@ use datafusion::physical_expr::expressions::{
 };
 use datafusion::physical_expr::utils::{conjunction, split_conjunction};
 use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr_common::physical_expr::is_volatile;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::filter::{FilterExec, FilterExecBuilder};
 use datafusion::physical_plan::ExecutionPlan;
@@ -61,7 +62,7 @@ impl PhysicalOptimizerRule for CheapFiltersFirst {
 /// The predicate with its conjuncts ordered by cost, or `None` when the order stays.
 fn reordered(p: &Arc<dyn PhysicalExpr>, schema: &Schema) -> Option<Arc<dyn PhysicalExpr>> {
     let parts = split_conjunction(p);
-    if parts.len() < 2 || parts.iter().any(|c| volatile(c)) {
+    if parts.len() < 2 || parts.iter().any(|c| is_volatile(c)) {
         return None;
     }
     let mut ranked: Vec<(u8, usize, &Arc<dyn PhysicalExpr>)> = parts
@@ -74,19 +75,6 @@ fn reordered(p: &Arc<dyn PhysicalExpr>, schema: &Schema) -> Option<Arc<dyn Physi
         return None;
     }
     Some(conjunction(ranked.into_iter().map(|(_, _, c)| c.clone())))
-}
-
-fn volatile(e: &Arc<dyn PhysicalExpr>) -> bool {
-    let mut v = false;
-    let _ = e.apply(|n| {
-        v |= n.is_volatile_node();
-        Ok(if v {
-            TreeNodeRecursion::Stop
-        } else {
-            TreeNodeRecursion::Continue
-        })
-    });
-    v
 }
 
 /// 0: comparisons, `IN` lists and null tests of fixed-width values (numbers, dates, times,
