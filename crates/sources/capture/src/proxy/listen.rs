@@ -6,8 +6,6 @@ use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use tokio::io::{AsyncRead, AsyncWrite};
-
 /// Where the proxy listens, once it does.
 #[derive(Debug, Clone)]
 pub enum Listening {
@@ -26,16 +24,10 @@ impl fmt::Display for Listening {
     }
 }
 
-/// The reading half of a socket (TCP or Unix).
-pub(super) type Reader = Box<dyn AsyncRead + Unpin + Send>;
+/// The reading half of a socket (TCP or Unix), woken for reading only ([`super::quiet`]).
+pub(super) type Reader = super::quiet::QuietReader;
 /// The writing half of a socket (TCP or Unix).
-pub(super) type Writer = Box<dyn AsyncWrite + Unpin + Send>;
-
-/// A connected non-blocking socket's halves, woken for reading only ([`super::quiet`]).
-pub(super) fn quiet_halves(fd: std::os::fd::OwnedFd) -> io::Result<(Reader, Writer)> {
-    let (r, w) = super::quiet::split(fd)?;
-    Ok((Box::new(r), Box::new(w)))
-}
+pub(super) type Writer = super::quiet::QuietWriter;
 
 /// The listening socket.
 pub(super) enum Listener {
@@ -84,12 +76,12 @@ impl Listener {
             Listener::Tcp(l) => {
                 let (s, addr) = l.accept().await?;
                 let _ = s.set_nodelay(true);
-                let (r, w) = quiet_halves(s.into_std()?.into())?;
+                let (r, w) = super::quiet::split(s.into_std()?.into())?;
                 Ok((r, w, addr.to_string()))
             }
             Listener::Unix(l, path) => {
                 let (s, _) = l.accept().await?;
-                let (r, w) = quiet_halves(s.into_std()?.into())?;
+                let (r, w) = super::quiet::split(s.into_std()?.into())?;
                 Ok((r, w, format!("unix:{}", path.display())))
             }
         }

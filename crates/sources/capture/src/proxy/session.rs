@@ -18,7 +18,7 @@ use crate::wire::{
     startup_params, Framer, CANCEL_REQUEST, GSSENC_REQUEST, PROTOCOL_3, SSL_REQUEST,
 };
 
-use super::listen::{quiet_halves, Listener, Reader, Writer};
+use super::listen::{Listener, Reader, Writer};
 use super::shared::*;
 
 /// Accepts clients until `stopped` (the stop signal or the duration, seen by the recording
@@ -236,8 +236,7 @@ async fn open_upstream(spec: &str) -> Result<(Reader, Writer), String> {
             s.into()
         }
     };
-    let halves = quiet_halves(fd).map_err(|e| e.to_string())?;
-    Ok(halves)
+    super::quiet::split(fd).map_err(|e| e.to_string())
 }
 
 /// A FATAL `ErrorResponse` (SQLSTATE 08006) with `message`.
