@@ -15,6 +15,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
+use rustix::io::Errno;
 use rustix::net::{RecvFlags, SendFlags, Shutdown};
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
@@ -47,13 +48,25 @@ fn register(fd: OwnedFd, interest: Interest) -> io::Result<AsyncFd<OwnedFd>> {
     unsafe { AsyncFd::register_with_interest(fd, interest) }.map_err(io::Error::from)
 }
 
+/// `recv`, again when a signal interrupted it.
 fn recv(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
-    Ok(rustix::net::recv(fd, buf, RecvFlags::empty())?.0)
+    loop {
+        match rustix::net::recv(fd, &mut *buf, RecvFlags::empty()) {
+            Err(Errno::INTR) => continue,
+            r => return Ok(r?.0),
+        }
+    }
 }
 
+/// `send`, again when a signal interrupted it. NOSIGNAL: a peer gone is an error here, never a
+/// SIGPIPE.
 fn send(fd: &OwnedFd, data: &[u8]) -> io::Result<usize> {
-    // NOSIGNAL: a peer gone is an error here, never a SIGPIPE.
-    Ok(rustix::net::send(fd, data, SendFlags::NOSIGNAL)?)
+    loop {
+        match rustix::net::send(fd, data, SendFlags::NOSIGNAL) {
+            Err(Errno::INTR) => continue,
+            r => return Ok(r?),
+        }
+    }
 }
 
 impl AsyncRead for QuietReader {
@@ -66,12 +79,7 @@ impl AsyncRead for QuietReader {
             let mut guard = ready!(self.0.poll_read_ready(cx))?;
             let unfilled = buf.initialize_unfilled();
             let len = unfilled.len();
-            match guard.try_io(|fd| loop {
-                match recv(fd.get_ref(), unfilled) {
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    r => break r,
-                }
-            }) {
+            match guard.try_io(|fd| recv(fd.get_ref(), unfilled)) {
                 Ok(Ok(n)) => {
                     // A short read emptied the socket (as tokio's own streams assume): the next
                     // read waits for the next event instead of paying a `recv` that would block.
@@ -98,7 +106,6 @@ impl AsyncWrite for QuietWriter {
             if let Some(w) = &self.blocked {
                 let mut guard = ready!(w.poll_write_ready(cx))?;
                 match guard.try_io(|fd| send(fd.get_ref(), data)) {
-                    Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Ok(r) => {
                         // Written: back to read readiness only.
                         self.blocked = None;
@@ -108,7 +115,6 @@ impl AsyncWrite for QuietWriter {
                 }
             }
             match send(self.fd.get_ref(), data) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     // The peer is not reading: wait for room on a duplicate registered for
                     // writing (epoll keeps a registration per descriptor; tokio's drop of it
@@ -133,7 +139,7 @@ impl AsyncWrite for QuietWriter {
 fn shutdown_write(fd: &OwnedFd) -> io::Result<()> {
     match rustix::net::shutdown(fd, Shutdown::Write) {
         // Already disconnected: nothing left to shut.
-        Err(rustix::io::Errno::NOTCONN) => Ok(()),
+        Err(Errno::NOTCONN) => Ok(()),
         r => Ok(r?),
     }
 }
