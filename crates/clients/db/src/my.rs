@@ -318,6 +318,15 @@ impl Target for MyTarget {
     fn dialect(&self) -> Dialect {
         Dialect::Mysql
     }
+    fn sessions_may_share_threads(&self) -> bool {
+        true
+    }
+    fn own_thread_by_default(&self) -> bool {
+        // 16 point selects on 2 CPUs: 55-70 k/s on 2 shared threads, 100-118 k/s with a thread
+        // each (the server's 16 threads leave two client threads too little of the CPUs);
+        // UPDATEs gain from sharing (26-28 k/s against 22-26 k/s). `--threads` chooses.
+        true
+    }
     fn connect(&self) -> TargetResult<Box<dyn Session>> {
         let mut conn = self.open()?;
         // LOAD DATA LOCAL INFILE (copy_in) reads what copy_in put in this slot; the handler is
@@ -635,12 +644,6 @@ impl Session for MySession {
         // runs inside one; only this connection's: another one used from a shared thread (an
         // observer's, say) blocks as before. A TCP stream cannot: false.
         Ok(self.conn.set_wait_hook(Some(crate::mux::wait_fd_if_shared)))
-    }
-    fn own_thread_by_default(&self) -> bool {
-        // 16 point selects on 2 CPUs: 55-70 k/s on 2 shared threads, 100-118 k/s with a thread
-        // each (the server's 16 threads leave two client threads too little of the CPUs);
-        // UPDATEs gain from sharing (26-28 k/s against 22-26 k/s). `--threads` chooses.
-        true
     }
     fn connection_id(&self) -> Option<u64> {
         Some(self.conn.connection_id() as u64)

@@ -153,6 +153,9 @@ impl Target for PgTarget {
             pipeline: Pipeline::default(),
         }))
     }
+    fn sessions_may_share_threads(&self) -> bool {
+        true
+    }
     fn describe(&self) -> TargetResult<TargetInfo> {
         let (mut conn, location) = self.open()?;
         let mut show = |name: &str| -> TargetResult<String> {

@@ -172,6 +172,19 @@ pub trait Target: Send + Sync {
     fn data_path(&self) -> Option<std::path::PathBuf> {
         None
     }
+    /// Whether this target's sessions may share a client thread ([`Session::multiplex`]), known
+    /// before any connects, so that each client thread opens its own: PostgreSQL's can,
+    /// MariaDB/MySQL's can on a Unix socket (which [`Session::multiplex`] tells once connected),
+    /// SQLite's and null's run in the client's thread and keep a thread per session.
+    fn sessions_may_share_threads(&self) -> bool {
+        false
+    }
+    /// True when, without `--threads`, each session should get a thread of its own although the
+    /// sessions could share: where sharing was measured to cost the server more than it saves
+    /// (MariaDB point selects, docs/targets.md).
+    fn own_thread_by_default(&self) -> bool {
+        false
+    }
 }
 
 /// One connection to the database, used by one thread.
@@ -233,12 +246,6 @@ pub trait Session: Send {
     /// per session).
     fn multiplex(&mut self) -> TargetResult<bool> {
         Ok(false)
-    }
-    /// True when, without `--threads`, this session should get a thread of its own although it
-    /// could share one ([`Session::multiplex`]): where sharing was measured to cost the server
-    /// more than it saves (MariaDB point selects, docs/targets.md).
-    fn own_thread_by_default(&self) -> bool {
-        false
     }
     /// Runs one command of a user's script, sent as `send` says with `params` (text, as pgbench
     /// sends them) for its `$n`; returns each statement's result, with columns and rows when

@@ -195,112 +195,81 @@ pub fn run(
         });
     }
 
-    // Connect every session before the clock starts, so connection time is not measured.
+    // Every session connects before the clock starts, so connection time is not measured: each
+    // client thread opens its own sessions' connections, as pgbench's threads do (connections
+    // opened by one thread and driven by another ran lookups 4-8 % slower here, docs/targets.md).
     // Each named `dbscope/<run id>/<session>`, so the observer finds the run's backends.
     let probe = Arc::new(SessionProbe::new(&observe::run_id(), cfg.sessions));
-    let connecting = Instant::now();
-    let mut sessions: Vec<Box<dyn Session>> = Vec::with_capacity(cfg.sessions as usize);
-    for i in 0..cfg.sessions {
-        let mut s = spec.target.connect().map_err(|e| {
-            // The server's connection limit (SQLSTATE 53300, "too many clients", "remaining
-            // connection slots are reserved"; MariaDB/MySQL's 1040 max_connections and 1203
-            // max_user_connections) gets the hint; other failures are said as they are.
-            let limit = e.class.ends_with("53300")
-                || e.message.contains("too many clients")
-                || e.message.contains("connection slots")
-                || matches!(e.mysql_code, Some(1040 | 1203));
-            let hint = match limit {
-                true => "; each session (events: each of --connections) needs a connection of its own: ask for fewer, or raise the server's limit (PostgreSQL's and MariaDB's max_connections, MariaDB's max_user_connections)",
-                false => "",
-            };
-            // Still the database's refusal (its class and SQLSTATE kept), said with the session.
-            Error::Target(TargetError {
-                message: format!(
-                    "connection {} of {}: {}{hint}",
-                    i + 1,
-                    cfg.sessions,
-                    e.message
-                ),
-                ..e
-            })
-        })?;
-        s.set_label(&probe.label(i))?;
-        probe.register(i, s.as_ref());
-        sessions.push(s);
-    }
-    let threads = client_threads(cfg, &mut sessions)?;
-    if let Some(r) = manifest.runner.as_mut() {
-        r.threads = (threads < cfg.sessions).then_some(threads);
-        r.connect_s = Some(connecting.elapsed().as_secs_f64());
-    }
-
-    let mut rec = Recording::begin(&spec.out, manifest)?;
+    let threads = client_threads(cfg, spec.target)?;
+    let multiplexed = threads < cfg.sessions;
     let errors = AtomicU64::new(0);
     let ops = AtomicU64::new(0);
     let left_due = AtomicU64::new(0);
     let due_per_s = std::sync::Mutex::new(Vec::new());
-    // Where the files are goes into the manifest before the clock starts (which writes it).
-    let opened = Observer::open(
-        spec.target,
-        &spec.workload.tables(),
-        &spec.workload.storage_dirs(),
-        rec.dir(),
-        &cfg.observe,
-        probe.clone(),
-    );
-    rec.manifest_mut().storage = Some(opened.storage());
-    rec.manifest_mut().headline_event = Some(spec.workload.headline_event().to_string());
-    let clock = rec.start_clock()?;
-    // Shared with the workload's step marker, which takes a snapshot from a session's thread.
-    let obs = Arc::new(Mutex::new(opened.start(&clock)));
-    let observer = || obs.lock().unwrap_or_else(PoisonError::into_inner);
-    spec.workload.observe_steps(StepMarker::new(&obs));
+    let explainer = cfg.explain.then(|| Explainer::new(spec.target));
     let warmup_ns = cfg.warmup.as_nanos() as u64;
     let deadline_ns = cfg.duration.map(|d| warmup_ns + d.as_nanos() as u64);
     let headline = spec.workload.headline_event();
-    let headline_id = rec.names().intern(headline);
-    let (recorders, batches) = rec.sessions(&clock, warmup_ns, 2 * cfg.sessions as usize + 8);
 
-    let multiplexed = threads < cfg.sessions;
-    let explainer = cfg.explain.then(|| Explainer::new(spec.target));
-    std::thread::scope(|scope| {
-        let sampler = observer().start_sampler(scope, spec.target);
-        // Session i runs on thread i % threads.
-        let mut groups: Vec<Vec<SessionCtx<'_>>> = (0..threads).map(|_| Vec::new()).collect();
-        for (i, sess) in sessions.into_iter().enumerate() {
-            let i = i as u32;
-            groups[(i % threads) as usize].push(SessionCtx {
-                sess,
-                work: spec.workload.session(i, session_seed(cfg.seed, i)),
-                rec: recorders.recorder(i),
-                target: spec.target,
-                cfg,
-                deadline_ns,
-                stop,
-                errors: &errors,
-                ops: &ops,
-                probe: &probe,
-                left_due: &left_due,
-                due_per_s: &due_per_s,
-                multiplexed,
-                explainer: explainer.as_ref(),
-            });
-        }
-        for (t, group) in groups.into_iter().enumerate() {
-            let name = if multiplexed {
-                format!("client-{t}")
-            } else {
-                format!("session-{t}")
+    let (mut rec, clock, obs) = std::thread::scope(|scope| {
+        let connecting = Instant::now();
+        let (ready_tx, ready) = std::sync::mpsc::channel::<Result<(), (u32, Error)>>();
+        let mut go = Vec::with_capacity(threads as usize);
+        for t in 0..threads {
+            // The thread's recorders once the clock has started; closed unsent when the run
+            // cannot start (a session could not connect), and the thread then closes its own.
+            let (go_tx, go_rx) = std::sync::mpsc::sync_channel::<Vec<Recorder>>(1);
+            go.push(go_tx);
+            let ready_tx = ready_tx.clone();
+            let (probe, errors, ops) = (&probe, &errors, &ops);
+            let (left_due, due_per_s, explainer) = (&left_due, &due_per_s, explainer.as_ref());
+            let name = match multiplexed {
+                true => format!("client-{t}"),
+                false => format!("session-{t}"),
             };
             std::thread::Builder::new()
                 .name(name)
                 .spawn_scoped(scope, move || {
+                    // Session i runs on thread i % threads.
+                    let ids: Vec<u32> = (t..cfg.sessions).step_by(threads as usize).collect();
+                    let mut conns = Vec::with_capacity(ids.len());
+                    for &i in &ids {
+                        match connect_session(spec.target, cfg, probe, i, multiplexed) {
+                            Ok(s) => conns.push(s),
+                            Err(e) => {
+                                let _ = ready_tx.send(Err((i, e)));
+                                return;
+                            }
+                        }
+                    }
+                    let _ = ready_tx.send(Ok(()));
+                    drop(ready_tx);
+                    let Ok(recorders) = go_rx.recv() else { return };
+                    let group =
+                        ids.into_iter()
+                            .zip(conns)
+                            .zip(recorders)
+                            .map(|((i, sess), rec)| SessionCtx {
+                                sess,
+                                work: spec.workload.session(i, session_seed(cfg.seed, i)),
+                                rec,
+                                target: spec.target,
+                                cfg,
+                                deadline_ns,
+                                stop,
+                                errors,
+                                ops,
+                                probe,
+                                left_due,
+                                due_per_s,
+                                multiplexed,
+                                explainer,
+                            });
                     if !multiplexed {
-                        group.into_iter().for_each(session_loop);
+                        group.for_each(session_loop);
                         return;
                     }
                     let tasks: Vec<Box<dyn FnOnce() + '_>> = group
-                        .into_iter()
                         .map(|c| Box::new(move || session_loop(c)) as Box<dyn FnOnce() + '_>)
                         .collect();
                     if let Err(e) = dbscope_db::mux::run_group(tasks) {
@@ -308,6 +277,50 @@ pub fn run(
                     }
                 })
                 .expect("spawning a session thread");
+        }
+        drop(ready_tx);
+        // The first session (by number) that could not connect says why; the others' threads
+        // close what they opened when `go` is dropped.
+        let mut refused: Option<(u32, Error)> = None;
+        for r in ready.iter() {
+            if let Err((i, e)) = r {
+                if refused.as_ref().is_none_or(|(j, _)| i < *j) {
+                    refused = Some((i, e));
+                }
+            }
+        }
+        if let Some((_, e)) = refused {
+            return Err(e);
+        }
+        if let Some(r) = manifest.runner.as_mut() {
+            r.threads = multiplexed.then_some(threads);
+            r.connect_s = Some(connecting.elapsed().as_secs_f64());
+        }
+
+        let mut rec = Recording::begin(&spec.out, manifest)?;
+        // Where the files are goes into the manifest before the clock starts (which writes it).
+        let opened = Observer::open(
+            spec.target,
+            &spec.workload.tables(),
+            &spec.workload.storage_dirs(),
+            rec.dir(),
+            &cfg.observe,
+            probe.clone(),
+        );
+        rec.manifest_mut().storage = Some(opened.storage());
+        rec.manifest_mut().headline_event = Some(headline.to_string());
+        let clock = rec.start_clock()?;
+        // Shared with the workload's step marker, which takes a snapshot from a session's thread.
+        let obs = Arc::new(Mutex::new(opened.start(&clock)));
+        let observer = || obs.lock().unwrap_or_else(PoisonError::into_inner);
+        spec.workload.observe_steps(StepMarker::new(&obs));
+        let headline_id = rec.names().intern(headline);
+        let (recorders, batches) = rec.sessions(&clock, warmup_ns, 2 * cfg.sessions as usize + 8);
+        let sampler = observer().start_sampler(scope, spec.target);
+        for (t, go) in go.into_iter().enumerate() {
+            let mine = (t as u32..cfg.sessions).step_by(threads as usize);
+            // A thread that is gone has panicked; the scope says so when it ends.
+            let _ = go.send(mine.map(|i| recorders.recorder(i)).collect());
         }
         drop(recorders);
 
@@ -329,7 +342,9 @@ pub fn run(
             }
         });
         observer().stop_sampler(sampler);
-    });
+        Ok((rec, clock, obs))
+    })?;
+    let observer = || obs.lock().unwrap_or_else(PoisonError::into_inner);
     observer().finish();
     observer().sessions().release();
     let waits_warning = observer().history_warning();
@@ -448,34 +463,69 @@ impl<'a> LiveProgress<'a> {
 
 /// How many client threads run the sessions: `--threads`, else one per CPU, never more than the
 /// sessions (a thread per session where the target prefers it without `--threads`: MariaDB). Fewer
-/// threads than sessions needs every session to multiplex (PostgreSQL, MariaDB on a Unix socket);
-/// where the target cannot, each session gets its own thread, and an explicit `--threads` is
-/// refused.
-fn client_threads(cfg: &RunConfig, sessions: &mut [Box<dyn Session>]) -> Result<u32, Error> {
-    if cfg.threads.is_none() && sessions.iter().any(|s| s.own_thread_by_default()) {
+/// threads than sessions needs sessions that multiplex (PostgreSQL, MariaDB on a Unix socket);
+/// where the target's cannot, each session gets its own thread, and an explicit `--threads` is
+/// refused. Decided before any session connects, so that each thread opens its own.
+fn client_threads(cfg: &RunConfig, target: &dyn Target) -> Result<u32, Error> {
+    if cfg.threads.is_none() && target.own_thread_by_default() {
         return Ok(cfg.sessions);
     }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
     let threads = cfg.threads.unwrap_or(cpus).clamp(1, cfg.sessions);
-    if threads == cfg.sessions {
+    if threads == cfg.sessions || target.sessions_may_share_threads() {
         return Ok(threads);
     }
-    for s in sessions.iter_mut() {
-        if !s.multiplex()? {
-            return match cfg.threads {
-                Some(t) => Err(Error::invalid(
-                    "threads",
-                    format!(
-                        "{t}: this target runs every session in a thread of its own (only \
-                         PostgreSQL sessions, and MariaDB/MySQL ones on a Unix socket, can \
-                         share threads); leave {{threads}} out"
-                    ),
-                )),
-                None => Ok(cfg.sessions),
-            };
-        }
+    match cfg.threads {
+        Some(t) => Err(threads_refused(t)),
+        None => Ok(cfg.sessions),
     }
-    Ok(threads)
+}
+
+fn threads_refused(t: u32) -> Error {
+    Error::invalid(
+        "threads",
+        format!(
+            "{t}: this target runs every session in a thread of its own (only PostgreSQL \
+             sessions, and MariaDB/MySQL ones on a Unix socket, can share threads); leave \
+             {{threads}} out"
+        ),
+    )
+}
+
+/// Opens session `i`'s connection, from the client thread that will drive it: named for the
+/// observer, registered with the probe, and switched to multiplexing when it shares the thread.
+fn connect_session(
+    target: &dyn Target,
+    cfg: &RunConfig,
+    probe: &SessionProbe,
+    i: u32,
+    multiplexed: bool,
+) -> Result<Box<dyn Session>, Error> {
+    let mut s = target.connect().map_err(|e| {
+        // The server's connection limit (SQLSTATE 53300, "too many clients", "remaining
+        // connection slots are reserved"; MariaDB/MySQL's 1040 max_connections and 1203
+        // max_user_connections) gets the hint; other failures are said as they are.
+        let limit = e.class.ends_with("53300")
+            || e.message.contains("too many clients")
+            || e.message.contains("connection slots")
+            || matches!(e.mysql_code, Some(1040 | 1203));
+        let hint = match limit {
+            true => "; each session (events: each of --connections) needs a connection of its own: ask for fewer, or raise the server's limit (PostgreSQL's and MariaDB's max_connections, MariaDB's max_user_connections)",
+            false => "",
+        };
+        // Still the database's refusal (its class and SQLSTATE kept), said with the session.
+        Error::Target(TargetError {
+            message: format!("connection {} of {}: {}{hint}", i + 1, cfg.sessions, e.message),
+            ..e
+        })
+    })?;
+    s.set_label(&probe.label(i))?;
+    probe.register(i, s.as_ref());
+    if multiplexed && !s.multiplex()? {
+        // MariaDB/MySQL over TCP with an explicit --threads (without it they get a thread each).
+        return Err(threads_refused(cfg.threads.unwrap_or(cfg.sessions)));
+    }
+    Ok(s)
 }
 
 struct SessionCtx<'a> {
