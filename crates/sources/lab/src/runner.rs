@@ -230,8 +230,7 @@ pub fn run(
             std::thread::Builder::new()
                 .name(name)
                 .spawn_scoped(scope, move || {
-                    // Session i runs on thread i % threads.
-                    let ids: Vec<u32> = (t..cfg.sessions).step_by(threads as usize).collect();
+                    let ids: Vec<u32> = sessions_of_thread(t, threads, cfg.sessions).collect();
                     let mut conns = Vec::with_capacity(ids.len());
                     for &i in &ids {
                         match connect_session(spec.target, cfg, probe, i, multiplexed) {
@@ -318,7 +317,7 @@ pub fn run(
         let (recorders, batches) = rec.sessions(&clock, warmup_ns, 2 * cfg.sessions as usize + 8);
         let sampler = observer().start_sampler(scope, spec.target);
         for (t, go) in go.into_iter().enumerate() {
-            let mine = (t as u32..cfg.sessions).step_by(threads as usize);
+            let mine = sessions_of_thread(t as u32, threads, cfg.sessions);
             // A thread that is gone has panicked; the scope says so when it ends.
             let _ = go.send(mine.map(|i| recorders.recorder(i)).collect());
         }
@@ -481,6 +480,12 @@ fn client_threads(cfg: &RunConfig, target: &dyn Target) -> Result<u32, Error> {
     }
 }
 
+/// The sessions client thread `t` of `threads` runs: session i on thread i % threads (the
+/// thread connects them, the main thread hands it their recorders in the same order).
+fn sessions_of_thread(t: u32, threads: u32, sessions: u32) -> impl Iterator<Item = u32> {
+    (t..sessions).step_by(threads as usize)
+}
+
 fn threads_refused(t: u32) -> Error {
     Error::invalid(
         "threads",
@@ -519,13 +524,28 @@ fn connect_session(
             ..e
         })
     })?;
-    s.set_label(&probe.label(i))?;
-    probe.register(i, s.as_ref());
-    if multiplexed && !s.multiplex()? {
+    if !adopt(s.as_mut(), probe, i, multiplexed)? {
         // MariaDB/MySQL over TCP with an explicit --threads (without it they get a thread each).
         return Err(threads_refused(cfg.threads.unwrap_or(cfg.sessions)));
     }
     Ok(s)
+}
+
+/// Makes a new connection session `i`'s, at its first connection and at every reconnection:
+/// named for the observer, registered with the probe, and switched to multiplexing when it
+/// shares its thread. False when it cannot share one (MariaDB/MySQL over TCP).
+fn adopt(
+    s: &mut dyn Session,
+    probe: &SessionProbe,
+    i: u32,
+    multiplexed: bool,
+) -> Result<bool, TargetError> {
+    s.set_label(&probe.label(i))?;
+    probe.register(i, s);
+    match multiplexed {
+        true => s.multiplex(),
+        false => Ok(true),
+    }
 }
 
 struct SessionCtx<'a> {
@@ -673,11 +693,7 @@ fn reconnect(c: &mut SessionCtx<'_>) -> Result<(), String> {
     let mut pause = Duration::from_millis(10);
     loop {
         let attempt = c.target.connect().and_then(|mut s| {
-            s.set_label(&c.probe.label(c.rec.session()))?;
-            c.probe.register(c.rec.session(), s.as_ref());
-            if c.multiplexed {
-                s.multiplex()?;
-            }
+            adopt(s.as_mut(), c.probe, c.rec.session(), c.multiplexed)?;
             c.work.prepare(s.as_mut(), &c.rec).map(|()| s)
         });
         match attempt {
