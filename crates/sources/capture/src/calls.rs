@@ -88,8 +88,10 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
-/// What a request still expects from the server.
+/// What a request still expects from the server. (A call is kept unboxed: the queue holds a
+/// few requests, and a box would cost the proxy an allocation per call.)
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 enum Expect {
     Parse,
     Bind,
@@ -97,7 +99,7 @@ enum Expect {
     Close,
     Sync,
     /// An `Execute`, or a simple `Query` (which ends at `ReadyForQuery`), or a function call.
-    Call(Box<Call>),
+    Call(Call),
 }
 
 /// A portal bound by `Bind`.
@@ -198,7 +200,7 @@ impl Tracker {
                 let sql = f.cstr_or_cut(m.cut).unwrap_or_default();
                 let mut c = self.call(t, Protocol::Simple, sql);
                 c.cut = m.cut;
-                self.pending.push_back(Expect::Call(Box::new(c)));
+                self.pending.push_back(Expect::Call(c));
             }
             b'P' => {
                 self.batch_start.get_or_insert(t);
@@ -250,7 +252,7 @@ impl Tracker {
                     c.formats = p.formats;
                     c.cut = p.cut;
                 }
-                self.pending.push_back(Expect::Call(Box::new(c)));
+                self.pending.push_back(Expect::Call(c));
             }
             b'S' => {
                 self.batch_start = None;
@@ -259,7 +261,7 @@ impl Tracker {
             b'F' => {
                 let oid = f.i32().unwrap_or(0);
                 let c = self.call(t, Protocol::Function, format!("function {oid}"));
-                self.pending.push_back(Expect::Call(Box::new(c)));
+                self.pending.push_back(Expect::Call(c));
             }
             _ => {}
         }
@@ -322,7 +324,7 @@ impl Tracker {
                                 c.skipped = true;
                                 c.error = Some(err.clone());
                                 c.end_ns = t;
-                                self.waiting_txn.push(*c);
+                                self.waiting_txn.push(c);
                             }
                         }
                     }
@@ -353,7 +355,7 @@ impl Tracker {
                         } else {
                             c.end_ns = c.end_ns.max(t);
                         }
-                        self.waiting_txn.push(*c);
+                        self.waiting_txn.push(c);
                     }
                     Some(Expect::Sync) => {}
                     Some(other) => {
@@ -384,7 +386,7 @@ impl Tracker {
     /// The front request is a finished extended-protocol call: on to the transaction wait.
     fn finish_front(&mut self) {
         if let Some(Expect::Call(c)) = self.pending.pop_front() {
-            self.waiting_txn.push(*c);
+            self.waiting_txn.push(c);
         }
     }
 
@@ -397,7 +399,7 @@ impl Tracker {
             if let Expect::Call(mut c) = e {
                 c.unfinished = true;
                 c.end_ns = t;
-                self.done.push(*c);
+                self.done.push(c);
             }
         }
     }

@@ -7,8 +7,16 @@ pub const MAX_LEN: usize = 200;
 
 /// The fingerprint of `sql`.
 pub fn fingerprint(sql: &str) -> String {
-    let b = sql.as_bytes();
     let mut out = String::with_capacity(sql.len().min(MAX_LEN + 8));
+    fingerprint_into(sql, &mut out);
+    out
+}
+
+/// The fingerprint of `sql`, written into `out` (cleared first): the capture proxy names every
+/// call it records, and reusing one buffer spares an allocation per call.
+pub fn fingerprint_into(sql: &str, out: &mut String) {
+    out.clear();
+    let b = sql.as_bytes();
     let mut i = 0;
     let mut blank = false;
     let push = |out: &mut String, s: &str, blank: &mut bool| {
@@ -59,7 +67,7 @@ pub fn fingerprint(sql: &str) -> String {
                     i += 1;
                 }
                 i = (i + 1).min(b.len());
-                push(&mut out, "?", &mut blank);
+                push(out, "?", &mut blank);
             }
             // A dollar-quoted literal, `$$…$$` or `$tag$…$tag$` (issue 27: its text became part of
             // the name, a password with it), not a placeholder (`$1`) or a `$` inside a name.
@@ -67,7 +75,7 @@ pub fn fingerprint(sql: &str) -> String {
                 && dollar_tag(&b[i..]).is_some() =>
             {
                 i = dollar_literal_end(b, i).unwrap_or(b.len());
-                push(&mut out, "?", &mut blank);
+                push(out, "?", &mut blank);
             }
             // A negative number: a minus after an operator, a comma or a parenthesis, as
             // PostgreSQL folds it into the constant (so `+ -17` and `+ 17` are one statement).
@@ -80,7 +88,7 @@ pub fn fingerprint(sql: &str) -> String {
                 while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'.') {
                     i += 1;
                 }
-                push(&mut out, "?", &mut blank);
+                push(out, "?", &mut blank);
             }
             // A quoted identifier stays as it is.
             b'"' => {
@@ -90,7 +98,7 @@ pub fn fingerprint(sql: &str) -> String {
                     i += 1;
                 }
                 i = (i + 1).min(b.len());
-                push(&mut out, &sql[start..i], &mut blank);
+                push(out, &sql[start..i], &mut blank);
             }
             // A number that is not part of a name or a placeholder.
             b'0'..=b'9' | b'.'
@@ -102,7 +110,16 @@ pub fn fingerprint(sql: &str) -> String {
                 while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'.') {
                     i += 1;
                 }
-                push(&mut out, "?", &mut blank);
+                push(out, "?", &mut blank);
+            }
+            // A run of letters and underscores at once (no branch above starts with one, and a
+            // digit after one is part of the name, so cutting the run there changes nothing).
+            b'a'..=b'z' | b'A'..=b'Z' | b'_' => {
+                let start = i;
+                while i < b.len() && (b[i].is_ascii_alphabetic() || b[i] == b'_') {
+                    i += 1;
+                }
+                push(out, &sql[start..i], &mut blank);
             }
             _ => {
                 let start = i;
@@ -110,7 +127,7 @@ pub fn fingerprint(sql: &str) -> String {
                 while i < b.len() && !sql.is_char_boundary(i) {
                     i += 1;
                 }
-                push(&mut out, &sql[start..i], &mut blank);
+                push(out, &sql[start..i], &mut blank);
             }
         }
     }
@@ -123,7 +140,6 @@ pub fn fingerprint(sql: &str) -> String {
         out.truncate(cut);
         out.push('…');
     }
-    out
 }
 
 /// The length of the opening `$tag$` of a dollar-quoted literal at the start of `b` (`$$`, or a
@@ -229,6 +245,20 @@ mod tests {
             fingerprint("SELECT * FROM t WHERE id = 1"),
             fingerprint("SELECT * FROM t WHERE id = 99999")
         );
+    }
+
+    /// Names are taken a run of letters at a time: digits inside them, the `E` of an escape
+    /// string and a `$` after them stay as they were; a reused buffer gives the same text.
+    #[test]
+    fn names_stay_whole_and_a_reused_buffer_changes_nothing() {
+        let sql = "SELECT col1, t_2x, a$b FROM s3.t4 WHERE e = E'a\\'b' AND x=e'1' AND y=z-2";
+        let want = "SELECT col1, t_2x, a$b FROM s3.t4 WHERE e = E? AND x=e? AND y=z-?";
+        assert_eq!(fingerprint(sql), want);
+        let mut out = String::from("left over from the last call");
+        fingerprint_into(sql, &mut out);
+        assert_eq!(out, want);
+        fingerprint_into("", &mut out);
+        assert_eq!(out, "");
     }
 
     #[test]

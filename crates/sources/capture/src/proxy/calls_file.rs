@@ -61,21 +61,23 @@ impl CallsFile {
             std::mem::replace(&mut *p, Vec::with_capacity(room))
         };
         let mut out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut text = String::new();
+        let mut text = Vec::with_capacity(1 << 16);
         for l in lines {
             match l {
                 Line::Call(c) => call_line(&c, &mut text),
-                Line::Session(v) => text.push_str(&v.to_string()),
+                Line::Session(v) => {
+                    let _ = serde_json::to_writer(&mut text, &v);
+                }
             }
-            text.push('\n');
+            text.push(b'\n');
             if text.len() >= 1 << 16 {
-                if let Err(e) = out.write_all(text.as_bytes()) {
+                if let Err(e) = out.write_all(&text) {
                     self.fail(e);
                 }
                 text.clear();
             }
         }
-        if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        if let Err(e) = out.write_all(&text).and_then(|()| out.flush()) {
             self.fail(e);
         }
     }
@@ -87,16 +89,20 @@ impl CallsFile {
 }
 
 /// Appends `c` as a JSON object with `"type":"call"` first, serialized straight from the struct
-/// (building a `serde_json::Value` first cost a map and a string per field of every call: most of
-/// the recording thread's time under `pgbench -S`).
-fn call_line(c: &Call, text: &mut String) {
-    let body = serde_json::to_string(c).unwrap_or_else(|_| "{}".into());
-    text.push_str("{\"type\":\"call\"");
-    // The struct always has fields, so its object is `{` then `"session":…`.
-    if body.len() > 2 {
-        text.push(',');
+/// into `text` (building a `serde_json::Value` first cost a map and a string per field of every
+/// call: most of the recording thread's time under `pgbench -S`; a string per call, then copied,
+/// cost an allocation more).
+fn call_line(c: &Call, text: &mut Vec<u8>) {
+    text.extend_from_slice(b"{\"type\":\"call\"");
+    let body = text.len();
+    if serde_json::to_writer(&mut *text, c).is_err() {
+        text.truncate(body);
+        text.push(b'}');
+        return;
     }
-    text.push_str(&body[1..]);
+    // The struct always has fields, so its object is `{` then `"session":…`: that `{` becomes
+    // the comma after the type.
+    text[body] = b',';
 }
 
 #[cfg(test)]
@@ -111,8 +117,9 @@ mod tests {
             "tags": ["SELECT 1"], "rows": 1, "txn": "I"
         }))
         .unwrap();
-        let mut text = String::new();
+        let mut text = Vec::new();
         call_line(&c, &mut text);
+        let text = String::from_utf8(text).unwrap();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         let mut want = serde_json::to_value(&c).unwrap();
         want["type"] = serde_json::json!("call");

@@ -6,14 +6,14 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use dbscope_core::{Recorder, Sessions, StopSignal};
+use dbscope_core::{NameId, Recorder, Sessions, StopSignal};
 use dbscope_pgwire::{connect_socket, RawSocket};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 
 use crate::calls::{Call, Tracker};
-use crate::fingerprint::fingerprint;
+use crate::fingerprint::{fingerprint, fingerprint_into};
 use crate::wire::{
     startup_params, Framer, CANCEL_REQUEST, GSSENC_REQUEST, PROTOCOL_3, SSL_REQUEST,
 };
@@ -95,6 +95,42 @@ pub(super) async fn serve_all(
 struct Shared {
     tracker: Tracker,
     rec: Recorder,
+    names: Names,
+}
+
+/// A session's event names by fingerprint: the statements it ran last, so a call's name is found
+/// by comparing its fingerprint (written into one reused buffer) with a few strings, not by an
+/// allocation and a look-up in the run's shared name table per call.
+#[derive(Default)]
+struct Names {
+    recent: Vec<(String, NameId)>,
+    scratch: String,
+}
+
+/// Statements a session's name cache keeps (a session cycling through more looks the rest up in
+/// the run's table).
+const RECENT_NAMES: usize = 16;
+
+impl Names {
+    /// The name of call `c`, interned in `rec`'s table.
+    fn of(&mut self, c: &Call, rec: &Recorder) -> NameId {
+        if c.unknown_statement {
+            return rec.name(&event_name(c));
+        }
+        fingerprint_into(&c.sql, &mut self.scratch);
+        if self.scratch.is_empty() {
+            return rec.name("(empty query)");
+        }
+        if let Some(&(_, id)) = self.recent.iter().find(|(f, _)| *f == self.scratch) {
+            return id;
+        }
+        let id = rec.name(&self.scratch);
+        if self.recent.len() == RECENT_NAMES {
+            self.recent.remove(0);
+        }
+        self.recent.push((self.scratch.clone(), id));
+        id
+    }
 }
 
 /// One client connection, from its startup message to its end.
@@ -295,6 +331,7 @@ async fn relay(
     let shared = Mutex::new(Shared {
         tracker: Tracker::new(session),
         rec,
+        names: Names::default(),
     });
     let lock = || shared.lock().unwrap_or_else(PoisonError::into_inner);
     // The session's backend, from the server's BackendKeyData (0 until then).
@@ -385,7 +422,7 @@ fn take_done(s: &mut Shared, base: &Base) {
     }
     let done = &mut s.tracker.done;
     for c in done.iter() {
-        let name = s.rec.name(&event_name(c));
+        let name = s.names.of(c, &s.rec);
         match (&c.error, c.skipped, c.unfinished) {
             (_, true, _) => s.rec.error(name, c.start_ns, c.end_ns, "not executed"),
             (_, _, true) => s.rec.error(name, c.start_ns, c.end_ns, "unfinished"),
