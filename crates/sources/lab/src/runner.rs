@@ -542,9 +542,10 @@ fn adopt(
 ) -> Result<bool, TargetError> {
     s.set_label(&probe.label(i))?;
     probe.register(i, s);
-    match multiplexed {
-        true => s.multiplex(),
-        false => Ok(true),
+    if multiplexed {
+        s.multiplex()
+    } else {
+        Ok(true)
     }
 }
 

@@ -1,6 +1,7 @@
 //! One client connection, from its startup message to its end, and the accept loop that starts
 //! them: forwarding both ways, the calls tracked and handed to the calls file.
 
+use std::fmt::Write as _;
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -13,7 +14,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 
 use crate::calls::{Call, Tracker};
-use crate::fingerprint::{fingerprint, fingerprint_into};
+use crate::fingerprint::fingerprint_into;
 use crate::wire::{
     startup_params, Framer, CANCEL_REQUEST, GSSENC_REQUEST, PROTOCOL_3, SSL_REQUEST,
 };
@@ -114,13 +115,7 @@ const RECENT_NAMES: usize = 16;
 impl Names {
     /// The name of call `c`, interned in `rec`'s table.
     fn of(&mut self, c: &Call, rec: &Recorder) -> NameId {
-        if c.unknown_statement {
-            return rec.name(&event_name(c));
-        }
-        fingerprint_into(&c.sql, &mut self.scratch);
-        if self.scratch.is_empty() {
-            return rec.name("(empty query)");
-        }
+        event_name_into(c, &mut self.scratch);
         if let Some(&(_, id)) = self.recent.iter().find(|(f, _)| *f == self.scratch) {
             return id;
         }
@@ -443,16 +438,25 @@ fn take_done(s: &mut Shared, base: &Base) {
 
 /// A call's event name: its statement's fingerprint (or what it was when there is no text).
 pub fn event_name(c: &Call) -> String {
+    let mut name = String::new();
+    event_name_into(c, &mut name);
+    name
+}
+
+/// [`event_name`], written into `out` (cleared first).
+fn event_name_into(c: &Call, out: &mut String) {
     if c.unknown_statement {
-        return match &c.statement {
-            Some(s) => format!("(statement {s} prepared before the capture)"),
-            None => "(statement prepared before the capture)".to_string(),
-        };
+        out.clear();
+        match &c.statement {
+            Some(s) => {
+                let _ = write!(out, "(statement {s} prepared before the capture)");
+            }
+            None => out.push_str("(statement prepared before the capture)"),
+        }
+        return;
     }
-    let f = fingerprint(&c.sql);
-    if f.is_empty() {
-        "(empty query)".to_string()
-    } else {
-        f
+    fingerprint_into(&c.sql, out);
+    if out.is_empty() {
+        out.push_str("(empty query)");
     }
 }
