@@ -65,7 +65,8 @@ def goal_lines(label, ours, theirs, higher_is_better=True):
     goal = ">= 1.00" if higher_is_better else "<= 1.00"
     out = [
         f"{label}: ratio of medians {median(ours) / median(theirs):.3f}, median of the "
-        f"{n} rounds' ratios {median(ratios):.3f} (goal {goal})"
+        f"{n} rounds' ratios {median(ratios):.3f} (goal {goal}); rounds "
+        + " ".join(f"{r:.2f}" for r in ratios)
     ]
     above, m, p = sign_test(ratios)
     ci = median_ci(ratios)
