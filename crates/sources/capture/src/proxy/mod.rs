@@ -18,6 +18,7 @@
 mod calls_file;
 mod listen;
 mod quiet;
+mod relay;
 mod session;
 mod shared;
 
@@ -43,6 +44,7 @@ use crate::watch::OpenWatch;
 use crate::{CaptureError, CALLS_FILE};
 
 use listen::{loops_back, raise_fd_limit, sessions_within, Listener};
+use relay::Relays;
 use session::serve_all;
 use shared::{Base, FLUSH_EVERY, WATCH_EVERY};
 
@@ -103,17 +105,11 @@ pub fn run(
     listening: impl FnOnce(&Listening),
     mut progress: impl FnMut(&Live, Duration),
 ) -> Result<ProxySummary, CaptureError> {
-    let rt = match cfg.threads {
-        0 | 1 => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build(),
-        n => tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(n)
-            .thread_name("capture-proxy")
-            .enable_all()
-            .build(),
-    }
-    .map_err(|e| CaptureError::Config(format!("cannot start the proxy: {e}")))?;
+    // The runtime accepts clients and sets their sessions up; the forwarding loops serve them.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CaptureError::Config(format!("cannot start the proxy: {e}")))?;
     let (listener, local) = {
         let _in = rt.enter();
         Listener::bind(&cfg.listen, cfg.socket_mode)
@@ -193,14 +189,29 @@ pub fn run(
     // The stop reaches the event loop through a channel (set below by the recording thread's
     // ticks), so the loop has no timer of its own and sleeps in epoll_wait without a timeout.
     let (stopping, stopped) = watch::channel(false);
+    let (relays, stopper, loops) = Relays::start(cfg.threads, &base, stop)
+        .map_err(|e| CaptureError::Config(format!("cannot start the proxy: {e}")))?;
     let forward = {
         let stop = Arc::clone(stop);
+        let relays = Arc::new(relays);
         std::thread::Builder::new()
             .name("capture-proxy".into())
             .spawn(move || {
-                rt.block_on(serve_all(listener, base, sessions, stop, stopped));
+                rt.block_on(serve_all(
+                    listener,
+                    base,
+                    sessions,
+                    stop,
+                    stopped,
+                    Arc::clone(&relays),
+                ));
                 // Sessions still being set up (connecting upstream) are dropped here.
                 rt.shutdown_timeout(Duration::from_secs(1));
+                // Then the loops end theirs, and hand in what they recorded.
+                relays.close();
+                for l in loops {
+                    let _ = l.join();
+                }
             })
             .map_err(|e| CaptureError::Config(format!("cannot start the proxy: {e}")))?
     };
@@ -219,6 +230,7 @@ pub fn run(
         }
         if stop.is_set() {
             let _ = stopping.send(true);
+            stopper.stop();
         }
         if last_flush.elapsed() >= FLUSH_EVERY {
             calls.flush();

@@ -26,6 +26,8 @@ pub(super) struct QuietReader(Arc<AsyncFd<OwnedFd>>);
 /// The writing half: shuts the socket down for writing when dropped, as tokio's own halves do.
 pub(super) struct QuietWriter {
     fd: Arc<AsyncFd<OwnedFd>>,
+    /// Handed over whole ([`rejoin`]): not shut down when dropped.
+    detached: bool,
     /// A duplicate registered for write readiness while a write would block.
     blocked: Option<AsyncFd<OwnedFd>>,
 }
@@ -36,7 +38,11 @@ pub(super) fn split(fd: OwnedFd) -> io::Result<(QuietReader, QuietWriter)> {
     let fd = Arc::new(register(fd, Interest::READABLE)?);
     Ok((
         QuietReader(Arc::clone(&fd)),
-        QuietWriter { fd, blocked: None },
+        QuietWriter {
+            fd,
+            detached: false,
+            blocked: None,
+        },
     ))
 }
 
@@ -146,8 +152,21 @@ fn shutdown_write(fd: &OwnedFd) -> io::Result<()> {
 
 impl Drop for QuietWriter {
     fn drop(&mut self) {
-        let _ = shutdown_write(self.fd.get_ref());
+        if !self.detached {
+            let _ = shutdown_write(self.fd.get_ref());
+        }
     }
+}
+
+/// The socket of both halves, deregistered from the runtime, for another event loop to serve.
+pub(super) fn rejoin(r: QuietReader, mut w: QuietWriter) -> io::Result<OwnedFd> {
+    w.detached = true;
+    w.blocked = None;
+    let fd = Arc::clone(&w.fd);
+    drop((r, w));
+    Arc::try_unwrap(fd)
+        .map(AsyncFd::into_inner)
+        .map_err(|_| io::Error::other("the socket is still in use"))
 }
 
 #[cfg(test)]

@@ -3,8 +3,8 @@
 
 use std::fmt::Write as _;
 use std::io;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use dbscope_core::{NameId, Recorder, Sessions, StopSignal};
@@ -15,11 +15,11 @@ use tokio::sync::watch;
 
 use crate::calls::{Call, Tracker};
 use crate::fingerprint::fingerprint_into;
-use crate::wire::{
-    startup_params, Framer, CANCEL_REQUEST, GSSENC_REQUEST, PROTOCOL_3, SSL_REQUEST,
-};
+use crate::wire::{startup_params, CANCEL_REQUEST, GSSENC_REQUEST, PROTOCOL_3, SSL_REQUEST};
 
 use super::listen::{Listener, Reader, Writer};
+use super::quiet::rejoin;
+use super::relay::{Handoff, Relays};
 use super::shared::*;
 
 /// Accepts clients until `stopped` (the stop signal or the duration, seen by the recording
@@ -31,6 +31,7 @@ pub(super) async fn serve_all(
     sessions: Sessions,
     stop: Arc<StopSignal>,
     stopped: watch::Receiver<bool>,
+    relays: Arc<Relays>,
 ) {
     let mut tasks = tokio::task::JoinSet::new();
     let mut next = 0u32;
@@ -66,7 +67,8 @@ pub(super) async fn serve_all(
                     next += 1;
                     base.live.sessions.fetch_add(1, Ordering::Relaxed);
                     let rec = sessions.recorder(session);
-                    tasks.spawn(serve(r, w, peer, session, Arc::clone(&base), rec, stopped.clone()));
+                    tasks.spawn(serve(r, w, peer, session, Arc::clone(&base), rec,
+                        stopped.clone(), Arc::clone(&relays)));
                 }
                 Err(e) if matches!(e.kind(), io::ErrorKind::Interrupted
                     | io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset) => {}
@@ -93,17 +95,17 @@ pub(super) async fn serve_all(
 }
 
 /// What both directions of a session share.
-struct Shared {
-    tracker: Tracker,
-    rec: Recorder,
-    names: Names,
+pub(super) struct Shared {
+    pub(super) tracker: Tracker,
+    pub(super) rec: Recorder,
+    pub(super) names: Names,
 }
 
 /// A session's event names by fingerprint: the statements it ran last, so a call's name is found
 /// by comparing its fingerprint (written into one reused buffer) with a few strings, not by an
 /// allocation and a look-up in the run's shared name table per call.
 #[derive(Default)]
-struct Names {
+pub(super) struct Names {
     recent: Vec<(String, NameId)>,
     scratch: String,
 }
@@ -128,7 +130,8 @@ impl Names {
     }
 }
 
-/// One client connection, from its startup message to its end.
+/// One client connection: its startup message, then the forwarding loop serves it.
+#[allow(clippy::too_many_arguments)]
 async fn serve(
     mut cr: Reader,
     mut cw: Writer,
@@ -137,6 +140,7 @@ async fn serve(
     base: Arc<Base>,
     rec: Recorder,
     stopped: watch::Receiver<bool>,
+    relays: Arc<Relays>,
 ) {
     base.live.open.fetch_add(1, Ordering::Relaxed);
     let connected = base.clock.now_ns();
@@ -146,14 +150,27 @@ async fn serve(
         s = startup(&mut cr, &mut cw, &base, &mut line) => s,
         _ = until_stopped(stopped.clone()) => Ok(None),
     };
-    match started {
-        Ok(Some((ur, uw))) => relay(cr, cw, ur, uw, session, &base, rec, line, stopped).await,
-        Ok(None) => {}
-        Err(why) => {
-            line["error"] = json!(why);
-            line["disconnect_ns"] = json!(base.clock.now_ns());
-            base.calls.push_session(line);
-        }
+    let why = match started {
+        Ok(Some((ur, uw))) => match (rejoin(cr, cw), rejoin(ur, uw)) {
+            // The forwarding loop serves it from here, and counts its end.
+            (Ok(client), Ok(server)) => {
+                return relays.hand(Handoff {
+                    client,
+                    server,
+                    session,
+                    rec,
+                    line,
+                })
+            }
+            (Err(e), _) | (_, Err(e)) => Some(format!("cannot hand the session over: {e}")),
+        },
+        Ok(None) => None,
+        Err(why) => Some(why),
+    };
+    if let Some(why) = why {
+        line["error"] = json!(why);
+        line["disconnect_ns"] = json!(base.clock.now_ns());
+        base.calls.push_session(line);
     }
     base.live.open.fetch_sub(1, Ordering::Relaxed);
 }
@@ -291,127 +308,25 @@ fn error_response(code: &str, message: &str) -> Vec<u8> {
 }
 
 /// Which client messages the tracker reads the body of.
-fn client_keeps(kind: u8) -> bool {
+pub(super) fn client_keeps(kind: u8) -> bool {
     matches!(kind, b'Q' | b'P' | b'B' | b'E' | b'F')
 }
 
 /// Which server messages the tracker reads the body of (and `BackendKeyData`, for the
 /// backend's pid).
-fn server_keeps(kind: u8) -> bool {
+pub(super) fn server_keeps(kind: u8) -> bool {
     matches!(kind, b'C' | b'E' | b'Z' | b'K')
 }
 
 /// The backend's process id from a `BackendKeyData` body (pid, then the secret key).
-fn backend_pid(body: &[u8]) -> Option<u32> {
+pub(super) fn backend_pid(body: &[u8]) -> Option<u32> {
     let b: [u8; 4] = body.get(..4)?.try_into().ok()?;
     u32::try_from(i32::from_be_bytes(b)).ok().filter(|&p| p > 0)
 }
 
-/// Forwards both directions until either side closes or the capture stops; records the calls.
-/// What the client sends is given to the tracker before it is forwarded; what the server sends
-/// is forwarded first. Each direction waits on its own socket, so a slow side never holds up the
-/// other (a client writing a long COPY while its answers pile up is served both ways).
-#[allow(clippy::too_many_arguments)]
-async fn relay(
-    mut cr: Reader,
-    mut cw: Writer,
-    mut ur: Reader,
-    mut uw: Writer,
-    session: u32,
-    base: &Base,
-    rec: Recorder,
-    mut line: serde_json::Value,
-    stopped: watch::Receiver<bool>,
-) {
-    let shared = Mutex::new(Shared {
-        tracker: Tracker::new(session),
-        rec,
-        names: Names::default(),
-    });
-    let lock = || shared.lock().unwrap_or_else(PoisonError::into_inner);
-    // The session's backend, from the server's BackendKeyData (0 until then).
-    let pid = AtomicU32::new(0);
-    let database = line
-        .get("database")
-        .or_else(|| line.get("user"))
-        .and_then(|d| d.as_str())
-        .map(str::to_string);
-    let client_to_server = async {
-        let mut framer = Framer::new(client_keeps);
-        let mut buf = vec![0u8; BUF];
-        while let Ok(n @ 1..) = cr.read(&mut buf).await {
-            let t = base.clock.now_ns();
-            {
-                let mut s = lock();
-                framer.feed(&buf[..n], |m| s.tracker.client(&m, t));
-            }
-            if uw.write_all(&buf[..n]).await.is_err() {
-                break;
-            }
-            base.live.bytes_in.fetch_add(n as u64, Ordering::Relaxed);
-        }
-    };
-    let server_to_client = async {
-        let mut framer = Framer::new(server_keeps);
-        let mut buf = vec![0u8; BUF];
-        while let Ok(n @ 1..) = ur.read(&mut buf).await {
-            let t = base.clock.now_ns();
-            if cw.write_all(&buf[..n]).await.is_err() {
-                break;
-            }
-            base.live.bytes_out.fetch_add(n as u64, Ordering::Relaxed);
-            let mut s = lock();
-            let s = &mut *s;
-            framer.feed(&buf[..n], |m| {
-                if m.kind == b'K' {
-                    if let (Some(p), Some(b)) = (backend_pid(m.body), &base.backends) {
-                        pid.store(p, Ordering::Relaxed);
-                        b.connected(session, p, database.as_deref());
-                    }
-                }
-                s.tracker.server(&m, t)
-            });
-            take_done(s, base);
-        }
-    };
-    // The first direction to end ends the session: the other is dropped, closing both sockets.
-    // `biased`: each branch ends only with the session, so there is no fairness to keep and no
-    // random branch order to draw at every wake-up.
-    tokio::select! {
-        biased;
-        _ = client_to_server => {}
-        _ = server_to_client => {}
-        _ = until_stopped(stopped) => {}
-    }
-    let end = base.clock.now_ns();
-    let pid = pid.into_inner();
-    if pid > 0 {
-        line["backend_pid"] = json!(pid);
-        if let Some(b) = &base.backends {
-            b.ended(pid);
-        }
-    }
-    let mut s = shared.into_inner().unwrap_or_else(PoisonError::into_inner);
-    s.tracker.end(end);
-    take_done(&mut s, base);
-    s.rec.flush();
-    base.live
-        .unmatched
-        .fetch_add(s.tracker.unmatched, Ordering::Relaxed);
-    if let Some((code, message)) = &s.tracker.startup_error {
-        line["error"] = json!(format!("{code}: {message}"));
-    }
-    line["ready"] = json!(s.tracker.is_ready());
-    line["disconnect_ns"] = json!(end);
-    if s.tracker.unmatched > 0 {
-        line["unmatched_answers"] = json!(s.tracker.unmatched);
-    }
-    base.calls.push_session(line);
-}
-
 /// Records the finished calls' events and hands the calls to the calls file (under the
 /// session's lock).
-fn take_done(s: &mut Shared, base: &Base) {
+pub(super) fn take_done(s: &mut Shared, base: &Base) {
     if s.tracker.done.is_empty() {
         return;
     }

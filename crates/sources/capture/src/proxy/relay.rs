@@ -1,0 +1,508 @@
+//! The forwarding loops: once a session's startup is done (on the tokio side: accepting, the
+//! startup message, connecting upstream), its two sockets are handed to one of these loops, each
+//! a thread of its own on an `epoll` set (`mio`), which forwards both ways, tracks the calls and
+//! records them until the session ends.
+//!
+//! Why not tokio here: a transaction of `pgbench -S` through the proxy is two reads, two writes
+//! and about one `epoll_wait`, the same system calls for every proxy; what differs is the user
+//! time around them. Measured (`FLOOR=1 bench/proxy-overhead`, docs/capture.md): a bare `mio`
+//! loop 0.5–0.7 µs of user CPU per transaction, the same forwarding as tokio tasks 1.35–1.75 µs
+//! (a task's wake-up, the `select!` of both directions and the stop, the waker's bookkeeping),
+//! PgBouncer 1.0–1.3 µs in all. The sessions are few and long, their setup rare: tokio keeps the
+//! setup (timeouts, the blocking connect), the loop keeps the hot path.
+//!
+//! Each socket is registered for reading only (edge-triggered): a short read means the socket is
+//! empty, new bytes raise a new edge. A write goes straight to `send`; only a write that would
+//! block keeps the rest and asks for write readiness on that socket, and the direction writing
+//! there stops reading until it is written (so a slow side holds up its own direction only, and
+//! never more than one read is kept).
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use dbscope_core::{Recorder, StopSignal};
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Registry, Token, Waker};
+use rustix::io::Errno;
+use rustix::net::{RecvFlags, SendFlags};
+
+use crate::calls::Tracker;
+use crate::wire::Framer;
+
+use super::session::{backend_pid, client_keeps, server_keeps, take_done, Names, Shared};
+use super::shared::{Base, BUF};
+
+/// A session whose startup is done, for a loop to serve.
+pub(super) struct Handoff {
+    pub(super) client: OwnedFd,
+    pub(super) server: OwnedFd,
+    pub(super) session: u32,
+    pub(super) rec: Recorder,
+    /// The session's line of the calls file so far (client, user, database, connect time).
+    pub(super) line: serde_json::Value,
+}
+
+/// What the loops and whoever stops them share.
+#[derive(Default)]
+struct Flags {
+    /// The capture is stopping: every session ends, and one handed in now ends at once.
+    stopping: AtomicBool,
+    /// No session will be handed in any more: a loop ends once its sessions have.
+    closed: AtomicBool,
+}
+
+/// The forwarding loops.
+pub(super) struct Relays {
+    loops: Vec<Loop>,
+    next: AtomicUsize,
+    flags: Arc<Flags>,
+}
+
+struct Loop {
+    tx: mpsc::Sender<Handoff>,
+    waker: Arc<Waker>,
+}
+
+/// Stops the loops' sessions (the recording thread holds it: it sees the stop signal).
+#[derive(Clone)]
+pub(super) struct Stopper {
+    flags: Arc<Flags>,
+    wakers: Vec<Arc<Waker>>,
+}
+
+impl Stopper {
+    /// Ends every session (once; later calls do nothing).
+    pub(super) fn stop(&self) {
+        if !self.flags.stopping.swap(true, Ordering::AcqRel) {
+            for w in &self.wakers {
+                let _ = w.wake();
+            }
+        }
+    }
+}
+
+const WAKE: Token = Token(usize::MAX);
+
+impl Relays {
+    /// Starts `n` loops (at least one); their threads end after [`Relays::close`].
+    pub(super) fn start(
+        n: usize,
+        base: &Arc<Base>,
+        stop: &Arc<StopSignal>,
+    ) -> io::Result<(Relays, Stopper, Vec<JoinHandle<()>>)> {
+        let flags = Arc::new(Flags::default());
+        let mut loops = Vec::new();
+        let mut threads = Vec::new();
+        for i in 0..n.max(1) {
+            let poll = Poll::new()?;
+            let waker = Arc::new(Waker::new(poll.registry(), WAKE)?);
+            let (tx, rx) = mpsc::channel();
+            let lp = Serving {
+                poll,
+                rx,
+                base: Arc::clone(base),
+                stop: Arc::clone(stop),
+                flags: Arc::clone(&flags),
+                sessions: Vec::new(),
+                free: Vec::new(),
+            };
+            let thread = std::thread::Builder::new()
+                .name(format!("capture-relay-{i}"))
+                .spawn(move || lp.run())?;
+            loops.push(Loop { tx, waker });
+            threads.push(thread);
+        }
+        let stopper = Stopper {
+            flags: Arc::clone(&flags),
+            wakers: loops.iter().map(|l| Arc::clone(&l.waker)).collect(),
+        };
+        Ok((
+            Relays {
+                loops,
+                next: AtomicUsize::new(0),
+                flags,
+            },
+            stopper,
+            threads,
+        ))
+    }
+
+    /// Gives a session to the next loop (round robin).
+    pub(super) fn hand(&self, h: Handoff) {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.loops.len();
+        let l = &self.loops[i];
+        // A loop ends only after `close`, which comes after the last hand-off.
+        if l.tx.send(h).is_ok() {
+            let _ = l.waker.wake();
+        }
+    }
+
+    /// No more sessions will be handed in: each loop ends its sessions (as at the stop) and
+    /// its thread ends.
+    pub(super) fn close(&self) {
+        self.flags.closed.store(true, Ordering::Release);
+        for l in &self.loops {
+            let _ = l.waker.wake();
+        }
+    }
+}
+
+/// One loop's state, on its thread.
+struct Serving {
+    poll: Poll,
+    rx: mpsc::Receiver<Handoff>,
+    base: Arc<Base>,
+    stop: Arc<StopSignal>,
+    flags: Arc<Flags>,
+    /// Sessions by slot: slot `i` has tokens `2i` (client) and `2i + 1` (server).
+    sessions: Vec<Option<Relay>>,
+    free: Vec<usize>,
+}
+
+const CLIENT: usize = 0;
+const SERVER: usize = 1;
+
+impl Serving {
+    fn run(mut self) {
+        let mut events = Events::with_capacity(256);
+        let mut buf = vec![0u8; BUF];
+        loop {
+            if let Err(e) = self.poll.poll(&mut events, None) {
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return self.broken(&e);
+            }
+            let mut woken = false;
+            for ev in events.iter() {
+                if ev.token() == WAKE {
+                    woken = true;
+                    continue;
+                }
+                let (slot, side) = (ev.token().0 / 2, ev.token().0 % 2);
+                let Some(Some(r)) = self.sessions.get_mut(slot) else {
+                    continue;
+                };
+                if r.on_event(side, &mut buf, &self.base, self.poll.registry())
+                    .is_err()
+                {
+                    self.end(slot);
+                }
+            }
+            if woken {
+                while let Ok(h) = self.rx.try_recv() {
+                    self.add(h, &mut buf);
+                }
+            }
+            if self.flags.stopping.load(Ordering::Acquire) {
+                for slot in 0..self.sessions.len() {
+                    self.end(slot);
+                }
+            }
+            if self.flags.closed.load(Ordering::Acquire) {
+                // Every hand-off was sent before `closed` was set.
+                while let Ok(h) = self.rx.try_recv() {
+                    self.add(h, &mut buf);
+                }
+                for slot in 0..self.sessions.len() {
+                    self.end(slot);
+                }
+                return;
+            }
+        }
+    }
+
+    /// `epoll_wait` failed (it does not, short of a bug): the capture fails, its sessions end
+    /// as at a stop, and sessions handed in until the close are ended as they come.
+    fn broken(mut self, e: &io::Error) {
+        self.stop
+            .fail(format!("the capture proxy's event loop failed: {e}"));
+        self.flags.stopping.store(true, Ordering::Release);
+        for slot in 0..self.sessions.len() {
+            self.end(slot);
+        }
+        let mut buf = Vec::new();
+        loop {
+            let closed = self.flags.closed.load(Ordering::Acquire);
+            while let Ok(h) = self.rx.try_recv() {
+                self.add(h, &mut buf);
+            }
+            if closed {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
+    /// Registers a session handed in and serves what is already waiting on its sockets.
+    fn add(&mut self, h: Handoff, buf: &mut [u8]) {
+        let slot = self.free.pop().unwrap_or_else(|| {
+            self.sessions.push(None);
+            self.sessions.len() - 1
+        });
+        let database = h
+            .line
+            .get("database")
+            .or_else(|| h.line.get("user"))
+            .and_then(|d| d.as_str())
+            .map(str::to_string);
+        let mut r = Relay {
+            ends: [End::new(h.client), End::new(h.server)],
+            framers: [Framer::new(client_keeps), Framer::new(server_keeps)],
+            shared: Shared {
+                tracker: Tracker::new(h.session),
+                rec: h.rec,
+                names: Names::default(),
+            },
+            session: h.session,
+            slot,
+            pid: 0,
+            database,
+            line: h.line,
+        };
+        let registry = self.poll.registry();
+        let registered = (0..2).try_for_each(|side| {
+            registry.register(
+                &mut SourceFd(&r.ends[side].fd.as_raw_fd()),
+                Token(2 * slot + side),
+                Interest::READABLE,
+            )
+        });
+        // Registering reports bytes already there, but the client may have sent its first
+        // messages while the session was handed over: both sides are read now (a read of an
+        // empty socket costs one `recv`, once per session).
+        let ok = registered.is_ok()
+            && !self.flags.stopping.load(Ordering::Acquire)
+            && (0..2)
+                .try_for_each(|side| r.read_side(side, buf, &self.base, registry))
+                .is_ok();
+        self.sessions[slot] = Some(r);
+        if !ok {
+            self.end(slot);
+        }
+    }
+
+    /// Ends the session in `slot` (if any): deregisters and closes its sockets, records its end.
+    fn end(&mut self, slot: usize) {
+        let Some(Some(mut r)) = self.sessions.get_mut(slot).map(Option::take) else {
+            return;
+        };
+        self.free.push(slot);
+        let registry = self.poll.registry();
+        for end in &mut r.ends {
+            // What the other side sent last (a server's FATAL before it closes) still goes out
+            // if there is room for it.
+            if !end.pending.is_empty() {
+                let _ = send(&end.fd, &end.pending);
+            }
+            let _ = registry.deregister(&mut SourceFd(&end.fd.as_raw_fd()));
+        }
+        r.finish(&self.base);
+    }
+}
+
+/// One socket of a session.
+struct End {
+    fd: OwnedFd,
+    /// Bytes read from the other side that the socket had no room for yet.
+    pending: Vec<u8>,
+}
+
+impl End {
+    fn new(fd: OwnedFd) -> Self {
+        End {
+            fd,
+            pending: Vec::new(),
+        }
+    }
+}
+
+/// The session ends (a side closed, or an error on either).
+struct Ended;
+
+/// One session being forwarded.
+struct Relay {
+    /// `[client, server]`.
+    ends: [End; 2],
+    /// The messages read from each side: `[client's, server's]`.
+    framers: [Framer; 2],
+    shared: Shared,
+    session: u32,
+    slot: usize,
+    /// The backend's process id, from `BackendKeyData` (0 until then).
+    pid: u32,
+    database: Option<String>,
+    line: serde_json::Value,
+}
+
+impl Relay {
+    /// An event on `side`: its pending bytes written if it has room, then what it sent read.
+    fn on_event(
+        &mut self,
+        side: usize,
+        buf: &mut [u8],
+        base: &Base,
+        registry: &Registry,
+    ) -> Result<(), Ended> {
+        // The other side's direction stopped reading when `side` had no room: once what it
+        // owes is written, the bytes waiting there are read (no new edge would come for them).
+        if !self.ends[side].pending.is_empty() && self.write_pending(side, registry)? {
+            self.read_side(1 - side, buf, base, registry)?;
+        }
+        self.read_side(side, buf, base, registry)
+    }
+
+    /// Writes what `side` is owed; true when all of it is written (the socket is then watched
+    /// for reading only again).
+    fn write_pending(&mut self, side: usize, registry: &Registry) -> Result<bool, Ended> {
+        let end = &mut self.ends[side];
+        let n = match send(&end.fd, &end.pending) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
+            Err(_) => return Err(Ended),
+        };
+        end.pending.drain(..n);
+        if !end.pending.is_empty() {
+            return Ok(false);
+        }
+        registry
+            .reregister(
+                &mut SourceFd(&end.fd.as_raw_fd()),
+                Token(2 * self.slot + side),
+                Interest::READABLE,
+            )
+            .map_err(|_| Ended)?;
+        Ok(true)
+    }
+
+    /// Reads what `side` sent until its socket is empty (or the other side has no room),
+    /// tracking and forwarding it.
+    fn read_side(
+        &mut self,
+        side: usize,
+        buf: &mut [u8],
+        base: &Base,
+        registry: &Registry,
+    ) -> Result<(), Ended> {
+        let to = 1 - side;
+        // This direction waits for room on the other side.
+        if !self.ends[to].pending.is_empty() {
+            return Ok(());
+        }
+        loop {
+            let n = match recv(&self.ends[side].fd, buf) {
+                Ok(0) => return Err(Ended),
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(_) => return Err(Ended),
+            };
+            let t = base.clock.now_ns();
+            let data = &buf[..n];
+            let s = &mut self.shared;
+            if side == CLIENT {
+                // Read before it is forwarded: the answer cannot be seen before its request.
+                self.framers[CLIENT].feed(data, |m| s.tracker.client(&m, t));
+                let written = self.forward(SERVER, data, registry)?;
+                base.live.bytes_in.fetch_add(n as u64, Ordering::Relaxed);
+                if !written {
+                    return Ok(());
+                }
+            } else {
+                let written = self.forward(CLIENT, data, registry)?;
+                base.live.bytes_out.fetch_add(n as u64, Ordering::Relaxed);
+                let s = &mut self.shared;
+                let (pid, database, session) = (&mut self.pid, &self.database, self.session);
+                self.framers[SERVER].feed(data, |m| {
+                    if m.kind == b'K' {
+                        if let (Some(p), Some(b)) = (backend_pid(m.body), &base.backends) {
+                            *pid = p;
+                            b.connected(session, p, database.as_deref());
+                        }
+                    }
+                    s.tracker.server(&m, t)
+                });
+                take_done(s, base);
+                if !written {
+                    return Ok(());
+                }
+            }
+            if n < buf.len() {
+                // A short read emptied the socket; new bytes raise a new edge.
+                return Ok(());
+            }
+        }
+    }
+
+    /// Sends `data` to `to`; false when part of it had to wait (kept, write readiness asked).
+    fn forward(&mut self, to: usize, data: &[u8], registry: &Registry) -> Result<bool, Ended> {
+        let end = &mut self.ends[to];
+        let n = match send(&end.fd, data) {
+            Ok(n) if n == data.len() => return Ok(true),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
+            Err(_) => return Err(Ended),
+        };
+        end.pending.extend_from_slice(&data[n..]);
+        registry
+            .reregister(
+                &mut SourceFd(&end.fd.as_raw_fd()),
+                Token(2 * self.slot + to),
+                Interest::READABLE | Interest::WRITABLE,
+            )
+            .map_err(|_| Ended)?;
+        Ok(false)
+    }
+
+    /// Records the session's end: its last calls, its line of the calls file.
+    fn finish(mut self, base: &Base) {
+        let end = base.clock.now_ns();
+        if self.pid > 0 {
+            self.line["backend_pid"] = serde_json::json!(self.pid);
+            if let Some(b) = &base.backends {
+                b.ended(self.pid);
+            }
+        }
+        let s = &mut self.shared;
+        s.tracker.end(end);
+        take_done(s, base);
+        s.rec.flush();
+        base.live
+            .unmatched
+            .fetch_add(s.tracker.unmatched, Ordering::Relaxed);
+        if let Some((code, message)) = &s.tracker.startup_error {
+            self.line["error"] = serde_json::json!(format!("{code}: {message}"));
+        }
+        self.line["ready"] = serde_json::json!(s.tracker.is_ready());
+        self.line["disconnect_ns"] = serde_json::json!(end);
+        if s.tracker.unmatched > 0 {
+            self.line["unmatched_answers"] = serde_json::json!(s.tracker.unmatched);
+        }
+        base.calls.push_session(self.line);
+        base.live.open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// `recv`, again when a signal interrupted it.
+fn recv(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        match rustix::net::recv(fd, &mut *buf, RecvFlags::empty()) {
+            Err(Errno::INTR) => continue,
+            r => return Ok(r?.0),
+        }
+    }
+}
+
+/// `send`, again when a signal interrupted it. NOSIGNAL: a peer gone is an error here, never a
+/// SIGPIPE.
+fn send(fd: &OwnedFd, data: &[u8]) -> io::Result<usize> {
+    loop {
+        match rustix::net::send(fd, data, SendFlags::NOSIGNAL) {
+            Err(Errno::INTR) => continue,
+            r => return Ok(r?),
+        }
+    }
+}
