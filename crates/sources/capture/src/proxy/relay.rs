@@ -110,9 +110,21 @@ impl Relays {
                 sessions: Vec::new(),
                 free: Vec::new(),
             };
+            let failed = Arc::clone(stop);
             let thread = std::thread::Builder::new()
                 .name(format!("capture-relay-{i}"))
-                .spawn(move || lp.run())?;
+                .spawn(move || {
+                    // A bug here must not leave a capture that looks whole: its sockets close
+                    // with the loop, and the capture ends failed, saying why.
+                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lp.run())).is_err()
+                    {
+                        failed.fail(
+                            "a forwarding loop of the capture proxy failed (a bug: please report \
+                             it); its sessions were cut"
+                                .to_string(),
+                        );
+                    }
+                })?;
             loops.push(Loop { tx, waker });
             threads.push(thread);
         }
