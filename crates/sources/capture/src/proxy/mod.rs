@@ -1,9 +1,10 @@
 //! `dbscope capture proxy`: a PostgreSQL wire-protocol proxy that forwards every byte unchanged and
 //! records every call of every session (see [`crate::calls`]) into a capture.
 //!
-//! Every session is served by one event loop (tokio, one thread by default): a thread wakes only
-//! when no socket was ready, so under load one wake-up serves many messages, and a slow direction
-//! never holds up the other. What the client sends is read by the tracker *before* it is
+//! A session is set up on tokio (its startup message, connecting upstream), then forwarded by one
+//! of the forwarding loops (`relay`: one thread by default, on `mio`): a thread wakes only when no
+//! socket was ready, so under load one wake-up serves many messages, and a slow direction never
+//! holds up the other. What the client sends is read by the tracker *before* it is
 //! forwarded (so the server's answer can never be seen before the request it answers); what the
 //! server sends is forwarded first and read afterwards. Authentication passes through
 //! untouched (password, MD5, SCRAM-SHA-256: the proxy never sees a password in clear, and the
@@ -12,8 +13,9 @@
 //! `sslmode=require` is refused by its own library, which says so.
 //!
 //! Modules: `listen` (the listening socket, the descriptor limit, the loop check), `session` (the
-//! accept loop and one client's session), `calls_file` (the calls written as JSON lines),
-//! `shared` (what they share); this module runs a capture from start to end.
+//! accept loop and a session's setup), `relay` (the forwarding loops), `quiet` (sockets on tokio
+//! that wake it only to read), `calls_file` (the calls written as JSON lines), `shared` (what
+//! they share); this module runs a capture from start to end.
 
 mod calls_file;
 mod listen;
@@ -59,7 +61,7 @@ pub struct ProxyConfig {
     pub out: PathBuf,
     /// Stop by itself after this long (else on the stop signal only).
     pub duration: Option<Duration>,
-    /// Threads forwarding (1: one event loop for every session, the least wake-ups).
+    /// Forwarding loops, a thread each (1: one loop for every session, the least wake-ups).
     pub threads: usize,
     /// The command line, for the manifest (redacted there).
     pub command_line: Vec<String>,
@@ -94,8 +96,8 @@ pub struct ProxySummary {
 /// `listening` is told where the proxy listens (a port 0 in `listen` is chosen by the system)
 /// once the upstream has answered and the capture has begun.
 ///
-/// Every session is served by one event loop ([`ProxyConfig::threads`] = 1, the default) or a
-/// few: a message costs the proxy a `read` and a `write`, and a thread wakes only when nothing was
+/// Every session is forwarded by one loop ([`ProxyConfig::threads`] = 1, the default) or a few:
+/// a message costs the proxy a `read` and a `write`, and a thread wakes only when nothing was
 /// ready, so under load one wake-up serves many messages. (One thread per direction per session
 /// costs two wake-ups per round trip: on two cores that halved `pgbench -S`.) Writing the calls
 /// file happens on the recording thread, off the forwarding path.

@@ -518,3 +518,210 @@ fn send(fd: &OwnedFd, data: &[u8]) -> io::Result<usize> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+
+    use dbscope_core::manifest::{Manifest, WorkloadInfo};
+    use dbscope_core::Recording;
+    use serde_json::{json, Value};
+
+    use crate::proxy::calls_file::CallsFile;
+    use crate::proxy::shared::Live;
+
+    /// A recording and the base a loop needs, in `dir`.
+    fn base(dir: &std::path::Path) -> (Arc<Base>, Recording, dbscope_core::Sessions) {
+        let manifest = Manifest::new("capture", WorkloadInfo::default(), 0);
+        let mut rec = Recording::begin(&dir.join("run"), manifest).unwrap();
+        let clock = rec.start_clock().unwrap();
+        let (sessions, _batches) = rec.sessions(&clock, 0, 256);
+        let base = Arc::new(Base {
+            fd_limit: None,
+            max_sessions: None,
+            upstream: String::new(),
+            clock,
+            calls: Arc::new(CallsFile::create(&dir.join("calls.jsonl")).unwrap()),
+            live: Arc::new(Live::default()),
+            backends: None,
+        });
+        (base, rec, sessions)
+    }
+
+    /// A socket pair: the test's end (blocking) and the proxy's (non-blocking).
+    fn pair() -> (UnixStream, OwnedFd) {
+        let (test, proxy) = UnixStream::pair().unwrap();
+        // A loop that lost a wake-up fails the test instead of hanging it.
+        let limit = Some(std::time::Duration::from_secs(20));
+        test.set_read_timeout(limit).unwrap();
+        test.set_write_timeout(limit).unwrap();
+        proxy.set_nonblocking(true).unwrap();
+        (test, OwnedFd::from(proxy))
+    }
+
+    fn message(kind: u8, body: &[u8]) -> Vec<u8> {
+        let mut m = vec![kind];
+        m.extend_from_slice(&(body.len() as u32 + 4).to_be_bytes());
+        m.extend_from_slice(body);
+        m
+    }
+
+    /// Hands a session to `relays`, counted open as the accept loop counts it.
+    fn hand(
+        relays: &Relays,
+        base: &Base,
+        sessions: &dbscope_core::Sessions,
+    ) -> (UnixStream, UnixStream) {
+        let (client, client_fd) = pair();
+        let (server, server_fd) = pair();
+        base.live.open.fetch_add(1, Ordering::Relaxed);
+        relays.hand(Handoff {
+            client: client_fd,
+            server: server_fd,
+            session: 7,
+            rec: sessions.recorder(7),
+            line: json!({"type": "session", "session": 7, "database": "db"}),
+        });
+        (client, server)
+    }
+
+    fn lines(dir: &std::path::Path) -> Vec<Value> {
+        std::fs::read_to_string(dir.join("calls.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// A client that does not read holds up the server's direction only: its query still reaches
+    /// the server, then every byte of the 8 MiB answer arrives in order once it reads; the call
+    /// is tracked across it, and the session's end is recorded when the client leaves.
+    #[test]
+    fn a_client_not_reading_holds_up_only_its_own_direction() {
+        let dir = tempfile::tempdir().unwrap();
+        let (base, _rec, sessions) = base(dir.path());
+        let stop = Arc::new(StopSignal::new());
+        let (relays, _stopper, threads) = Relays::start(1, &base, &stop).unwrap();
+        let (mut client, server) = hand(&relays, &base, &sessions);
+        // The end of the startup: the server is ready for a query.
+        let ready = message(b'Z', b"I");
+        (&server).write_all(&ready).unwrap();
+        let mut got = vec![0u8; ready.len()];
+        client.read_exact(&mut got).unwrap();
+
+        let first = message(b'Q', b"SELECT big\0");
+        client.write_all(&first).unwrap();
+        let mut got = vec![0u8; first.len()];
+        (&server).read_exact(&mut got).unwrap();
+        assert_eq!(got, first);
+        // Its answer: 8 MiB of DataRow, far more than both sockets' buffers and one read of the
+        // loop, then its end.
+        let big: Vec<u8> = (0..8 << 20).map(|i| (i % 251) as u8).collect();
+        let answer = [
+            message(b'D', &big),
+            message(b'C', b"SELECT 1\0"),
+            message(b'Z', b"I"),
+        ]
+        .concat();
+        let mut server_out = server.try_clone().unwrap();
+        let sent = answer.clone();
+        let writer = std::thread::spawn(move || server_out.write_all(&sent).unwrap());
+        // Let the loop fill the client's socket and keep the rest: the server's direction is
+        // now waiting for the client (were it not yet, the query below would prove nothing; 200
+        // ms is ample on any machine).
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let second = message(b'Q', b"SELECT 2\0");
+        client.write_all(&second).unwrap();
+        let mut got = vec![0u8; second.len()];
+        (&server).read_exact(&mut got).unwrap();
+        assert_eq!(
+            got, second,
+            "the next query went through while the answer waited"
+        );
+
+        let mut got = vec![0u8; answer.len()];
+        client.read_exact(&mut got).unwrap();
+        assert!(got == answer, "the answer arrived whole and in order");
+        writer.join().unwrap();
+        let done = [message(b'C', b"SELECT 1\0"), message(b'Z', b"I")].concat();
+        (&server).write_all(&done).unwrap();
+        let mut got = vec![0u8; done.len()];
+        client.read_exact(&mut got).unwrap();
+        assert_eq!(got, done);
+
+        drop(client);
+        // The server's socket is closed by the loop when the session ends.
+        let mut rest = Vec::new();
+        (&server).read_to_end(&mut rest).unwrap();
+        assert!(rest.is_empty());
+        relays.close();
+        for t in threads {
+            t.join().unwrap();
+        }
+        base.calls.flush();
+        let lines = lines(dir.path());
+        let calls: Vec<_> = lines.iter().filter(|l| l["type"] == "call").collect();
+        assert_eq!(calls.len(), 2, "{lines:?}");
+        for (c, sql) in calls.iter().zip(["SELECT big", "SELECT 2"]) {
+            assert_eq!(c["sql"], sql);
+            assert_eq!(c["rows"], 1, "{c:?}");
+            assert_eq!(c["session"], 7);
+            assert!(c.get("unfinished").is_none(), "{c:?}");
+        }
+        let ends: Vec<_> = lines.iter().filter(|l| l["type"] == "session").collect();
+        assert_eq!(ends.len(), 1, "{lines:?}");
+        assert_eq!(ends[0]["ready"], true);
+        assert!(ends[0]["disconnect_ns"].as_u64().is_some());
+        assert_eq!(base.live.open.load(Ordering::Relaxed), 0);
+        assert_eq!(
+            base.live.bytes_out.load(Ordering::Relaxed),
+            (ready.len() + answer.len() + done.len()) as u64
+        );
+        assert_eq!(
+            base.live.bytes_in.load(Ordering::Relaxed),
+            (first.len() + second.len()) as u64
+        );
+        assert!(!stop.is_set());
+    }
+
+    /// The stop ends every session (both sockets closed, the end recorded, the call in flight
+    /// recorded as unfinished), and a session handed in after it is ended at once.
+    #[test]
+    fn the_stop_ends_every_session_and_later_ones_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let (base, _rec, sessions) = base(dir.path());
+        let stop = Arc::new(StopSignal::new());
+        let (relays, stopper, threads) = Relays::start(2, &base, &stop).unwrap();
+        let (mut a, server_a) = hand(&relays, &base, &sessions);
+        let (b, server_b) = hand(&relays, &base, &sessions);
+        let query = message(b'Q', b"SELECT pg_sleep(10)\0");
+        a.write_all(&query).unwrap();
+        let mut got = vec![0u8; query.len()];
+        (&server_a).read_exact(&mut got).unwrap();
+        stopper.stop();
+        stopper.stop();
+        for mut s in [a, b, server_a, server_b] {
+            let mut rest = Vec::new();
+            s.read_to_end(&mut rest).unwrap();
+            assert!(rest.is_empty());
+        }
+        let (mut late, _late_server) = hand(&relays, &base, &sessions);
+        let mut rest = Vec::new();
+        late.read_to_end(&mut rest).unwrap();
+        relays.close();
+        for t in threads {
+            t.join().unwrap();
+        }
+        base.calls.flush();
+        let lines = lines(dir.path());
+        let ends = lines.iter().filter(|l| l["type"] == "session").count();
+        assert_eq!(ends, 3, "{lines:?}");
+        let calls: Vec<_> = lines.iter().filter(|l| l["type"] == "call").collect();
+        assert_eq!(calls.len(), 1, "{lines:?}");
+        assert_eq!(calls[0]["sql"], "SELECT pg_sleep(10)");
+        assert_eq!(calls[0]["unfinished"], true, "{:?}", calls[0]);
+        assert_eq!(base.live.open.load(Ordering::Relaxed), 0);
+    }
+}
