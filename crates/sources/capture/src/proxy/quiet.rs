@@ -55,7 +55,7 @@ fn register(fd: OwnedFd, interest: Interest) -> io::Result<AsyncFd<OwnedFd>> {
 }
 
 /// `recv`, again when a signal interrupted it.
-fn recv(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
+pub(super) fn recv(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
     loop {
         match rustix::net::recv(fd, &mut *buf, RecvFlags::empty()) {
             Err(Errno::INTR) => continue,
@@ -66,7 +66,7 @@ fn recv(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
 
 /// `send`, again when a signal interrupted it. NOSIGNAL: a peer gone is an error here, never a
 /// SIGPIPE.
-fn send(fd: &OwnedFd, data: &[u8]) -> io::Result<usize> {
+pub(super) fn send(fd: &OwnedFd, data: &[u8]) -> io::Result<usize> {
     loop {
         match rustix::net::send(fd, data, SendFlags::NOSIGNAL) {
             Err(Errno::INTR) => continue,

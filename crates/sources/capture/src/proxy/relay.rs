@@ -27,12 +27,11 @@ use std::thread::JoinHandle;
 use dbscope_core::{Recorder, StopSignal};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
-use rustix::io::Errno;
-use rustix::net::{RecvFlags, SendFlags};
 
 use crate::calls::Tracker;
 use crate::wire::Framer;
 
+use super::quiet::{recv, send};
 use super::session::{backend_pid, client_keeps, server_keeps, take_done, Names, Shared};
 use super::shared::{Base, BUF};
 
@@ -495,27 +494,6 @@ impl Relay {
         }
         base.calls.push_session(self.line);
         base.live.open.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// `recv`, again when a signal interrupted it.
-fn recv(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
-    loop {
-        match rustix::net::recv(fd, &mut *buf, RecvFlags::empty()) {
-            Err(Errno::INTR) => continue,
-            r => return Ok(r?.0),
-        }
-    }
-}
-
-/// `send`, again when a signal interrupted it. NOSIGNAL: a peer gone is an error here, never a
-/// SIGPIPE.
-fn send(fd: &OwnedFd, data: &[u8]) -> io::Result<usize> {
-    loop {
-        match rustix::net::send(fd, data, SendFlags::NOSIGNAL) {
-            Err(Errno::INTR) => continue,
-            r => return Ok(r?),
-        }
     }
 }
 
