@@ -510,22 +510,85 @@ mod tests {
     use crate::proxy::calls_file::CallsFile;
     use crate::proxy::shared::Live;
 
-    /// A recording and the base a loop needs, in `dir`.
-    fn base(dir: &std::path::Path) -> (Arc<Base>, Recording, dbscope_core::Sessions) {
-        let manifest = Manifest::new("capture", WorkloadInfo::default(), 0);
-        let mut rec = Recording::begin(&dir.join("run"), manifest).unwrap();
-        let clock = rec.start_clock().unwrap();
-        let (sessions, _batches) = rec.sessions(&clock, 0, 256);
-        let base = Arc::new(Base {
-            fd_limit: None,
-            max_sessions: None,
-            upstream: String::new(),
-            clock,
-            calls: Arc::new(CallsFile::create(&dir.join("calls.jsonl")).unwrap()),
-            live: Arc::new(Live::default()),
-            backends: None,
-        });
-        (base, rec, sessions)
+    /// Forwarding loops on a recording in a temporary directory.
+    struct Rig {
+        dir: tempfile::TempDir,
+        base: Arc<Base>,
+        sessions: dbscope_core::Sessions,
+        stop: Arc<StopSignal>,
+        relays: Relays,
+        stopper: Stopper,
+        threads: Vec<JoinHandle<()>>,
+        _rec: Recording,
+    }
+
+    impl Rig {
+        fn start(loops: usize) -> Rig {
+            let dir = tempfile::tempdir().unwrap();
+            let manifest = Manifest::new("capture", WorkloadInfo::default(), 0);
+            let mut rec = Recording::begin(&dir.path().join("run"), manifest).unwrap();
+            let clock = rec.start_clock().unwrap();
+            let (sessions, _batches) = rec.sessions(&clock, 0, 256);
+            let base = Arc::new(Base {
+                fd_limit: None,
+                max_sessions: None,
+                upstream: String::new(),
+                clock,
+                calls: Arc::new(CallsFile::create(&dir.path().join("calls.jsonl")).unwrap()),
+                live: Arc::new(Live::default()),
+                backends: None,
+            });
+            let stop = Arc::new(StopSignal::new());
+            let (relays, stopper, threads) = Relays::start(loops, &base, &stop).unwrap();
+            Rig {
+                dir,
+                base,
+                sessions,
+                stop,
+                relays,
+                stopper,
+                threads,
+                _rec: rec,
+            }
+        }
+
+        /// Hands a session to the loops, counted open as the accept loop counts it: the test's
+        /// ends of its client and server sockets.
+        fn hand(&self) -> (UnixStream, UnixStream) {
+            let (client, client_fd) = pair();
+            let (server, server_fd) = pair();
+            self.base.live.open.fetch_add(1, Ordering::Relaxed);
+            self.relays.hand(Handoff {
+                client: client_fd,
+                server: server_fd,
+                session: 7,
+                rec: self.sessions.recorder(7),
+                line: json!({"type": "session", "session": 7, "database": "db"}),
+            });
+            (client, server)
+        }
+
+        /// Closes the loops, waits for them: the calls file's lines.
+        fn close(self) -> Vec<Value> {
+            self.relays.close();
+            for t in self.threads {
+                t.join().unwrap();
+            }
+            self.base.calls.flush();
+            std::fs::read_to_string(self.dir.path().join("calls.jsonl"))
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect()
+        }
+    }
+
+    /// Writes `bytes` into `from`, reads as many from `to`: they must be the same.
+    fn pass(mut from: &UnixStream, mut to: &UnixStream, bytes: &[u8], what: &str) {
+        from.write_all(bytes).unwrap();
+        let mut got = vec![0u8; bytes.len()];
+        to.read_exact(&mut got).unwrap();
+        assert!(got == bytes, "{what}");
     }
 
     /// A socket pair: the test's end (blocking) and the proxy's (non-blocking).
@@ -546,54 +609,18 @@ mod tests {
         m
     }
 
-    /// Hands a session to `relays`, counted open as the accept loop counts it.
-    fn hand(
-        relays: &Relays,
-        base: &Base,
-        sessions: &dbscope_core::Sessions,
-    ) -> (UnixStream, UnixStream) {
-        let (client, client_fd) = pair();
-        let (server, server_fd) = pair();
-        base.live.open.fetch_add(1, Ordering::Relaxed);
-        relays.hand(Handoff {
-            client: client_fd,
-            server: server_fd,
-            session: 7,
-            rec: sessions.recorder(7),
-            line: json!({"type": "session", "session": 7, "database": "db"}),
-        });
-        (client, server)
-    }
-
-    fn lines(dir: &std::path::Path) -> Vec<Value> {
-        std::fs::read_to_string(dir.join("calls.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    }
-
     /// A client that does not read holds up the server's direction only: its query still reaches
     /// the server, then every byte of the 8 MiB answer arrives in order once it reads; the call
     /// is tracked across it, and the session's end is recorded when the client leaves.
     #[test]
     fn a_client_not_reading_holds_up_only_its_own_direction() {
-        let dir = tempfile::tempdir().unwrap();
-        let (base, _rec, sessions) = base(dir.path());
-        let stop = Arc::new(StopSignal::new());
-        let (relays, _stopper, threads) = Relays::start(1, &base, &stop).unwrap();
-        let (mut client, server) = hand(&relays, &base, &sessions);
+        let rig = Rig::start(1);
+        let (client, server) = rig.hand();
         // The end of the startup: the server is ready for a query.
         let ready = message(b'Z', b"I");
-        (&server).write_all(&ready).unwrap();
-        let mut got = vec![0u8; ready.len()];
-        client.read_exact(&mut got).unwrap();
-
+        pass(&server, &client, &ready, "ready");
         let first = message(b'Q', b"SELECT big\0");
-        client.write_all(&first).unwrap();
-        let mut got = vec![0u8; first.len()];
-        (&server).read_exact(&mut got).unwrap();
-        assert_eq!(got, first);
+        pass(&client, &server, &first, "the query");
         // Its answer: 8 MiB of DataRow, far more than both sockets' buffers and one read of the
         // loop, then its end.
         let big: Vec<u8> = (0..8 << 20).map(|i| (i % 251) as u8).collect();
@@ -611,35 +638,26 @@ mod tests {
         // ms is ample on any machine).
         std::thread::sleep(std::time::Duration::from_millis(200));
         let second = message(b'Q', b"SELECT 2\0");
-        client.write_all(&second).unwrap();
-        let mut got = vec![0u8; second.len()];
-        (&server).read_exact(&mut got).unwrap();
-        assert_eq!(
-            got, second,
-            "the next query went through while the answer waited"
+        pass(
+            &client,
+            &server,
+            &second,
+            "the next query went through while the answer waited",
         );
-
         let mut got = vec![0u8; answer.len()];
-        client.read_exact(&mut got).unwrap();
+        (&client).read_exact(&mut got).unwrap();
         assert!(got == answer, "the answer arrived whole and in order");
         writer.join().unwrap();
         let done = [message(b'C', b"SELECT 1\0"), message(b'Z', b"I")].concat();
-        (&server).write_all(&done).unwrap();
-        let mut got = vec![0u8; done.len()];
-        client.read_exact(&mut got).unwrap();
-        assert_eq!(got, done);
+        pass(&server, &client, &done, "the second answer");
 
         drop(client);
         // The server's socket is closed by the loop when the session ends.
         let mut rest = Vec::new();
         (&server).read_to_end(&mut rest).unwrap();
         assert!(rest.is_empty());
-        relays.close();
-        for t in threads {
-            t.join().unwrap();
-        }
-        base.calls.flush();
-        let lines = lines(dir.path());
+        let (base, stop) = (Arc::clone(&rig.base), Arc::clone(&rig.stop));
+        let lines = rig.close();
         let calls: Vec<_> = lines.iter().filter(|l| l["type"] == "call").collect();
         assert_eq!(calls.len(), 2, "{lines:?}");
         for (c, sql) in calls.iter().zip(["SELECT big", "SELECT 2"]) {
@@ -668,32 +686,23 @@ mod tests {
     /// recorded as unfinished), and a session handed in after it is ended at once.
     #[test]
     fn the_stop_ends_every_session_and_later_ones_at_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let (base, _rec, sessions) = base(dir.path());
-        let stop = Arc::new(StopSignal::new());
-        let (relays, stopper, threads) = Relays::start(2, &base, &stop).unwrap();
-        let (mut a, server_a) = hand(&relays, &base, &sessions);
-        let (b, server_b) = hand(&relays, &base, &sessions);
+        let rig = Rig::start(2);
+        let (a, server_a) = rig.hand();
+        let (b, server_b) = rig.hand();
         let query = message(b'Q', b"SELECT pg_sleep(10)\0");
-        a.write_all(&query).unwrap();
-        let mut got = vec![0u8; query.len()];
-        (&server_a).read_exact(&mut got).unwrap();
-        stopper.stop();
-        stopper.stop();
+        pass(&a, &server_a, &query, "the query");
+        rig.stopper.stop();
+        rig.stopper.stop();
         for mut s in [a, b, server_a, server_b] {
             let mut rest = Vec::new();
             s.read_to_end(&mut rest).unwrap();
             assert!(rest.is_empty());
         }
-        let (mut late, _late_server) = hand(&relays, &base, &sessions);
+        let (mut late, _late_server) = rig.hand();
         let mut rest = Vec::new();
         late.read_to_end(&mut rest).unwrap();
-        relays.close();
-        for t in threads {
-            t.join().unwrap();
-        }
-        base.calls.flush();
-        let lines = lines(dir.path());
+        let base = Arc::clone(&rig.base);
+        let lines = rig.close();
         let ends = lines.iter().filter(|l| l["type"] == "session").count();
         assert_eq!(ends, 3, "{lines:?}");
         let calls: Vec<_> = lines.iter().filter(|l| l["type"] == "call").collect();
