@@ -162,6 +162,14 @@ impl Relays {
     }
 }
 
+impl Drop for Relays {
+    /// Also when the accept loop's thread unwinds: a loop left running would keep its sessions'
+    /// recorders, and the recording thread would wait for them for ever.
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
 /// One loop's state, on its thread.
 struct Serving {
     poll: Poll,
