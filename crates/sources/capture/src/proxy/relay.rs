@@ -93,8 +93,12 @@ impl Relays {
         base: &Arc<Base>,
         stop: &Arc<StopSignal>,
     ) -> io::Result<(Relays, Stopper, Vec<JoinHandle<()>>)> {
-        let flags = Arc::new(Flags::default());
-        let mut loops = Vec::new();
+        // Built up loop by loop: if one cannot start, dropping this closes those that did.
+        let mut relays = Relays {
+            loops: Vec::new(),
+            next: AtomicUsize::new(0),
+            flags: Arc::new(Flags::default()),
+        };
         let mut threads = Vec::new();
         for i in 0..n.max(1) {
             let poll = Poll::new()?;
@@ -105,7 +109,7 @@ impl Relays {
                 rx,
                 base: Arc::clone(base),
                 stop: Arc::clone(stop),
-                flags: Arc::clone(&flags),
+                flags: Arc::clone(&relays.flags),
                 sessions: Vec::new(),
                 free: Vec::new(),
             };
@@ -124,32 +128,24 @@ impl Relays {
                         );
                     }
                 })?;
-            loops.push(Loop { tx, waker });
+            relays.loops.push(Loop { tx, waker });
             threads.push(thread);
         }
         let stopper = Stopper {
-            flags: Arc::clone(&flags),
-            wakers: loops.iter().map(|l| Arc::clone(&l.waker)).collect(),
+            flags: Arc::clone(&relays.flags),
+            wakers: relays.loops.iter().map(|l| Arc::clone(&l.waker)).collect(),
         };
-        Ok((
-            Relays {
-                loops,
-                next: AtomicUsize::new(0),
-                flags,
-            },
-            stopper,
-            threads,
-        ))
+        Ok((relays, stopper, threads))
     }
 
-    /// Gives a session to the next loop (round robin).
-    pub(super) fn hand(&self, h: Handoff) {
+    /// Gives a session to the next loop (round robin); back when that loop is gone (it ends
+    /// only after [`Relays::close`], or after a bug, which fails the capture).
+    pub(super) fn hand(&self, h: Handoff) -> Result<(), Box<Handoff>> {
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.loops.len();
         let l = &self.loops[i];
-        // A loop ends only after `close`, which comes after the last hand-off.
-        if l.tx.send(h).is_ok() {
-            let _ = l.waker.wake();
-        }
+        l.tx.send(h).map_err(|mpsc::SendError(h)| Box::new(h))?;
+        let _ = l.waker.wake();
+        Ok(())
     }
 
     /// No more sessions will be handed in: each loop ends its sessions (as at the stop) and
@@ -566,13 +562,14 @@ mod tests {
             let (client, client_fd) = pair();
             let (server, server_fd) = pair();
             self.base.live.open.fetch_add(1, Ordering::Relaxed);
-            self.relays.hand(Handoff {
+            let handed = self.relays.hand(Handoff {
                 client: client_fd,
                 server: server_fd,
                 session: 7,
                 rec: self.sessions.recorder(7),
                 line: json!({"type": "session", "session": 7, "database": "db"}),
             });
+            assert!(handed.is_ok());
             (client, server)
         }
 
@@ -718,5 +715,30 @@ mod tests {
         assert_eq!(calls[0]["sql"], "SELECT pg_sleep(10)");
         assert_eq!(calls[0]["unfinished"], true, "{:?}", calls[0]);
         assert_eq!(base.live.open.load(Ordering::Relaxed), 0);
+    }
+
+    /// A session handed to a loop that has ended comes back (the accept side records it as
+    /// refused), instead of vanishing with its socket open and its count.
+    #[test]
+    fn a_session_handed_to_an_ended_loop_comes_back() {
+        let mut rig = Rig::start(1);
+        rig.relays.close();
+        for t in std::mem::take(&mut rig.threads) {
+            t.join().unwrap();
+        }
+        let (_client, client) = pair();
+        let (_server, server) = pair();
+        let back = rig
+            .relays
+            .hand(Handoff {
+                client,
+                server,
+                session: 3,
+                rec: rig.sessions.recorder(3),
+                line: json!({"type": "session", "session": 3}),
+            })
+            .unwrap_err();
+        assert_eq!(back.session, 3);
+        assert_eq!(back.line["session"], 3);
     }
 }

@@ -153,15 +153,19 @@ async fn serve(
     let why = match started {
         Ok(Some((ur, uw))) => match (rejoin(cr, cw), rejoin(ur, uw)) {
             // The forwarding loop serves it from here, and counts its end.
-            (Ok(client), Ok(server)) => {
-                return relays.hand(Handoff {
-                    client,
-                    server,
-                    session,
-                    rec,
-                    line,
-                })
-            }
+            (Ok(client), Ok(server)) => match relays.hand(Handoff {
+                client,
+                server,
+                session,
+                rec,
+                line,
+            }) {
+                Ok(()) => return,
+                Err(h) => {
+                    line = h.line;
+                    Some("the proxy's forwarding loop is gone (see the capture's error)".into())
+                }
+            },
             (Err(e), _) | (_, Err(e)) => Some(format!("cannot hand the session over: {e}")),
         },
         Ok(None) => None,
