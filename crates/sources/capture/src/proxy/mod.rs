@@ -13,9 +13,10 @@
 //! `sslmode=require` is refused by its own library, which says so.
 //!
 //! Modules: `listen` (the listening socket, the descriptor limit, the loop check), `session` (the
-//! accept loop and a session's setup), `relay` (the forwarding loops), `quiet` (sockets on tokio
-//! that wake it only to read), `calls_file` (the calls written as JSON lines), `shared` (what
-//! they share); this module runs a capture from start to end.
+//! accept loop and a session's setup), `relay` (the forwarding loops), `track` (what each call
+//! goes through: the messages tracked, event names, recording), `quiet` (sockets on tokio that
+//! wake it only to read), `calls_file` (the calls written as JSON lines), `shared` (what they
+//! share); this module runs a capture from start to end.
 
 mod calls_file;
 mod listen;
@@ -23,11 +24,12 @@ mod quiet;
 mod relay;
 mod session;
 mod shared;
+mod track;
 
 pub(crate) use calls_file::CallsFile;
 pub use listen::Listening;
-pub use session::event_name;
 pub use shared::Live;
+pub use track::event_name;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

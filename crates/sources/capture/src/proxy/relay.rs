@@ -32,8 +32,8 @@ use crate::calls::Tracker;
 use crate::wire::Framer;
 
 use super::quiet::{recv, send};
-use super::session::{backend_pid, client_keeps, server_keeps, take_done, Names, Shared};
 use super::shared::{Base, BUF};
+use super::track::{backend_pid, client_keeps, server_keeps, take_done, Names, Shared};
 
 /// A session whose startup is done, for a loop to serve.
 pub(super) struct Handoff {
