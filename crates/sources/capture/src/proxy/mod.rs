@@ -101,8 +101,9 @@ pub struct ProxySummary {
 /// Every session is forwarded by one loop ([`ProxyConfig::threads`] = 1, the default) or a few:
 /// a message costs the proxy a `read` and a `write`, and a thread wakes only when nothing was
 /// ready, so under load one wake-up serves many messages. (One thread per direction per session
-/// costs two wake-ups per round trip: on two cores that halved `pgbench -S`.) Writing the calls
-/// file happens on the recording thread, off the forwarding path.
+/// costs two wake-ups per round trip: on two cores that halved `pgbench -S`.) A call is serialized
+/// by the loop that tracked it; writing the calls file happens on the recording thread, off the
+/// forwarding path.
 pub fn run(
     cfg: &ProxyConfig,
     stop: &Arc<StopSignal>,

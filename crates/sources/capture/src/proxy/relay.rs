@@ -208,26 +208,30 @@ impl Serving {
                     self.end(slot);
                 }
             }
-            if woken {
-                while let Ok(h) = self.rx.try_recv() {
-                    self.add(h, &mut buf);
-                }
+            // Every hand-off was sent before `closed` was set: none is left behind.
+            let closed = self.flags.closed.load(Ordering::Acquire);
+            if woken || closed {
+                self.take_handed(&mut buf);
             }
-            if self.flags.stopping.load(Ordering::Acquire) {
-                for slot in 0..self.sessions.len() {
-                    self.end(slot);
-                }
+            if closed || self.flags.stopping.load(Ordering::Acquire) {
+                self.end_all();
             }
-            if self.flags.closed.load(Ordering::Acquire) {
-                // Every hand-off was sent before `closed` was set.
-                while let Ok(h) = self.rx.try_recv() {
-                    self.add(h, &mut buf);
-                }
-                for slot in 0..self.sessions.len() {
-                    self.end(slot);
-                }
+            if closed {
                 return;
             }
+        }
+    }
+
+    /// Serves the sessions handed in since the last look.
+    fn take_handed(&mut self, buf: &mut [u8]) {
+        while let Ok(h) = self.rx.try_recv() {
+            self.add(h, buf);
+        }
+    }
+
+    fn end_all(&mut self) {
+        for slot in 0..self.sessions.len() {
+            self.end(slot);
         }
     }
 
@@ -237,15 +241,11 @@ impl Serving {
         self.stop
             .fail(format!("the capture proxy's event loop failed: {e}"));
         self.flags.stopping.store(true, Ordering::Release);
-        for slot in 0..self.sessions.len() {
-            self.end(slot);
-        }
-        let mut buf = Vec::new();
+        self.end_all();
         loop {
             let closed = self.flags.closed.load(Ordering::Acquire);
-            while let Ok(h) = self.rx.try_recv() {
-                self.add(h, &mut buf);
-            }
+            // Stopping: each is ended as it is added, nothing read.
+            self.take_handed(&mut []);
             if closed {
                 return;
             }
@@ -259,12 +259,6 @@ impl Serving {
             self.sessions.push(None);
             self.sessions.len() - 1
         });
-        let database = h
-            .line
-            .get("database")
-            .or_else(|| h.line.get("user"))
-            .and_then(|d| d.as_str())
-            .map(str::to_string);
         let mut r = Relay {
             ends: [End::new(h.client), End::new(h.server)],
             framers: [Framer::new(client_keeps), Framer::new(server_keeps)],
@@ -276,7 +270,6 @@ impl Serving {
             session: h.session,
             slot,
             pid: 0,
-            database,
             line: h.line,
         };
         let registry = self.poll.registry();
@@ -350,7 +343,7 @@ struct Relay {
     slot: usize,
     /// The backend's process id, from `BackendKeyData` (0 until then).
     pid: u32,
-    database: Option<String>,
+    /// The session's line of the calls file (its user and database among it).
     line: serde_json::Value,
 }
 
@@ -384,13 +377,7 @@ impl Relay {
         if !end.pending.is_empty() {
             return Ok(false);
         }
-        registry
-            .reregister(
-                &mut SourceFd(&end.fd.as_raw_fd()),
-                Token(2 * self.slot + side),
-                Interest::READABLE,
-            )
-            .map_err(|_| Ended)?;
+        self.watch(side, Interest::READABLE, registry)?;
         Ok(true)
     }
 
@@ -417,9 +404,9 @@ impl Relay {
             };
             let t = base.clock.now_ns();
             let data = &buf[..n];
-            let s = &mut self.shared;
             if side == CLIENT {
                 // Read before it is forwarded: the answer cannot be seen before its request.
+                let s = &mut self.shared;
                 self.framers[CLIENT].feed(data, |m| s.tracker.client(&m, t));
                 let written = self.forward(SERVER, data, registry)?;
                 base.live.bytes_in.fetch_add(n as u64, Ordering::Relaxed);
@@ -430,12 +417,13 @@ impl Relay {
                 let written = self.forward(CLIENT, data, registry)?;
                 base.live.bytes_out.fetch_add(n as u64, Ordering::Relaxed);
                 let s = &mut self.shared;
-                let (pid, database, session) = (&mut self.pid, &self.database, self.session);
+                let (pid, line, session) = (&mut self.pid, &self.line, self.session);
                 self.framers[SERVER].feed(data, |m| {
                     if m.kind == b'K' {
                         if let (Some(p), Some(b)) = (backend_pid(m.body), &base.backends) {
                             *pid = p;
-                            b.connected(session, p, database.as_deref());
+                            let database = line.get("database").or_else(|| line.get("user"));
+                            b.connected(session, p, database.and_then(|d| d.as_str()));
                         }
                     }
                     s.tracker.server(&m, t)
@@ -462,14 +450,19 @@ impl Relay {
             Err(_) => return Err(Ended),
         };
         end.pending.extend_from_slice(&data[n..]);
+        self.watch(to, Interest::READABLE | Interest::WRITABLE, registry)?;
+        Ok(false)
+    }
+
+    /// Watches `side`'s socket for `interest` from now on.
+    fn watch(&self, side: usize, interest: Interest, registry: &Registry) -> Result<(), Ended> {
         registry
             .reregister(
-                &mut SourceFd(&end.fd.as_raw_fd()),
-                Token(2 * self.slot + to),
-                Interest::READABLE | Interest::WRITABLE,
+                &mut SourceFd(&self.ends[side].fd.as_raw_fd()),
+                Token(2 * self.slot + side),
+                interest,
             )
-            .map_err(|_| Ended)?;
-        Ok(false)
+            .map_err(|_| Ended)
     }
 
     /// Records the session's end: its last calls, its line of the calls file.
