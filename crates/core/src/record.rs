@@ -39,6 +39,8 @@ const RESERVE_BYTES: usize = 256 << 10;
 pub struct RunClock {
     clock: quanta::Clock,
     origin: quanta::Instant,
+    /// The origin on the system's monotonic clock, for [`RunClock::rate`].
+    mono_origin: std::time::Instant,
 }
 
 impl RunClock {
@@ -46,7 +48,27 @@ impl RunClock {
     pub fn start() -> Self {
         let clock = quanta::Clock::new();
         let origin = clock.now();
-        RunClock { clock, origin }
+        let mono_origin = std::time::Instant::now();
+        RunClock {
+            clock,
+            origin,
+            mono_origin,
+        }
+    }
+
+    /// The run clock's nanoseconds per nanosecond of the system's monotonic clock, measured
+    /// since the origin: quanta scales the TSC by a frequency it estimates once, which can be
+    /// off by some hundred ppm on a VM (seen: +30 to +370 ppm, a different one in each process).
+    /// Whatever is placed on the run's clock from another clock (a server's timer) is scaled by it. 1.0
+    /// until 10 ms have passed (too short to tell).
+    pub fn rate(&self) -> f64 {
+        let run = self.now_ns();
+        let mono = self.mono_origin.elapsed().as_nanos() as u64;
+        if mono < 10_000_000 {
+            1.0
+        } else {
+            run as f64 / mono as f64
+        }
     }
 
     /// Nanoseconds since the origin.
@@ -591,6 +613,17 @@ mod tests {
     use super::*;
     use crate::counters::{Counter, CounterValue};
     use crate::manifest::WorkloadInfo;
+
+    /// After 10 ms the rate is the run clock's own against the monotonic clock: near 1
+    /// (quanta's scale is off by ppm, not percent) and not exactly the 1.0 of "too soon".
+    #[test]
+    fn the_run_clock_measures_its_rate_against_the_monotonic_clock() {
+        let c = RunClock::start();
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let rate = c.rate();
+        assert!((rate - 1.0).abs() < 0.01, "{rate}");
+        assert_ne!(rate, 1.0);
+    }
 
     /// The catalogue's headline gathered while writing equals the one read back from the files,
     /// and past its limit of durations it is read back.

@@ -374,9 +374,10 @@ const HISTORY_TIMERS: [&str; 2] = ["wait", "statement"];
 /// The calibration: this many timed `SELECT`s, the one with the shortest round trip kept.
 const CALIBRATION_TRIES: usize = 8;
 
-/// How often the poll calibrates again (run-clock ns): the run's clock and the server's drift
-/// apart by some µs a second (seen: 16 ppm), so each poll maps with a calibration at most this
-/// old.
+/// How often the poll calibrates again (run-clock ns). The server's timer is scaled onto the run's
+/// clock by the run clock's own rate ([`dbscope_core::RunClock::rate`], +30 to +370 ppm seen on a VM);
+/// what is left between the server's clock and this machine's moves the mapping by some µs a
+/// second at most, so each poll maps with a calibration at most this old.
 const CALIBRATE_EVERY_NS: u64 = 1_000_000_000;
 
 /// The calibration's statement: its own `TIMER_START`, read while it runs.
@@ -398,10 +399,13 @@ pub struct Calibration {
 }
 
 impl Calibration {
-    /// The run-clock time of the server timer `ps` (`None` before the clock's origin).
-    pub fn map(&self, ps: u64) -> Option<u64> {
-        let d = (ps as i128 - self.timer_ps as i128) / 1000;
-        u64::try_from(self.clock_ns as i128 + d).ok()
+    /// The run-clock time of the server timer `ps` (`None` before the clock's origin), the
+    /// server's nanoseconds since the calibration scaled by `rate`, the run clock's nanoseconds
+    /// per nanosecond of real time ([`dbscope_core::RunClock::rate`]).
+    pub fn map(&self, ps: u64, rate: f64) -> Option<u64> {
+        let d = (ps as i128 - self.timer_ps as i128) as f64 / 1000.0 * rate;
+        let t = self.clock_ns as f64 + d;
+        (t >= 0.0).then(|| t.round() as u64)
     }
 }
 
@@ -438,6 +442,8 @@ pub struct WaitsHistory {
     /// The calibrations, in order: at the clock's start, about every second while the run goes
     /// ([`CALIBRATE_EVERY_NS`]), at the end. Each poll maps with the latest.
     calibrations: Vec<Calibration>,
+    /// The run clock's rate at the latest calibration or poll ([`dbscope_core::RunClock::rate`]).
+    rate: f64,
     /// Why there is no calibration.
     calibration_error: Option<String>,
     ring_size: Option<f64>,
@@ -608,6 +614,7 @@ impl WaitsHistory {
                 }
             }
         }
+        self.rate = clock.rate();
         match best_calibration(&tries) {
             Some(c) => self.calibrations.push(c),
             None => {
@@ -697,6 +704,8 @@ impl WaitsHistory {
         }
         let session_of: BTreeMap<u64, u32> = conns.iter().map(|&(s, c)| (c, s)).collect();
         let calib = self.calibrations.last().copied();
+        self.rate = clock.rate();
+        let rate = self.rate;
         let list: Vec<String> = conns.iter().map(|c| c.1.to_string()).collect();
         let list = list.join(", ");
         let sql = format!(
@@ -749,7 +758,7 @@ impl WaitsHistory {
                 start_ns: calib
                     .filter(|_| name != "idle" || self.idle_calibrated)
                     .zip(timer_start_ps)
-                    .and_then(|(c, ps)| c.map(ps)),
+                    .and_then(|(c, ps)| c.map(ps, rate)),
             }));
         }
         // Threads seen for the first time (with or without waits in the ring): their baseline.
@@ -889,9 +898,14 @@ impl WaitsHistory {
             sec.gauges
                 .insert("calibration_uncertainty_us".into(), u as f64 / 1e3);
             sec.gauges.insert("calibrations".into(), cal.len() as f64);
+            // How far the run's clock runs from real time, which the mapping scales away.
+            sec.gauges
+                .insert("run_clock_rate_ppm".into(), (self.rate - 1.0) * 1e6);
             let drifts: Vec<f64> = cal
                 .windows(2)
-                .filter_map(|w| Some(w[0].map(w[1].timer_ps)? as f64 - w[1].clock_ns as f64))
+                .filter_map(|w| {
+                    Some(w[0].map(w[1].timer_ps, self.rate)? as f64 - w[1].clock_ns as f64)
+                })
                 .collect();
             if let Some(d) = drifts
                 .iter()
@@ -988,11 +1002,19 @@ mod tests {
                 half_rtt_ns: 200,
             }
         );
-        // 1 µs of server timer later is 1 µs later on the run's clock; before the clock's
-        // origin there is no time.
-        assert_eq!(c.map(14_001_000_000), Some(11_200));
-        assert_eq!(c.map(13_999_990_000), Some(10_190));
-        assert_eq!(c.map(0), None);
+        // 1 µs of server timer later is 1 µs later on a run clock that keeps real time; before
+        // the clock's origin there is no time.
+        assert_eq!(c.map(14_001_000_000, 1.0), Some(11_200));
+        assert_eq!(c.map(13_999_990_000, 1.0), Some(10_190));
+        assert_eq!(c.map(0, 1.0), None);
+        // A run clock 306 ppm fast: one second of the server's timer is 1.000306 s on it, on
+        // either side of the calibration.
+        assert_eq!(c.map(1_014_000_000_000, 1.000_306), Some(1_000_316_200));
+        assert_eq!(
+            c.map(14_000_000_000 + 2_000_000_000_000, 1.000_306)
+                .map(|t| t - 10_200),
+            Some(2_000_612_000)
+        );
         assert_eq!(best_calibration(&[]), None);
         // A clock that went backwards is not a round trip.
         assert_eq!(best_calibration(&[(5, 1, 4)]), None);
