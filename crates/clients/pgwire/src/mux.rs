@@ -108,10 +108,11 @@ pub fn sleep_until(until: Instant) {
 /// waiting when it reads (0.025 `ppoll` per `pgbench -S` transaction); dbscope's client mostly
 /// was not, and slept instead (0.12 per lookup), its answer then waking it from the other CPU.
 /// Yielding first lets the server run here at once. Measured 2026-12-07 (bench/lookup-vs-pgbench
-/// set-up, 4 sessions on 2 client threads, 12 alternated rounds of 5 s): lookups/s 1.19× (median
-/// of the rounds' ratios; faster in all 12), and 1.03-1.09× pgbench -S where without it 0.86×.
-/// Where nothing else is ready (a remote server) it is one system call per sleep, a fraction of
-/// a µs against the round trip.
+/// set-up, 4 sessions on 2 client threads, alternated rounds of 5 s, with pgbench -S in each):
+/// lookups/s 1.066× the same build without the yield (median of 12 rounds' ratios, 9 above 1);
+/// a yield after every send instead, 1.19× (12 of 12) but 0.94× this one. `run commit` 1.03×,
+/// the tpcb-like script 1.06× (4 rounds each). Where nothing else is ready (a remote server) it
+/// is one system call per sleep, a fraction of a µs against the round trip.
 fn yield_before_sleep() {
     // SAFETY: no arguments; it cannot fail on Linux.
     unsafe { libc::sched_yield() };
