@@ -59,8 +59,8 @@ impl RunClock {
     /// The run clock's nanoseconds per nanosecond of the system's monotonic clock, measured
     /// since the origin: quanta scales the TSC by a frequency it estimates once, which can be
     /// off by some hundred ppm on a VM (seen: +30 to +370 ppm, a different one in each process).
-    /// Whatever is placed on the run's clock from another clock (a server's timer) is scaled by it. 1.0
-    /// until 10 ms have passed (too short to tell).
+    /// Whatever is placed on the run's clock from another clock (a server's timer) is scaled by
+    /// it. 1.0 until 10 ms have passed (too short to tell).
     pub fn rate(&self) -> f64 {
         let run = self.now_ns();
         let mono = self.mono_origin.elapsed().as_nanos() as u64;

@@ -374,10 +374,10 @@ const HISTORY_TIMERS: [&str; 2] = ["wait", "statement"];
 /// The calibration: this many timed `SELECT`s, the one with the shortest round trip kept.
 const CALIBRATION_TRIES: usize = 8;
 
-/// How often the poll calibrates again (run-clock ns). The server's timer is scaled onto the run's
-/// clock by the run clock's own rate ([`dbscope_core::RunClock::rate`], +30 to +370 ppm seen on a VM);
-/// what is left between the server's clock and this machine's moves the mapping by some µs a
-/// second at most, so each poll maps with a calibration at most this old.
+/// How often the poll calibrates again (run-clock ns). The server's timer is scaled onto the
+/// run's clock by the run clock's own rate ([`dbscope_core::RunClock::rate`], +30 to +370 ppm
+/// seen on a VM); what is left between the server's clock and this machine's moves the mapping by
+/// some µs a second at most, so each poll maps with a calibration at most this old.
 const CALIBRATE_EVERY_NS: u64 = 1_000_000_000;
 
 /// The calibration's statement: its own `TIMER_START`, read while it runs.
