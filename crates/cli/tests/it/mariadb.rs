@@ -1470,13 +1470,11 @@ fn check_waits_history(run_dir: &Path, o: &std::process::Output) -> bool {
         .unwrap();
     let drift = sec["gauges"]["calibration_drift_us"].as_f64().unwrap();
     assert!(u > 0.0 && u < 5_000.0, "{sec}");
-    // The mapping scales the server's timer by the run clock's own rate (quanta's TSC scale:
-    // +30 to +370 ppm here, a different one in each process), so from one calibration to the
-    // next it moves by their uncertainty, not by that rate (-326 and -396 µs a second before it
-    // did, with ±24 and ±31 µs calibrations).
+    // The run's clock is the monotonic clock the server's timer follows, so from one
+    // calibration to the next the mapping moves by their uncertainty (it moved -326 and -396 µs
+    // a second, with ±24 and ±31 µs calibrations, when the run's clock was quanta's TSC scale,
+    // +30 to +370 ppm off here).
     assert!(drift.abs() <= 2.0 * u + 100.0, "{sec}");
-    let ppm = sec["gauges"]["run_clock_rate_ppm"].as_f64().unwrap();
-    assert!(ppm.abs() < 10_000.0, "{sec}");
     // At the start, about every second of the run, and at the end.
     assert!(
         sec["gauges"]["calibrations"].as_f64().unwrap() >= 2.0,

@@ -303,12 +303,12 @@ pub fn add_due(total: &std::sync::Mutex<Vec<u64>>, mine: &[u64]) {
 /// Waits until the run clock reads `intended_ns`, giving the thread to the other sessions on it
 /// meanwhile ([`dbscope_db::mux::sleep_until`]); returns at once when that time has passed.
 ///
-/// The sleep is on the OS's monotonic clock and the run clock may be the TSC, calibrated once: the
-/// two can differ by a fraction of a per mille (1.4 ms in 2 s on a CI machine), so the wait goes on
-/// until the run clock itself has passed the time, and a delay recorded on it is never short. What
-/// is left after the sleep is that difference: under [`SPIN_LEFT_NS`] it is spun away rather than
-/// slept, since a second sleep of a few nanoseconds would last the kernel's timer slack (50 µs) and
-/// start a paced operation late.
+/// The sleep is on the OS's monotonic clock, the run clock's own, but the sleep's end is computed
+/// from a reading taken before it (and the run clock was once the TSC, calibrated once, 1.4 ms
+/// off in 2 s on a CI machine), so the wait goes on until the run clock itself has passed the
+/// time, and a delay recorded on it is never short. What is left after the sleep: under
+/// [`SPIN_LEFT_NS`] it is spun away rather than slept, since a second sleep of a few nanoseconds
+/// would last the kernel's timer slack (50 µs) and start a paced operation late.
 pub fn wait_until(rec: &dbscope_core::Recorder, intended_ns: u64) {
     let mut slept = false;
     loop {

@@ -374,10 +374,9 @@ const HISTORY_TIMERS: [&str; 2] = ["wait", "statement"];
 /// The calibration: this many timed `SELECT`s, the one with the shortest round trip kept.
 const CALIBRATION_TRIES: usize = 8;
 
-/// How often the poll calibrates again (run-clock ns). The server's timer is scaled onto the
-/// run's clock by the run clock's own rate ([`dbscope_core::RunClock::rate`], +30 to +370 ppm
-/// seen on a VM); what is left between the server's clock and this machine's moves the mapping by
-/// some µs a second at most, so each poll maps with a calibration at most this old.
+/// How often the poll calibrates again (run-clock ns). The run's clock is the system's monotonic
+/// clock, which the server's timer follows to some µs a second at most (the drift the section
+/// reports), so each poll maps with a calibration at most this old.
 const CALIBRATE_EVERY_NS: u64 = 1_000_000_000;
 
 /// The calibration's statement: its own `TIMER_START`, read while it runs.
@@ -399,13 +398,11 @@ pub struct Calibration {
 }
 
 impl Calibration {
-    /// The run-clock time of the server timer `ps` (`None` before the clock's origin), the
-    /// server's nanoseconds since the calibration scaled by `rate`, the run clock's nanoseconds
-    /// per nanosecond of real time ([`dbscope_core::RunClock::rate`]).
-    pub fn map(&self, ps: u64, rate: f64) -> Option<u64> {
-        let d = (ps as i128 - self.timer_ps as i128) as f64 / 1000.0 * rate;
-        let t = self.clock_ns as f64 + d;
-        (t >= 0.0).then(|| t.round() as u64)
+    /// The run-clock time of the server timer `ps` (`None` before the clock's origin).
+    pub fn map(&self, ps: u64) -> Option<u64> {
+        // Picoseconds to the nearest ns.
+        let t = self.clock_ns as i128 + (ps as i128 - self.timer_ps as i128 + 500).div_euclid(1000);
+        u64::try_from(t).ok()
     }
 }
 
@@ -442,8 +439,6 @@ pub struct WaitsHistory {
     /// The calibrations, in order: at the clock's start, about every second while the run goes
     /// ([`CALIBRATE_EVERY_NS`]), at the end. Each poll maps with the latest.
     calibrations: Vec<Calibration>,
-    /// The run clock's rate at the latest calibration or poll ([`dbscope_core::RunClock::rate`]).
-    rate: f64,
     /// Why there is no calibration.
     calibration_error: Option<String>,
     ring_size: Option<f64>,
@@ -614,7 +609,6 @@ impl WaitsHistory {
                 }
             }
         }
-        self.rate = clock.rate();
         match best_calibration(&tries) {
             Some(c) => self.calibrations.push(c),
             None => {
@@ -704,8 +698,6 @@ impl WaitsHistory {
         }
         let session_of: BTreeMap<u64, u32> = conns.iter().map(|&(s, c)| (c, s)).collect();
         let calib = self.calibrations.last().copied();
-        self.rate = clock.rate();
-        let rate = self.rate;
         let list: Vec<String> = conns.iter().map(|c| c.1.to_string()).collect();
         let list = list.join(", ");
         let sql = format!(
@@ -758,7 +750,7 @@ impl WaitsHistory {
                 start_ns: calib
                     .filter(|_| name != "idle" || self.idle_calibrated)
                     .zip(timer_start_ps)
-                    .and_then(|(c, ps)| c.map(ps, rate)),
+                    .and_then(|(c, ps)| c.map(ps)),
             }));
         }
         // Threads seen for the first time (with or without waits in the ring): their baseline.
@@ -898,14 +890,9 @@ impl WaitsHistory {
             sec.gauges
                 .insert("calibration_uncertainty_us".into(), u as f64 / 1e3);
             sec.gauges.insert("calibrations".into(), cal.len() as f64);
-            // How far the run's clock runs from real time, which the mapping scales away.
-            sec.gauges
-                .insert("run_clock_rate_ppm".into(), (self.rate - 1.0) * 1e6);
             let drifts: Vec<f64> = cal
                 .windows(2)
-                .filter_map(|w| {
-                    Some(w[0].map(w[1].timer_ps, self.rate)? as f64 - w[1].clock_ns as f64)
-                })
+                .filter_map(|w| Some(w[0].map(w[1].timer_ps)? as f64 - w[1].clock_ns as f64))
                 .collect();
             if let Some(d) = drifts
                 .iter()
@@ -1002,19 +989,16 @@ mod tests {
                 half_rtt_ns: 200,
             }
         );
-        // 1 µs of server timer later is 1 µs later on a run clock that keeps real time; before
-        // the clock's origin there is no time.
-        assert_eq!(c.map(14_001_000_000, 1.0), Some(11_200));
-        assert_eq!(c.map(13_999_990_000, 1.0), Some(10_190));
-        assert_eq!(c.map(0, 1.0), None);
-        // A run clock 306 ppm fast: one second of the server's timer is 1.000306 s on it, on
-        // either side of the calibration.
-        assert_eq!(c.map(1_014_000_000_000, 1.000_306), Some(1_000_316_200));
-        assert_eq!(
-            c.map(14_000_000_000 + 2_000_000_000_000, 1.000_306)
-                .map(|t| t - 10_200),
-            Some(2_000_612_000)
-        );
+        // 1 µs of server timer later is 1 µs later on the run's clock (both keep real time),
+        // to the nearest ns either side; before the clock's origin there is no time.
+        assert_eq!(c.map(14_001_000_000), Some(11_200));
+        assert_eq!(c.map(13_999_990_000), Some(10_190));
+        assert_eq!(c.map(14_000_001_499), Some(10_201));
+        assert_eq!(c.map(14_000_001_500), Some(10_202));
+        assert_eq!(c.map(13_999_998_501), Some(10_199));
+        assert_eq!(c.map(13_999_998_499), Some(10_198));
+        assert_eq!(c.map(1_014_000_000_000), Some(1_000_010_200));
+        assert_eq!(c.map(0), None);
         assert_eq!(best_calibration(&[]), None);
         // A clock that went backwards is not a round trip.
         assert_eq!(best_calibration(&[(5, 1, 4)]), None);
