@@ -80,7 +80,10 @@ pub struct RunArgs {
     pub target: Option<String>,
 
     /// Setting applied to every session: PostgreSQL parameters (e.g. synchronous_commit=off),
-    /// SQLite pragmas (e.g. journal_mode=wal, synchronous=full). Repeatable. Read back and recorded.
+    /// SQLite pragmas (e.g. journal_mode=wal, synchronous=full), MariaDB/MySQL session variables
+    /// (SET SESSION, e.g. innodb_lock_wait_timeout=5) or, as global.NAME=VALUE, global
+    /// ones (SET GLOBAL, e.g. global.innodb_flush_log_at_trx_commit=2: it stays set after the
+    /// run). Repeatable. Read back and recorded.
     #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
     pub settings: Vec<(String, String)>,
 

@@ -166,6 +166,24 @@ fn wrong_password_and_global_only_session_set_are_clear_errors() {
         "{printed}"
     );
     assert!(printed.contains("GLOBAL"), "{printed}");
+    // And says how to set it.
+    assert!(
+        printed.contains("write --set global.innodb_flush_log_at_trx_commit=2"),
+        "{printed}"
+    );
+    // A session-only variable set globally: the other way round.
+    let out = run(
+        dir.path(),
+        &Argv::run("commit")
+            .target(my.uri(&db))
+            .set("global.sql_log_bin=0")
+            .ops(1)
+            .out("s")
+            .args(),
+    );
+    let printed = all_output(&out);
+    assert!(!out.status.success());
+    assert!(printed.contains("write --set sql_log_bin=0"), "{printed}");
 }
 
 /// The events workload on MariaDB, every strategy (issue 30): every acknowledged event is stored

@@ -301,13 +301,33 @@ impl MyTarget {
         })?;
         for (what, sql) in self.set_statements() {
             conn.query_drop(&sql).map_err(|e| {
+                let e = classify(e);
                 TargetError::config(format!(
-                    "--set {what}: the server says: {}",
-                    classify(e).message
+                    "--set {what}: the server says: {}{}",
+                    e.message,
+                    set_hint(&what, &e.message)
                 ))
             })?;
         }
         Ok(conn)
+    }
+}
+
+/// What to write instead when the server refuses a `--set` for its scope: "is a GLOBAL
+/// variable" (1229) for a global-only variable set for the session, "is a SESSION variable"
+/// (1228, or 1238 on MariaDB) for a session-only one set globally. By the message: 1238 also
+/// says "is a read only variable".
+fn set_hint(what: &str, message: &str) -> String {
+    let (name, value) = what.split_once('=').unwrap_or((what, ""));
+    match name.strip_prefix("global.") {
+        None if message.contains("is a GLOBAL variable") => format!(
+            "; write --set global.{name}={value} to run SET GLOBAL (needs SUPER or \
+             SYSTEM_VARIABLES_ADMIN; it stays set on the server after the run)"
+        ),
+        Some(n) if message.contains("is a SESSION variable") => {
+            format!("; write --set {n}={value} to set it for each session (SET SESSION)")
+        }
+        _ => String::new(),
     }
 }
 
