@@ -100,6 +100,19 @@ pub fn compare(a: ObserveReport, b: ObserveReport) -> ObserveComparison {
     ObserveComparison { a, b, figures }
 }
 
+/// A figure of the side-by-side table: as [`format_num`] from 1 up, and with 3 significant
+/// digits under 1, so that a small figure is not printed as a zero (fsyncs per commit with
+/// `innodb_flush_log_at_trx_commit=2`: 0.000123, not `0` and "−100 %").
+fn format_figure(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1.0 || a == 0.0 || !v.is_finite() {
+        return format_num(v);
+    }
+    let decimals = (2 - a.log10().floor() as i32).clamp(0, 12) as usize;
+    let s = format!("{v:.decimals$}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 /// Appends the comparison to a text compare.
 pub fn push_compare_text(out: &mut String, c: &ObserveComparison) {
     out.push('\n');
@@ -109,17 +122,31 @@ pub fn push_compare_text(out: &mut String, c: &ObserveComparison) {
             t.rows
                 .iter()
                 .take(5)
-                .map(|r| format!("{}:{} {:.1}%", r.class, r.event, r.pct_db_time))
+                .map(|r| {
+                    // MySQL's event names hold their class (`wait/io/table/…` of `io/table`).
+                    if r.event.contains(&format!("{}/", r.class)) {
+                        format!("{} {:.1}%", r.event, r.pct_db_time)
+                    } else {
+                        format!("{}:{} {:.1}%", r.class, r.event, r.pct_db_time)
+                    }
+                })
                 .collect()
         })
     };
     let (ta, tb) = (top(&c.a), top(&c.b));
     if !ta.is_empty() || !tb.is_empty() {
         let _ = writeln!(out, "Top timed events (% of DB time)");
+        let w = ta
+            .iter()
+            .map(|s| s.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(40);
+        let _ = writeln!(out, "  {:<w$}   B", "A");
         for i in 0..ta.len().max(tb.len()) {
             let _ = writeln!(
                 out,
-                "  {:<40} {}",
+                "  {:<w$}   {}",
                 ta.get(i).map_or("", |s| s.as_str()),
                 tb.get(i).map_or("", |s| s.as_str())
             );
@@ -131,19 +158,43 @@ pub fn push_compare_text(out: &mut String, c: &ObserveComparison) {
         }
     }
     if !c.figures.is_empty() {
+        let w = c
+            .figures
+            .iter()
+            .map(|f| f.label.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(40);
         let _ = writeln!(
             out,
-            "  {:<40} {:>14} {:>14} {:>9}",
+            "  {:<w$} {:>14} {:>14} {:>9}",
             "figure", "A", "B", "change"
         );
         for f in &c.figures {
-            let (a, b) = (format_num(f.a), format_num(f.b));
+            let (a, b) = (format_figure(f.a), format_figure(f.b));
             let change = change_text(&a, &b, f.change_pct, |p| format!("{p:+.1}%"));
             let _ = writeln!(
                 out,
-                "  {:<40} {:>14} {:>14} {:>9}  {}",
+                "  {:<w$} {:>14} {:>14} {:>9}  {}",
                 f.label, a, b, change, f.unit
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Small figures keep 3 significant digits; others print as everywhere else.
+    #[test]
+    fn a_small_figure_is_not_printed_as_zero() {
+        assert_eq!(format_figure(0.000_123_4), "0.000123");
+        assert_eq!(format_figure(0.85), "0.85");
+        assert_eq!(format_figure(0.123_456), "0.123");
+        assert_eq!(format_figure(-0.004_56), "-0.00456");
+        assert_eq!(format_figure(0.0), "0");
+        assert_eq!(format_figure(13_125.0), "13,125");
+        assert_eq!(format_figure(3.78), "3.78");
     }
 }
