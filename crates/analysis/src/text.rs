@@ -102,6 +102,19 @@ pub fn format_num(v: f64) -> String {
     }
 }
 
+/// A figure of a report's or comparison's table: as [`format_num`] from 1 up, and with 3
+/// significant digits under 1, so that a small figure is not printed as a zero (fsyncs per
+/// commit with `innodb_flush_log_at_trx_commit=2`: 0.000123, not `0` and "−100 %").
+pub fn format_figure(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1.0 || a == 0.0 || !v.is_finite() {
+        return format_num(v);
+    }
+    let decimals = (2 - a.log10().floor() as i32).clamp(0, 12) as usize;
+    let s = format!("{v:.decimals$}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 /// True when a number as printed is zero (`0`, `0.00`, `-0.0`, `0 µs`).
 pub fn shows_zero(shown: &str) -> bool {
     let digits: Vec<char> = shown.chars().filter(char::is_ascii_digit).collect();
@@ -378,6 +391,19 @@ pub fn push_prose(out: &mut String, text: &str) {
 
 #[cfg(test)]
 mod tests {
+    /// Small figures keep 3 significant digits; others print as everywhere else.
+    #[test]
+    fn a_small_figure_is_not_printed_as_zero() {
+        use super::format_figure;
+        assert_eq!(format_figure(0.000_123_4), "0.000123");
+        assert_eq!(format_figure(0.85), "0.85");
+        assert_eq!(format_figure(0.123_456), "0.123");
+        assert_eq!(format_figure(-0.004_56), "-0.00456");
+        assert_eq!(format_figure(0.0), "0");
+        assert_eq!(format_figure(13_125.0), "13,125");
+        assert_eq!(format_figure(3.78), "3.78");
+    }
+
     #[test]
     fn issue_34_json_is_shortened_inside_its_values_and_stays_json() {
         use super::shorten_json;

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::build::build_with;
 use super::model::{Figure, ObserveReport};
-use crate::text::{change_text, format_num};
+use crate::text::{change_text, format_figure};
 
 /// The same sections for two runs side by side, with the change.
 #[derive(Clone, Debug, Serialize)]
@@ -100,19 +100,6 @@ pub fn compare(a: ObserveReport, b: ObserveReport) -> ObserveComparison {
     ObserveComparison { a, b, figures }
 }
 
-/// A figure of the side-by-side table: as [`format_num`] from 1 up, and with 3 significant
-/// digits under 1, so that a small figure is not printed as a zero (fsyncs per commit with
-/// `innodb_flush_log_at_trx_commit=2`: 0.000123, not `0` and "−100 %").
-fn format_figure(v: f64) -> String {
-    let a = v.abs();
-    if a >= 1.0 || a == 0.0 || !v.is_finite() {
-        return format_num(v);
-    }
-    let decimals = (2 - a.log10().floor() as i32).clamp(0, 12) as usize;
-    let s = format!("{v:.decimals$}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
-}
-
 /// Appends the comparison to a text compare.
 pub fn push_compare_text(out: &mut String, c: &ObserveComparison) {
     out.push('\n');
@@ -179,22 +166,5 @@ pub fn push_compare_text(out: &mut String, c: &ObserveComparison) {
                 f.label, a, b, change, f.unit
             );
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Small figures keep 3 significant digits; others print as everywhere else.
-    #[test]
-    fn a_small_figure_is_not_printed_as_zero() {
-        assert_eq!(format_figure(0.000_123_4), "0.000123");
-        assert_eq!(format_figure(0.85), "0.85");
-        assert_eq!(format_figure(0.123_456), "0.123");
-        assert_eq!(format_figure(-0.004_56), "-0.00456");
-        assert_eq!(format_figure(0.0), "0");
-        assert_eq!(format_figure(13_125.0), "13,125");
-        assert_eq!(format_figure(3.78), "3.78");
     }
 }

@@ -78,7 +78,7 @@ pub(super) fn my_figures(r: &mut ObserveReport, d: &Snapshot, span: f64, client:
     let server_commits = c("Com_commit");
     let commits = client.or(server_commits);
     r.per_commit_basis = Some(match client {
-        Some(n) => format!("the client's {n} commits"),
+        Some(n) => format!("the client's {} commits", crate::text::format_num(n)),
         None => "SHOW GLOBAL STATUS Com_commit (explicit COMMIT statements)".into(),
     });
     let f = &mut r.counters;
@@ -282,7 +282,7 @@ pub(super) fn my_figures(r: &mut ObserveReport, d: &Snapshot, span: f64, client:
                     "idle (the run's threads waiting for the client's next statement, like \
                      Oracle's SQL*Net message from client): {} waits, {:.3} s, not in the waits' \
                      total",
-                    v("count"),
+                    crate::text::format_num(v("count")),
                     v("wait_s")
                 ));
             }

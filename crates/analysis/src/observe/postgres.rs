@@ -44,7 +44,7 @@ pub(super) fn pg_figures(r: &mut ObserveReport, d: &Snapshot, span: f64, client:
     r.per_commit_basis = Some(match client {
         Some(n) => format!(
             "the client's {} commits (pg_stat_database's xact_commit also counts dbscope's own observer queries)",
-            n
+            crate::text::format_num(n)
         ),
         None => "pg_stat_database xact_commit".into(),
     });

@@ -7,7 +7,8 @@ use super::model::{push, ratio, sec, IoRow, ObserveReport};
 pub(super) fn sqlite_figures(r: &mut ObserveReport, d: &Snapshot, client: Option<f64>) {
     let st = sec(d, "sqlite.db_status");
     let c = |k: &str| st.and_then(|s| s.counter(k));
-    r.per_commit_basis = client.map(|n| format!("the client's {n} commits"));
+    r.per_commit_basis =
+        client.map(|n| format!("the client's {} commits", crate::text::format_num(n)));
     let f = &mut r.counters;
     let (hit, miss) = (c("cache_hit"), c("cache_miss"));
     push(f, "cache_hit", "page cache hits", hit, "");

@@ -2,8 +2,8 @@
 
 use std::fmt::Write;
 
-use super::model::{ObserveReport, TableIoRow};
-use crate::text::{format_num, push_prose, sig3};
+use super::model::{Figure, ObserveReport, TableIoRow};
+use crate::text::{format_figure, format_num, push_prose, sig3};
 
 fn fmt_opt(v: Option<f64>) -> String {
     v.map_or("-".into(), format_num)
@@ -143,6 +143,16 @@ fn push_steps(out: &mut String, r: &ObserveReport) {
     }
 }
 
+/// The label column of a list of figures: its longest label, at least 40.
+fn label_width(figures: &[Figure]) -> usize {
+    figures
+        .iter()
+        .map(|f| f.label.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(40)
+}
+
 /// Appends the section to a text report.
 pub fn push_text(out: &mut String, r: &ObserveReport) {
     out.push('\n');
@@ -169,13 +179,13 @@ pub fn push_text(out: &mut String, r: &ObserveReport) {
                 t.source,
                 format_num(h),
                 format_num(t.db_time_s),
-                t.db_time_samples
+                format_num(t.db_time_samples as f64)
             ),
             None => writeln!(
                 out,
                 "Top timed events ({}; {} waits, {} s in all)",
                 t.source,
-                t.samples,
+                format_num(t.samples as f64),
                 sig3(t.db_time_s)
             ),
         };
@@ -187,18 +197,29 @@ pub fn push_text(out: &mut String, r: &ObserveReport) {
                 format_num(t.gap_s)
             );
         }
+        let shown = || t.rows.iter().take(10);
+        let ew = shown()
+            .map(|r| r.event.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(28);
+        let cw = shown()
+            .map(|r| r.class.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(12);
         let _ = writeln!(
             out,
-            "  {:<28} {:<12} {:>8} {:>9} {:>10}  statement",
+            "  {:<ew$} {:<cw$} {:>8} {:>9} {:>10}  statement",
             "event", "class", "samples", "est. s", "% DB time"
         );
-        for row in t.rows.iter().take(10) {
+        for row in shown() {
             let _ = writeln!(
                 out,
-                "  {:<28} {:<12} {:>8} {:>9} {:>9.1}%  {}",
+                "  {:<ew$} {:<cw$} {:>8} {:>9} {:>9.1}%  {}",
                 row.event,
                 row.class,
-                row.samples,
+                format_num(row.samples as f64),
                 sig3(row.est_s),
                 row.pct_db_time,
                 row.top_statement.as_deref().unwrap_or("")
@@ -219,12 +240,13 @@ pub fn push_text(out: &mut String, r: &ObserveReport) {
         if let Some(b) = &r.per_commit_basis {
             push_prose(out, &format!("  per commit: {b}"));
         }
+        let w = label_width(&r.counters);
         for f in &r.counters {
             let _ = writeln!(
                 out,
-                "  {:<40} {:>14} {}",
+                "  {:<w$} {:>14} {}",
                 f.label,
-                format_num(f.value),
+                format_figure(f.value),
                 f.unit
             );
         }
@@ -309,12 +331,13 @@ pub fn push_text(out: &mut String, r: &ObserveReport) {
         if let Some(st) = &r.storage {
             push_places(out, st);
         }
+        let w = label_width(&r.cpu);
         for f in &r.cpu {
             let _ = writeln!(
                 out,
-                "  {:<40} {:>14} {}",
+                "  {:<w$} {:>14} {}",
                 f.label,
-                format_num(f.value),
+                format_figure(f.value),
                 f.unit
             );
         }
