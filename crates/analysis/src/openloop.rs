@@ -5,7 +5,10 @@
 //! An operation is the run of consecutive events of one session that share an intended start
 //! (e.g. `update` + `commit`); it is *due* at its intended start and *started* at the start of
 //! its first event. The backlog at the end of second k is the operations due by then minus those
-//! started by then.
+//! started by then. An operation is *late* when its session was still busy with an earlier one at
+//! its intended start (it then starts at once, behind schedule); otherwise it is *on time*: the
+//! session waited for the intended start, and what it started after it is the client's own
+//! wake-up, reported apart since every latency from the intended start holds it too.
 
 use serde::Serialize;
 
@@ -27,6 +30,21 @@ pub struct Backlog {
     pub max: u64,
     /// Operations due by the end of the run that never started.
     pub at_end: u64,
+    /// Operations that started (warm-up included), and of them those on time (their session
+    /// idle at their intended start).
+    pub operations: u64,
+    pub on_time: u64,
+    /// How long after their intended start the on-time operations started (the client's
+    /// wake-up), µs; `None` without any.
+    pub start_lag_us: Option<StartLag>,
+}
+
+/// The start lag of on-time operations, from 1-µs buckets (exact to the µs below 10 ms).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StartLag {
+    pub median: f64,
+    pub p99: f64,
+    pub max: f64,
 }
 
 impl Backlog {
@@ -47,7 +65,12 @@ impl Backlog {
             .iter()
             .map(|r| r.get(1).and_then(|v| v.to_json().as_u64()).unwrap_or(0))
             .collect();
-        Backlog::from_series(due, self.started_per_s)
+        Backlog {
+            operations: self.operations,
+            on_time: self.on_time,
+            start_lag_us: self.start_lag_us,
+            ..Backlog::from_series(due, self.started_per_s)
+        }
     }
 
     fn from_series(mut due: Vec<u64>, mut started: Vec<u64>) -> Backlog {
@@ -70,30 +93,75 @@ impl Backlog {
             due_per_s: due,
             started_per_s: started,
             backlog,
+            operations: 0,
+            on_time: 0,
+            start_lag_us: None,
         }
     }
 }
 
-/// Collects operations while blocks stream by.
+/// Collects operations while blocks stream by (each session's events in the order it recorded
+/// them, as the event files keep them).
 #[derive(Debug, Default)]
 pub struct BacklogAcc {
-    /// Per session, the intended start of its current operation.
-    current: std::collections::HashMap<u32, u64>,
+    /// Per session: its current operation.
+    current: std::collections::HashMap<u32, Current>,
     due: Vec<u64>,
     started: Vec<u64>,
+    operations: u64,
+    on_time: u64,
+    /// On-time start lags in 1-µs buckets; the last bucket holds 10 ms and more.
+    lag_us: Vec<u64>,
+    lag_max_ns: u64,
 }
 
+#[derive(Debug)]
+struct Current {
+    intended: u64,
+    late: bool,
+    /// The latest end of the session's events so far.
+    end: u64,
+}
+
+const LAG_BUCKETS: usize = 10_000;
+
 impl BacklogAcc {
-    /// Counts `e` if it opens an operation (warm-up included: this is a time series).
-    pub fn add(&mut self, e: &Event) {
+    /// Counts `e` if it opens an operation (warm-up included: this is a time series); true when
+    /// `e`'s operation is late (false for an event without an intended start).
+    pub fn add(&mut self, e: &Event) -> bool {
         let Some(intended) = e.intended_start_ns else {
-            return;
+            return false;
         };
-        if self.current.insert(e.session, intended) == Some(intended) {
-            return;
+        let end = e.start_ns.saturating_add(e.duration_ns);
+        if let Some(c) = self.current.get_mut(&e.session) {
+            if c.intended == intended {
+                c.end = c.end.max(end);
+                return c.late;
+            }
         }
+        let busy_until = self.current.get(&e.session).map_or(0, |c| c.end);
+        let late = busy_until > intended;
+        self.current.insert(
+            e.session,
+            Current {
+                intended,
+                late,
+                end: busy_until.max(end),
+            },
+        );
         bump(&mut self.due, intended);
         bump(&mut self.started, e.start_ns.max(intended));
+        self.operations += 1;
+        if !late {
+            self.on_time += 1;
+            let lag = e.start_ns.saturating_sub(intended);
+            if self.lag_us.is_empty() {
+                self.lag_us = vec![0; LAG_BUCKETS];
+            }
+            self.lag_us[((lag / 1000) as usize).min(LAG_BUCKETS - 1)] += 1;
+            self.lag_max_ns = self.lag_max_ns.max(lag);
+        }
+        late
     }
 
     /// The series, or `None` when no event carried an intended start.
@@ -101,7 +169,32 @@ impl BacklogAcc {
         if self.current.is_empty() {
             return None;
         }
-        Some(Backlog::from_series(self.due, self.started))
+        let start_lag_us = (self.on_time > 0).then(|| {
+            let max = self.lag_max_ns as f64 / 1e3;
+            // The bucket holding rank ⌈q·n⌉, at its lower edge, and never above the max.
+            let at = |q: f64| {
+                let rank = ((q * self.on_time as f64).ceil() as u64).max(1);
+                let mut seen = 0;
+                for (us, n) in self.lag_us.iter().enumerate() {
+                    seen += n;
+                    if seen >= rank {
+                        return (us as f64).min(max);
+                    }
+                }
+                max
+            };
+            StartLag {
+                median: at(0.5),
+                p99: at(0.99),
+                max,
+            }
+        });
+        Some(Backlog {
+            operations: self.operations,
+            on_time: self.on_time,
+            start_lag_us,
+            ..Backlog::from_series(self.due, self.started)
+        })
     }
 }
 
@@ -154,6 +247,22 @@ pub fn push_backlog_text(out: &mut String, b: &Backlog) {
         thousands(b.max),
         thousands(b.at_end)
     ));
+    if b.operations > 0 {
+        out.push_str(&format!(
+            "   on time {} of {} (their session idle at the intended start; late: behind its last)\n",
+            thousands(b.on_time),
+            thousands(b.operations)
+        ));
+    }
+    if let Some(l) = &b.start_lag_us {
+        out.push_str(&format!(
+            "   on-time start lag: median {}  p99 {}  max {}   (µs after the intended start: the \
+             client's wake-up)\n",
+            sig3(l.median),
+            sig3(l.p99),
+            sig3(l.max)
+        ));
+    }
     let shown = b.backlog.len().min(60);
     out.push_str("   second        due    started    backlog\n");
     for i in 0..shown {
@@ -208,6 +317,58 @@ mod tests {
         assert_eq!(b.backlog, vec![3, 2, 1, 0]);
         assert_eq!(b.max, 3);
         assert_eq!(b.at_end, 0);
+    }
+
+    /// Late means the session was busy at the intended start, whatever the start's lag; the
+    /// on-time operations' lags are the client's wake-up, reported to the µs.
+    #[test]
+    fn an_operation_is_late_when_its_session_was_busy_at_its_intended_start() {
+        let mut acc = BacklogAcc::default();
+        let op = |acc: &mut BacklogAcc, intended_us: u64, start_us: u64, dur_us: u64| {
+            let e = Event {
+                session: 0,
+                name: 0,
+                start_ns: start_us * 1000,
+                duration_ns: dur_us * 1000,
+                intended_start_ns: Some(intended_us * 1000),
+                outcome: 0,
+                flags: 0,
+                rows: 0,
+            };
+            // An operation of two events (update + commit): both share its lateness.
+            let first = acc.add(&e);
+            let second = acc.add(&Event {
+                start_ns: e.start_ns + e.duration_ns,
+                ..e
+            });
+            assert_eq!(first, second);
+            first
+        };
+        // On time (idle session), 20 µs after the intended start; ends at 1,220.
+        assert!(!op(&mut acc, 1_000, 1_020, 100));
+        // Due at 1,200 while the one before ran: late, though it started only 30 µs after.
+        assert!(op(&mut acc, 1_200, 1_230, 100));
+        // Due at 5,000, long after: on time, 3,000 µs after it (the client was starved).
+        assert!(!op(&mut acc, 5_000, 8_000, 10));
+        // On time, 40 µs.
+        assert!(!op(&mut acc, 9_000, 9_040, 10));
+        // Another session is its own schedule.
+        let other = Event {
+            session: 1,
+            name: 0,
+            start_ns: 1_210_000,
+            duration_ns: 10_000,
+            intended_start_ns: Some(1_200_000),
+            outcome: 0,
+            flags: 0,
+            rows: 0,
+        };
+        assert!(!acc.add(&other));
+        let b = acc.finish().unwrap();
+        assert_eq!((b.operations, b.on_time), (5, 4));
+        let l = b.start_lag_us.unwrap();
+        // Lags 10, 20, 40, 3,000 µs: the median is the 2nd, p99 the 4th.
+        assert_eq!((l.median, l.p99, l.max), (20.0, 3_000.0, 3_000.0));
     }
 
     #[test]

@@ -83,6 +83,8 @@ pub(super) fn load(
     let mut from_intended: Vec<IntendedAcc> = Vec::new();
     let mut intended_index: HashMap<String, usize> = HashMap::new();
     let mut intended_ids: HashMap<NameId, usize> = HashMap::new();
+    // Which operations are late (their session busy at the intended start), as `report` says.
+    let mut operations = crate::openloop::BacklogAcc::default();
     let (_, tail) = readable.for_each_block(|table: &NameTable, events: &[Event]| {
         block_ids.clear();
         intended_ids.clear();
@@ -108,6 +110,7 @@ pub(super) fn load(
                     })
                 })
             });
+            let late = open_loop && operations.add(e);
             if e.is_warmup() && !include_warmup {
                 continue;
             }
@@ -134,11 +137,11 @@ pub(super) fn load(
                     .or_default() += 1;
                 continue;
             }
-            if let (Some(slot), Some(intended)) = (intended_slot, e.intended_start_ns) {
+            if let (Some(slot), Some(_)) = (intended_slot, e.intended_start_ns) {
                 let acc = &mut from_intended[slot];
                 acc.latencies
                     .push(e.latency_from_intended_ns(), &mut intended_budget);
-                acc.late += u64::from(e.start_ns > intended);
+                acc.late += u64::from(late);
             }
             let end = e.start_ns.saturating_add(e.duration_ns);
             let widen = |span: Option<(u64, u64)>| {

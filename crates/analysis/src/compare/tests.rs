@@ -606,10 +606,16 @@ fn open_loop_latencies_beyond_the_budget_are_summarised_from_a_histogram() {
             .into_iter()
             .enumerate()
             .map(|(i, d)| {
-                let start = 1_000_000 + i as u64 * 1000;
+                // One operation a millisecond, each well under it.
+                let start = 1_000_000 + i as u64 * 1_000_000;
                 Event {
-                    // Every third operation started 50 µs after its intended start.
-                    intended_start_ns: Some(start - 50_000 * u64::from(i.is_multiple_of(3))),
+                    // Every third operation (from the second) was due while the one before it
+                    // ran: late. The others started 50 µs after their intended start, on time.
+                    intended_start_ns: Some(if i % 3 == 1 {
+                        start - 1_000_000 + 1_000
+                    } else {
+                        start - 50_000
+                    }),
                     ..FakeRun::event(id, 0, start, d)
                 }
             })

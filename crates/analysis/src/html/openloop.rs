@@ -10,7 +10,7 @@ use super::svg::{self, escape, Axis, Plot, Scale, Series, Style};
 use crate::compare::Comparison;
 use crate::openloop::Backlog;
 use crate::report::Report;
-use crate::text::{format_num, round_sig3};
+use crate::text::{format_num, round_sig3, sig3};
 
 /// (section HTML, plots as (file name, inline SVG)).
 pub type Section = (String, Vec<(String, String)>);
@@ -147,6 +147,27 @@ fn push_backlog_line(s: &mut String, label: Option<&str>, b: &Backlog) {
         format_num(b.max as f64),
         format_num(b.at_end as f64)
     );
+    if b.operations > 0 {
+        let _ = write!(
+            s,
+            "<p>On time {} of {} (the session idle at the intended start; the others started \
+             late, behind an earlier operation of their session).",
+            format_num(b.on_time as f64),
+            format_num(b.operations as f64)
+        );
+        if let Some(l) = &b.start_lag_us {
+            let _ = write!(
+                s,
+                " On-time operations started after their intended start by: median {} µs, p99 \
+                 {} µs, max {} µs (the client's wake-up, part of every latency from the intended \
+                 start).",
+                sig3(l.median),
+                sig3(l.p99),
+                sig3(l.max)
+            );
+        }
+        s.push_str("</p>");
+    }
 }
 
 /// The per-second series as a table (the first 60 seconds, as the text report).

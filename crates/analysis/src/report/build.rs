@@ -274,7 +274,7 @@ struct NameAcc {
     /// with 0, so a session that only failed shows as starved).
     per_session: BTreeMap<u32, u64>,
     /// End − intended start of the successful events that carry one (open loop), and how many
-    /// of them started late.
+    /// of them belong to late operations (their session busy at the intended start).
     from_intended: LatencyAcc,
     late: u64,
 }
@@ -353,7 +353,7 @@ impl Accumulator {
         self.block_ids.clear();
         for e in events {
             let i = self.slot(names, e.name);
-            self.backlog.add(e);
+            let late = self.backlog.add(e);
             let acc = &mut self.names[i];
             if e.is_warmup() && !self.include_warmup {
                 acc.warmup_excluded += 1;
@@ -373,14 +373,14 @@ impl Accumulator {
                 }
                 let acc = &mut self.names[i];
                 acc.durations.push(e.duration_ns, &mut self.budget);
-                if let Some(intended) = e.intended_start_ns {
+                if e.intended_start_ns.is_some() {
                     if self.budget.is_spent() {
                         spill_largest(&mut self.names, &mut self.budget);
                     }
                     let acc = &mut self.names[i];
                     acc.from_intended
                         .push(e.latency_from_intended_ns(), &mut self.budget);
-                    acc.late += u64::from(e.start_ns > intended);
+                    acc.late += u64::from(late);
                 }
             }
         }

@@ -310,6 +310,7 @@ pub fn add_due(total: &std::sync::Mutex<Vec<u64>>, mine: &[u64]) {
 /// [`SPIN_LEFT_NS`] it is spun away rather than slept, since a second sleep of a few nanoseconds
 /// would last the kernel's timer slack (50 µs) and start a paced operation late.
 pub fn wait_until(rec: &dbscope_core::Recorder, intended_ns: u64) {
+    dbscope_db::mux::precise_sleeps();
     let mut slept = false;
     loop {
         let now = rec.now();
