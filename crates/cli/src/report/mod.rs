@@ -82,7 +82,11 @@ pub fn cmd_export(a: ExportArgs) -> Result<u8, Exit> {
         .out
         .unwrap_or_else(|| a.run.join(format!("events.{}", format.extension())));
     let summary = export_run(&run, format, &out)?;
-    println!("wrote {} rows to {}", summary.rows, summary.path.display());
+    println!(
+        "wrote {} rows to {}",
+        dbscope_analysis::text::thousands(summary.rows as u64),
+        summary.path.display()
+    );
     match &summary.incomplete {
         None => Ok(0),
         Some(why) if a.allow_incomplete => {

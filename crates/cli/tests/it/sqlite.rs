@@ -356,7 +356,7 @@ fn export_both_formats_read_back() {
         dir.path(),
         &["export", "e", "--format", "parquet", "-o", "x.parquet"],
     );
-    assert!(out.contains("wrote 2000 rows"), "{out}");
+    assert!(out.contains("wrote 2,000 rows"), "{out}");
     let f = std::fs::File::open(join(dir.path(), "x.parquet")).unwrap();
     let reader = SerializedFileReader::new(f).unwrap();
     assert_eq!(reader.metadata().file_metadata().num_rows(), 2000);
