@@ -287,7 +287,7 @@ pub fn section(
 }
 
 fn opt(v: Option<f64>, d: usize) -> String {
-    v.map_or_else(|| "-".into(), |v| format!("{v:.d$}"))
+    v.map_or_else(|| "-".into(), |v| crate::text::thousands_fixed(v, d))
 }
 
 /// The sweep as text: the points measured vs fitted, the fit, where to look next.
@@ -336,14 +336,17 @@ pub fn render_text(
     match (fit, fit_error) {
         (Some(f), _) => {
             s.push_str(&format!(
-                "USL fit: λ = {:.1}{per}  σ = {:.6}  κ = {:.8}  R² = {}\n",
-                f.lambda,
+                "USL fit: λ = {}{per}  σ = {:.6}  κ = {:.8}  R² = {}\n",
+                crate::text::thousands_fixed(f.lambda, 1),
                 f.sigma,
                 f.kappa,
                 opt(f.r_squared, 4)
             ));
             if let (Some(n), Some(x)) = (f.peak_n, f.peak_x) {
-                s.push_str(&format!("peak: {x:.1}{per} at N = {n:.1} sessions\n"));
+                s.push_str(&format!(
+                    "peak: {}{per} at N = {n:.1} sessions\n",
+                    crate::text::thousands_fixed(x, 1)
+                ));
             }
             for n in &f.notes {
                 s.push_str(&format!("note: {n}\n"));

@@ -102,7 +102,7 @@ pub fn fit(points: &[(f64, f64)]) -> Result<UslFit, UslError> {
         notes.push("two concurrency levels: κ fixed at 0 (three are needed to estimate it)".into());
     }
     let start = linearised_start(points);
-    let mut best: Option<([f64; 3], f64)> = None;
+    let mut best: Option<([f64; 3], f64, usize)> = None;
     for free in candidates {
         let mut p0 = start;
         for i in 1..3 {
@@ -111,11 +111,18 @@ pub fn fit(points: &[(f64, f64)]) -> Result<UslFit, UslError> {
             }
         }
         let (p, rss) = levenberg_marquardt(points, p0, free);
-        if best.is_none_or(|(_, b)| rss < b) {
-            best = Some((p, rss));
+        if best.is_none_or(|(_, b, _)| rss < b) {
+            best = Some((p, rss, free.iter().filter(|f| **f).count()));
         }
     }
-    let ([lambda, sigma, kappa], rss) = best.expect("at least one candidate");
+    let ([lambda, sigma, kappa], rss, fitted) = best.expect("at least one candidate");
+    if points.len() <= fitted {
+        notes.push(format!(
+            "{} points for {fitted} parameters: the curve can pass through every point, so R² \
+             tells nothing; measure more session counts or --repeat",
+            points.len()
+        ));
+    }
     let mean = points.iter().map(|p| p.1).sum::<f64>() / points.len() as f64;
     let tss: f64 = points.iter().map(|p| (p.1 - mean).powi(2)).sum();
     let r_squared = (tss > 0.0).then(|| 1.0 - rss / tss);
@@ -391,6 +398,40 @@ mod tests {
         assert_eq!(f.kappa, 0.0);
         assert!(close(f.lambda, 100.0, 1e-9, 0.0) && close(f.sigma, 1.0 / 9.0, 1e-8, 0.0));
         assert!(f.notes.iter().any(|n| n.contains("two concurrency levels")));
+    }
+
+    /// As many points as the fit's free parameters: it passes through them all and R² = 1
+    /// means nothing, which the fit says; with more points it does not.
+    #[test]
+    fn as_many_points_as_parameters_is_said() {
+        let three = [(1.0, 1726.4), (2.0, 1430.3), (4.0, 1228.7)];
+        let f = fit(&three).unwrap();
+        assert!(f.r_squared.unwrap() > 0.999_999, "{f:?}");
+        assert!(
+            f.notes
+                .iter()
+                .any(|n| n.contains("3 points for 3 parameters")),
+            "{:?}",
+            f.notes
+        );
+        let two = fit(&[(1.0, 100.0), (2.0, 180.0)]).unwrap();
+        assert!(two
+            .notes
+            .iter()
+            .any(|n| n.contains("2 points for 2 parameters")));
+        let five = fit(&[
+            (1.0, 1000.0),
+            (2.0, 1800.0),
+            (4.0, 2900.0),
+            (8.0, 3300.0),
+            (16.0, 2800.0),
+        ])
+        .unwrap();
+        assert!(
+            !five.notes.iter().any(|n| n.contains("parameters")),
+            "{:?}",
+            five.notes
+        );
     }
 
     #[test]
