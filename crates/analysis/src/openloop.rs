@@ -10,6 +10,8 @@
 //! session waited for the intended start, and what it started after it is the client's own
 //! wake-up, reported apart since every latency from the intended start holds it too.
 
+use std::collections::hash_map::{Entry, HashMap};
+
 use serde::Serialize;
 
 use dbscope_core::Event;
@@ -105,7 +107,7 @@ impl Backlog {
 #[derive(Debug, Default)]
 pub struct BacklogAcc {
     /// Per session: its current operation.
-    current: std::collections::HashMap<u32, Current>,
+    current: HashMap<u32, Current>,
     due: Vec<u64>,
     started: Vec<u64>,
     operations: u64,
@@ -133,22 +135,31 @@ impl BacklogAcc {
             return false;
         };
         let end = e.start_ns.saturating_add(e.duration_ns);
-        if let Some(c) = self.current.get_mut(&e.session) {
-            if c.intended == intended {
-                c.end = c.end.max(end);
-                return c.late;
+        // One look-up per event: the session's current operation, opened here if new.
+        let late = match self.current.entry(e.session) {
+            Entry::Occupied(o) => {
+                let c = o.into_mut();
+                if c.intended == intended {
+                    c.end = c.end.max(end);
+                    return c.late;
+                }
+                let late = c.end > intended;
+                *c = Current {
+                    intended,
+                    late,
+                    end: c.end.max(end),
+                };
+                late
             }
-        }
-        let busy_until = self.current.get(&e.session).map_or(0, |c| c.end);
-        let late = busy_until > intended;
-        self.current.insert(
-            e.session,
-            Current {
-                intended,
-                late,
-                end: busy_until.max(end),
-            },
-        );
+            Entry::Vacant(v) => {
+                v.insert(Current {
+                    intended,
+                    late: false,
+                    end,
+                });
+                false
+            }
+        };
         bump(&mut self.due, intended);
         bump(&mut self.started, e.start_ns.max(intended));
         self.operations += 1;

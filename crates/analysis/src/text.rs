@@ -102,6 +102,16 @@ pub fn format_num(v: f64) -> String {
     }
 }
 
+/// The width of a text column holding `cells`: its longest cell in characters, at least `min`.
+pub fn column_width<'a>(cells: impl IntoIterator<Item = &'a str>, min: usize) -> usize {
+    cells
+        .into_iter()
+        .map(|c| c.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(min)
+}
+
 /// A figure of a report's or comparison's table: as [`format_num`] from 1 up, and with 3
 /// significant digits under 1, so that a small figure is not printed as a zero (fsyncs per
 /// commit with `innodb_flush_log_at_trx_commit=2`: 0.000123, not `0` and "−100 %").

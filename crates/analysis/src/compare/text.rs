@@ -52,12 +52,7 @@ pub fn render_text(c: &Comparison) -> String {
         out.push_str("manifests: no differences (timestamps and command lines aside)\n");
     } else {
         out.push_str("manifests differ:\n");
-        let w = c
-            .manifest_diff
-            .iter()
-            .map(|d| d.field.chars().count())
-            .max()
-            .unwrap_or(0);
+        let w = crate::text::column_width(c.manifest_diff.iter().map(|d| d.field.as_str()), 0);
         for d in &c.manifest_diff {
             let v = |x: &Option<String>| {
                 x.as_deref()

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::build::build_with;
 use super::model::{Figure, ObserveReport};
-use crate::text::{change_text, format_figure};
+use crate::text::{change_text, column_width, format_figure};
 
 /// The same sections for two runs side by side, with the change.
 #[derive(Clone, Debug, Serialize)]
@@ -123,12 +123,7 @@ pub fn push_compare_text(out: &mut String, c: &ObserveComparison) {
     let (ta, tb) = (top(&c.a), top(&c.b));
     if !ta.is_empty() || !tb.is_empty() {
         let _ = writeln!(out, "Top timed events (% of DB time)");
-        let w = ta
-            .iter()
-            .map(|s| s.chars().count())
-            .max()
-            .unwrap_or(0)
-            .max(40);
+        let w = column_width(ta.iter().map(String::as_str), 40);
         let _ = writeln!(out, "  {:<w$}   B", "A");
         for i in 0..ta.len().max(tb.len()) {
             let _ = writeln!(
@@ -145,13 +140,7 @@ pub fn push_compare_text(out: &mut String, c: &ObserveComparison) {
         }
     }
     if !c.figures.is_empty() {
-        let w = c
-            .figures
-            .iter()
-            .map(|f| f.label.chars().count())
-            .max()
-            .unwrap_or(0)
-            .max(40);
+        let w = column_width(c.figures.iter().map(|f| f.label.as_str()), 40);
         let _ = writeln!(
             out,
             "  {:<w$} {:>14} {:>14} {:>9}",

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::model::{Figure, ObserveReport, TableIoRow};
-use crate::text::{format_figure, format_num, push_prose, sig3};
+use crate::text::{column_width, format_figure, format_num, push_prose, sig3};
 
 fn fmt_opt(v: Option<f64>) -> String {
     v.map_or("-".into(), format_num)
@@ -145,12 +145,7 @@ fn push_steps(out: &mut String, r: &ObserveReport) {
 
 /// The label column of a list of figures: its longest label, at least 40.
 fn label_width(figures: &[Figure]) -> usize {
-    figures
-        .iter()
-        .map(|f| f.label.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(40)
+    column_width(figures.iter().map(|f| f.label.as_str()), 40)
 }
 
 /// Appends the section to a text report.
@@ -198,16 +193,8 @@ pub fn push_text(out: &mut String, r: &ObserveReport) {
             );
         }
         let shown = || t.rows.iter().take(10);
-        let ew = shown()
-            .map(|r| r.event.chars().count())
-            .max()
-            .unwrap_or(0)
-            .max(28);
-        let cw = shown()
-            .map(|r| r.class.chars().count())
-            .max()
-            .unwrap_or(0)
-            .max(12);
+        let ew = column_width(shown().map(|r| r.event.as_str()), 28);
+        let cw = column_width(shown().map(|r| r.class.as_str()), 12);
         let _ = writeln!(
             out,
             "  {:<ew$} {:<cw$} {:>8} {:>9} {:>10}  statement",
