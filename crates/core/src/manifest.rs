@@ -139,6 +139,54 @@ pub struct HostInfo {
     /// that order (/proc/cpuinfo `flags`, or `Features` on arm64); empty when not readable.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cpu_flags: Vec<String>,
+    /// CPUs online on the machine (/sys/devices/system/cpu/online), when readable; `cpus` is
+    /// what the process may use, fewer under `taskset` or a cgroup's CPU limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub online_cpus: Option<u32>,
+    /// The CPUs dbscope's process, and so its client threads, may run on, as the kernel lists
+    /// them (`Cpus_allowed_list` of /proc/self/status: `0-1`, `0`); empty when not readable. On
+    /// a small machine the client's placement beside the server's processes moves throughput by
+    /// tens of per cent (bench/lookup-vs-pgbench), so a run records it and `compare` shows it
+    /// when A's and B's differ.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub client_cpus: String,
+    /// The scheduler's autogroups (`kernel.sched_autogroup_enabled`), when readable: with them
+    /// CPU time is shared between sessions first (a server started by a service manager or
+    /// `pg_ctl` is one, the shell running dbscope another), then between their threads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sched_autogroup: Option<bool>,
+}
+
+/// The number of CPUs in a kernel CPU list (`0-3,6,8-9`: 7); `None` when it is not one.
+pub fn cpu_list_len(list: &str) -> Option<u32> {
+    let list = list.trim();
+    if list.is_empty() {
+        return None;
+    }
+    let mut n = 0u32;
+    for part in list.split(',') {
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => (a.trim().parse::<u32>().ok()?, b.trim().parse::<u32>().ok()?),
+            None => {
+                let c = part.trim().parse::<u32>().ok()?;
+                (c, c)
+            }
+        };
+        if hi < lo {
+            return None;
+        }
+        n = n.checked_add(hi - lo + 1)?;
+    }
+    Some(n)
+}
+
+/// `Cpus_allowed_list` of a /proc/PID/status text.
+fn allowed_cpu_list(status: &str) -> Option<String> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(|v| v.trim().to_string())
+        .filter(|v| cpu_list_len(v).is_some())
 }
 
 /// The CPU flags recorded in [`HostInfo::cpu_flags`] when present: AES and carry-less multiply
@@ -335,7 +383,26 @@ impl HostInfo {
             hugepages_free: meminfo_value(&meminfo, "HugePages_Free"),
             hugepage_bytes: meminfo_value(&meminfo, "Hugepagesize"),
             cpu_flags,
+            online_cpus: read("/sys/devices/system/cpu/online").and_then(|l| cpu_list_len(&l)),
+            client_cpus: std::fs::read_to_string("/proc/self/status")
+                .ok()
+                .and_then(|t| allowed_cpu_list(&t))
+                .unwrap_or_default(),
+            sched_autogroup: flag("/proc/sys/kernel/sched_autogroup_enabled"),
         }
+    }
+
+    /// Where the client ran when it was held to some of the machine's CPUs: `client on CPU 0`,
+    /// `client on CPUs 0-3 of 8`; empty when it could use them all or either is unknown.
+    pub fn client_placement(&self) -> String {
+        let (Some(online), Some(n)) = (self.online_cpus, cpu_list_len(&self.client_cpus)) else {
+            return String::new();
+        };
+        if n >= online {
+            return String::new();
+        }
+        let cpus = if n == 1 { "CPU" } else { "CPUs" };
+        format!("client on {cpus} {} of {online}", self.client_cpus)
     }
 
     /// The memory facts in a few words: `NUMA memory node0 23.5 GiB, huge pages 0 of 2 MiB
@@ -617,6 +684,36 @@ mod tests {
         // And this machine's are read without failing.
         let here = HostInfo::detect();
         assert!(here.cpus > 0);
+    }
+
+    #[test]
+    fn the_clients_cpus_and_the_machines() {
+        assert_eq!(cpu_list_len("0-1"), Some(2));
+        assert_eq!(cpu_list_len("0"), Some(1));
+        assert_eq!(cpu_list_len("0-3,6,8-9\n"), Some(7));
+        for bad in ["", "a", "3-1", "0-", ",", "0,,1", "-1"] {
+            assert_eq!(cpu_list_len(bad), None, "{bad:?}");
+        }
+        let status = "Name:\tdbscope\nCpus_allowed:\t1\nCpus_allowed_list:\t0\nMems_allowed:\t1\n";
+        assert_eq!(allowed_cpu_list(status).as_deref(), Some("0"));
+        assert_eq!(allowed_cpu_list("Name:\tx\n"), None);
+        let h = |online, client: &str| HostInfo {
+            online_cpus: online,
+            client_cpus: client.into(),
+            ..HostInfo::default()
+        };
+        assert_eq!(h(Some(2), "0").client_placement(), "client on CPU 0 of 2");
+        assert_eq!(
+            h(Some(8), "0-3").client_placement(),
+            "client on CPUs 0-3 of 8"
+        );
+        assert_eq!(h(Some(2), "0-1").client_placement(), "");
+        assert_eq!(h(None, "0").client_placement(), "");
+        assert_eq!(h(Some(2), "").client_placement(), "");
+        // This process: its list is read and no longer than the machine's.
+        let here = HostInfo::detect();
+        let n = cpu_list_len(&here.client_cpus).expect("Cpus_allowed_list is read on Linux");
+        assert!(n >= 1 && n <= here.online_cpus.unwrap(), "{here:?}");
     }
 
     #[test]

@@ -85,9 +85,13 @@ pub(super) fn run_table(rep: &Report) -> String {
         &mut s,
         "host",
         &format!(
-            "{} — {} cpus, {:.1} GiB{}",
+            "{} — {} cpus{}, {:.1} GiB{}",
             r.host.uname,
-            r.host.cpus,
+            r.host.online_cpus.unwrap_or(r.host.cpus),
+            match r.host.client_placement() {
+                p if p.is_empty() => String::new(),
+                p => format!(" ({p})"),
+            },
             r.host.memory_bytes as f64 / (1u64 << 30) as f64,
             match r.host.cpu_summary() {
                 c if c.is_empty() => String::new(),

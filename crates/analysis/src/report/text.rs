@@ -123,8 +123,13 @@ pub fn render_text(r: &Report) -> String {
     if !h.uname.is_empty() {
         items.push(one_line(&h.uname));
     }
-    if h.cpus > 0 {
-        items.push(format!("{} cpus", h.cpus));
+    match (h.online_cpus, h.cpus) {
+        (Some(n), _) | (None, n) if n > 0 => items.push(format!("{n} cpus")),
+        _ => {}
+    }
+    let placement = h.client_placement();
+    if !placement.is_empty() {
+        items.push(placement);
     }
     if h.memory_bytes > 0 {
         items.push(format!(

@@ -259,3 +259,81 @@ fn issue_34_one_session_is_singular() {
     assert!(sessions.len() <= 1, "{sessions:?}");
     assert!(out.contains(" from 1 session into "), "{out}");
 }
+
+/// Why lookups swing (issue 34's goal): where the client runs beside the server moves a small
+/// machine's throughput by tens of per cent. A run records the CPUs its client may use, `report`
+/// says when it was held to some of them, and `compare` shows A's and B's.
+#[test]
+fn issue_34_a_run_held_to_one_cpu_says_so_and_compare_shows_it() {
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    let online_n: u32 = online
+        .trim()
+        .split(',')
+        .map(|p| match p.split_once('-') {
+            Some((a, b)) => b.parse::<u32>().unwrap() - a.parse::<u32>().unwrap() + 1,
+            None => 1,
+        })
+        .sum();
+    let mine = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .to_string();
+    if online_n < 2 || mine != online.trim() {
+        eprintln!("skipped: needs 2 or more CPUs and a test process free to use them all");
+        return;
+    }
+    let dir = tempdir();
+    let target = format!("sqlite:{}", s(&join(dir.path(), "c.db")));
+    let args = |out: &'static str| Argv::run("commit").target(&target).ops(20).out(out).quiet();
+    ok(dir.path(), &args("free").args());
+    // Held to CPU 0 as a user would hold it (util-linux's taskset, as the benches do).
+    let Ok(out) = std::process::Command::new("taskset")
+        .args(["-c", "0", env!("CARGO_BIN_EXE_dbscope")])
+        .args(args("held").args())
+        .current_dir(dir.path())
+        .output()
+    else {
+        eprintln!("skipped: taskset (util-linux) is not installed");
+        return;
+    };
+    assert!(out.status.success(), "{out:?}");
+
+    let free = &manifest(&join(dir.path(), "free"))["host"];
+    let held = &manifest(&join(dir.path(), "held"))["host"];
+    assert_eq!(free["client_cpus"].as_str(), Some(online.trim()), "{free}");
+    assert_eq!(held["client_cpus"].as_str(), Some("0"), "{held}");
+    assert_eq!(
+        held["online_cpus"].as_u64(),
+        Some(online_n as u64),
+        "{held}"
+    );
+    assert_eq!(held["cpus"].as_u64(), Some(1), "{held}");
+
+    let host_line = |run: &str| {
+        let text = ok(dir.path(), &["report", run]);
+        text.lines()
+            .skip_while(|l| !l.starts_with("host"))
+            .take_while(|l| l.starts_with("host") || l.starts_with("   "))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let h = host_line("held");
+    assert!(h.contains(&format!("{online_n} cpus")), "{h}");
+    assert!(h.contains(&format!("client on CPU 0 of {online_n}")), "{h}");
+    let h = host_line("free");
+    assert!(h.contains(&format!("{online_n} cpus")), "{h}");
+    assert!(!h.contains("client on"), "{h}");
+
+    let cmp = ok(dir.path(), &["compare", "free", "held"]);
+    let line = cmp
+        .lines()
+        .find(|l| l.trim_start().starts_with("host.client_cpus"))
+        .unwrap_or_else(|| panic!("no host.client_cpus line:\n{cmp}"));
+    assert!(
+        line.contains(&format!("A: {}", online.trim())) && line.contains("B: 0"),
+        "{line}"
+    );
+}
