@@ -63,8 +63,11 @@ fn baselines_are_named_listed_shown_compared_against_and_survive_a_rebuild() {
         ["off1", "off2"]
     );
 
-    // synchronous=full commits with an fsync each: against the off baseline, a regression.
-    let gate = ["--event", "commit", "--fail-if", "mean>+5%"];
+    // synchronous=full commits with an fsync each: against the off baseline, a regression (its
+    // median 20-25x the baseline's here). The gate is on the median: a mean can be pulled up by
+    // a few writes stalled behind the rest of the suite's I/O (seen once in CI: the off runs'
+    // stalls widened the mean's interval past the gate and `full` passed it).
+    let gate = ["--event", "commit", "--fail-if", "p50>+5%"];
     let mut args = vec!["compare", "--baseline", "main", "runs/full"];
     args.extend_from_slice(&gate);
     let slower = run(d, &args);
