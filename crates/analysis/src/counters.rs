@@ -8,8 +8,8 @@ use serde::Serialize;
 use dbscope_core::{Column, CounterSection, CounterTable, CounterValue};
 
 use crate::text::{
-    change_text, one_line, push_wrapped, push_wrapped_words, shorten_json, thousands_fixed,
-    thousands_i, truncate_middle,
+    change_text, column_width, one_line, push_wrapped, push_wrapped_words, shorten_json,
+    thousands_fixed, thousands_i, truncate_middle,
 };
 
 /// Top-level fields of the report's JSON that a section must not replace (`top` is added by
@@ -169,13 +169,7 @@ fn push_table(out: &mut String, t: &CounterTable) {
     }))
     .collect();
     let widths: Vec<usize> = (0..t.columns.len())
-        .map(|i| {
-            lines
-                .iter()
-                .map(|l| l[i].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
+        .map(|i| column_width(lines.iter().map(|l| l[i].as_str()), 0))
         .collect();
     let right: Vec<bool> = (0..t.columns.len()).map(|i| numeric(&t.rows, i)).collect();
     for l in &lines {

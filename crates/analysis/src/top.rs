@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use dbscope_core::{Error, Event, NameId, NameTable, RunDir};
 
-use crate::text::one_line;
+use crate::text::{column_width, one_line};
 
 /// One of the slowest events.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -212,13 +212,7 @@ pub fn render_text(t: &TopEvents) -> String {
         None => "successful events".into(),
     };
     let mut out = format!("top {} of {} {what}, slowest first\n", t.events.len(), t.of);
-    let w = t
-        .events
-        .iter()
-        .map(|e| e.name.chars().count())
-        .max()
-        .unwrap_or(5)
-        .clamp(5, 40);
+    let w = column_width(t.events.iter().map(|e| e.name.as_str()), 5).min(40);
     let sources = t.events.iter().any(|e| e.source.is_some());
     out.push_str(&format!(
         "{:>6}  {:<w$}  {:>14}  {:>7}  {:>14}  start (UTC){}\n",

@@ -384,16 +384,21 @@ impl HostInfo {
             hugepage_bytes: meminfo_value(&meminfo, "Hugepagesize"),
             cpu_flags,
             online_cpus: read("/sys/devices/system/cpu/online").and_then(|l| cpu_list_len(&l)),
-            client_cpus: std::fs::read_to_string("/proc/self/status")
-                .ok()
+            client_cpus: read("/proc/self/status")
                 .and_then(|t| allowed_cpu_list(&t))
                 .unwrap_or_default(),
             sched_autogroup: flag("/proc/sys/kernel/sched_autogroup_enabled"),
         }
     }
 
-    /// Where the client ran when it was held to some of the machine's CPUs: `client on CPU 0`,
-    /// `client on CPUs 0-3 of 8`; empty when it could use them all or either is unknown.
+    /// The machine's CPUs: those online, else (an older run, or /sys not readable) those the
+    /// process could use.
+    pub fn machine_cpus(&self) -> u32 {
+        self.online_cpus.unwrap_or(self.cpus)
+    }
+
+    /// Where the client ran when it was held to some of the machine's CPUs: `client on CPU 0 of
+    /// 2`, `client on CPUs 0-3 of 8`; empty when it could use them all or either is unknown.
     pub fn client_placement(&self) -> String {
         let (Some(online), Some(n)) = (self.online_cpus, cpu_list_len(&self.client_cpus)) else {
             return String::new();

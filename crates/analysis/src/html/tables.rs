@@ -87,7 +87,7 @@ pub(super) fn run_table(rep: &Report) -> String {
         &format!(
             "{} — {} cpus{}, {:.1} GiB{}",
             r.host.uname,
-            r.host.online_cpus.unwrap_or(r.host.cpus),
+            r.host.machine_cpus(),
             match r.host.client_placement() {
                 p if p.is_empty() => String::new(),
                 p => format!(" ({p})"),

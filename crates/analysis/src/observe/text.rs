@@ -268,20 +268,8 @@ pub fn push_text(out: &mut String, r: &ObserveReport) {
         );
         if !r.disks.is_empty() {
             // Roles joined by `+` (data+WAL+temp+run) and loop/nvme names can be long.
-            let rw = r
-                .disks
-                .iter()
-                .map(|d| d.role.len())
-                .max()
-                .unwrap_or(0)
-                .max(9);
-            let dw = r
-                .disks
-                .iter()
-                .map(|d| d.device.len())
-                .max()
-                .unwrap_or(0)
-                .max(8);
+            let rw = column_width(r.disks.iter().map(|d| d.role.as_str()), 9);
+            let dw = column_width(r.disks.iter().map(|d| d.device.as_str()), 8);
             let _ = writeln!(
                 out,
                 "  {:<rw$} {:<dw$} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8} {:>8} {:>7} {:>6}",

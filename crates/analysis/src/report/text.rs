@@ -6,8 +6,8 @@ use dbscope_core::Outcome;
 use super::model::{MeasuredReport, Report, SettingRow};
 use crate::summary::{EventReport, SessionSpread};
 use crate::text::{
-    break_item, one_line, plural, push_prose, push_wrapped, push_wrapped_whole, span, thousands,
-    thousands_f1, thousands_fixed, truncate_middle, MAX_LINE,
+    break_item, column_width, one_line, plural, push_prose, push_wrapped, push_wrapped_whole, span,
+    thousands, thousands_f1, thousands_fixed, truncate_middle, MAX_LINE,
 };
 
 /// Width of the label column of the header lines (`run`, `workload`, ...).
@@ -123,9 +123,8 @@ pub fn render_text(r: &Report) -> String {
     if !h.uname.is_empty() {
         items.push(one_line(&h.uname));
     }
-    match (h.online_cpus, h.cpus) {
-        (Some(n), _) | (None, n) if n > 0 => items.push(format!("{n} cpus")),
-        _ => {}
+    if h.machine_cpus() > 0 {
+        items.push(format!("{} cpus", h.machine_cpus()));
     }
     let placement = h.client_placement();
     if !placement.is_empty() {
@@ -238,12 +237,13 @@ fn push_psql_table(out: &mut String, t: &dbscope_core::CounterTable) {
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            cells
-                .iter()
-                .map(|r| r[i].chars().count())
-                .chain([c.label.chars().count()])
-                .max()
-                .unwrap_or(0)
+            column_width(
+                cells
+                    .iter()
+                    .map(|r| r[i].as_str())
+                    .chain([c.label.as_str()]),
+                0,
+            )
         })
         .collect();
     let head: Vec<String> = t
@@ -305,19 +305,10 @@ fn push_settings(out: &mut String, rows: &[SettingRow]) {
                 ]
             }))
             .collect();
-    let w0 = cells
-        .iter()
-        .map(|c| c[0].chars().count())
-        .max()
-        .unwrap_or(0);
+    let w0 = column_width(cells.iter().map(|c| c[0].as_str()), 0);
     // Values are wrapped at their words in their column, never shortened (issue 34: `dbscope:
     // retry ev…SQLite's back-off)`); the requested column is at most 28 wide.
-    let w1 = cells
-        .iter()
-        .map(|c| c[1].chars().count())
-        .max()
-        .unwrap_or(0)
-        .min(28);
+    let w1 = column_width(cells.iter().map(|c| c[1].as_str()), 0).min(28);
     let room = MAX_LINE.saturating_sub(LABEL + w0 + 2 + w1 + 2).max(20);
     for (i, [name, req, eff]) in cells.iter().enumerate() {
         let req = wrap_words(req, w1);
