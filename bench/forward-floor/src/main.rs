@@ -7,6 +7,11 @@
 //!
 //! Not a proxy for real use: a write that would block is retried at once (the bench's messages
 //! are small), and a session ends at the first error on either side.
+//!
+//! `forward-floor --uring LISTEN_ADDR UPSTREAM_SOCKET` forwards the same way on `io_uring`
+//! (`uring.rs`): what fewer system calls per transaction would save.
+
+mod uring;
 
 use std::io::{ErrorKind, Read, Write};
 
@@ -35,13 +40,22 @@ fn write_all(w: &mut impl Write, mut data: &[u8]) -> std::io::Result<()> {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
+    let mut args: Vec<String> = std::env::args().collect();
+    let on_uring = args.get(1).is_some_and(|a| a == "--uring");
+    if on_uring {
+        args.remove(1);
+    }
     if args.len() != 3 {
-        eprintln!("usage: forward-floor LISTEN_ADDR UPSTREAM_SOCKET");
+        eprintln!("usage: forward-floor [--uring] LISTEN_ADDR UPSTREAM_SOCKET");
         std::process::exit(2);
     }
     let listen: std::net::SocketAddr = args[1].parse().expect("LISTEN_ADDR: IP:PORT");
     let upstream = &args[2];
+    if on_uring {
+        let listener = std::net::TcpListener::bind(listen).expect("bind");
+        eprintln!("clients connect to {listen} (io_uring)");
+        return uring::run(listener, upstream);
+    }
     let mut poll = Poll::new().expect("epoll");
     let mut listener = TcpListener::bind(listen).expect("bind");
     poll.registry()
