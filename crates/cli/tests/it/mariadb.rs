@@ -52,6 +52,11 @@ fn commit_run_on_mariadb_records_the_server_and_hides_the_password() {
         t["settings_effective"]["innodb_flush_log_at_trx_commit"].is_string(),
         "{t}"
     );
+    // The database was empty: the run made its table, and its engine is recorded all the same.
+    assert_eq!(
+        t["settings_effective"]["engine.dbscope_commit"], "InnoDB",
+        "{t}"
+    );
     let r = report_json(dir.path(), &run_dir);
     for name in ["update", "commit"] {
         assert_eq!(event(&r, name)["count"], 400, "{name}");

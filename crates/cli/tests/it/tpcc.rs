@@ -394,6 +394,16 @@ fn tpcc_on_mariadb_builds_runs_consistent_and_counts_tpm_from_the_server() {
         "InnoDB"
     );
     assert_eq!(my.query(&db, "SELECT count(*) FROM stock"), "200000");
+    // The build made the tables: their engines are in its manifest, read once they exist.
+    let built = manifest(&dir.path().join("my-build"));
+    for table in ["stock", "order_line", "warehouse"] {
+        assert_eq!(
+            built["target"]["settings_effective"][format!("engine.{table}")],
+            "InnoDB",
+            "{table}: {}",
+            built["target"]
+        );
+    }
     let r = assert_run(dir.path(), &run1, 3);
     let t = &r["tpcc"];
     assert_eq!(

@@ -364,6 +364,10 @@ impl Target for MyTarget {
             infile,
         }))
     }
+    fn table_facts(&self) -> TargetResult<BTreeMap<String, String>> {
+        engines(&mut self.open()?)
+    }
+
     fn describe(&self) -> TargetResult<TargetInfo> {
         let mut conn = self.open()?;
         let (version, comment): (String, String) = conn
@@ -392,16 +396,7 @@ impl Target for MyTarget {
                 .map_err(classify)?;
             effective.insert(name.clone(), row.map(|r| r.1).unwrap_or_default());
         }
-        let engines: Vec<(String, String)> = conn
-            .exec(
-                "SELECT table_name, engine FROM information_schema.tables \
-                 WHERE table_schema = DATABASE() AND engine IS NOT NULL ORDER BY table_name",
-                (),
-            )
-            .map_err(classify)?;
-        for (t, e) in engines {
-            effective.insert(format!("engine.{t}"), e);
-        }
+        effective.extend(engines(&mut conn)?);
         Ok(TargetInfo {
             kind: "mysql".into(),
             location: self.info.location(),
@@ -414,6 +409,21 @@ impl Target for MyTarget {
             settings_effective: effective,
         })
     }
+}
+
+/// `engine.TABLE` for each table of the connection's database that has an engine (not views).
+fn engines(conn: &mut Conn) -> TargetResult<BTreeMap<String, String>> {
+    let rows: Vec<(String, String)> = conn
+        .exec(
+            "SELECT table_name, engine FROM information_schema.tables \
+             WHERE table_schema = DATABASE() AND engine IS NOT NULL ORDER BY table_name",
+            (),
+        )
+        .map_err(classify)?;
+    Ok(rows
+        .into_iter()
+        .map(|(t, e)| (format!("engine.{t}"), e))
+        .collect())
 }
 
 struct MySession {

@@ -2,6 +2,8 @@
 //! [`Param`], [`StmtId`] and [`TargetError`]. A leaf module: the crate root re-exports it and the
 //! target modules (`null`, `pg`, `sqlite`) implement it, so neither imports the other back.
 
+use std::collections::BTreeMap;
+
 use dbscope_core::TargetInfo;
 use dbscope_pgwire::SqlState;
 
@@ -168,6 +170,13 @@ pub trait Target: Send + Sync {
     /// Connects once, applies the settings, and reads back the server version and the effective
     /// values of the relevant settings, for the manifest.
     fn describe(&self) -> TargetResult<TargetInfo>;
+    /// What the target knows of the database's tables now, as entries of the manifest's
+    /// effective settings (MariaDB/MySQL: `engine.TABLE`, each table's storage engine).
+    /// [`Target::describe`] includes them; a run reads them again once its workload has made
+    /// its tables, so the tables the run created are listed too. None for other targets.
+    fn table_facts(&self) -> TargetResult<BTreeMap<String, String>> {
+        Ok(BTreeMap::new())
+    }
     /// The database file on this machine (SQLite), for its size and the device holding it.
     fn data_path(&self) -> Option<std::path::PathBuf> {
         None

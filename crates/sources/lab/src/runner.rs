@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use dbscope_core::record::{session_seed, Pumped, Recorder, Recording, RunClock, StopSignal};
 use dbscope_core::stats::LatencyHistogram;
-use dbscope_core::{Event, Manifest, NameId, Outcome, RunnerInfo, WorkloadInfo};
+use dbscope_core::{Event, Manifest, NameId, Outcome, RunnerInfo, TargetInfo, WorkloadInfo};
 
 use crate::error::Error;
 use crate::explain::Explainer;
@@ -125,6 +125,14 @@ pub struct RunResult {
     pub elapsed: Duration,
 }
 
+/// Adds what `target` knows of its tables now ([`Target::table_facts`]) to `info`, once a
+/// workload or a load has made them; what cannot be read then leaves `info` as it was.
+pub(crate) fn add_table_facts(info: &mut TargetInfo, target: &dyn Target) {
+    if let Ok(facts) = target.table_facts() {
+        info.settings_effective.extend(facts);
+    }
+}
+
 /// Describes the target, sets up the workload, creates the run directory, runs the sessions while
 /// writing events, and records how it ended. `stop` may be fired from another thread (Ctrl-C).
 pub fn run(
@@ -144,8 +152,10 @@ pub fn run(
             ),
         ));
     }
-    let target_info = spec.target.describe()?;
+    let mut target_info = spec.target.describe()?;
     spec.workload.setup(spec.target, cfg.sessions, stop)?;
+    // The tables setup made (a first run's, or `--fresh`'s) are listed with the others.
+    add_table_facts(&mut target_info, spec.target);
 
     let mut manifest = Manifest::new(
         "workload",

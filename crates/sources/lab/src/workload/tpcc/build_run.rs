@@ -55,6 +55,9 @@ pub fn build_recorded(
     let mut rec = Recording::begin(dir, m)?;
     let clock = rec.start_clock()?;
     let (result, steps) = build_timed(target, opts, &|| clock.now_ns());
+    if let Some(info) = rec.manifest_mut().target.as_mut() {
+        crate::runner::add_table_facts(info, target);
+    }
     let mut events: Vec<Event> = steps
         .iter()
         .map(|s| Event {

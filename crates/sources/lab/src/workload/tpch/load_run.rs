@@ -86,6 +86,9 @@ pub fn load_recorded(
         progress,
         &clock,
     );
+    if let Some(info) = rec.manifest_mut().target.as_mut() {
+        crate::runner::add_table_facts(info, target);
+    }
     let failed = rec.names().intern_outcome("load-failed");
     let mut events = Vec::with_capacity(timings.len());
     for t in &timings {
