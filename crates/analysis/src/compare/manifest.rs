@@ -26,7 +26,7 @@ pub fn manifest_diff(a: &RunDir, b: &RunDir) -> Vec<ManifestDiff> {
 }
 
 /// Fields that always differ between two runs and say nothing about the cause of a change.
-const DIFF_IGNORED: [&str; 9] = [
+const DIFF_IGNORED: [&str; 10] = [
     "started_utc",
     "ended_utc",
     "clock_origin_unix_ns",
@@ -35,6 +35,8 @@ const DIFF_IGNORED: [&str; 9] = [
     "event_files",
     "outcome_detail",
     "target.location",
+    // Measured (how long the sessions took to connect), not set: it differs in every pair.
+    "runner.connect_s",
     // Paths differ from run to run; what matters, the devices, is said by `storage_moves`.
     "storage",
 ];
