@@ -90,8 +90,8 @@ clients with sslmode=prefer (libpq's default) continue in clear; sslmode=require
 client's own library. Only where the upstream is is taken from --upstream (host, port or socket):
 the application's own user, database and password reach the server.")]
 pub struct CaptureProxyArgs {
-    /// Where to listen: IP:PORT, or the path of a Unix socket (clients reach DIR/.s.PGSQL.N with
-    /// libpq's host=DIR port=N).
+    /// Where to listen: IP:PORT, a directory (the Unix socket DIR/.s.PGSQL.6543), or a Unix
+    /// socket's path (libpq clients reach DIR/.s.PGSQL.N with host=DIR port=N, and no other name).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:6543")]
     pub listen: String,
     /// The server to forward to: a libpq connection string (URI or key=value; only host, port and

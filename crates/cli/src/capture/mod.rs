@@ -92,7 +92,8 @@ fn cmd_proxy(a: CaptureProxyArgs) -> Result<u8, Exit> {
     let listening = |addr: &proxy::Listening| {
         if !quiet {
             eprintln!(
-                "dbscope: capturing: clients connect to {addr} (forwarded to {upstream}); Ctrl-C stops and keeps everything"
+                "dbscope: capturing: clients connect to {addr} ({}; forwarded to {upstream}); Ctrl-C stops and keeps everything",
+                addr.libpq_hint()
             );
         }
     };

@@ -15,6 +15,8 @@ pub(crate) struct Proxy {
     child: Child,
     pub(crate) port: u16,
     out: PathBuf,
+    /// The line saying where clients connect.
+    line: String,
 }
 
 /// The upstream of the test cluster: its socket, no user or password (the clients bring theirs).
@@ -52,13 +54,32 @@ pub(crate) fn spawn_proxy(dir: &Path, pg: &PgCluster, listen: &str, extra: &[&st
         .unwrap_or_else(|| panic!("no listening line: {line:?}"));
     if !listen.contains('/') {
         assert!(at.starts_with("127.0.0.1:"), "{line}");
+        // How psql reaches it.
+        let port = at.strip_prefix("127.0.0.1:").unwrap();
+        assert!(
+            line.contains(&format!("(psql -h 127.0.0.1 -p {port}; ")),
+            "{line}"
+        );
+    } else if Path::new(listen).is_dir() {
+        // A directory: the socket is where libpq looks for it at port 6543.
+        let sock = Path::new(listen).join(".s.PGSQL.6543");
+        assert_eq!(at, s(&sock), "{line}");
+        assert!(
+            line.contains(&format!("(psql -h {listen} -p 6543; ")),
+            "{line}"
+        );
     } else {
         assert_eq!(at, listen, "{line}");
     }
     let port = at
         .strip_prefix("127.0.0.1:")
         .map_or(0, |p| p.parse().unwrap());
-    Proxy { child, port, out }
+    Proxy {
+        child,
+        port,
+        out,
+        line,
+    }
 }
 
 impl Proxy {
@@ -401,6 +422,19 @@ fn issue_34_the_unix_socket_takes_postgres_permissions_or_socket_mode() {
     let proxy = spawn_proxy(&sub, pg, s(&b), &["--socket-mode", "0770"]);
     assert_eq!(mode(&b), 0o770, "--socket-mode 0770");
     proxy.stop();
+    // A name libpq cannot reach is served, and the line says so and what it looks for.
+    let odd = d.path().join("proxy.sock");
+    let sub = d.path().join("c");
+    std::fs::create_dir(&sub).unwrap();
+    let proxy = spawn_proxy(&sub, pg, s(&odd), &[]);
+    assert!(
+        proxy.line.contains("libpq clients cannot reach this name")
+            && proxy.line.contains("DIR/.s.PGSQL.PORT"),
+        "{}",
+        proxy.line
+    );
+    assert_eq!(mode(&odd), 0o777);
+    proxy.stop();
     let up = upstream(pg);
     let out = s(&d.path().join("cap3")).to_string();
     fails(
@@ -448,14 +482,16 @@ fn unix_socket_proxy_carries_big_messages_both_ways() {
     let sock_dir = d.path().join("sock");
     std::fs::create_dir(&sock_dir).unwrap();
     let sock = sock_dir.join(".s.PGSQL.6543");
-    let proxy = spawn_proxy(d.path(), pg, s(&sock), &["--threads", "2"]);
+    // The directory is given: the socket is made where libpq looks for it (spawn_proxy checks).
+    let proxy = spawn_proxy(d.path(), pg, s(&sock_dir), &["--threads", "2"]);
+    assert!(sock.exists());
     fails(
         d.path(),
         &[
             "capture",
             "proxy",
             "--listen",
-            s(&sock),
+            s(&sock_dir),
             "--upstream",
             &upstream(pg),
             "--out",
@@ -633,7 +669,12 @@ fn issue_27_out_of_descriptors_the_proxy_refuses_new_clients_and_serves_the_rest
         .and_then(|r| r.split(' ').next())
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("no listening line: {line:?}"));
-    let proxy = Proxy { child, port, out };
+    let proxy = Proxy {
+        child,
+        port,
+        out,
+        line,
+    };
     let uri = format!(
         "postgres://{}:{}@127.0.0.1:{port}/postgres?connect_timeout=10",
         pg.user(),

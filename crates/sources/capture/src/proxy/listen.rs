@@ -15,6 +15,32 @@ pub enum Listening {
     Unix(PathBuf),
 }
 
+/// The port a directory given as `--listen` gets its socket named after (`.s.PGSQL.6543`), as
+/// the default TCP address has it.
+pub const DEFAULT_PORT: u16 = 6543;
+
+impl Listening {
+    /// How a libpq client (psql, pgbench, every driver built on libpq's conventions) reaches
+    /// this address, or why it cannot: libpq finds a Unix socket only as `DIR/.s.PGSQL.PORT`.
+    pub fn libpq_hint(&self) -> String {
+        match self {
+            Listening::Tcp(a) => format!("psql -h {} -p {}", a.ip(), a.port()),
+            Listening::Unix(p) => {
+                let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                let port = name
+                    .strip_prefix(".s.PGSQL.")
+                    .and_then(|n| n.parse::<u16>().ok());
+                match (port, p.parent()) {
+                    (Some(port), Some(dir)) => format!("psql -h {} -p {port}", dir.display()),
+                    _ => "libpq clients cannot reach this name: they look for \
+                          DIR/.s.PGSQL.PORT (give --listen that, or a directory)"
+                        .to_string(),
+                }
+            }
+        }
+    }
+}
+
 impl fmt::Display for Listening {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -37,11 +63,16 @@ pub(super) enum Listener {
 
 impl Listener {
     /// Binds `spec`: a path (anything with a `/`) is a Unix socket, given `mode` as its
-    /// permissions whatever the umask (connecting needs write permission on it), the rest
-    /// `IP:PORT`.
+    /// permissions whatever the umask (connecting needs write permission on it); a directory
+    /// gets the socket `DIR/.s.PGSQL.6543` ([`DEFAULT_PORT`]), where libpq looks for it; the rest
+    /// is `IP:PORT`.
     pub(super) fn bind(spec: &str, mode: u32) -> Result<(Listener, Listening), String> {
         if spec.contains('/') {
-            let path = PathBuf::from(spec);
+            let mut path = PathBuf::from(spec);
+            if path.is_dir() {
+                path.push(format!(".s.PGSQL.{DEFAULT_PORT}"));
+            }
+            let spec = path.display().to_string();
             if path.exists() {
                 return Err(format!(
                     "{spec} already exists (another proxy or server listening there, or a socket left \
