@@ -6,6 +6,7 @@ mod watch;
 use std::io::{IsTerminal, Write};
 
 use anyhow::anyhow;
+use dbscope_analysis::text::thousands;
 use dbscope_capture::{info, proxy, CaptureError};
 
 use crate::capture::args::{CaptureArgs, CaptureCommand, CaptureInfoArgs, CaptureProxyArgs};
@@ -42,12 +43,12 @@ fn cmd_log(a: crate::capture::args::CaptureLogArgs) -> Result<u8, Exit> {
     let s = capture_log(&a.files, &a.out, &opts, redacted_command_line())?;
     println!(
         "captured {} calls from {} ({} log records{}) into {}; see: dbscope capture info {}",
-        s.calls,
+        thousands(s.calls as u64),
         dbscope_analysis::text::plural(s.sessions as u64, "session"),
-        s.records,
+        thousands(s.records as u64),
         match s.bad {
             0 => String::new(),
-            n => format!(", {n} unreadable"),
+            n => format!(", {} unreadable", thousands(n)),
         },
         s.dir.display(),
         s.dir.display()
@@ -118,8 +119,8 @@ fn cmd_proxy(a: CaptureProxyArgs) -> Result<u8, Exit> {
         Ok(s) => {
             println!(
                 "captured {} calls ({} errors) from {} in {:.1} s into {}; see: dbscope capture info {}",
-                s.calls,
-                s.errors,
+                thousands(s.calls),
+                thousands(s.errors),
                 dbscope_analysis::text::plural(s.sessions as u64, "session"),
                 s.seconds,
                 s.dir.display(),
@@ -204,7 +205,11 @@ pub fn cmd_replay(a: crate::capture::args::ReplayArgs) -> Result<u8, Exit> {
     if !a.quiet {
         println!(
             "replayed {} calls ({} not replayed, {} diverged) in {:.3} s; the capture took {:.3} s",
-            s.replayed, s.not_replayed, s.diverged, s.replay_s, s.capture_s
+            thousands(s.replayed as u64),
+            thousands(s.not_replayed as u64),
+            thousands(s.diverged as u64),
+            s.replay_s,
+            s.capture_s
         );
     }
     Ok(code)

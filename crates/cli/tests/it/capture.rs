@@ -193,8 +193,15 @@ fn pgbench_through_the_proxy_is_captured_whole() {
         let n = transactions(&out);
         assert!(n > 50, "{out}");
         assert!(out.contains("number of failed transactions: 0"), "{out}");
-        let (_, cap) = proxy.stop();
+        let (stopped, cap) = proxy.stop();
         let calls = calls(&cap);
+        // The closing line counts every call, in thousands as every other count is printed.
+        let said = String::from_utf8_lossy(&stopped.stdout);
+        let grouped = dbscope_analysis::text::thousands(calls.len() as u64);
+        assert!(
+            said.contains(&format!("captured {grouped} calls (0 errors)")),
+            "{said}"
+        );
         let by = |prefix: &str| -> Vec<&Value> {
             calls
                 .iter()
