@@ -74,8 +74,10 @@ pub struct RunnerInfo {
     pub duration_s: Option<f64>,
     /// Warm-up period in seconds; events starting in it carry the warm-up flag.
     pub warmup_s: f64,
-    /// Errors tolerated before the run is stopped as failed.
-    pub max_errors: u64,
+    /// Errors tolerated before the run is stopped as failed; absent where no such limit applies
+    /// (a replay counts its errors as divergences; `io redo`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_errors: Option<u64>,
     /// `closed` (as fast as possible) or `open` (target rate).
     pub mode: String,
     /// Client threads the sessions ran on, when fewer than the sessions (multiplexed, as

@@ -32,7 +32,7 @@ fn fixed_run(dir: &std::path::Path) -> RunDir {
         ops_per_session: Some(60),
         duration_s: None,
         warmup_s: 0.5,
-        max_errors: 10,
+        max_errors: Some(10),
         mode: "closed".into(),
         threads: None,
         connect_s: None,

@@ -119,7 +119,7 @@ fn manifest(outcome: Outcome) -> Manifest {
         ops_per_session: None,
         duration_s: Some(2.0),
         warmup_s: 0.5,
-        max_errors: 0,
+        max_errors: Some(0),
         mode: "closed".into(),
         threads: None,
         connect_s: None,

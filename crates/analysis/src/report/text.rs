@@ -101,7 +101,9 @@ pub fn render_text(r: &Report) -> String {
             items.push(format!("duration {d} s"));
         }
         items.push(format!("warm-up {} s", rn.warmup_s));
-        items.push(format!("max errors {}", thousands(rn.max_errors)));
+        if let Some(n) = rn.max_errors {
+            items.push(format!("max errors {}", thousands(n)));
+        }
         push_items(&mut out, "runner", &items);
     }
 

@@ -404,6 +404,13 @@ fn issue_27_a_capture_is_private_and_keeps_no_password() {
     assert_eq!(r["replay"]["not_replayed"], 1, "{}", r["replay"]);
     let text = ok(d.path(), &["report", s(&run)]);
     assert!(text.contains("password redacted in the capture"), "{text}");
+    // A replay's errors are divergences, not a limit that stops it: no "max errors" (it said
+    // "max errors 0", which would mean the first error stops the run).
+    let runner = text.lines().find(|l| l.starts_with("runner")).unwrap();
+    assert!(
+        runner.contains("open loop") && !runner.contains("max errors"),
+        "{runner}"
+    );
     pg.query(&db, "DROP ROLE dbscope_pw_victim");
 }
 

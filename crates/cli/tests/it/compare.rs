@@ -189,6 +189,10 @@ fn sqlite_runs_show_the_setting_that_differs() {
                 && d["b"] == "full"),
         "{diff:?}"
     );
+    // A workload run says the error limit it ran under (a replay, which has none, does not).
+    let report = ok(dir.path(), &["report", "off"]);
+    let runner = report.lines().find(|l| l.starts_with("runner")).unwrap();
+    assert!(runner.contains("max errors 1,000"), "{runner}");
     // Only what was set differs: nothing measured (the connect time) or always different.
     for d in diff {
         assert!(

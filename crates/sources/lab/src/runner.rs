@@ -175,7 +175,7 @@ pub fn run(
         ops_per_session: cfg.ops_per_session,
         duration_s: cfg.duration.map(|d| d.as_secs_f64()),
         warmup_s: cfg.warmup.as_secs_f64(),
-        max_errors: cfg.max_errors,
+        max_errors: Some(cfg.max_errors),
         // `events` paces its clients itself: its runs are open loop without `--rate` (issue 34).
         mode: if cfg.pacing.is_some() || spec.workload.paces_itself() {
             "open"

@@ -308,7 +308,7 @@ fn manifest(
         ops_per_session: cfg.ops_per_session,
         duration_s: cfg.duration.map(|d| d.as_secs_f64()),
         warmup_s: 0.0,
-        max_errors: 0,
+        max_errors: None,
         mode: if cfg.rate_per_session.is_some() {
             "open".into()
         } else {
