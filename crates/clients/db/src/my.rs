@@ -364,6 +364,7 @@ impl Target for MyTarget {
             infile,
         }))
     }
+
     fn table_facts(&self) -> TargetResult<BTreeMap<String, String>> {
         engines(&mut self.open()?)
     }
