@@ -166,6 +166,7 @@ pub fn cmd_replay(a: crate::capture::args::ReplayArgs) -> Result<u8, Exit> {
             );
         }
     }
+    let target_info = describe_postgres(&a.target);
     let stop = stop_on_ctrl_c();
     let cfg = replay::ReplayConfig {
         capture: a.capture.clone(),
@@ -177,6 +178,7 @@ pub fn cmd_replay(a: crate::capture::args::ReplayArgs) -> Result<u8, Exit> {
         restored_from: a.restore.clone(),
         command_line: redacted_command_line(),
         watch: observer,
+        target_info,
     };
     let live = !a.quiet && std::io::stderr().is_terminal();
     let result = replay::run(&cfg, &stop, |t| {
@@ -213,6 +215,20 @@ pub fn cmd_replay(a: crate::capture::args::ReplayArgs) -> Result<u8, Exit> {
         );
     }
     Ok(code)
+}
+
+/// The server version and settings of a PostgreSQL target given as a libpq connection string
+/// (URI or key=value), as a workload run records them; `None` when they cannot be read (the
+/// replay's own sessions then say why they cannot connect).
+fn describe_postgres(spec: &str) -> Option<dbscope_core::TargetInfo> {
+    let spec = spec.trim();
+    let spec = match spec.starts_with("postgres:") || spec.starts_with("postgresql://") {
+        true => spec.to_string(),
+        false => format!("postgres:{spec}"),
+    };
+    dbscope_db::open_target(&spec, &[])
+        .and_then(|t| t.describe())
+        .ok()
 }
 
 /// Runs `dbscope restore-point …`.

@@ -881,7 +881,10 @@ fn capture_reset_replay_gives_the_same_database() {
         "one history row per transaction: {captured}"
     );
     let calls = calls(&cap).len();
-    for (speed, name) in [("1", "replay1"), ("max", "replaymax")] {
+    // The second replay runs on a changed system (synchronous_commit off for its connections):
+    // both replays record their target's settings, and `compare` says what changed.
+    let changed = format!("{target}&options=-c%20synchronous_commit%3Doff");
+    for (speed, name, to) in [("1", "replay1", &target), ("max", "replaymax", &changed)] {
         let run = d.path().join(name);
         ok(
             d.path(),
@@ -889,7 +892,7 @@ fn capture_reset_replay_gives_the_same_database() {
                 "replay",
                 s(&cap),
                 "--target",
-                &target,
+                to,
                 "--restore",
                 &rp,
                 "--speed",
@@ -927,7 +930,30 @@ fn capture_reset_replay_gives_the_same_database() {
         // The replay and the capture compare statement by statement.
         let cmp = ok(d.path(), &["compare", s(&cap), s(&run)]);
         assert!(cmp.contains("UPDATE pgbench_accounts"), "{cmp}");
+        let t = &manifest["target"];
+        assert!(
+            t["server_version"]
+                .as_str()
+                .unwrap()
+                .starts_with("PostgreSQL "),
+            "{t}"
+        );
+        let sync = if speed == "1" { "on" } else { "off" };
+        assert_eq!(t["settings_effective"]["synchronous_commit"], sync, "{t}");
     }
+    let cmp = ok(
+        d.path(),
+        &[
+            "compare",
+            s(&d.path().join("replay1")),
+            s(&d.path().join("replaymax")),
+        ],
+    );
+    let line = cmp
+        .lines()
+        .find(|l| l.contains("settings_effective.synchronous_commit"))
+        .unwrap_or_else(|| panic!("the changed setting is not shown:\n{cmp}"));
+    assert!(line.contains("A: on") && line.contains("B: off"), "{line}");
     // A target without the captured tables is refused before anything runs, naming them.
     let empty = pg.create_db("cap_replay_empty");
     let out = d.path().join("never");

@@ -50,6 +50,10 @@ pub struct ReplayConfig {
     /// Watches the target while the replay runs (its counters, devices and the replay's
     /// sessions' waits): the binary gives the lab's observer; `None`: not watched.
     pub watch: Option<crate::watch::OpenWatch>,
+    /// The target's server version and settings as the binary read them (recorded as every
+    /// run's target is, so `compare` of two replays shows what changed on the system); `None`:
+    /// the kind and location only.
+    pub target_info: Option<dbscope_core::manifest::TargetInfo>,
 }
 
 /// What a replay did.

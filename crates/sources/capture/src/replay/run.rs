@@ -72,7 +72,7 @@ pub fn run(
     manifest.target = Some(TargetInfo {
         kind: "postgres".into(),
         location: redact(&cfg.target),
-        ..TargetInfo::default()
+        ..cfg.target_info.clone().unwrap_or_default()
     });
     manifest.runner = Some(RunnerInfo {
         sessions: plan.sessions.len() as u32,
