@@ -86,6 +86,12 @@ fn cmd_proxy(a: CaptureProxyArgs) -> Result<u8, Exit> {
             &a.upstream,
             Some("capture proxy (dbscope, its observer included)"),
         )?,
+        // Read over the observer's connection (--observe, else the upstream as given), which
+        // names a user and database; not at all with --no-observe.
+        target_info: match a.observe.no_observe {
+            true => None,
+            false => watch::describe_postgres(a.observe.observe.as_deref().unwrap_or(&a.upstream)),
+        },
     };
     let live = !a.quiet && std::io::stderr().is_terminal();
     let quiet = a.quiet;
@@ -166,7 +172,7 @@ pub fn cmd_replay(a: crate::capture::args::ReplayArgs) -> Result<u8, Exit> {
             );
         }
     }
-    let target_info = describe_postgres(&a.target);
+    let target_info = watch::describe_postgres(&a.target);
     let stop = stop_on_ctrl_c();
     let cfg = replay::ReplayConfig {
         capture: a.capture.clone(),
@@ -215,20 +221,6 @@ pub fn cmd_replay(a: crate::capture::args::ReplayArgs) -> Result<u8, Exit> {
         );
     }
     Ok(code)
-}
-
-/// The server version and settings of a PostgreSQL target given as a libpq connection string
-/// (URI or key=value), as a workload run records them; `None` when they cannot be read (the
-/// replay's own sessions then say why they cannot connect).
-fn describe_postgres(spec: &str) -> Option<dbscope_core::TargetInfo> {
-    let spec = spec.trim();
-    let spec = match spec.starts_with("postgres:") || spec.starts_with("postgresql://") {
-        true => spec.to_string(),
-        false => format!("postgres:{spec}"),
-    };
-    dbscope_db::open_target(&spec, &[])
-        .and_then(|t| t.describe())
-        .ok()
 }
 
 /// Runs `dbscope restore-point …`.

@@ -48,6 +48,26 @@ impl Backends for Log {
 /// `--no-observe`. A connection string that cannot be parsed is refused here (bad usage); one
 /// the observer cannot connect with only leaves the section's figures missing, with the reason.
 /// `client`: what this process is to the sessions when it is not their client (the proxy).
+/// A libpq connection string as a `--target`: the proxy and the replay take libpq's strings, URI
+/// or key=value (bare or after `postgres:`), and a target is named by its scheme.
+fn postgres_spec(uri: &str) -> String {
+    let uri = uri.trim();
+    if uri.starts_with("postgres:") || uri.starts_with("postgresql://") {
+        uri.to_string()
+    } else {
+        format!("postgres:{uri}")
+    }
+}
+
+/// The server version and settings of the PostgreSQL server at `uri` (a libpq connection
+/// string), as a workload run records its target's; `None` when they cannot be read (the
+/// capture's or replay's own connections then say why).
+pub fn describe_postgres(uri: &str) -> Option<dbscope_core::TargetInfo> {
+    dbscope_db::open_target(&postgres_spec(uri), &[])
+        .and_then(|t| t.describe())
+        .ok()
+}
+
 pub fn open_watch(
     a: &ObserveArgs,
     server: &str,
@@ -64,14 +84,7 @@ pub fn open_watch(
     config
         .validate()
         .map_err(|e| Exit(EXIT_USAGE, anyhow!("{e}")))?;
-    let uri = a.observe.as_deref().unwrap_or(server).trim().to_string();
-    // The proxy and the replay take libpq's strings, URI or key=value (bare or after
-    // `postgres:`, as a --target); a target is named by its scheme.
-    let spec = if uri.starts_with("postgres:") || uri.starts_with("postgresql://") {
-        uri
-    } else {
-        format!("postgres:{uri}")
-    };
+    let spec = postgres_spec(a.observe.as_deref().unwrap_or(server));
     // Parsed now, so a malformed string is said before anything runs (opening a PostgreSQL
     // target only parses it: the observer connects when the run's directory exists).
     let target = dbscope_db::open_target(&spec, &[]).map_err(|e| {

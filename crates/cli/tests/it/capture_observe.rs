@@ -168,6 +168,19 @@ fn a_capture_and_its_replay_watch_the_server_and_their_own_backends_only() {
     );
     assert!(!o["disks"].as_array().unwrap().is_empty(), "{o}");
     assert!(!manifest.to_string().contains(pg.password()));
+    // The upstream's version and settings, read over the observer's connection.
+    let t = &manifest["target"];
+    assert!(
+        t["server_version"]
+            .as_str()
+            .unwrap()
+            .starts_with("PostgreSQL "),
+        "{t}"
+    );
+    assert!(
+        t["settings_effective"]["wal_sync_method"].is_string(),
+        "{t}"
+    );
 
     // The replay, from the restore point (reset first: the reset ends every session of the
     // database, the bystander's too): its own backends watched the same way.

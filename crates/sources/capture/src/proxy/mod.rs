@@ -73,6 +73,9 @@ pub struct ProxyConfig {
     /// Watches the upstream server while the capture runs (its counters, devices and the
     /// captured sessions' waits): the binary gives the lab's observer; `None`: not watched.
     pub watch: Option<OpenWatch>,
+    /// The upstream's server version and settings as the binary read them (recorded as every
+    /// run's target is); `None`: the kind and location only.
+    pub target_info: Option<TargetInfo>,
 }
 
 /// PostgreSQL's default `unix_socket_permissions`.
@@ -151,7 +154,7 @@ pub fn run(
     manifest.target = Some(TargetInfo {
         kind: "postgres".into(),
         location: redact(&cfg.upstream),
-        ..TargetInfo::default()
+        ..cfg.target_info.clone().unwrap_or_default()
     });
     // Each client costs two descriptors (its socket and the upstream's): the soft limit (often
     // 1,024) is raised to the hard one, and what the proxy has is recorded.
