@@ -44,10 +44,6 @@ impl Backends for Log {
     }
 }
 
-/// The watcher of a capture (`server` = its --upstream) or a replay (its --target), unless
-/// `--no-observe`. A connection string that cannot be parsed is refused here (bad usage); one
-/// the observer cannot connect with only leaves the section's figures missing, with the reason.
-/// `client`: what this process is to the sessions when it is not their client (the proxy).
 /// A libpq connection string as a `--target`: the proxy and the replay take libpq's strings, URI
 /// or key=value (bare or after `postgres:`), and a target is named by its scheme.
 fn postgres_spec(uri: &str) -> String {
@@ -68,6 +64,10 @@ pub fn describe_postgres(uri: &str) -> Option<dbscope_core::TargetInfo> {
         .ok()
 }
 
+/// The watcher of a capture (`server` = its --upstream) or a replay (its --target), unless
+/// `--no-observe`. A connection string that cannot be parsed is refused here (bad usage); one
+/// the observer cannot connect with only leaves the section's figures missing, with the reason.
+/// `client`: what this process is to the sessions when it is not their client (the proxy).
 pub fn open_watch(
     a: &ObserveArgs,
     server: &str,
