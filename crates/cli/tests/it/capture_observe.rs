@@ -169,14 +169,7 @@ fn a_capture_and_its_replay_watch_the_server_and_their_own_backends_only() {
     assert!(!o["disks"].as_array().unwrap().is_empty(), "{o}");
     assert!(!manifest.to_string().contains(pg.password()));
     // The upstream's version and settings, read over the observer's connection.
-    let t = &manifest["target"];
-    assert!(
-        t["server_version"]
-            .as_str()
-            .unwrap()
-            .starts_with("PostgreSQL "),
-        "{t}"
-    );
+    let t = crate::cli::pg_target(&manifest);
     assert!(
         t["settings_effective"]["wal_sync_method"].is_string(),
         "{t}"

@@ -60,6 +60,19 @@ pub fn report_json(dir: &Path, run: &Path) -> Value {
     serde_json::from_str(&text).expect("report --json is JSON")
 }
 
+/// A manifest's target, checked to be a PostgreSQL server that told its version.
+pub fn pg_target(m: &Value) -> &Value {
+    let t = &m["target"];
+    assert_eq!(t["kind"], "postgres", "{t}");
+    assert!(
+        t["server_version"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("PostgreSQL ")),
+        "{t}"
+    );
+    t
+}
+
 /// The manifest of a run, parsed.
 pub fn manifest(run: &Path) -> Value {
     let text = std::fs::read_to_string(run.join("manifest.json")).expect("manifest.json");

@@ -46,15 +46,7 @@ fn commit_run_on_postgres() {
     let run_dir = join(dir.path(), "p");
     let m = manifest(&run_dir);
     assert_eq!(m["outcome"], "complete");
-    let t = &m["target"];
-    assert_eq!(t["kind"], "postgres");
-    assert!(
-        t["server_version"]
-            .as_str()
-            .unwrap()
-            .starts_with("PostgreSQL "),
-        "{t}"
-    );
+    let t = pg_target(&m);
     assert_eq!(t["settings_effective"]["synchronous_commit"], "off");
     for k in [
         "wal_sync_method",
