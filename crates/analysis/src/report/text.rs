@@ -125,8 +125,9 @@ pub fn render_text(r: &Report) -> String {
     if !h.uname.is_empty() {
         items.push(one_line(&h.uname));
     }
-    if h.machine_cpus() > 0 {
-        items.push(format!("{} cpus", h.machine_cpus()));
+    match h.machine_cpus() {
+        0 => {}
+        n => items.push(format!("{n} cpus")),
     }
     let placement = h.client_placement();
     if !placement.is_empty() {
